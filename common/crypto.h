@@ -1,0 +1,31 @@
+#pragma once
+// Thin, safe wrappers over OpenSSL's libcrypto: digests, MACs, secure random identifiers.
+// All functions are thread-safe.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kobo {
+
+using Sha256 = std::array<std::uint8_t, 32>;
+
+Sha256 sha256(std::string_view data);
+// SHA-256 of `a` followed by `b`, without concatenating them first.
+Sha256 sha256(std::string_view a, std::string_view b);
+std::string sha256_hex(std::string_view data);
+std::string hmac_sha512_hex(std::string_view key, std::string_view data);
+
+std::string to_hex(const std::uint8_t* data, std::size_t size);
+inline std::string to_hex(const Sha256& d) { return to_hex(d.data(), d.size()); }
+
+// Cryptographically secure random bytes, hex encoded (2 * bytes characters).
+std::string random_hex(std::size_t bytes);
+// A random UUID v4 in its canonical 8-4-4-4-12 lowercase form.
+std::string uuid_v4();
+
+// Constant-time equality of two equally long strings (false when lengths differ).
+bool constant_time_equal(std::string_view a, std::string_view b);
+
+}  // namespace kobo

@@ -1,0 +1,64 @@
+#pragma once
+// Operating errors (disk, network, corrupt data) as values: `Status` and `Result<T>`.
+// Domain rejections are not errors in this sense; they have their own enum in command/.
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "common/assert.h"
+
+namespace kobo {
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  static Status error(std::string message) { return Status(std::move(message)); }
+
+  bool ok() const { return !message_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const std::string& message() const {
+    KOBO_ASSERT(!ok(), "message() of an ok Status");
+    return *message_;
+  }
+
+ private:
+  explicit Status(std::string message) : message_(std::move(message)) {}
+  std::optional<std::string> message_;
+};
+
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
+    KOBO_ASSERT(!std::get<Status>(v_).ok(), "Result built from an ok Status");
+  }
+
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  explicit operator bool() const { return ok(); }
+  T& value() & {
+    KOBO_ASSERT(ok(), "value() of a failed Result");
+    return std::get<T>(v_);
+  }
+  T&& value() && {
+    KOBO_ASSERT(ok(), "value() of a failed Result");
+    return std::get<T>(std::move(v_));
+  }
+  const T& value() const& {
+    KOBO_ASSERT(ok(), "value() of a failed Result");
+    return std::get<T>(v_);
+  }
+  const Status& status() const {
+    KOBO_ASSERT(!ok(), "status() of an ok Result");
+    return std::get<Status>(v_);
+  }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+}  // namespace kobo

@@ -1,0 +1,172 @@
+#include "events/embedded_log.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+
+#include "events/append_signal.h"
+
+namespace kobo {
+namespace {
+
+constexpr char kEventPrefix = 'e';
+const std::string kPartitionsKey = "m:partitions";
+
+void put_be(std::string& out, std::uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+std::uint64_t get_be(const char* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+std::string event_key(Partition p, Offset o) {
+  std::string k(1, kEventPrefix);
+  put_be(k, p.value, 4);
+  put_be(k, o.value, 8);
+  return k;
+}
+
+class EmbeddedLogImpl final : public EventLog {
+ public:
+  EmbeddedLogImpl(std::unique_ptr<rocksdb::DB> db, std::uint32_t partitions, bool sync,
+                  std::vector<Offset> ends)
+      : db_(std::move(db)), partitions_(partitions), sync_(sync), ends_(partitions) {
+    for (std::uint32_t p = 0; p < partitions; ++p) ends_[p].store(ends[p].value);
+  }
+
+  std::uint32_t partitions() const override { return partitions_; }
+
+  Status append(std::span<const EncodedEvent> batch) override {
+    std::lock_guard lock(append_mu_);
+    std::vector<std::uint64_t> next(partitions_);
+    for (std::uint32_t p = 0; p < partitions_; ++p) next[p] = ends_[p].load();
+    rocksdb::WriteBatch wb;
+    for (const EncodedEvent& e : batch) {
+      KOBO_ASSERT(e.partition.value < partitions_, "append to a partition the log does not have");
+      const auto s = wb.Put(event_key(e.partition, Offset(next[e.partition.value]++)), e.bytes);
+      if (!s.ok()) return Status::error("log batch: " + s.ToString());
+    }
+    rocksdb::WriteOptions wo;
+    wo.sync = sync_;
+    const auto s = db_->Write(wo, &wb);
+    if (!s.ok()) return Status::error("log append: " + s.ToString());
+    for (std::uint32_t p = 0; p < partitions_; ++p) ends_[p].store(next[p]);
+    signal_.notify();
+    return {};
+  }
+
+  Result<std::unique_ptr<LogReader>> open_reader(std::vector<Offset> start) override;
+
+  Result<std::vector<Offset>> end_offsets() override {
+    std::vector<Offset> out;
+    for (std::uint32_t p = 0; p < partitions_; ++p) out.emplace_back(ends_[p].load());
+    return out;
+  }
+
+  rocksdb::DB& db() { return *db_; }
+  std::uint64_t end(std::uint32_t p) const { return ends_[p].load(); }
+  const AppendSignal& signal() const { return signal_; }
+
+ private:
+  std::unique_ptr<rocksdb::DB> db_;
+  const std::uint32_t partitions_;
+  const bool sync_;
+  std::mutex append_mu_;
+  std::vector<std::atomic<std::uint64_t>> ends_;
+  AppendSignal signal_;
+};
+
+class EmbeddedReader final : public LogReader {
+ public:
+  EmbeddedReader(EmbeddedLogImpl& log, std::vector<Offset> start) : log_(log), pos_(std::move(start)) {}
+
+  Status poll(std::size_t max_records, std::chrono::milliseconds timeout,
+              std::vector<LogRecord>& out) override {
+    const std::uint64_t generation = log_.signal().generation();
+    const std::size_t before = out.size();
+    read_available(max_records, out);
+    if (out.size() == before && timeout.count() > 0) {
+      log_.signal().wait_past(generation, timeout);
+      read_available(max_records, out);
+    }
+    return {};
+  }
+
+ private:
+  void read_available(std::size_t max_records, std::vector<LogRecord>& out) {
+    std::size_t budget = max_records;
+    for (std::uint32_t p = 0; p < pos_.size() && budget > 0; ++p) {
+      const std::uint64_t end = log_.end(p);
+      if (pos_[p].value >= end) continue;
+      std::unique_ptr<rocksdb::Iterator> it(log_.db().NewIterator(rocksdb::ReadOptions()));
+      for (it->Seek(event_key(Partition(p), pos_[p])); it->Valid() && budget > 0 && pos_[p].value < end;
+           it->Next()) {
+        const auto key = it->key();
+        if (key.size() != 13 || key[0] != kEventPrefix || get_be(key.data() + 1, 4) != p) break;
+        const std::uint64_t offset = get_be(key.data() + 5, 8);
+        KOBO_ASSERT(offset == pos_[p].value, "embedded log offsets are dense");
+        out.push_back(LogRecord{Partition(p), Offset(offset), it->value().ToString()});
+        pos_[p] = Offset(offset + 1);
+        --budget;
+      }
+    }
+  }
+
+  EmbeddedLogImpl& log_;
+  std::vector<Offset> pos_;
+};
+
+Result<std::unique_ptr<LogReader>> EmbeddedLogImpl::open_reader(std::vector<Offset> start) {
+  if (start.size() != partitions_) return Status::error("reader needs one start offset per partition");
+  return std::unique_ptr<LogReader>(std::make_unique<EmbeddedReader>(*this, std::move(start)));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& options) {
+  std::error_code ec;
+  std::filesystem::create_directories(options.path, ec);
+  if (ec) return Status::error("create " + options.path + ": " + ec.message());
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.compression = rocksdb::kNoCompression;
+  rocksdb::DB* raw = nullptr;
+  const auto s = rocksdb::DB::Open(o, options.path, &raw);
+  if (!s.ok()) return Status::error("open log " + options.path + ": " + s.ToString());
+  std::unique_ptr<rocksdb::DB> db(raw);
+
+  std::string stored;
+  const auto g = db->Get(rocksdb::ReadOptions(), kPartitionsKey, &stored);
+  if (g.ok()) {
+    if (std::to_string(options.partitions) != stored)
+      return Status::error("log " + options.path + " has " + stored + " partitions, not " +
+                           std::to_string(options.partitions));
+  } else if (g.IsNotFound()) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    const auto w = db->Put(wo, kPartitionsKey, std::to_string(options.partitions));
+    if (!w.ok()) return Status::error("log meta: " + w.ToString());
+  } else {
+    return Status::error("log meta: " + g.ToString());
+  }
+
+  std::vector<Offset> ends(options.partitions, Offset(0));
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  for (std::uint32_t p = 0; p < options.partitions; ++p) {
+    it->SeekForPrev(event_key(Partition(p), Offset(UINT64_MAX)));
+    if (it->Valid() && it->key().size() == 13 && it->key()[0] == kEventPrefix &&
+        get_be(it->key().data() + 1, 4) == p)
+      ends[p] = Offset(get_be(it->key().data() + 5, 8) + 1);
+  }
+  if (!it->status().ok()) return Status::error("log scan: " + it->status().ToString());
+  return std::unique_ptr<EventLog>(
+      std::make_unique<EmbeddedLogImpl>(std::move(db), options.partitions, options.sync, std::move(ends)));
+}
+
+}  // namespace kobo

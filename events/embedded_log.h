@@ -1,0 +1,24 @@
+#pragma once
+// The embedded EventLog: a RocksDB database under <data-dir>/log. One append is one synced
+// WriteBatch (group commit: the writer appends a whole batch of commands at once), so an
+// append is durable and atomic. Offsets are dense from 0 in each partition.
+//
+// Thread safety: as EventLog. Owned by whoever opened it; readers must not outlive it.
+
+#include <memory>
+#include <string>
+
+#include "events/event_log.h"
+
+namespace kobo {
+
+struct EmbeddedLogOptions {
+  std::string path;                  // directory of the RocksDB database
+  std::uint32_t partitions = 6;      // must match what the log was created with
+  bool sync = true;                  // fsync every append; only benchmarks of the CPU path turn it off
+};
+
+class EmbeddedLog;
+[[nodiscard]] Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& options);
+
+}  // namespace kobo

@@ -1,0 +1,102 @@
+#include "events/event.h"
+
+#include <array>
+
+#include "common/crypto.h"
+
+namespace kobo {
+namespace {
+
+constexpr std::array<std::pair<EventType, std::string_view>, 7> kTypeNames{{
+    {EventType::writer_started, "WriterStarted"},
+    {EventType::business_created, "BusinessCreated"},
+    {EventType::account_created, "AccountCreated"},
+    {EventType::wallet_created, "WalletCreated"},
+    {EventType::debited, "Debited"},
+    {EventType::credited, "Credited"},
+    {EventType::transaction_status_changed, "TransactionStatusChanged"},
+}};
+
+nlohmann::json envelope_without_hash(const Event& e) {
+  return nlohmann::json{
+      {"business", e.business},     {"commandSeq", e.command_seq.value},
+      {"commandSize", e.command_size}, {"data", e.data},
+      {"epoch", e.epoch.value},     {"live", e.live},
+      {"partition", e.partition.value}, {"prevHash", e.prev_hash},
+      {"schemaVersion", e.schema_version}, {"seq", e.seq.value},
+      {"time", format_iso8601(e.time)}, {"type", to_string(e.type)},
+  };
+}
+
+bool is_hex64(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string_view to_string(EventType t) {
+  for (const auto& [type, name] : kTypeNames)
+    if (type == t) return name;
+  KOBO_ASSERT(false, "unnamed event type");
+}
+
+std::optional<EventType> event_type_from_string(std::string_view s) {
+  for (const auto& [type, name] : kTypeNames)
+    if (name == s) return type;
+  return std::nullopt;
+}
+
+std::string seal(Event& e) {
+  KOBO_ASSERT(e.seq.value >= 1, "seq starts at 1");
+  KOBO_ASSERT(e.command_seq <= e.seq && e.seq.value < e.command_seq.value + e.command_size,
+              "event outside its command");
+  KOBO_ASSERT(is_hex64(e.prev_hash), "prevHash must be 64 hex digits");
+  KOBO_ASSERT(e.data.is_object(), "event data must be an object");
+  const std::string canonical = envelope_without_hash(e).dump();
+  e.hash = to_hex(sha256(e.prev_hash, canonical));
+  // Keys are sorted in the canonical form; the hash is prefixed so it need not be re-encoded.
+  return "{\"hash\":\"" + e.hash + "\"," + canonical.substr(1);
+}
+
+Result<Event> decode_event(std::string_view bytes) {
+  nlohmann::json j = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::error("event is not a JSON object");
+  try {
+    Event e;
+    e.hash = j.at("hash").get<std::string>();
+    j.erase("hash");
+    const auto type = event_type_from_string(j.at("type").get<std::string>());
+    if (!type) return Status::error("unknown event type " + j.at("type").get<std::string>());
+    e.type = *type;
+    e.partition = Partition(j.at("partition").get<std::uint32_t>());
+    e.seq = Seq(j.at("seq").get<std::uint64_t>());
+    e.epoch = Epoch(j.at("epoch").get<std::uint64_t>());
+    e.command_seq = Seq(j.at("commandSeq").get<std::uint64_t>());
+    e.command_size = j.at("commandSize").get<std::uint32_t>();
+    e.schema_version = j.at("schemaVersion").get<int>();
+    e.business = j.at("business").get<std::string>();
+    e.live = j.at("live").get<bool>();
+    const auto time = parse_iso8601(j.at("time").get<std::string>());
+    if (!time) return Status::error("bad event time");
+    e.time = *time;
+    e.prev_hash = j.at("prevHash").get<std::string>();
+    e.data = std::move(j.at("data"));
+    if (!e.data.is_object()) return Status::error("event data is not an object");
+    if (!is_hex64(e.hash) || !is_hex64(e.prev_hash)) return Status::error("malformed hash");
+    if (e.seq.value < 1 || e.command_size < 1 || e.command_seq > e.seq ||
+        e.seq.value >= e.command_seq.value + e.command_size)
+      return Status::error("event outside its command");
+    if (e.schema_version != kEventSchemaVersion)
+      return Status::error("unsupported schemaVersion " + std::to_string(e.schema_version));
+    const std::string canonical = envelope_without_hash(e).dump();
+    if (to_hex(sha256(e.prev_hash, canonical)) != e.hash) return Status::error("hash mismatch");
+    return e;
+  } catch (const nlohmann::json::exception& ex) {
+    return Status::error(std::string("malformed event: ") + ex.what());
+  }
+}
+
+}  // namespace kobo

@@ -1,0 +1,99 @@
+#include "events/memory_log.h"
+
+#include <mutex>
+
+#include "events/append_signal.h"
+
+namespace kobo {
+
+struct MemoryLog::State {
+  std::mutex mu;
+  std::vector<std::vector<std::string>> records;
+  int failures_pending = 0;
+  AppendSignal signal;
+};
+
+namespace {
+
+class MemoryReader final : public LogReader {
+ public:
+  MemoryReader(std::shared_ptr<MemoryLog::State> state, std::vector<Offset> start)
+      : state_(std::move(state)), pos_(std::move(start)) {}
+
+  Status poll(std::size_t max_records, std::chrono::milliseconds timeout,
+              std::vector<LogRecord>& out) override {
+    const std::uint64_t generation = state_->signal.generation();
+    const std::size_t before = out.size();
+    read_available(max_records, out);
+    if (out.size() == before && timeout.count() > 0) {
+      state_->signal.wait_past(generation, timeout);
+      read_available(max_records, out);
+    }
+    return {};
+  }
+
+ private:
+  void read_available(std::size_t budget, std::vector<LogRecord>& out) {
+    std::lock_guard lock(state_->mu);
+    for (std::uint32_t p = 0; p < pos_.size() && budget > 0; ++p) {
+      const auto& recs = state_->records[p];
+      while (pos_[p].value < recs.size() && budget > 0) {
+        out.push_back(LogRecord{Partition(p), pos_[p], recs[pos_[p].value]});
+        pos_[p] = Offset(pos_[p].value + 1);
+        --budget;
+      }
+    }
+  }
+
+  std::shared_ptr<MemoryLog::State> state_;
+  std::vector<Offset> pos_;
+};
+
+}  // namespace
+
+MemoryLog::MemoryLog(std::uint32_t partitions) : state_(std::make_shared<State>()) {
+  state_->records.resize(partitions);
+}
+MemoryLog::~MemoryLog() = default;
+
+std::uint32_t MemoryLog::partitions() const { return static_cast<std::uint32_t>(state_->records.size()); }
+
+Status MemoryLog::append(std::span<const EncodedEvent> batch) {
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->failures_pending > 0) {
+      --state_->failures_pending;
+      return Status::error("injected append failure");
+    }
+    for (const auto& e : batch) {
+      KOBO_ASSERT(e.partition.value < state_->records.size(), "append to a partition the log does not have");
+      state_->records[e.partition.value].push_back(e.bytes);
+    }
+  }
+  state_->signal.notify();
+  return {};
+}
+
+Result<std::unique_ptr<LogReader>> MemoryLog::open_reader(std::vector<Offset> start) {
+  if (start.size() != partitions()) return Status::error("reader needs one start offset per partition");
+  return std::unique_ptr<LogReader>(std::make_unique<MemoryReader>(state_, std::move(start)));
+}
+
+Result<std::vector<Offset>> MemoryLog::end_offsets() {
+  std::lock_guard lock(state_->mu);
+  std::vector<Offset> out;
+  for (const auto& r : state_->records) out.emplace_back(r.size());
+  return out;
+}
+
+void MemoryLog::fail_next_appends(int n) {
+  std::lock_guard lock(state_->mu);
+  state_->failures_pending = n;
+}
+
+void MemoryLog::overwrite(Partition p, Offset o, std::string bytes) {
+  std::lock_guard lock(state_->mu);
+  state_->records.at(p.value).at(o.value) = std::move(bytes);
+}
+
+}  // namespace kobo

@@ -1,0 +1,46 @@
+#pragma once
+// Strong types for the quantities that must never be mixed up: money, log positions and
+// partitions. Each wraps one integer and allows only the operations that make sense.
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+
+namespace kobo {
+
+template <typename T, typename Tag>
+struct Named {
+  T value{};
+  constexpr Named() = default;
+  constexpr explicit Named(T v) : value(v) {}
+  constexpr auto operator<=>(const Named&) const = default;
+};
+
+// Position of an event in its partition's hash chain: gapless from 1.
+using Seq = Named<std::uint64_t, struct SeqTag>;
+// Position of a record in a log backend (Kafka offset; the embedded log uses seq - 1).
+using Offset = Named<std::uint64_t, struct OffsetTag>;
+// A log partition; every business lives in exactly one.
+using Partition = Named<std::uint32_t, struct PartitionTag>;
+// A writer generation: each writer that takes a partition appends WriterStarted with epoch + 1.
+using Epoch = Named<std::uint64_t, struct EpochTag>;
+
+// An amount of naira in kobo. Signed: system accounts go negative by design.
+struct Kobo {
+  std::int64_t value = 0;
+  constexpr Kobo() = default;
+  constexpr explicit Kobo(std::int64_t v) : value(v) {}
+  constexpr auto operator<=>(const Kobo&) const = default;
+  constexpr Kobo operator+(Kobo o) const { return Kobo(value + o.value); }
+  constexpr Kobo operator-(Kobo o) const { return Kobo(value - o.value); }
+  constexpr Kobo operator-() const { return Kobo(-value); }
+  constexpr Kobo& operator+=(Kobo o) { value += o.value; return *this; }
+  constexpr Kobo& operator-=(Kobo o) { value -= o.value; return *this; }
+};
+
+}  // namespace kobo
+
+template <typename T, typename Tag>
+struct std::hash<kobo::Named<T, Tag>> {
+  std::size_t operator()(const kobo::Named<T, Tag>& n) const noexcept { return std::hash<T>{}(n.value); }
+};

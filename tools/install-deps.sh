@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Kobo Ledger builds and tests with, only those missing.
+# Idempotent: a machine that has them all returns at once without touching apt.
+# Usage: tools/install-deps.sh [build|kafka|bench]...   (default: build)
+set -euo pipefail
+
+build_pkgs=(
+  g++ cmake ninja-build make pkg-config
+  libboost1.81-dev libboost-url1.81-dev
+  librocksdb-dev librdkafka-dev nlohmann-json3-dev libssl-dev
+  libgtest-dev libgmock-dev libcli11-dev
+  python3 curl
+)
+kafka_pkgs=(default-jre-headless maven)
+bench_pkgs=(libbenchmark-dev wrk)
+
+wanted=()
+for group in "${@:-build}"; do
+  case "$group" in
+    build) wanted+=("${build_pkgs[@]}") ;;
+    kafka) wanted+=("${kafka_pkgs[@]}") ;;
+    bench) wanted+=("${bench_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$group' (build, kafka, bench)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${wanted[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
