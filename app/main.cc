@@ -1,0 +1,222 @@
+// kobo: the Kobo Ledger executable. `kobo serve` runs the writer, the projector and the HTTP
+// API in one process on the embedded log (DESIGN section 6).
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "command/ledger.h"
+#include "common/crypto.h"
+#include "common/log.h"
+#include "events/embedded_log.h"
+#include "projection/projector.h"
+#include "projection/views.h"
+#include "query-api/api.h"
+#include "query-api/http_server.h"
+#include "query-api/router.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace kobo {
+namespace {
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:8080";
+  std::string data_dir = "./data";
+  std::uint32_t partitions = 6;
+  int http_threads = 2;
+  std::string bank_name = "Kobo Sandbox MFB";
+  std::string bank_code = "099999";
+  std::string nuban_code = "999999";
+  bool no_fsync = false;
+  std::string log_level = "info";
+};
+
+struct Credentials {
+  std::string business_id, account_id, test_secret_key, live_secret_key, test_public_key, live_public_key;
+};
+
+Credentials new_credentials() {
+  return Credentials{"biz-" + uuid_v4(),        "acc-" + uuid_v4(),        "sk_test_" + random_hex(20),
+                     "sk_live_" + random_hex(20), "pk_test_" + random_hex(20), "pk_live_" + random_hex(20)};
+}
+
+json to_json(const Credentials& c) {
+  return json{{"businessId", c.business_id},       {"accountId", c.account_id},
+              {"testSecretKey", c.test_secret_key}, {"liveSecretKey", c.live_secret_key},
+              {"testPublicKey", c.test_public_key}, {"livePublicKey", c.live_public_key}};
+}
+
+// Written before the business is appended (write, fsync, rename), so a crash in between
+// reuses these keys on the next start instead of losing them.
+Status write_credentials(const fs::path& path, const Credentials& c) {
+  const fs::path tmp = path.string() + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return Status::error("cannot write " + tmp.string());
+  ::fchmod(::fileno(f), 0600);
+  const std::string text = to_json(c).dump(2) + "\n";
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 &&
+                  ::fsync(::fileno(f)) == 0;
+  std::fclose(f);
+  if (!ok) return Status::error("cannot write " + tmp.string());
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::error("cannot rename " + tmp.string() + ": " + ec.message());
+  return {};
+}
+
+Result<Credentials> read_credentials(const fs::path& path) {
+  std::ifstream in(path);
+  const json j = json::parse(in, nullptr, false);
+  if (!j.is_object()) return Status::error(path.string() + " is not valid JSON");
+  try {
+    return Credentials{j.at("businessId"),    j.at("accountId"),     j.at("testSecretKey"),
+                       j.at("liveSecretKey"), j.at("testPublicKey"), j.at("livePublicKey")};
+  } catch (const json::exception& e) {
+    return Status::error(path.string() + ": " + e.what());
+  }
+}
+
+CreateBusiness create_business_command(const Credentials& c, std::string name) {
+  return CreateBusiness{c.business_id,     std::move(name),        c.account_id,
+                        "Default",         sha256_hex(c.test_secret_key), sha256_hex(c.live_secret_key),
+                        c.test_public_key, c.live_public_key};
+}
+
+// First start on an empty data dir: the business `Default`, its account and keys.
+Status bootstrap(Ledger& ledger, const fs::path& data_dir) {
+  if (ledger.business_count() > 0) return {};
+  const fs::path path = data_dir / "credentials.json";
+  Credentials creds;
+  bool created = false;
+  if (fs::exists(path)) {
+    auto r = read_credentials(path);
+    if (!r) return r.status();
+    creds = r.value();
+  } else {
+    creds = new_credentials();
+    if (auto s = write_credentials(path, creds); !s) return s;
+    created = true;
+  }
+  const Outcome o = ledger.execute(create_business_command(creds, "Default"));
+  if (!o.ok()) return Status::error("bootstrap failed: " + std::string(to_string(o.rejection)) + " " + o.detail);
+  log::info("created business Default", {{"business", creds.business_id}, {"credentials", path.string()}});
+  if (created) std::cout << "Test secret key: " << creds.test_secret_key << "\n(all keys in " << path.string()
+                         << ")" << std::endl;
+  return {};
+}
+
+Result<std::pair<std::string, std::uint16_t>> parse_listen(const std::string& listen) {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos) return Status::error("--listen wants HOST:PORT, got " + listen);
+  try {
+    const int port = std::stoi(listen.substr(colon + 1));
+    if (port < 0 || port > 65535) throw std::out_of_range("port");
+    return std::pair{listen.substr(0, colon), static_cast<std::uint16_t>(port)};
+  } catch (const std::exception&) {
+    return Status::error("--listen wants HOST:PORT, got " + listen);
+  }
+}
+
+int serve(const ServeOptions& o) {
+  if (o.log_level == "debug") log::set_min_level(log::Level::debug);
+  else if (o.log_level == "warn") log::set_min_level(log::Level::warn);
+  else if (o.log_level == "error") log::set_min_level(log::Level::error);
+
+  // Signals are taken by sigwait below, so block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto fail = [](const std::string& msg) {
+    log::error(msg);
+    return 1;
+  };
+  const auto listen = parse_listen(o.listen);
+  if (!listen) return fail(listen.status().message());
+  const fs::path data_dir(o.data_dir);
+  std::error_code ec;
+  fs::create_directories(data_dir, ec);
+  if (ec) return fail("cannot create data dir " + data_dir.string() + ": " + ec.message());
+
+  auto log = open_embedded_log({(data_dir / "log").string(), o.partitions, !o.no_fsync});
+  if (!log) return fail(log.status().message());
+  auto views = Views::open((data_dir / "views").string(), o.partitions);
+  if (!views) return fail(views.status().message());
+
+  LedgerOptions lo;
+  lo.config.partitions = o.partitions;
+  lo.config.bank_name = o.bank_name;
+  lo.config.bank_code = o.bank_code;
+  lo.config.nuban_code = o.nuban_code;
+  Ledger ledger(*log.value(), lo);
+  if (auto s = ledger.start(); !s) return fail("writer: " + s.message());
+  Projector projector(*log.value(), *views.value());
+  if (auto s = projector.start(); !s) return fail("projector: " + s.message());
+  if (auto s = bootstrap(ledger, data_dir); !s) return fail(s.message());
+
+  Api api(ledger, *views.value(), projector);
+  http::Router router;
+  api.add_routes(router);
+  http::ServerOptions so;
+  so.address = listen->first;
+  so.port = listen->second;
+  so.threads = o.http_threads;
+  http::Server server(so, router.handler());
+  if (auto s = server.start(); !s) return fail("listen " + o.listen + ": " + s.message());
+  log::info("serving", {{"address", so.address},
+                        {"port", server.port()},
+                        {"dataDir", data_dir.string()},
+                        {"partitions", o.partitions},
+                        {"log", "embedded"},
+                        {"fsync", !o.no_fsync}});
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  log::info("stopping", {{"signal", sig}});
+  server.stop();
+  ledger.stop();
+  projector.stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace kobo
+
+int main(int argc, char** argv) {
+  CLI::App app{"Kobo Ledger: an event-sourced wallet, transfer and collection service for naira"};
+  app.require_subcommand(1);
+  kobo::ServeOptions serve;
+  CLI::App* s = app.add_subcommand("serve", "Run the service (writer, projector and HTTP API in one process)");
+  s->add_option("--listen", serve.listen, "Address to serve HTTP on, HOST:PORT")->envname("KOBO_LISTEN")->capture_default_str();
+  s->add_option("--data-dir", serve.data_dir, "Directory of the embedded log, the views and credentials.json")
+      ->envname("KOBO_DATA_DIR")->capture_default_str();
+  s->add_option("--partitions", serve.partitions, "Log partitions (fixed when the log is created)")
+      ->envname("KOBO_PARTITIONS")->check(CLI::Range(1, 1024))->capture_default_str();
+  s->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
+      ->envname("KOBO_HTTP_THREADS")->check(CLI::Range(1, 64))->capture_default_str();
+  s->add_option("--bank-name", serve.bank_name, "Name of the service's own bank, shown on wallets")
+      ->envname("KOBO_BANK_NAME")->capture_default_str();
+  s->add_option("--bank-code", serve.bank_code, "NIBSS code of the service's own bank")
+      ->envname("KOBO_BANK_CODE")->capture_default_str();
+  s->add_option("--nuban-code", serve.nuban_code, "6-digit NUBAN institution code for wallet account numbers")
+      ->envname("KOBO_NUBAN_CODE")->check([](const std::string& v) {
+        return v.size() == 6 && v.find_first_not_of("0123456789") == std::string::npos ? "" : "must be 6 digits";
+      })->capture_default_str();
+  s->add_flag("--no-fsync", serve.no_fsync,
+              "Do not fsync appends (benchmarks of the CPU path only: acknowledged writes can be lost)")
+      ->envname("KOBO_NO_FSYNC");
+  s->add_option("--log-level", serve.log_level, "debug, info, warn or error")
+      ->envname("KOBO_LOG_LEVEL")->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (s->parsed()) return kobo::serve(serve);
+  return 2;
+}

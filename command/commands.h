@@ -1,0 +1,104 @@
+#pragma once
+// The commands the single writer accepts, and what it answers. Plain data; decided in decide.h.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "events/types.h"
+
+namespace kobo {
+
+// Who is asking: resolved by query-api from the secret key. Every command is scoped to it.
+struct Caller {
+  std::string business;  // biz-…
+  std::string account;   // acc-…
+  bool live = false;     // the key's mode
+};
+
+// Creates a business with its default account (first start, and the admin API).
+struct CreateBusiness {
+  std::string business_id;  // biz-…, chosen by the caller so it can be routed to a partition
+  std::string name;
+  std::string account_id;   // acc-…
+  std::string account_name;
+  std::string test_secret_key_hash;  // hex SHA-256
+  std::string live_secret_key_hash;
+  std::string test_public_key;
+  std::string live_public_key;
+};
+
+struct CreateWallet {
+  Caller caller;
+  std::string account_name;
+  std::string category;  // primary | secondary
+  std::optional<std::string> email_address;
+  std::optional<nlohmann::json> mobile;  // {phoneNumber, isoCode}
+};
+
+struct WalletTransfer {
+  Caller caller;
+  std::string source;
+  std::string destination;
+  Kobo amount;
+  std::string narration;
+  std::optional<std::string> reference;
+  std::optional<std::string> name_enquiry_ref;
+  // Hex SHA-256 of the request's canonical body: the same reference with another body is a 409.
+  std::string fingerprint;
+};
+
+// Money arriving from another bank (sandbox rail) to one of the caller's wallets.
+struct IncomingCredit {
+  Caller caller;
+  std::string account_number;
+  Kobo amount;
+  std::string narration;
+  std::string sender_name;
+  std::string sender_account_number;
+  std::string sender_bank_code;
+  std::string sender_bank_name;        // resolved by query-api from the bank list
+  std::string sender_bank_nibss_code;
+};
+
+// Internal: a wallet transfer's credit leg is applied; its debit becomes `success`.
+struct SettleTransfer {
+  Partition partition{0};
+  std::string transaction;  // publicId of the debit record
+};
+
+using Command = std::variant<CreateBusiness, CreateWallet, WalletTransfer, IncomingCredit, SettleTransfer>;
+
+// Domain rejections, mapped to HTTP in one table in query-api/. Values, never exceptions.
+enum class Rejection {
+  none,
+  duplicate_reference,           // same reference, different body
+  source_not_found,
+  destination_not_found,
+  same_source_and_destination,
+  insufficient_funds,
+  wallet_name_taken,
+  primary_wallet_limit,
+  account_not_found,             // incoming credit to an account number the caller does not have
+  business_exists,
+  unavailable,                   // the log could not be written; nothing was acknowledged
+};
+
+std::string_view to_string(Rejection r);
+
+// What the writer answers once the command's events are durable (or it was rejected).
+struct Outcome {
+  Rejection rejection = Rejection::none;
+  std::string detail;             // operator-facing reason for `unavailable`
+  nlohmann::json record;          // the record the command produced (wallet, debit transaction, …)
+  bool replayed = false;          // an idempotent repeat: `record` is empty, `transaction` names it
+  std::string transaction;        // publicId of the (original) transaction, for transfers
+  Partition partition{0};
+  Seq seq{0};                     // the last event of the command, for read-your-writes
+
+  bool ok() const { return rejection == Rejection::none; }
+};
+
+}  // namespace kobo

@@ -1,0 +1,323 @@
+#include "command/ledger.h"
+
+#include <chrono>
+#include <future>
+
+#include "common/log.h"
+#include "common/metrics.h"
+#include "events/partitioner.h"
+
+namespace kobo {
+namespace {
+
+struct LedgerMetrics {
+  metrics::Histogram& batch_commands = metrics::registry().histogram(
+      "kobo_writer_batch_commands", "Commands decided per group commit", "", metrics::size_buckets());
+  metrics::Histogram& batch_events = metrics::registry().histogram(
+      "kobo_writer_batch_events", "Events appended per group commit", "", metrics::size_buckets());
+  metrics::Histogram& append_seconds =
+      metrics::registry().histogram("kobo_log_append_duration_seconds", "Durable append latency");
+  metrics::Counter& append_failures =
+      metrics::registry().counter("kobo_log_append_failures_total", "Appends that failed");
+  metrics::Counter& rejected_full =
+      metrics::registry().counter("kobo_writer_queue_full_total", "Commands refused because the queue was full");
+  metrics::Gauge& queue_depth = metrics::registry().gauge("kobo_writer_queue_depth", "Commands waiting");
+};
+
+LedgerMetrics& ledger_metrics() {
+  static LedgerMetrics m;
+  return m;
+}
+
+Outcome unavailable(std::string detail) {
+  Outcome o;
+  o.rejection = Rejection::unavailable;
+  o.detail = std::move(detail);
+  return o;
+}
+
+}  // namespace
+
+std::string_view to_string(Rejection r) {
+  switch (r) {
+    case Rejection::none: return "none";
+    case Rejection::duplicate_reference: return "duplicate_reference";
+    case Rejection::source_not_found: return "source_not_found";
+    case Rejection::destination_not_found: return "destination_not_found";
+    case Rejection::same_source_and_destination: return "same_source_and_destination";
+    case Rejection::insufficient_funds: return "insufficient_funds";
+    case Rejection::wallet_name_taken: return "wallet_name_taken";
+    case Rejection::primary_wallet_limit: return "primary_wallet_limit";
+    case Rejection::account_not_found: return "account_not_found";
+    case Rejection::business_exists: return "business_exists";
+    case Rejection::unavailable: return "unavailable";
+  }
+  return "unknown";
+}
+
+Ledger::Ledger(EventLog& log, LedgerOptions options)
+    : log_(log),
+      options_(std::move(options)),
+      durable_seq_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())) {
+  KOBO_ASSERT(log.partitions() == options_.config.partitions, "ledger and log disagree on partitions");
+}
+
+Ledger::~Ledger() { stop(); }
+
+Partition Ledger::partition_of(std::string_view business) const {
+  return partition_for(business, options_.config.partitions);
+}
+
+Partition Ledger::route(const Command& c) const {
+  return std::visit(
+      [&](const auto& cmd) -> Partition {
+        using T = std::decay_t<decltype(cmd)>;
+        if constexpr (std::is_same_v<T, CreateBusiness>) return partition_of(cmd.business_id);
+        else if constexpr (std::is_same_v<T, SettleTransfer>) return cmd.partition;
+        else return partition_of(cmd.caller.business);
+      },
+      c);
+}
+
+Status Ledger::replay() {
+  const std::uint32_t n = options_.config.partitions;
+  states_.assign(n, PartitionState{});
+  for (std::uint32_t p = 0; p < n; ++p) states_[p].partition = Partition(p);
+  auto ends = log_.end_offsets();
+  if (!ends) return ends.status();
+  auto reader = log_.open_reader(std::vector<Offset>(n, Offset(0)));
+  if (!reader) return reader.status();
+  std::vector<Offset> next(n, Offset(0));
+  auto done = [&] {
+    for (std::uint32_t p = 0; p < n; ++p)
+      if (next[p] < ends.value()[p]) return false;
+    return true;
+  };
+  std::vector<LogRecord> records;
+  std::uint64_t events = 0;
+  while (!done()) {
+    records.clear();
+    if (auto s = reader.value()->poll(4096, std::chrono::milliseconds(1000), records); !s) return s;
+    for (const LogRecord& r : records) {
+      next[r.partition.value] = Offset(r.offset.value + 1);
+      auto e = decode_event(r.bytes);
+      if (!e) return Status::error("partition " + std::to_string(r.partition.value) + " offset " +
+                                   std::to_string(r.offset.value) + ": " + e.status().message());
+      PartitionState& st = states_[r.partition.value];
+      switch (st.chain.follow(e.value())) {
+        case ChainVerdict::accept:
+          apply(st, e.value());
+          ++events;
+          break;
+        case ChainVerdict::duplicate:
+          break;
+        case ChainVerdict::zombie:
+          log::warn("skipped an event from a fenced writer",
+                    {{"partition", r.partition.value}, {"seq", e->seq.value}, {"epoch", e->epoch.value}});
+          break;
+        case ChainVerdict::broken:
+          return Status::error("partition " + std::to_string(r.partition.value) + " seq " +
+                               std::to_string(e->seq.value) + " does not extend the hash chain");
+      }
+    }
+  }
+  std::size_t businesses = 0;
+  for (const auto& st : states_) businesses += st.businesses.size();
+  business_count_.store(businesses);
+  publish_durable();
+  log::info("writer state rebuilt from the log", {{"events", events}, {"businesses", businesses}});
+  return {};
+}
+
+void Ledger::publish_durable() {
+  for (std::uint32_t p = 0; p < states_.size(); ++p)
+    durable_seq_[p].store(states_[p].chain.last_seq().value, std::memory_order_release);
+}
+
+namespace {
+
+// Gives a drafted event its place in the partition's chain, seals it, and applies it.
+EncodedEvent place(PartitionState& st, EventDraft&& draft, Seq command_seq, std::uint32_t command_size,
+                   UnixMs now) {
+  Event e;
+  e.partition = st.partition;
+  e.seq = Seq(st.chain.last_seq().value + 1);
+  e.epoch = st.chain.epoch();
+  e.command_seq = command_seq;
+  e.command_size = command_size;
+  e.type = draft.type;
+  e.business = std::move(draft.business);
+  e.live = draft.live;
+  e.time = now;
+  e.data = std::move(draft.data);
+  e.prev_hash = st.chain.last_hash();
+  EncodedEvent out{e.partition, e.seq, e.type, e.business, e.time, seal(e)};
+  const ChainVerdict v = st.chain.follow(e);
+  KOBO_ASSERT(v == ChainVerdict::accept, "the writer's own event must extend its chain");
+  apply(st, e);
+  return out;
+}
+
+}  // namespace
+
+Status Ledger::append_writer_started() {
+  std::vector<EncodedEvent> batch;
+  const UnixMs now = now_ms();
+  for (auto& st : states_) {
+    // Each writer generation takes the partition with the next epoch.
+    const Epoch next(st.chain.epoch().value + 1);
+    Event e;
+    e.partition = st.partition;
+    e.seq = Seq(st.chain.last_seq().value + 1);
+    e.epoch = next;
+    e.command_seq = e.seq;
+    e.type = EventType::writer_started;
+    e.time = now;
+    e.data = {{"epoch", next.value}};
+    e.prev_hash = st.chain.last_hash();
+    batch.push_back(EncodedEvent{e.partition, e.seq, e.type, "", now, seal(e)});
+    KOBO_ASSERT(st.chain.follow(e) == ChainVerdict::accept, "WriterStarted must extend the chain");
+    apply(st, e);
+  }
+  if (auto s = log_.append(batch); !s) return s;
+  publish_durable();
+  return {};
+}
+
+Status Ledger::start() {
+  if (auto s = replay(); !s) return s;
+  if (auto s = append_writer_started(); !s) return s;
+  // Wallet transfers whose credit leg is in the log but whose settlement is not.
+  for (const auto& st : states_)
+    for (const auto& [trx, wallet] : st.pending_settlement)
+      internal_.push_back(Pending{SettleTransfer{st.partition, trx}, nullptr});
+  thread_ = std::thread([this] { run(); });
+  return {};
+}
+
+void Ledger::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::deque<Pending> left;
+  {
+    std::lock_guard lock(mu_);
+    left.swap(queue_);
+  }
+  for (auto& p : left) p.done(unavailable("the ledger is stopping"));
+}
+
+void Ledger::submit(Command command, Callback done) {
+  KOBO_ASSERT(done != nullptr, "submit needs a callback");
+  {
+    std::unique_lock lock(mu_);
+    if (!stopping_ && queue_.size() < options_.queue_max) {
+      queue_.push_back(Pending{std::move(command), std::move(done)});
+      lock.unlock();
+      cv_.notify_one();
+      return;
+    }
+  }
+  if (!stopping_) ledger_metrics().rejected_full.inc();
+  done(unavailable(stopping_ ? "the ledger is stopping" : "the command queue is full"));
+}
+
+Outcome Ledger::execute(Command command) {
+  std::promise<Outcome> promise;
+  auto future = promise.get_future();
+  submit(std::move(command), [&promise](Outcome o) { promise.set_value(std::move(o)); });
+  return future.get();
+}
+
+void Ledger::run() {
+  std::vector<Pending> batch;
+  for (;;) {
+    batch.clear();
+    batch.swap(internal_);
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !batch.empty(); });
+      if (stopping_) return;
+      while (!queue_.empty() && batch.size() < options_.batch_max) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      ledger_metrics().queue_depth.set(static_cast<double>(queue_.size()));
+    }
+    process(batch);
+  }
+}
+
+void Ledger::process(std::vector<Pending>& batch) {
+  const UnixMs now = now_ms();
+  std::vector<EncodedEvent> events;
+  std::vector<Outcome> outcomes(batch.size());
+  std::vector<Pending> follow_ups;
+  std::size_t businesses_added = 0;
+
+  if (!healthy_.load()) {
+    for (auto& p : batch)
+      if (p.done) p.done(unavailable("the event log cannot be written"));
+    return;
+  }
+
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const Partition p = route(batch[i].command);
+    PartitionState& st = states_[p.value];
+    Decision d = decide(st, batch[i].command, options_.config, now);
+    Outcome& o = outcomes[i];
+    o.partition = p;
+    o.rejection = d.rejection;
+    o.replayed = d.replayed;
+    o.transaction = std::move(d.transaction);
+    o.record = std::move(d.record);
+    if (!d.events.empty()) {
+      const Seq command_seq(st.chain.last_seq().value + 1);
+      const auto size = static_cast<std::uint32_t>(d.events.size());
+      for (auto& draft : d.events) events.push_back(place(st, std::move(draft), command_seq, size, now));
+      if (std::holds_alternative<CreateBusiness>(batch[i].command)) ++businesses_added;
+      if (std::holds_alternative<WalletTransfer>(batch[i].command))
+        follow_ups.push_back(Pending{SettleTransfer{p, o.transaction}, nullptr});
+    }
+    o.seq = st.chain.last_seq();
+  }
+
+  if (!events.empty()) {
+    const auto started = std::chrono::steady_clock::now();
+    const Status s = log_.append(events);
+    ledger_metrics().append_seconds.observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    if (!s) {
+      ledger_metrics().append_failures.inc();
+      log::error("append failed; answering the batch unavailable and re-reading the log",
+                 {{"error", s.message()}, {"events", events.size()}});
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        // Rejections changed nothing and stay true; everything else is unknown to the client.
+        if (outcomes[i].rejection == Rejection::none) outcomes[i] = unavailable("the event log could not be written");
+      }
+      if (auto r = replay(); !r) {
+        log::error("the log cannot be re-read; the writer stops accepting commands", {{"error", r.message()}});
+        healthy_.store(false);
+      }
+      for (auto& st : states_)
+        for (const auto& [trx, wallet] : st.pending_settlement)
+          internal_.push_back(Pending{SettleTransfer{st.partition, trx}, nullptr});
+      follow_ups.clear();
+    } else {
+      publish_durable();
+      business_count_.fetch_add(businesses_added);
+    }
+  }
+  ledger_metrics().batch_commands.observe(static_cast<double>(batch.size()));
+  ledger_metrics().batch_events.observe(static_cast<double>(events.size()));
+
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    if (batch[i].done) batch[i].done(std::move(outcomes[i]));
+  for (auto& f : follow_ups) internal_.push_back(std::move(f));
+}
+
+}  // namespace kobo

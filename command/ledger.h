@@ -1,0 +1,94 @@
+#pragma once
+// Ledger: the single writer (DESIGN section 1, "command/").
+//
+// HTTP threads submit() commands into a bounded queue. One writer thread drains up to
+// `batch_max` of them, decides each against the in-memory state of its partition (applying
+// the resulting events at once, so later commands in the batch see earlier ones), appends the
+// whole batch's events in one durable append (group commit), and only then calls each
+// command's callback. A failed append acknowledges nothing: every command of the batch is
+// answered `unavailable` and the state is rebuilt from the log.
+//
+// Lifecycle: construct, start() (replays the log, appends WriterStarted to every partition,
+// starts the thread), submit() from any thread, stop() (or the destructor) drains the queue
+// answering `unavailable` and joins the thread.
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "command/commands.h"
+#include "command/decide.h"
+#include "command/state.h"
+#include "events/event_log.h"
+
+namespace kobo {
+
+struct LedgerOptions {
+  LedgerConfig config;
+  std::size_t queue_max = 65'536;  // commands waiting; a full queue answers `unavailable`
+  std::size_t batch_max = 8'192;   // commands decided and appended together
+};
+
+class Ledger {
+ public:
+  using Callback = std::function<void(Outcome)>;
+
+  Ledger(EventLog& log, LedgerOptions options);
+  ~Ledger();
+  Ledger(const Ledger&) = delete;
+  Ledger& operator=(const Ledger&) = delete;
+
+  [[nodiscard]] Status start();
+  void stop();
+
+  // Thread-safe. `done` runs exactly once: on the writer thread after the command's events are
+  // durable (or it was rejected), or inline when the queue is full or the ledger has stopped.
+  void submit(Command command, Callback done);
+  // Blocking convenience for bootstrap and tests.
+  Outcome execute(Command command);
+
+  Partition partition_of(std::string_view business) const;
+  const LedgerConfig& config() const { return options_.config; }
+
+  // Thread-safe. The seq of the last durable event of partition p (read-your-writes target).
+  Seq durable_seq(Partition p) const { return Seq(durable_seq_[p.value].load(std::memory_order_acquire)); }
+  // Thread-safe. How many businesses exist (all partitions).
+  std::size_t business_count() const { return business_count_.load(); }
+  // Thread-safe. False once the writer cannot write (append failed and the log could not be
+  // re-read); /readyz reports it.
+  bool healthy() const { return healthy_.load(); }
+
+ private:
+  struct Pending {
+    Command command;
+    Callback done;
+  };
+
+  [[nodiscard]] Status replay();
+  [[nodiscard]] Status append_writer_started();
+  void run();
+  void process(std::vector<Pending>& batch);
+  void publish_durable();
+  Partition route(const Command& c) const;
+
+  EventLog& log_;
+  const LedgerOptions options_;
+  std::vector<PartitionState> states_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> durable_seq_;
+  std::atomic<std::size_t> business_count_{0};
+  std::atomic<bool> healthy_{true};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;     // guarded by mu_
+  bool stopping_ = false;         // guarded by mu_
+  std::vector<Pending> internal_; // writer thread only: follow-up commands (settlements)
+  std::thread thread_;
+};
+
+}  // namespace kobo

@@ -1,0 +1,285 @@
+#include "projection/projector.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <unordered_map>
+
+#include "common/log.h"
+#include "common/metrics.h"
+#include "events/chain.h"
+#include "projection/view_keys.h"
+
+namespace kobo {
+
+using nlohmann::json;
+
+namespace {
+
+struct ProjectorMetrics {
+  metrics::Histogram& lag_seconds = metrics::registry().histogram(
+      "kobo_projection_lag_seconds", "Time from an event's append to its application to the views");
+  metrics::Gauge& last_lag = metrics::registry().gauge("kobo_projection_lag_last_seconds",
+                                                       "Lag of the most recently applied event");
+  metrics::Histogram& batch_events = metrics::registry().histogram(
+      "kobo_projection_batch_events", "Events per view WriteBatch", "", metrics::size_buckets());
+};
+
+ProjectorMetrics& projector_metrics() {
+  static ProjectorMetrics m;
+  return m;
+}
+
+}  // namespace
+
+// The view changes not yet written: a WriteBatch plus an overlay so that later events in the
+// same batch read what earlier ones wrote.
+class Projector::Batch {
+ public:
+  explicit Batch(Views& views) : views_(views) {}
+
+  std::optional<json> get(const std::string& key) {
+    if (auto it = overlay_.find(key); it != overlay_.end()) return json::parse(it->second);
+    std::string value;
+    const auto s = views_.db().Get(rocksdb::ReadOptions(), key, &value);
+    if (s.IsNotFound()) return std::nullopt;
+    KOBO_ASSERT(s.ok(), "views read failed");
+    return json::parse(value);
+  }
+  void put(const std::string& key, std::string value) {
+    KOBO_ASSERT(wb_.Put(key, value).ok(), "WriteBatch put");
+    overlay_[key] = std::move(value);
+  }
+  void put(const std::string& key, const json& value) { put(key, value.dump()); }
+
+  void apply(const Event& e);
+
+  bool empty() const { return events_ == 0; }
+  std::size_t events() const { return events_; }
+  void count_event() { ++events_; }
+
+  [[nodiscard]] Status flush() {
+    const auto s = views_.db().Write(rocksdb::WriteOptions(), &wb_);
+    if (!s.ok()) return Status::error("views write: " + s.ToString());
+    wb_.Clear();
+    overlay_.clear();
+    events_ = 0;
+    return {};
+  }
+
+ private:
+  void apply_posting(const Event& e, std::int64_t delta);
+  void put_transaction(const json& trx);
+
+  Views& views_;
+  rocksdb::WriteBatch wb_;
+  std::unordered_map<std::string, std::string> overlay_;
+  std::size_t events_ = 0;
+};
+
+void Projector::Batch::put_transaction(const json& trx) {
+  const std::string id = trx.at("publicId").get<std::string>();
+  const std::string business = trx.at("auth").get<std::string>();
+  const bool live = trx.at("live").get<bool>();
+  const auto numeric = trx.at("id").get<std::uint64_t>();
+  const auto created = parse_iso8601(trx.at("createdAt").get<std::string>());
+  KOBO_ASSERT(created.has_value(), "transaction createdAt");
+  put(view_keys::transaction(id), trx);
+  put(view_keys::transaction_id(business, live, numeric), id);
+  put(view_keys::transaction_reference(trx.at("account").get<std::string>(), live,
+                                       trx.at("reference").get<std::string>()),
+      id);
+  put(view_keys::transaction_list(business, live, static_cast<std::uint64_t>(*created), numeric),
+      json{{"entry", trx.at("entry")}, {"status", trx.at("status")}, {"amount", trx.at("amount")}, {"publicId", id}});
+}
+
+void Projector::Batch::apply_posting(const Event& e, std::int64_t delta) {
+  const std::string account = e.data.at("ledgerAccount").get<std::string>();
+  const std::string ts = format_iso8601(e.time);
+  if (account.starts_with("vba-")) {
+    auto w = get(view_keys::wallet(account));
+    KOBO_ASSERT(w.has_value(), "posting to a wallet the views do not have");
+    (*w)["balance"] = (*w)["balance"].get<std::int64_t>() + delta;
+    KOBO_ASSERT((*w)["balance"] == e.data.at("balance"), "view balance disagrees with the event");
+    (*w)["updatedAt"] = ts;
+    (*w)["lastUpdated"] = ts;
+    put(view_keys::wallet(account), *w);
+  } else {
+    put(view_keys::system_balance(e.partition.value, account), json{{"balance", e.data.at("balance")}});
+  }
+  if (e.data.contains("transaction")) put_transaction(e.data.at("transaction"));
+}
+
+void Projector::Batch::apply(const Event& e) {
+  const auto& d = e.data;
+  switch (e.type) {
+    case EventType::writer_started:
+      break;
+    case EventType::business_created:
+      put(view_keys::business(d.at("business").at("publicId").get<std::string>()), d.at("business"));
+      break;
+    case EventType::account_created: {
+      const auto& a = d.at("account");
+      const std::string id = a.at("publicId").get<std::string>();
+      const std::string business = a.at("business").get<std::string>();
+      put(view_keys::account(id), a);
+      put(view_keys::key_owner(d.at("secretKeyHashes").at("test").get<std::string>()),
+          json{{"business", business}, {"account", id}, {"live", false}});
+      put(view_keys::key_owner(d.at("secretKeyHashes").at("live").get<std::string>()),
+          json{{"business", business}, {"account", id}, {"live", true}});
+      break;
+    }
+    case EventType::wallet_created: {
+      const auto& w = d.at("wallet");
+      const std::string id = w.at("publicId").get<std::string>();
+      put(view_keys::wallet(id), w);
+      put(view_keys::wallet_list(w.at("auth").get<std::string>(), w.at("live").get<bool>(),
+                                 w.at("id").get<std::uint64_t>()),
+          id);
+      put(view_keys::account_number(w.at("accountNumber").get<std::string>()), id);
+      break;
+    }
+    case EventType::debited:
+      apply_posting(e, -d.at("amount").get<std::int64_t>());
+      break;
+    case EventType::credited:
+      apply_posting(e, d.at("amount").get<std::int64_t>());
+      break;
+    case EventType::transaction_status_changed: {
+      const std::string id = d.at("publicId").get<std::string>();
+      auto t = get(view_keys::transaction(id));
+      KOBO_ASSERT(t.has_value(), "status change of a transaction the views do not have");
+      KOBO_ASSERT((*t)["status"] == d.at("from"), "status change from a status the transaction is not in");
+      (*t)["status"] = d.at("status");
+      (*t)["updatedAt"] = d.at("updatedAt");
+      put_transaction(*t);
+      break;
+    }
+  }
+}
+
+Projector::Projector(EventLog& log, Views& views, ProjectorOptions options)
+    : log_(log),
+      views_(views),
+      options_(options),
+      batch_(std::make_unique<Batch>(views)),
+      applied_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())) {
+  KOBO_ASSERT(log.partitions() == views.partitions(), "log and views disagree on partitions");
+}
+
+Projector::~Projector() { stop(); }
+
+struct Projector::Cursor {
+  ChainFollower chain;
+  Offset next_offset{0};
+  bool mid_command = false;  // the last accepted event was not the last of its command
+};
+
+Status Projector::start() {
+  if (auto s = catch_up(); !s) return s;
+  thread_ = std::thread([this] { run(); });
+  return {};
+}
+
+void Projector::stop() {
+  stopping_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Projector::wait_applied(Partition p, Seq seq, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return applied_seq(p) >= seq || !healthy_.load(); }) &&
+         applied_seq(p) >= seq;
+}
+
+void Projector::run() {
+  while (!stopping_.load()) {
+    if (auto s = step(std::chrono::milliseconds(100)); !s) {
+      log::error("projection stopped: the log cannot be applied", {{"error", s.message()}});
+      healthy_.store(false);
+      cv_.notify_all();
+      return;
+    }
+  }
+}
+
+Status Projector::catch_up() {
+  if (!reader_) {
+    const auto positions = views_.positions();
+    std::vector<Offset> start;
+    cursors_.clear();
+    for (std::uint32_t p = 0; p < positions.size(); ++p) {
+      Cursor c;
+      c.chain = ChainFollower(positions[p].last_seq, positions[p].last_hash, positions[p].epoch);
+      c.next_offset = positions[p].next_offset;
+      cursors_.push_back(std::move(c));
+      start.push_back(positions[p].next_offset);
+      applied_[p].store(positions[p].last_seq.value, std::memory_order_release);
+    }
+    auto reader = log_.open_reader(std::move(start));
+    if (!reader) return reader.status();
+    reader_ = std::move(reader).value();
+  }
+  auto ends = log_.end_offsets();
+  if (!ends) return ends.status();
+  for (;;) {
+    bool behind = false;
+    for (std::uint32_t p = 0; p < cursors_.size(); ++p)
+      if (cursors_[p].next_offset < ends.value()[p]) behind = true;
+    if (!behind) return {};
+    if (auto s = step(std::chrono::milliseconds(100)); !s) return s;
+  }
+}
+
+Status Projector::step(std::chrono::milliseconds wait) {
+  records_.clear();
+  if (auto s = reader_->poll(options_.poll_records_max, wait, records_); !s) return s;
+  const UnixMs now = now_ms();
+  for (const LogRecord& r : records_) {
+    Cursor& c = cursors_[r.partition.value];
+    c.next_offset = Offset(r.offset.value + 1);
+    auto e = decode_event(r.bytes);
+    if (!e) return Status::error("partition " + std::to_string(r.partition.value) + " offset " +
+                                 std::to_string(r.offset.value) + ": " + e.status().message());
+    switch (c.chain.follow(e.value())) {
+      case ChainVerdict::accept:
+        batch_->apply(e.value());
+        batch_->count_event();
+        c.mid_command = !e->last_of_command();
+        projector_metrics().lag_seconds.observe(static_cast<double>(now - e->time) / 1000.0);
+        projector_metrics().last_lag.set(static_cast<double>(now - e->time) / 1000.0);
+        break;
+      case ChainVerdict::duplicate:
+        break;
+      case ChainVerdict::zombie:
+        log::warn("projection skipped an event from a fenced writer",
+                  {{"partition", r.partition.value}, {"seq", e->seq.value}, {"epoch", e->epoch.value}});
+        break;
+      case ChainVerdict::broken:
+        return Status::error("partition " + std::to_string(r.partition.value) + " seq " +
+                             std::to_string(e->seq.value) + " does not extend the hash chain");
+    }
+  }
+  for (const Cursor& c : cursors_)
+    if (c.mid_command) return {};  // the rest of the command is in the log: read it first
+  if (batch_->empty() && records_.empty()) return {};
+  // The positions go into the same WriteBatch as the view changes they reflect.
+  for (std::uint32_t p = 0; p < cursors_.size(); ++p) {
+    const Cursor& c = cursors_[p];
+    batch_->put(view_keys::position(p), json{{"offset", c.next_offset.value},
+                                             {"seq", c.chain.last_seq().value},
+                                             {"hash", c.chain.last_hash()},
+                                             {"epoch", c.chain.epoch().value}});
+  }
+  projector_metrics().batch_events.observe(static_cast<double>(batch_->events()));
+  if (auto s = batch_->flush(); !s) return s;
+  {
+    std::lock_guard lock(mu_);
+    for (std::uint32_t p = 0; p < cursors_.size(); ++p)
+      applied_[p].store(cursors_[p].chain.last_seq().value, std::memory_order_release);
+  }
+  cv_.notify_all();
+  return {};
+}
+
+}  // namespace kobo

@@ -1,0 +1,66 @@
+#pragma once
+// Projector: follows the event log and keeps the Views up to date (DESIGN section 1,
+// "projection/"). Owns one thread. Each flush is one RocksDB WriteBatch holding the view
+// changes of whole commands together with the log position they reflect, so a crash never
+// applies an event twice or skips one, and a reader never sees half a command.
+//
+// Lifecycle: construct over open Views and an EventLog, start(), stop() (or destructor).
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "events/event_log.h"
+#include "projection/views.h"
+
+namespace kobo {
+
+struct ProjectorOptions {
+  // Records read per poll; a flush covers one poll, extended to the end of a split command.
+  std::size_t poll_records_max = 4096;
+};
+
+class Projector {
+ public:
+  Projector(EventLog& log, Views& views, ProjectorOptions options = {});
+  ~Projector();
+  Projector(const Projector&) = delete;
+  Projector& operator=(const Projector&) = delete;
+
+  [[nodiscard]] Status start();
+  void stop();
+
+  // Thread-safe. The seq of the last event applied to the views in partition p.
+  Seq applied_seq(Partition p) const { return Seq(applied_[p.value].load(std::memory_order_acquire)); }
+  // Thread-safe. Waits until partition p has applied `seq`; false on timeout or failure.
+  bool wait_applied(Partition p, Seq seq, std::chrono::milliseconds timeout) const;
+  // Thread-safe. False once the projector stopped on a log it cannot accept.
+  bool healthy() const { return healthy_.load(); }
+
+  // Applies everything currently in the log and returns (no thread). For `kobo replay` and tests.
+  [[nodiscard]] Status catch_up();
+
+ private:
+  class Batch;
+  struct Cursor;
+  void run();
+  [[nodiscard]] Status step(std::chrono::milliseconds wait);
+
+  EventLog& log_;
+  Views& views_;
+  const ProjectorOptions options_;
+  std::unique_ptr<LogReader> reader_;
+  std::unique_ptr<Batch> batch_;
+  std::vector<Cursor> cursors_;       // projector thread (or catch_up caller) only
+  std::vector<LogRecord> records_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
+  std::atomic<bool> healthy_{true};
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::thread thread_;
+};
+
+}  // namespace kobo

@@ -1,0 +1,79 @@
+#pragma once
+// The key layout of the views database. Internal to projection/.
+//
+//   P<partition:4>                               -> position JSON {offset, seq, hash, epoch}
+//   B<business>                                  -> business JSON
+//   A<account>                                   -> account JSON
+//   K<secret key sha256 hex>                     -> {business, account, live}
+//   W<wallet publicId>                           -> wallet JSON (with balance)
+//   w<business>|<t|l>|<id:8>                     -> wallet publicId (listing, newest first)
+//   N<account number>                            -> wallet publicId
+//   S<partition:4><ledger account>               -> system account balance JSON
+//   T<transaction publicId>                      -> transaction JSON
+//   i<business>|<t|l>|<id:8>                     -> transaction publicId
+//   r<account>|<t|l>|<reference>                 -> transaction publicId
+//   t<business>|<t|l>|<createdAt ms:8>|<id:8>    -> {entry, status, amount, publicId} (listing)
+// Integers are big-endian so keys sort numerically.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kobo::view_keys {
+
+inline void put_be(std::string& out, std::uint64_t v, int bytes = 8) {
+  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(s[at + static_cast<std::size_t>(i)]);
+  return v;
+}
+
+inline std::string scoped(char tag, std::string_view owner, bool live) {
+  std::string k(1, tag);
+  k += owner;
+  k += live ? "|l|" : "|t|";
+  return k;
+}
+
+inline std::string position(std::uint32_t p) {
+  std::string k("P");
+  put_be(k, p, 4);
+  return k;
+}
+inline std::string business(std::string_view id) { return "B" + std::string(id); }
+inline std::string account(std::string_view id) { return "A" + std::string(id); }
+inline std::string key_owner(std::string_view hash) { return "K" + std::string(hash); }
+inline std::string wallet(std::string_view id) { return "W" + std::string(id); }
+inline std::string wallet_list(std::string_view business, bool live, std::uint64_t id) {
+  std::string k = scoped('w', business, live);
+  put_be(k, id);
+  return k;
+}
+inline std::string account_number(std::string_view number) { return "N" + std::string(number); }
+inline std::string system_balance(std::uint32_t p, std::string_view ledger_account) {
+  std::string k("S");
+  put_be(k, p, 4);
+  k += ledger_account;
+  return k;
+}
+inline std::string transaction(std::string_view id) { return "T" + std::string(id); }
+inline std::string transaction_id(std::string_view business, bool live, std::uint64_t id) {
+  std::string k = scoped('i', business, live);
+  put_be(k, id);
+  return k;
+}
+inline std::string transaction_reference(std::string_view account, bool live, std::string_view reference) {
+  return scoped('r', account, live) + std::string(reference);
+}
+inline std::string transaction_list(std::string_view business, bool live, std::uint64_t created_ms,
+                                    std::uint64_t id) {
+  std::string k = scoped('t', business, live);
+  put_be(k, created_ms);
+  put_be(k, id);
+  return k;
+}
+
+}  // namespace kobo::view_keys

@@ -1,0 +1,167 @@
+#include "projection/views.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/table.h>
+
+#include <charconv>
+
+#include "projection/view_keys.h"
+
+namespace kobo {
+
+using nlohmann::json;
+
+Views::Views(std::unique_ptr<rocksdb::DB> db, std::uint32_t partitions)
+    : db_(std::move(db)), partitions_(partitions) {}
+Views::~Views() = default;
+
+Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_t partitions) {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = rocksdb::NewLRUCache(64 << 20);
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  rocksdb::DB* raw = nullptr;
+  const auto s = rocksdb::DB::Open(o, path, &raw);
+  if (!s.ok()) return Status::error("open views " + path + ": " + s.ToString());
+  return std::unique_ptr<Views>(new Views(std::unique_ptr<rocksdb::DB>(raw), partitions));
+}
+
+std::optional<json> Views::get_json(const std::string& key) const {
+  std::string value;
+  const auto s = db_->Get(rocksdb::ReadOptions(), key, &value);
+  if (s.IsNotFound()) return std::nullopt;
+  KOBO_ASSERT(s.ok(), "views read failed");
+  return json::parse(value);
+}
+
+std::optional<KeyOwner> Views::key_owner(std::string_view secret_key_hash) const {
+  auto j = get_json(view_keys::key_owner(secret_key_hash));
+  if (!j) return std::nullopt;
+  KeyOwner k{j->at("business").get<std::string>(), j->at("account").get<std::string>(), j->at("live").get<bool>(),
+             false};
+  if (auto account = get_json(view_keys::account(k.account))) k.account_live = account->value("live", false);
+  return k;
+}
+
+namespace {
+
+bool in_scope(const json& record, const Scope& scope) {
+  return record.value("auth", "") == scope.business && record.value("live", !scope.live) == scope.live;
+}
+
+// Walks keys with `prefix` from the highest (newest) to the lowest, stopping at `lower`.
+template <typename Fn>
+void scan_newest_first(rocksdb::DB& db, const std::string& prefix, const std::string& upper_exclusive,
+                       const std::string& lower_inclusive, Fn&& fn) {
+  std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
+  for (it->SeekForPrev(upper_exclusive); it->Valid(); it->Prev()) {
+    const auto key = it->key();
+    if (!key.starts_with(prefix)) break;
+    if (key.compare(upper_exclusive) >= 0) continue;
+    if (key.compare(lower_inclusive) < 0) break;
+    if (!fn(std::string_view(key.data(), key.size()), std::string_view(it->value().data(), it->value().size())))
+      break;
+  }
+  KOBO_ASSERT(it->status().ok(), "views scan failed");
+}
+
+bool in_page(std::uint64_t index, const PageRequest& page) {
+  const std::uint64_t first = (page.page - 1) * page.per_page;
+  return index >= first && index < first + page.per_page;
+}
+
+}  // namespace
+
+std::optional<json> Views::wallet(const Scope& scope, std::string_view public_id) const {
+  auto w = get_json(view_keys::wallet(public_id));
+  if (!w || !in_scope(*w, scope)) return std::nullopt;
+  return w;
+}
+
+Page Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRequest& page) const {
+  Page out;
+  if (filter.live && *filter.live != scope.live) return out;
+  const std::string prefix = view_keys::scoped('w', scope.business, scope.live);
+  scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
+    auto w = get_json(view_keys::wallet(id));
+    KOBO_ASSERT(w.has_value(), "wallet index points at a missing wallet");
+    if (filter.category && w->value("category", "") != *filter.category) return true;
+    if (filter.is_favourite && w->value("isFavourite", false) != *filter.is_favourite) return true;
+    if (in_page(out.total_count, page)) out.items.push_back(std::move(*w));
+    ++out.total_count;
+    return true;
+  });
+  return out;
+}
+
+std::optional<json> Views::transaction_by_reference(const Scope& scope, std::string_view account,
+                                                    std::string_view reference) const {
+  std::string id;
+  const auto s = db_->Get(rocksdb::ReadOptions(), view_keys::transaction_reference(account, scope.live, reference), &id);
+  if (!s.ok()) return std::nullopt;
+  auto t = get_json(view_keys::transaction(id));
+  if (!t || !in_scope(*t, scope)) return std::nullopt;
+  return t;
+}
+
+std::optional<json> Views::transaction(const Scope& scope, std::string_view account,
+                                       std::string_view id_or_reference) const {
+  if (id_or_reference.starts_with("trx-")) {
+    auto t = get_json(view_keys::transaction(id_or_reference));
+    if (t && in_scope(*t, scope)) return t;
+  }
+  std::uint64_t numeric = 0;
+  const auto* end = id_or_reference.data() + id_or_reference.size();
+  if (auto [p, ec] = std::from_chars(id_or_reference.data(), end, numeric); ec == std::errc() && p == end) {
+    std::string id;
+    if (db_->Get(rocksdb::ReadOptions(), view_keys::transaction_id(scope.business, scope.live, numeric), &id).ok()) {
+      auto t = get_json(view_keys::transaction(id));
+      if (t && in_scope(*t, scope)) return t;
+    }
+  }
+  return transaction_by_reference(scope, account, id_or_reference);
+}
+
+Page Views::transactions(const Scope& scope, const TransactionFilter& filter, const PageRequest& page) const {
+  Page out;
+  if (filter.live && *filter.live != scope.live) return out;
+  const std::string prefix = view_keys::scoped('t', scope.business, scope.live);
+  std::string upper = prefix, lower = prefix;
+  view_keys::put_be(upper, filter.created_until ? static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_until, 0))
+                                                : UINT64_MAX);
+  if (!filter.created_until) upper += std::string(8, '\xff');
+  if (filter.created_from) view_keys::put_be(lower, static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_from, 0)));
+  std::vector<std::string> ids;
+  scan_newest_first(*db_, prefix, upper, lower, [&](std::string_view, std::string_view value) {
+    const json row = json::parse(value);
+    if (filter.entry && row.at("entry") != *filter.entry) return true;
+    if (filter.status && row.at("status") != *filter.status) return true;
+    if (filter.amount && row.at("amount") != *filter.amount) return true;
+    if (in_page(out.total_count, page)) ids.push_back(row.at("publicId").get<std::string>());
+    ++out.total_count;
+    return true;
+  });
+  for (const auto& id : ids) {
+    auto t = get_json(view_keys::transaction(id));
+    KOBO_ASSERT(t.has_value(), "transaction index points at a missing transaction");
+    out.items.push_back(std::move(*t));
+  }
+  return out;
+}
+
+std::vector<ViewPosition> Views::positions() const {
+  std::vector<ViewPosition> out(partitions_);
+  for (std::uint32_t p = 0; p < partitions_; ++p) {
+    out[p].last_hash = std::string(64, '0');
+    if (auto j = get_json(view_keys::position(p))) {
+      out[p].next_offset = Offset(j->at("offset").get<std::uint64_t>());
+      out[p].last_seq = Seq(j->at("seq").get<std::uint64_t>());
+      out[p].last_hash = j->at("hash").get<std::string>();
+      out[p].epoch = Epoch(j->at("epoch").get<std::uint64_t>());
+    }
+  }
+  return out;
+}
+
+}  // namespace kobo

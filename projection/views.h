@@ -1,0 +1,101 @@
+#pragma once
+// Views: the RocksDB read models under <data-dir>/views (wallets with balances, transactions,
+// accounts and keys), built by the Projector from the log and read by query-api.
+//
+// Every read is scoped to a Scope: a key sees only its own business's records in its own mode.
+// Thread safety: all const methods may be called from any thread concurrently with the
+// projector's writes; a read sees whole commands only (one command is one WriteBatch).
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/time.h"
+#include "events/types.h"
+
+namespace rocksdb {
+class DB;
+}
+
+namespace kobo {
+
+struct Scope {
+  std::string business;
+  bool live = false;
+};
+
+// Who a secret key belongs to.
+struct KeyOwner {
+  std::string business;
+  std::string account;
+  bool live = false;          // the key's mode
+  bool account_live = false;  // whether the account has live mode enabled
+};
+
+struct PageRequest {
+  std::uint64_t page = 1;      // from 1
+  std::uint64_t per_page = 10;
+};
+
+struct Page {
+  std::vector<nlohmann::json> items;
+  std::uint64_t total_count = 0;
+};
+
+struct WalletFilter {
+  std::optional<std::string> category;
+  std::optional<bool> is_favourite;
+  std::optional<bool> live;
+};
+
+struct TransactionFilter {
+  std::optional<std::string> entry;
+  std::optional<std::string> status;
+  std::optional<std::int64_t> amount;
+  std::optional<bool> live;
+  std::optional<UnixMs> created_from;   // inclusive
+  std::optional<UnixMs> created_until;  // exclusive
+};
+
+// Where the projector is in one partition of the log.
+struct ViewPosition {
+  Offset next_offset{0};
+  Seq last_seq{0};
+  std::string last_hash;
+  Epoch epoch{0};
+};
+
+class Views {
+ public:
+  [[nodiscard]] static Result<std::unique_ptr<Views>> open(const std::string& path, std::uint32_t partitions);
+  ~Views();
+
+  std::optional<KeyOwner> key_owner(std::string_view secret_key_hash) const;
+
+  std::optional<nlohmann::json> wallet(const Scope& scope, std::string_view public_id) const;
+  Page wallets(const Scope& scope, const WalletFilter& filter, const PageRequest& page) const;
+
+  // By publicId (trx-…), integer id, or the reference of the caller's account.
+  std::optional<nlohmann::json> transaction(const Scope& scope, std::string_view account,
+                                            std::string_view id_or_reference) const;
+  std::optional<nlohmann::json> transaction_by_reference(const Scope& scope, std::string_view account,
+                                                         std::string_view reference) const;
+  Page transactions(const Scope& scope, const TransactionFilter& filter, const PageRequest& page) const;
+
+  std::vector<ViewPosition> positions() const;
+  std::uint32_t partitions() const { return partitions_; }
+  rocksdb::DB& db() const { return *db_; }
+
+ private:
+  Views(std::unique_ptr<rocksdb::DB> db, std::uint32_t partitions);
+  std::optional<nlohmann::json> get_json(const std::string& key) const;
+
+  std::unique_ptr<rocksdb::DB> db_;
+  std::uint32_t partitions_;
+};
+
+}  // namespace kobo

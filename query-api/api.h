@@ -1,0 +1,51 @@
+#pragma once
+// Api: the service's HTTP endpoints (spec section 4, DESIGN section 3) on top of the ledger
+// (writes) and the views (reads). Handlers authenticate the caller, validate the request,
+// then either submit a command to the Ledger and answer from its Outcome, or read the Views
+// after the read barrier (the projection has applied every write acknowledged so far, so a
+// GET after an acknowledged write sees it).
+//
+// Domain rejections are mapped to HTTP in one table, `rejection_response()`.
+// Thread safety: handlers run on the HTTP threads and on the ledger's writer thread (answers);
+// Api holds no mutable state besides a small thread pool for waits that must not block either.
+
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <string>
+
+#include "command/ledger.h"
+#include "projection/projector.h"
+#include "projection/views.h"
+#include "query-api/router.h"
+
+namespace kobo {
+
+struct ApiOptions {
+  std::chrono::milliseconds read_barrier_timeout{5'000};  // a GET waits this long for the views
+};
+
+class Api {
+ public:
+  Api(Ledger& ledger, Views& views, Projector& projector, ApiOptions options = {});
+  ~Api();
+
+  void add_routes(http::Router& router);
+
+  // Whether the views have applied everything the ledger has made durable (for /readyz).
+  bool caught_up() const;
+
+ private:
+  struct Context;
+  class Handlers;
+
+  Ledger& ledger_;
+  Views& views_;
+  Projector& projector_;
+  const ApiOptions options_;
+  boost::asio::thread_pool waits_{1};
+};
+
+// The one table from domain rejections to HTTP answers.
+http::Response rejection_response(Rejection r);
+
+}  // namespace kobo
