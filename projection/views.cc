@@ -4,6 +4,7 @@
 #include <rocksdb/table.h>
 
 #include <charconv>
+#include <filesystem>
 
 #include "projection/view_keys.h"
 
@@ -16,6 +17,9 @@ Views::Views(std::unique_ptr<rocksdb::DB> db, std::uint32_t partitions)
 Views::~Views() = default;
 
 Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_t partitions) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return Status::error("create " + path + ": " + ec.message());
   rocksdb::Options o;
   o.create_if_missing = true;
   rocksdb::BlockBasedTableOptions t;

@@ -1,0 +1,46 @@
+# Kobo Ledger. `make run` serves on the embedded log; `make test` runs every test.
+# Both install the Debian packages they need first (tools/install-deps.sh, idempotent).
+
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc)
+LISTEN ?= 127.0.0.1:8080
+DATA_DIR ?= ./data
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build run test asan tsan bench clean
+
+all: build
+
+deps:
+	@tools/install-deps.sh build
+
+build: deps
+	@cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build -j$(JOBS)
+
+run: build
+	./build/kobo serve --listen $(LISTEN) --data-dir $(DATA_DIR)
+
+test: build
+	ctest --test-dir build --output-on-failure -j2 --timeout 900
+
+# ASan + UBSan build running the whole suite.
+asan: deps
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKOBO_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir build-asan --output-on-failure -j2 --timeout 1800
+
+tsan: deps
+	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKOBO_TSAN=ON >/dev/null
+	@cmake --build build-tsan -j$(JOBS)
+	ctest --test-dir build-tsan --output-on-failure -j2 --timeout 1800
+
+bench:
+	@tools/install-deps.sh build bench
+	@cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOBO_BENCH=ON >/dev/null
+	@cmake --build build-bench -j$(JOBS)
+	bench/run.sh build-bench
+
+clean:
+	rm -rf build build-asan build-tsan build-bench

@@ -1,0 +1,221 @@
+// The decision rules of command/ as tables, one row per rejection in order of precedence.
+#include "command/decide.h"
+
+#include <gtest/gtest.h>
+
+#include "command/nuban.h"
+
+namespace kobo {
+namespace {
+
+const LedgerConfig kConfig{};
+constexpr UnixMs kNow = 1'795'000'000'000;
+
+const Caller kAlice{"biz-a", "acc-a", false};
+const Caller kAliceLive{"biz-a", "acc-a", true};
+const Caller kBob{"biz-b", "acc-b", false};
+
+// Decides and applies commands the way the writer does, without a log.
+class Partition0 {
+ public:
+  Partition0() { state_.partition = Partition(0); }
+
+  Decision run(const Command& c) {
+    Decision d = decide(state_, c, kConfig, kNow);
+    const Seq first(next_seq_);
+    const auto n = static_cast<std::uint32_t>(d.events.size());
+    for (auto& draft : d.events) {
+      Event e;
+      e.seq = Seq(next_seq_++);
+      e.command_seq = first;
+      e.command_size = n;
+      e.type = draft.type;
+      e.business = draft.business;
+      e.live = draft.live;
+      e.data = draft.data;
+      apply(state_, e);
+    }
+    return d;
+  }
+
+  std::string wallet(const Caller& c, const std::string& name, const std::string& category = "primary") {
+    const Decision d = run(CreateWallet{c, name, category, std::nullopt, std::nullopt});
+    EXPECT_EQ(d.rejection, Rejection::none) << name;
+    return d.record.at("publicId").get<std::string>();
+  }
+
+  void fund(const Caller& c, const std::string& wallet_id, std::int64_t amount) {
+    const std::string number = state_.wallets.at(wallet_id).account_number;
+    const Decision d = run(IncomingCredit{c, number, Kobo(amount), "fund", "S", "0000014579", "058", "GTB", "000013"});
+    ASSERT_EQ(d.rejection, Rejection::none);
+  }
+
+  const PartitionState& state() const { return state_; }
+
+ private:
+  PartitionState state_;
+  std::uint64_t next_seq_ = 1;
+};
+
+WalletTransfer transfer(const Caller& c, std::string src, std::string dst, std::int64_t amount,
+                        std::optional<std::string> ref = std::nullopt, std::string fingerprint = "f1") {
+  WalletTransfer t;
+  t.caller = c;
+  t.source = std::move(src);
+  t.destination = std::move(dst);
+  t.amount = Kobo(amount);
+  t.narration = "n";
+  t.reference = std::move(ref);
+  t.fingerprint = std::move(fingerprint);
+  return t;
+}
+
+TEST(WalletTransfer, RejectionsInOrderOfPrecedence) {
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1"), a2 = p.wallet(kAlice, "a2");
+  const std::string b1 = p.wallet(kBob, "b1");
+  const std::string live1 = p.wallet(kAliceLive, "live1");
+  p.fund(kAlice, a1, 50'000);
+  ASSERT_EQ(p.run(transfer(kAlice, a1, a2, 10'000, "used")).rejection, Rejection::none);
+
+  struct Row {
+    const char* why;
+    WalletTransfer command;
+    Rejection expected;
+  };
+  const std::vector<Row> rows{
+      {"a used reference with another body beats everything", transfer(kAlice, "vba-nope", a2, 10'000, "used", "f2"),
+       Rejection::duplicate_reference},
+      {"unknown source", transfer(kAlice, "vba-nope", "vba-nope2", 10'000), Rejection::source_not_found},
+      {"another business's source", transfer(kAlice, b1, a2, 10'000), Rejection::source_not_found},
+      {"a source of the other mode", transfer(kAlice, live1, a2, 10'000), Rejection::source_not_found},
+      {"unknown destination", transfer(kAlice, a1, "vba-nope", 10'000), Rejection::destination_not_found},
+      {"another business's destination", transfer(kAlice, a1, b1, 10'000), Rejection::destination_not_found},
+      {"same wallet", transfer(kAlice, a1, a1, 10'000), Rejection::same_source_and_destination},
+      {"more than the balance", transfer(kAlice, a1, a2, 40'001), Rejection::insufficient_funds},
+      {"exactly the balance", transfer(kAlice, a1, a2, 40'000), Rejection::none},
+  };
+  for (const Row& row : rows) {
+    const Decision d = decide(p.state(), row.command, kConfig, kNow);
+    EXPECT_EQ(d.rejection, row.expected) << row.why;
+    if (row.expected != Rejection::none) {
+      EXPECT_TRUE(d.events.empty()) << row.why << ": a rejection writes nothing";
+    }
+  }
+}
+
+TEST(WalletTransfer, SameReferenceAndBodyReplaysTheOriginalEvenWhenNowUnaffordable) {
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1"), a2 = p.wallet(kAlice, "a2");
+  p.fund(kAlice, a1, 10'000);
+  const Decision first = p.run(transfer(kAlice, a1, a2, 10'000, "ref-1"));
+  ASSERT_EQ(first.rejection, Rejection::none);
+  const Decision again = p.run(transfer(kAlice, a1, a2, 10'000, "ref-1"));
+  EXPECT_TRUE(again.replayed);
+  EXPECT_TRUE(again.events.empty());
+  EXPECT_EQ(again.transaction, first.transaction);
+  EXPECT_EQ(p.state().wallets.at(a1).balance, Kobo(0));
+}
+
+TEST(WalletTransfer, ReferencesAreScopedToAccountAndMode) {
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1"), a2 = p.wallet(kAlice, "a2");
+  const std::string b1 = p.wallet(kBob, "b1"), b2 = p.wallet(kBob, "b2");
+  p.fund(kAlice, a1, 20'000);
+  p.fund(kBob, b1, 20'000);
+  EXPECT_EQ(p.run(transfer(kAlice, a1, a2, 10'000, "shared")).rejection, Rejection::none);
+  const Decision bob = p.run(transfer(kBob, b1, b2, 10'000, "shared", "other-body"));
+  EXPECT_EQ(bob.rejection, Rejection::none);
+  EXPECT_FALSE(bob.replayed);
+}
+
+TEST(WalletTransfer, MovesExactlyTheAmountAndRecordsBothLegs) {
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1"), a2 = p.wallet(kAlice, "a2");
+  p.fund(kAlice, a1, 25'000);
+  const Decision d = p.run(transfer(kAlice, a1, a2, 10'000, "r"));
+  ASSERT_EQ(d.events.size(), 2u);
+  EXPECT_EQ(d.events[0].type, EventType::debited);
+  EXPECT_EQ(d.events[1].type, EventType::credited);
+  EXPECT_EQ(p.state().wallets.at(a1).balance, Kobo(15'000));
+  EXPECT_EQ(p.state().wallets.at(a2).balance, Kobo(10'000));
+  EXPECT_EQ(p.state().total, Kobo(0)) << "double entry: the partition sums to zero";
+  EXPECT_EQ(d.record.at("status"), "pending");
+  EXPECT_EQ(d.record.at("balance"), 15'000);
+  const auto& credit = d.events[1].data.at("transaction");
+  EXPECT_EQ(credit.at("linkRef"), d.record.at("linkRef"));
+  EXPECT_EQ(credit.at("debitReference"), "r");
+  EXPECT_EQ(credit.at("entry"), "credit");
+  EXPECT_EQ(d.record.at("meta").at("credit").at("balance"), 10'000);
+  EXPECT_TRUE(p.state().pending_settlement.contains(d.transaction));
+}
+
+TEST(CreateWallet, RejectionsInOrderOfPrecedence) {
+  Partition0 p;
+  for (int i = 0; i < 5; ++i) p.wallet(kAlice, "p" + std::to_string(i));
+  p.wallet(kAlice, "s0", "secondary");
+  struct Row {
+    const char* why;
+    CreateWallet command;
+    Rejection expected;
+  };
+  const std::vector<Row> rows{
+      {"a name already used beats the limit", {kAlice, "p0", "primary", {}, {}}, Rejection::wallet_name_taken},
+      {"a secondary's name is taken too", {kAlice, "s0", "secondary", {}, {}}, Rejection::wallet_name_taken},
+      {"a sixth primary", {kAlice, "p5", "primary", {}, {}}, Rejection::primary_wallet_limit},
+      {"secondaries have no limit", {kAlice, "s1", "secondary", {}, {}}, Rejection::none},
+      {"the limit is per mode", {kAliceLive, "p5", "primary", {}, {}}, Rejection::none},
+      {"names are per account and mode", {kBob, "p0", "primary", {}, {}}, Rejection::none},
+  };
+  for (const Row& row : rows) EXPECT_EQ(decide(p.state(), row.command, kConfig, kNow).rejection, row.expected) << row.why;
+}
+
+TEST(CreateWallet, IssuesDistinctValidNubanNumbers) {
+  Partition0 p;
+  std::set<std::string> numbers;
+  for (int i = 0; i < 50; ++i) {
+    const Decision d = p.run(CreateWallet{kAlice, "w" + std::to_string(i), "secondary", {}, {}});
+    const std::string n = d.record.at("accountNumber");
+    EXPECT_TRUE(nuban::is_valid(kConfig.nuban_code, n)) << n;
+    EXPECT_TRUE(numbers.insert(n).second) << n;
+  }
+}
+
+TEST(IncomingCredit, RejectionsInOrderOfPrecedence) {
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1");
+  const std::string b1 = p.wallet(kBob, "b1");
+  const auto number = [&](const std::string& id) { return p.state().wallets.at(id).account_number; };
+  auto credit = [](const Caller& c, std::string n) {
+    return IncomingCredit{c, std::move(n), Kobo(100), "x", "S", "0000014579", "058", "GTB", "000013"};
+  };
+  EXPECT_EQ(decide(p.state(), credit(kAlice, "0000000000"), kConfig, kNow).rejection, Rejection::account_not_found);
+  EXPECT_EQ(decide(p.state(), credit(kAlice, number(b1)), kConfig, kNow).rejection, Rejection::account_not_found);
+  EXPECT_EQ(decide(p.state(), credit(kAliceLive, number(a1)), kConfig, kNow).rejection, Rejection::account_not_found);
+  EXPECT_EQ(decide(p.state(), credit(kAlice, number(a1)), kConfig, kNow).rejection, Rejection::none);
+}
+
+TEST(IncomingCredit, DebitsInboundSettlementSoThePartitionBalances) {
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1");
+  p.fund(kAlice, a1, 70'000);
+  EXPECT_EQ(p.state().wallets.at(a1).balance, Kobo(70'000));
+  EXPECT_EQ(p.state().balance_of(kInboundSettlement), Kobo(-70'000));
+  EXPECT_EQ(p.state().total, Kobo(0));
+}
+
+TEST(Nuban, MatchesTheDesignTestVectors) {
+  EXPECT_EQ(nuban::check_digit("000011", "000001457"), '9');
+  EXPECT_EQ(nuban::check_digit("000044", "012345678"), '4');
+  EXPECT_EQ(nuban::check_digit("950547", "000000001"), '1');
+  EXPECT_TRUE(nuban::is_valid("000011", "0000014579"));
+  EXPECT_TRUE(nuban::is_valid("000044", "0123456784"));
+  EXPECT_TRUE(nuban::is_valid("950547", "0000000011"));
+  EXPECT_FALSE(nuban::is_valid("000044", "0123456785"));
+  EXPECT_FALSE(nuban::is_valid("000044", "012345678"));
+  EXPECT_FALSE(nuban::is_valid("000044", "01234567a4"));
+  EXPECT_EQ(nuban::account_number("000011", 1457), "0000014579");
+}
+
+}  // namespace
+}  // namespace kobo
