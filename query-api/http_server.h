@@ -1,0 +1,110 @@
+#pragma once
+// The HTTP/1.1 server of the query API: Boost.Beast over a pool of io_context threads.
+//
+// Ownership and threads: a `Server` owns its io_context and threads. Each connection runs on its
+// own strand, so everything about one connection is serialized; the `Handler` is called on that
+// strand. A handler answers through its `Responder`, exactly once, from any thread (the command
+// writer answers writes later from its own thread); the response is posted back to the
+// connection's strand before it is written.
+//
+// Bounded pipelining: a connection reads its next request only after the response to the current
+// one has been written, so at most one request per connection is in flight and a client cannot
+// queue unbounded work. Bytes a client pipelines early wait in the connection's read buffer.
+//
+// Limits (ServerOptions): body size (413 `Payload too large`), header size (431), read timeout
+// (from the first byte of a request to its end), idle timeout (keep-alive wait for the next
+// request), write timeout, connection count. A malformed request is 400 `Bad request`, closing
+// the connection. A handler that throws is 500 `Internal server error` (logged, nothing leaked);
+// that connection stays usable because its request was read completely.
+//
+// Lifecycle: construct, start() once, stop() once (the destructor stops too). stop() closes the
+// listener, lets in-flight requests finish for up to `shutdown_grace`, then closes what is left
+// and joins the threads. A Responder called after stop() drops its response. Server's own
+// member functions are not thread-safe with each other; call them from one owning thread.
+
+#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+
+namespace kobo::http {
+
+using QueryParams = std::vector<std::pair<std::string, std::string>>;
+
+struct Request {
+  boost::beast::http::verb method = boost::beast::http::verb::get;
+  std::string path;    // percent-decoded, without the query
+  QueryParams query;   // percent-decoded ('+' is a space), in order, repeated keys kept
+  boost::beast::http::fields headers;
+  std::string body;
+
+  // Case-insensitive; "" when absent.
+  std::string_view header(std::string_view name) const;
+  // The first value of `name` in the query, if any.
+  std::optional<std::string_view> query_param(std::string_view name) const;
+};
+
+struct Response {
+  unsigned status = 200;
+  std::string body;
+  std::string content_type = "application/json";  // empty: no content-type header
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// Call exactly once, from any thread. Calling it twice is a programmer error (asserts). Dropping
+// every copy without calling it answers 500 and logs, so a lost responder never hangs a client.
+using Responder = std::function<void(Response)>;
+using Handler = std::function<void(Request&&, Responder)>;
+
+struct ServerOptions {
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 0;  // 0: an ephemeral port, see Server::port()
+  int threads = 2;
+  std::size_t body_limit = 64 * 1024;   // bytes; larger is 413
+  std::size_t header_limit = 16 * 1024;  // bytes of request line and headers; larger is 431
+  std::size_t connections_max = 10'000;  // further connections are closed on accept
+  std::chrono::milliseconds read_timeout{10'000};   // first byte of a request to its last
+  std::chrono::milliseconds idle_timeout{60'000};   // keep-alive wait for the next request
+  std::chrono::milliseconds write_timeout{10'000};  // writing one response
+  std::chrono::milliseconds shutdown_grace{5'000};  // stop() waits this long for in-flight work
+};
+
+class Server {
+ public:
+  Server(ServerOptions options, Handler handler);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds, listens and starts the threads. An error (address in use, bad address) is returned,
+  // not thrown. Call once.
+  Status start();
+  // The bound port (useful with port 0); 0 before start().
+  std::uint16_t port() const { return port_; }
+  // Graceful: see the lifecycle note above. Idempotent.
+  void stop();
+
+  // Implementation details, defined in http_server.cc.
+  struct Core;
+  class Connection;
+
+ private:
+  std::shared_ptr<Core> core_;
+  std::vector<std::thread> threads_;
+  std::uint16_t port_ = 0;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace kobo::http
