@@ -1,0 +1,226 @@
+// Finding, getting and verifying transactions through the real server.
+// API document 4.13-4.15; DESIGN.md section 3 "Pagination".
+
+#include <gtest/gtest.h>
+
+#include <ctime>
+
+#include "tests/integration/harness.h"
+
+namespace kobo::it {
+namespace {
+
+std::string utc_day(std::time_t t) {
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+class Transactions : public ServerSuite {
+ protected:
+  // A funded wallet, a settled transfer out of it: one external credit, one debit, one credit.
+  struct Scenario {
+    json source, destination, incoming, debit;
+    std::int64_t amount;
+  };
+  Scenario make_scenario() {
+    Scenario s;
+    s.source = create_wallet(http(), key());
+    s.destination = create_wallet(http(), key());
+    s.amount = 10'000 + static_cast<std::int64_t>(next_amount_++) * 7 + 3'000'000;  // unique in this suite
+    s.incoming = fund(http(), key(), s.source, s.amount * 2);
+    const std::string ref = unique_name("txref");
+    s.debit = data_or_throw(http().post("/v1/transactions/transfer",
+                                        transfer_body(s.source["publicId"], s.destination["publicId"], s.amount, ref),
+                                        key()),
+                            200, "transfer");
+    wait_settled(http(), key(), ref);
+    return s;
+  }
+  static inline int next_amount_ = 0;
+};
+
+TEST_F(Transactions, GetOneFindsATransactionByPublicIdIntegerIdAndReference) {
+  Scenario s = make_scenario();
+  const json& d = s.debit;
+  for (const std::string& id : {d["publicId"].get<std::string>(), std::to_string(d["id"].get<long long>()),
+                                d["reference"].get<std::string>()}) {
+    SCOPED_TRACE(id);
+    HttpResult res = http().get("/v1/transactions/" + id, key());
+    expect_success(res, 200, Message::kAbsent);
+    const json& t = res.json["data"];
+    expect_transaction(t);
+    for (const char* f : {"_id", "id", "publicId", "reference", "linkRef", "amount", "entry", "source", "destination"}) {
+      EXPECT_EQ(t[f], d[f]) << f;
+    }
+    EXPECT_EQ(t["status"], "success");
+  }
+}
+
+TEST_F(Transactions, GetOneOfAnUnknownIdIs404DataNotFound) {
+  for (const std::string& id : {"trx-" + random_uuid(), std::string("999999999"), std::string("no-such-reference"),
+                                "vba-" + random_uuid(), std::string("0")}) {
+    SCOPED_TRACE(id);
+    expect_error(http().get("/v1/transactions/" + id, key()), 404, "Data not found");
+  }
+}
+
+TEST_F(Transactions, VerifyAnswersTheTransactionOfAReference) {
+  Scenario s = make_scenario();
+  const std::string ref = s.debit["reference"];
+  HttpResult res = http().get("/v1/transactions/" + ref + "/verify", key());
+  expect_success(res, 200, Message::kAbsent);
+  const json& t = res.json["data"];
+  expect_transaction(t);
+  EXPECT_EQ(t["publicId"], s.debit["publicId"]);
+  EXPECT_EQ(t["reference"], ref);
+  EXPECT_EQ(t["status"], "success");
+  EXPECT_TRUE(t.contains("requestSrc") && t["requestSrc"].is_string()) << "verify shows requestSrc";
+}
+
+TEST_F(Transactions, VerifyOfAnIncomingCreditAnswersIt) {
+  Scenario s = make_scenario();
+  HttpResult res = http().get("/v1/transactions/" + s.incoming["reference"].get<std::string>() + "/verify", key());
+  expect_success(res, 200, Message::kAbsent);
+  EXPECT_EQ(res.json["data"]["publicId"], s.incoming["publicId"]);
+}
+
+TEST_F(Transactions, VerifyOfAnUnknownReferenceIs404) {
+  for (const std::string& ref : {std::string("no-such-reference"), "trx-" + random_uuid()}) {
+    SCOPED_TRACE(ref);
+    expect_error(http().get("/v1/transactions/" + ref + "/verify", key()), 404,
+                 "Transaction not found or does not exist");
+  }
+}
+
+TEST_F(Transactions, FindListsNewestFirstWithDefaultPagination) {
+  make_scenario();
+  HttpResult res = http().get("/v1/transactions", key());
+  expect_success(res, 200, Message::kAbsent, true);
+  const json& p = res.json["meta"]["pagination"];
+  EXPECT_EQ(p["perPage"], 10);
+  EXPECT_EQ(p["current"], 1);
+  EXPECT_GE(p["totalCount"].get<long long>(), 3);
+  const json& data = res.json["data"];
+  EXPECT_LE(data.size(), 10u);
+  for (const json& t : data) expect_transaction(t);
+  for (std::size_t i = 1; i < data.size(); ++i) {
+    EXPECT_GE(data[i - 1]["createdAt"].get<std::string>(), data[i]["createdAt"].get<std::string>()) << "newest first";
+    EXPECT_GT(data[i - 1]["id"].get<long long>(), data[i]["id"].get<long long>()) << "newest first";
+  }
+}
+
+TEST_F(Transactions, FindHoldsBothLegsOfATransferAndTheIncomingCredit) {
+  Scenario s = make_scenario();
+  std::vector<json> all = list_all(http(), key(), "/v1/transactions");
+  EXPECT_EQ(static_cast<long long>(all.size()), total_count(http(), key(), "/v1/transactions"));
+  int debit = 0, credit_leg = 0, incoming = 0;
+  for (const json& t : all) {
+    debit += t["publicId"] == s.debit["publicId"];
+    credit_leg += t["linkRef"] == s.debit["linkRef"] && t["entry"] == "credit";
+    incoming += t["publicId"] == s.incoming["publicId"];
+  }
+  EXPECT_EQ(debit, 1);
+  EXPECT_EQ(credit_leg, 1);
+  EXPECT_EQ(incoming, 1);
+}
+
+TEST_F(Transactions, PagesAreSlicesOfTheWholeList) {
+  make_scenario();
+  std::vector<json> all = list_all(http(), key(), "/v1/transactions");
+  ASSERT_GE(all.size(), 3u);
+  for (int page = 1; page <= 3; ++page) {
+    HttpResult res = http().get("/v1/transactions?perPage=1&page=" + std::to_string(page), key());
+    expect_success(res, 200, Message::kAbsent, true);
+    EXPECT_EQ(res.json["meta"]["pagination"]["current"], page);
+    EXPECT_EQ(res.json["meta"]["pagination"]["perPage"], 1);
+    ASSERT_EQ(res.json["data"].size(), 1u);
+    EXPECT_EQ(res.json["data"][0]["publicId"], all[static_cast<std::size_t>(page - 1)]["publicId"]);
+  }
+  HttpResult beyond = http().get("/v1/transactions?page=100000", key());
+  expect_success(beyond, 200, Message::kAbsent, true);
+  EXPECT_TRUE(beyond.json["data"].empty());
+}
+
+TEST_F(Transactions, FindFiltersByEntryStatusAmountAndLive) {
+  Scenario s = make_scenario();
+  const auto all = total_count(http(), key(), "/v1/transactions");
+  for (const std::string entry : {"credit", "debit"}) {
+    for (const json& t : list_all(http(), key(), "/v1/transactions", "entry=" + entry)) EXPECT_EQ(t["entry"], entry);
+  }
+  EXPECT_EQ(total_count(http(), key(), "/v1/transactions", "entry=credit") +
+                total_count(http(), key(), "/v1/transactions", "entry=debit"),
+            all);
+  for (const json& t : list_all(http(), key(), "/v1/transactions", "status=success")) EXPECT_EQ(t["status"], "success");
+  EXPECT_EQ(total_count(http(), key(), "/v1/transactions", "status=failed"), 0);
+  EXPECT_EQ(total_count(http(), key(), "/v1/transactions", "status=processing"), 0);
+
+  // The transfer's amount is unique to this scenario: its debit and its credit leg.
+  std::vector<json> by_amount = list_all(http(), key(), "/v1/transactions", "amount=" + std::to_string(s.amount));
+  ASSERT_EQ(by_amount.size(), 2u);
+  for (const json& t : by_amount) {
+    EXPECT_EQ(t["amount"], s.amount);
+    EXPECT_EQ(t["linkRef"], s.debit["linkRef"]);
+  }
+  EXPECT_EQ(total_count(http(), key(), "/v1/transactions", "amount=" + std::to_string(s.amount) + "&entry=debit"), 1);
+  EXPECT_EQ(total_count(http(), key(), "/v1/transactions", "live=false"), all);
+  EXPECT_EQ(total_count(http(), key(), "/v1/transactions", "live=true"), 0);
+}
+
+TEST_F(Transactions, FindFiltersByCreatedAtDays) {
+  make_scenario();
+  const auto all = total_count(http(), key(), "/v1/transactions");
+  const std::time_t now = std::time(nullptr);
+  const std::string yesterday = utc_day(now - 86'400), today = utc_day(now), tomorrow = utc_day(now + 86'400);
+  auto count = [&](const std::string& start, const std::string& end) {
+    return total_count(http(), key(), "/v1/transactions",
+                       "createdAt%5BstartDate%5D=" + start + "&createdAt%5BendDate%5D=" + end);
+  };
+  EXPECT_EQ(count(yesterday, tomorrow), all);
+  // Inclusive days: a range of today alone holds everything made just now (unless the test
+  // straddles midnight UTC, when yesterday..today does).
+  EXPECT_EQ(count(today, today) + (utc_day(std::time(nullptr)) == today ? 0 : count(tomorrow, tomorrow)), all);
+  EXPECT_EQ(count("2000-01-01", "2000-01-31"), 0);
+  EXPECT_EQ(count(utc_day(now + 2 * 86'400), utc_day(now + 3 * 86'400)), 0);
+}
+
+// The API document writes the filter as createdAt[startDate]=…; clients such as curl -g send the
+// brackets as they are, others percent-encode them (the test above). Both name the same filter.
+TEST_F(Transactions, FindAcceptsTheCreatedAtFilterWithUnencodedBrackets) {
+  make_scenario();
+  const std::time_t now = std::time(nullptr);
+  HttpResult res = http().get("/v1/transactions?createdAt[startDate]=" + utc_day(now - 86'400) +
+                                  "&createdAt[endDate]=" + utc_day(now + 86'400),
+                              key());
+  expect_success(res, 200, Message::kAbsent, true);
+  if (res.status != 200) return;
+  EXPECT_EQ(res.json["meta"]["pagination"].value("totalCount", json()),
+            json(total_count(http(), key(), "/v1/transactions")));
+}
+
+TEST_F(Transactions, FindRejectsBadFilterValuesWith400ValidationError) {
+  const std::vector<std::string> queries = {
+      "entry=bogus",  "status=done",        "status=SUCCESS",
+      "perPage=101",  "perPage=0",          "page=0",
+      "amount=abc",   "live=maybe",         "createdAt%5BstartDate%5D=yesterday&createdAt%5BendDate%5D=2026-01-01",
+      "createdAt%5BstartDate%5D=2026-13-45&createdAt%5BendDate%5D=2026-01-01",
+  };
+  for (const auto& q : queries) {
+    SCOPED_TRACE(q);
+    expect_error(http().get("/v1/transactions?" + q, key()), 400, "Validation error");
+  }
+  HttpResult entry = http().get("/v1/transactions?entry=bogus", key());
+  expect_constraint(entry, "entry", "isIn", "entry must be one of the following values: credit, debit");
+  HttpResult status = http().get("/v1/transactions?status=done", key());
+  expect_constraint(status, "status", "isIn",
+                    "status must be one of the following values: pending, processing, success, failed");
+}
+
+TEST_F(Transactions, TheLiveKeyOfANonLiveAccountCannotList) {
+  expect_error(http().get("/v1/transactions", server().live_key()), 403, "Live mode is not enabled for this account");
+}
+
+}  // namespace
+}  // namespace kobo::it

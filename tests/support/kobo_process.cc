@@ -1,0 +1,332 @@
+#include "tests/support/kobo_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+namespace kobo::testing {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return (v != nullptr && *v != '\0') ? std::string(v) : fallback;
+}
+
+fs::path make_temp_dir() {
+  fs::path base = env_or("TMPDIR", "/tmp");
+  std::string templ = (base / "kobo-it-XXXXXX").string();
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) {
+    throw std::system_error(errno, std::generic_category(), "mkdtemp " + templ);
+  }
+  return fs::path(buf.data());
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("killed by signal ") + ::strsignal(WTERMSIG(status));
+  return "stopped (status " + std::to_string(status) + ")";
+}
+
+int status_to_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+KoboProcess::KoboProcess(KoboOptions options) : options_(std::move(options)) {
+  binary_ = options_.binary.empty() ? fs::path(env_or("KOBO_BINARY", "")) : options_.binary;
+  if (binary_.empty()) throw std::runtime_error("KoboProcess: no kobo binary (set KOBO_BINARY)");
+  if (!fs::exists(binary_)) throw std::runtime_error("KoboProcess: no kobo binary at " + binary_.string());
+  if (options_.data_dir.empty()) {
+    data_dir_ = make_temp_dir();
+    owns_data_dir_ = true;
+  } else {
+    data_dir_ = options_.data_dir;
+    fs::create_directories(data_dir_);
+  }
+  keep_data_dir_ = env_or("KOBO_TEST_KEEP_DATA", "") == "1";
+  port_ = options_.port != 0 ? options_.port : free_loopback_port();
+  try {
+    spawn();
+    wait_healthy();
+    if (options_.wait_ready) wait_ready();
+  } catch (...) {
+    if (pid_ > 0) kill9();
+    if (owns_data_dir_ && !keep_data_dir_) {
+      std::error_code ec;
+      fs::remove_all(data_dir_, ec);
+    }
+    throw;
+  }
+}
+
+KoboProcess::~KoboProcess() {
+  client_.reset();
+  if (pid_ > 0) kill9();
+  if (owns_data_dir_) {
+    if (keep_data_dir_) {
+      std::fprintf(stderr, "[kobo] kept data dir %s\n", data_dir_.c_str());
+    } else {
+      std::error_code ec;
+      fs::remove_all(data_dir_, ec);
+    }
+  }
+}
+
+fs::path KoboProcess::log_path() const {
+  return data_dir_ / ("kobo." + std::to_string(starts_) + ".log");
+}
+
+fs::path KoboProcess::stdout_path() const {
+  return data_dir_ / ("kobo." + std::to_string(starts_) + ".stdout");
+}
+
+std::string KoboProcess::log_tail(std::size_t lines) const {
+  std::ifstream in(log_path());
+  if (!in) return "(no log at " + log_path().string() + ")";
+  std::deque<std::string> tail;
+  std::string line;
+  while (std::getline(in, line)) {
+    tail.push_back(line);
+    if (tail.size() > lines) tail.pop_front();
+  }
+  std::string out;
+  for (const auto& l : tail) out += l + "\n";
+  return out;
+}
+
+void KoboProcess::spawn() {
+  if (pid_ > 0) throw std::logic_error("KoboProcess::spawn: a child is already running");
+  ++starts_;
+  client_.reset();
+
+  std::vector<std::string> args = {binary_.string(), "serve", "--listen",
+                                   "127.0.0.1:" + std::to_string(port_), "--data-dir", data_dir_.string()};
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
+  const std::string log = log_path().string();
+  const std::string out = stdout_path().string();
+  int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) throw std::system_error(errno, std::generic_category(), "open " + log);
+  int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out_fd < 0) {
+    int err = errno;
+    ::close(log_fd);
+    throw std::system_error(err, std::generic_category(), "open " + out);
+  }
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const pid_t parent = ::getpid();
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int err = errno;
+    ::close(log_fd);
+    ::close(out_fd);
+    if (null_fd >= 0) ::close(null_fd);
+    throw std::system_error(err, std::generic_category(), "fork");
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(out_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    ::execv(argv[0], argv.data());
+    static const char msg[] = "KoboProcess: execv failed\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  ::close(out_fd);
+  if (null_fd >= 0) ::close(null_fd);
+  pid_ = pid;
+}
+
+void KoboProcess::wait_healthy() {
+  const auto deadline = Clock::now() + options_.start_timeout;
+  std::string last_error = "no attempt";
+  while (Clock::now() < deadline) {
+    int status = 0;
+    pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("kobo serve " + describe_status(status) + " before it was healthy; log tail:\n" +
+                               log_tail());
+    }
+    try {
+      HttpClient probe("127.0.0.1", port_, milliseconds(1000));
+      HttpResult res = probe.get("/healthz");
+      if (res.status == 200) {
+        read_credentials();
+        return;
+      }
+      last_error = "GET /healthz answered " + std::to_string(res.status) + " " + res.body;
+    } catch (const std::exception& e) {
+      last_error = e.what();
+    }
+    std::this_thread::sleep_for(milliseconds(25));
+  }
+  throw std::runtime_error("kobo serve not healthy after " + std::to_string(options_.start_timeout.count()) +
+                           " ms (last: " + last_error + "); log tail:\n" + log_tail());
+}
+
+void KoboProcess::wait_ready() {
+  const auto deadline = Clock::now() + options_.start_timeout;
+  std::string last = "no attempt";
+  HttpClient probe("127.0.0.1", port_, milliseconds(1000));
+  while (Clock::now() < deadline) {
+    if (!running()) {
+      throw std::runtime_error("kobo serve exited while waiting for /readyz; log tail:\n" + log_tail());
+    }
+    try {
+      HttpResult res = probe.get("/readyz");
+      if (res.status == 200) return;
+      last = "GET /readyz answered " + std::to_string(res.status) + " " + res.body;
+    } catch (const std::exception& e) {
+      last = e.what();
+    }
+    std::this_thread::sleep_for(milliseconds(25));
+  }
+  throw std::runtime_error("kobo serve not ready after " + std::to_string(options_.start_timeout.count()) +
+                           " ms (last: " + last + "); log tail:\n" + log_tail());
+}
+
+void KoboProcess::read_credentials() {
+  const fs::path path = data_dir_ / "credentials.json";
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("kobo serve is healthy but " + path.string() + " is missing");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path.string() + " is not JSON: " + e.what());
+  }
+  auto field = [&](const char* name) -> std::string {
+    if (!j.contains(name) || !j[name].is_string()) {
+      throw std::runtime_error(path.string() + " lacks string field " + name + ": " + j.dump());
+    }
+    return j[name].get<std::string>();
+  };
+  credentials_.business_id = field("businessId");
+  credentials_.account_id = field("accountId");
+  credentials_.test_secret_key = field("testSecretKey");
+  credentials_.live_secret_key = field("liveSecretKey");
+  credentials_.test_public_key = field("testPublicKey");
+  credentials_.live_public_key = field("livePublicKey");
+}
+
+int KoboProcess::wait_exit(milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_ || (r < 0 && errno == ECHILD)) {
+      pid_ = -1;
+      return r == -1 ? 0 : status;
+    }
+    if (Clock::now() >= deadline) return -1;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+}
+
+bool KoboProcess::running() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+void KoboProcess::kill9() {
+  client_.reset();
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+int KoboProcess::terminate(milliseconds timeout) {
+  client_.reset();
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGTERM);
+  int status = wait_exit(timeout);
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    status = wait_exit(milliseconds(10'000));
+  }
+  return status_to_code(status);
+}
+
+void KoboProcess::start(Port port) {
+  if (pid_ > 0) throw std::logic_error("KoboProcess::start: already running");
+  if (port == Port::kFresh) port_ = free_loopback_port();
+  const auto deadline = Clock::now() + options_.start_timeout;
+  for (int attempt = 1;; ++attempt) {
+    spawn();
+    try {
+      wait_healthy();
+      if (options_.wait_ready) wait_ready();
+      return;
+    } catch (const std::runtime_error&) {
+      // The old listener's port can linger briefly after a kill: a child that exited early gets a
+      // few more tries while time is left. One that hangs, or keeps exiting, fails the start.
+      if (pid_ > 0 || attempt >= 5 || Clock::now() >= deadline) {
+        if (pid_ > 0) kill9();
+        throw;
+      }
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+  }
+}
+
+void KoboProcess::restart(Port port) {
+  kill9();
+  start(port);
+}
+
+void KoboProcess::graceful_restart(Port port) {
+  terminate();
+  start(port);
+}
+
+HttpClient& KoboProcess::client() {
+  if (!client_) client_ = std::make_unique<HttpClient>("127.0.0.1", port_);
+  return *client_;
+}
+
+std::unique_ptr<HttpClient> KoboProcess::new_client(milliseconds timeout) const {
+  return std::make_unique<HttpClient>("127.0.0.1", port_, timeout);
+}
+
+}  // namespace kobo::testing
