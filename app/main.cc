@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
+#include "app/audit_cli.h"
 #include "command/ledger.h"
 #include "common/crypto.h"
 #include "common/log.h"
@@ -17,6 +19,7 @@
 #include "projection/projector.h"
 #include "projection/views.h"
 #include "query-api/api.h"
+#include "query-api/credentials.h"
 #include "query-api/http_server.h"
 #include "query-api/router.h"
 
@@ -35,23 +38,11 @@ struct ServeOptions {
   std::string bank_code = "099999";
   std::string nuban_code = "999999";
   bool no_fsync = false;
+  std::string admin_key;
+  int rail_delay_ms = 500;
+  std::string fee_tiers = "500000:1075,5000000:2688,max:5375";
   std::string log_level = "info";
 };
-
-struct Credentials {
-  std::string business_id, account_id, test_secret_key, live_secret_key, test_public_key, live_public_key;
-};
-
-Credentials new_credentials() {
-  return Credentials{"biz-" + uuid_v4(),        "acc-" + uuid_v4(),        "sk_test_" + random_hex(20),
-                     "sk_live_" + random_hex(20), "pk_test_" + random_hex(20), "pk_live_" + random_hex(20)};
-}
-
-json to_json(const Credentials& c) {
-  return json{{"businessId", c.business_id},       {"accountId", c.account_id},
-              {"testSecretKey", c.test_secret_key}, {"liveSecretKey", c.live_secret_key},
-              {"testPublicKey", c.test_public_key}, {"livePublicKey", c.live_public_key}};
-}
 
 // Written before the business is appended (write, fsync, rename), so a crash in between
 // reuses these keys on the next start instead of losing them.
@@ -83,12 +74,6 @@ Result<Credentials> read_credentials(const fs::path& path) {
   }
 }
 
-CreateBusiness create_business_command(const Credentials& c, std::string name) {
-  return CreateBusiness{c.business_id,     std::move(name),        c.account_id,
-                        "Default",         sha256_hex(c.test_secret_key), sha256_hex(c.live_secret_key),
-                        c.test_public_key, c.live_public_key};
-}
-
 // First start on an empty data dir: the business `Default`, its account and keys.
 Status bootstrap(Ledger& ledger, const fs::path& data_dir) {
   if (ledger.business_count() > 0) return {};
@@ -110,6 +95,29 @@ Status bootstrap(Ledger& ledger, const fs::path& data_dir) {
   if (created) std::cout << "Test secret key: " << creds.test_secret_key << "\n(all keys in " << path.string()
                          << ")" << std::endl;
   return {};
+}
+
+// "UP_TO:FEE,...,max:FEE" in kobo, ascending, the last tier open-ended.
+Result<std::vector<FeeTier>> parse_fee_tiers(const std::string& text) {
+  std::vector<FeeTier> tiers;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto colon = item.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      const std::string up_to = item.substr(0, colon);
+      const std::int64_t limit = up_to == "max" ? INT64_MAX : std::stoll(up_to);
+      const std::int64_t fee = std::stoll(item.substr(colon + 1));
+      if (fee < 0 || (!tiers.empty() && limit <= tiers.back().up_to_kobo)) throw std::invalid_argument("order");
+      tiers.push_back({limit, fee});
+    } catch (const std::exception&) {
+      return Status::error("--fee-tiers wants ascending UP_TO:FEE pairs ending in max:FEE, got " + text);
+    }
+  }
+  if (tiers.empty() || tiers.back().up_to_kobo != INT64_MAX)
+    return Status::error("--fee-tiers must end with max:FEE, got " + text);
+  return tiers;
 }
 
 Result<std::pair<std::string, std::uint16_t>> parse_listen(const std::string& listen) {
@@ -152,7 +160,11 @@ int serve(const ServeOptions& o) {
   auto views = Views::open((data_dir / "views").string(), o.partitions);
   if (!views) return fail(views.status().message());
 
+  const auto fee_tiers = parse_fee_tiers(o.fee_tiers);
+  if (!fee_tiers) return fail(fee_tiers.status().message());
   LedgerOptions lo;
+  lo.config.fee_tiers = fee_tiers.value();
+  lo.config.rail_delay = std::chrono::milliseconds(o.rail_delay_ms);
   lo.config.partitions = o.partitions;
   lo.config.bank_name = o.bank_name;
   lo.config.bank_code = o.bank_code;
@@ -163,7 +175,9 @@ int serve(const ServeOptions& o) {
   if (auto s = projector.start(); !s) return fail("projector: " + s.message());
   if (auto s = bootstrap(ledger, data_dir); !s) return fail(s.message());
 
-  Api api(ledger, *views.value(), projector);
+  ApiOptions ao;
+  ao.admin_key = o.admin_key;
+  Api api(ledger, *views.value(), projector, ao);
   http::Router router;
   api.add_routes(router);
   http::ServerOptions so;
@@ -214,9 +228,23 @@ int main(int argc, char** argv) {
   s->add_flag("--no-fsync", serve.no_fsync,
               "Do not fsync appends (benchmarks of the CPU path only: acknowledged writes can be lost)")
       ->envname("KOBO_NO_FSYNC");
+  s->add_option("--admin-key", serve.admin_key, "Enables the admin API (POST /v1/admin/businesses), "
+                 "authenticated by header x-admin-key")
+      ->envname("KOBO_ADMIN_KEY");
+  s->add_option("--rail-delay-ms", serve.rail_delay_ms, "Sandbox payout rail: processing to final, in ms")
+      ->envname("KOBO_RAIL_DELAY_MS")->check(CLI::Range(0, 3'600'000))->capture_default_str();
+  s->add_option("--fee-tiers", serve.fee_tiers, "Bank transfer fees in kobo: UP_TO:FEE,...,max:FEE")
+      ->envname("KOBO_FEE_TIERS")->capture_default_str();
   s->add_option("--log-level", serve.log_level, "debug, info, warn or error")
       ->envname("KOBO_LOG_LEVEL")->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  kobo::AuditCommands audit_commands(app);  // `kobo audit` and `kobo replay`
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;  // --help is not an error; a usage error means it cannot run
+  }
   if (s->parsed()) return kobo::serve(serve);
+  if (const auto code = audit_commands.run()) return *code;
   return 2;
 }

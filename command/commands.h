@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "events/types.h"
 
@@ -30,6 +31,26 @@ struct CreateBusiness {
   std::string live_public_key;
 };
 
+// Account settings (PATCH /v1/accounts/{id}); absent fields stay as they are.
+struct UpdateAccount {
+  Caller caller;
+  std::string account_id;
+  std::optional<std::vector<std::string>> webhooks;
+  std::optional<bool> live;
+};
+
+// A saved beneficiary. Its publicId is derived from (business, mode, bank, number) by the
+// caller, so saving the same account twice finds the first one.
+struct AddBankAccount {
+  Caller caller;
+  std::string public_id;
+  std::string account_name;
+  std::string account_number;
+  std::string bank_name;
+  std::string bank_code;
+  std::string beneficiary_type;  // vba | external | personal
+};
+
 struct CreateWallet {
   Caller caller;
   std::string account_name;
@@ -48,6 +69,32 @@ struct WalletTransfer {
   std::optional<std::string> name_enquiry_ref;
   // Hex SHA-256 of the request's canonical body: the same reference with another body is a 409.
   std::string fingerprint;
+};
+
+// A payout to an account at another bank. query-api resolves the destination (name enquiry)
+// before submitting, so the command carries what the transaction records.
+struct BankTransfer {
+  Caller caller;
+  std::string source;
+  std::string bank_account_id;  // bka-…, see query-api/name_enquiry.h
+  std::string account_number;
+  std::string account_name;
+  std::string bank_code;
+  std::string bank_name;
+  std::string name_enquiry_ref;
+  Kobo amount;
+  std::string narration;
+  std::optional<std::string> reference;
+  bool save_beneficiary = false;
+  nlohmann::json metadata = nlohmann::json::object();
+  std::string fingerprint;
+};
+
+// Internal: the payout rail moved a payout on (pending -> processing -> success | failed).
+struct AdvancePayout {
+  Partition partition{0};
+  std::string transaction;  // publicId of the debit record
+  std::string status;       // processing | success | failed
 };
 
 // Money arriving from another bank (sandbox rail) to one of the caller's wallets.
@@ -69,7 +116,9 @@ struct SettleTransfer {
   std::string transaction;  // publicId of the debit record
 };
 
-using Command = std::variant<CreateBusiness, CreateWallet, WalletTransfer, IncomingCredit, SettleTransfer>;
+using Command =
+    std::variant<CreateBusiness, UpdateAccount, AddBankAccount, CreateWallet, WalletTransfer, BankTransfer,
+                 IncomingCredit, SettleTransfer, AdvancePayout>;
 
 // Domain rejections, mapped to HTTP in one table in query-api/. Values, never exceptions.
 enum class Rejection {

@@ -109,6 +109,56 @@ Decision decide_create_business(const PartitionState& s, const CreateBusiness& c
   return d;
 }
 
+Decision decide_update_account(const PartitionState& s, const UpdateAccount& c, UnixMs now) {
+  const auto it = s.account_business.find(c.account_id);
+  if (it == s.account_business.end() || it->second != c.caller.business) return reject(Rejection::account_not_found);
+  json changes = json::object();
+  if (c.webhooks) changes["webhooks"] = *c.webhooks;
+  if (c.live) changes["live"] = *c.live;
+  Decision d;
+  d.events.push_back({EventType::account_updated, c.caller.business, false,
+                      {{"accountId", c.account_id}, {"changes", std::move(changes)}, {"updatedAt", format_iso8601(now)}}});
+  return d;
+}
+
+json bank_account_record(const PartitionState& s, const AddBankAccount& c, const LedgerConfig& config, UnixMs now) {
+  const std::string ts = format_iso8601(now);
+  return json{
+      {"_id", object_id()},
+      {"id", interleaved_id(s.bank_accounts_created, s.partition, config.partitions)},
+      {"publicId", c.public_id},
+      {"auth", c.caller.business},
+      {"account", c.caller.account},
+      {"accountName", c.account_name},
+      {"accountNumber", c.account_number},
+      {"bankName", c.bank_name},
+      {"bankCode", c.bank_code},
+      {"reference", "bkr-" + uuid_v4()},
+      {"live", c.caller.live},
+      {"processor", config.processor},
+      {"currency", "NGN"},
+      {"version", 1},
+      {"beneficiaryType", c.beneficiary_type},
+      {"clientIds", json::object()},
+      {"createdAt", ts},
+      {"updatedAt", ts},
+      {"lastUpdated", ts},
+  };
+}
+
+Decision decide_add_bank_account(const PartitionState& s, const AddBankAccount& c, const LedgerConfig& config,
+                                 UnixMs now) {
+  Decision d;
+  if (s.bank_accounts.contains(c.public_id)) {
+    d.replayed = true;
+    d.transaction = c.public_id;
+    return d;
+  }
+  d.record = bank_account_record(s, c, config, now);
+  d.events.push_back({EventType::bank_account_added, c.caller.business, c.caller.live, {{"bankAccount", d.record}}});
+  return d;
+}
+
 Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, const LedgerConfig& config,
                               UnixMs now) {
   const std::string scope = scope_key(c.caller.account, c.caller.live);
@@ -156,19 +206,24 @@ const WalletState* caller_wallet(const PartitionState& s, const Caller& c, const
   return &it->second;
 }
 
+// Idempotency (DESIGN section 2.4): a reference seen before is a replay of the same body, or a
+// conflict. Transfers of every kind share one reference space per account and mode.
+std::optional<Decision> check_reference(const PartitionState& s, const Caller& caller,
+                                        const std::optional<std::string>& reference, const std::string& fingerprint) {
+  if (!reference) return std::nullopt;
+  const auto it = s.references.find(scope_key(caller.account, caller.live) + *reference);
+  if (it == s.references.end()) return std::nullopt;
+  if (it->second.fingerprint != fingerprint) return reject(Rejection::duplicate_reference);
+  Decision d;
+  d.replayed = true;
+  d.transaction = it->second.transaction;
+  return d;
+}
+
 Decision decide_wallet_transfer(const PartitionState& s, const WalletTransfer& c, const LedgerConfig& config,
                                 UnixMs now) {
+  if (auto replay = check_reference(s, c.caller, c.reference, c.fingerprint)) return std::move(*replay);
   const std::string reference = c.reference.value_or("ref-" + uuid_v4());
-  if (c.reference) {
-    const auto it = s.references.find(scope_key(c.caller.account, c.caller.live) + reference);
-    if (it != s.references.end()) {
-      if (it->second.fingerprint != c.fingerprint) return reject(Rejection::duplicate_reference);
-      Decision d;
-      d.replayed = true;
-      d.transaction = it->second.transaction;
-      return d;
-    }
-  }
   const WalletState* src = caller_wallet(s, c.caller, c.source);
   if (src == nullptr) return reject(Rejection::source_not_found);
   const WalletState* dst = caller_wallet(s, c.caller, c.destination);
@@ -212,6 +267,151 @@ Decision decide_wallet_transfer(const PartitionState& s, const WalletTransfer& c
   credited["transaction"] = std::move(credit);
   d.events.push_back({EventType::debited, c.caller.business, c.caller.live, std::move(debited)});
   d.events.push_back({EventType::credited, c.caller.business, c.caller.live, std::move(credited)});
+  d.schedule.push_back({now, SettleTransfer{s.partition, d.transaction}});
+  return d;
+}
+
+Decision decide_bank_transfer(const PartitionState& s, const BankTransfer& c, const LedgerConfig& config,
+                              UnixMs now) {
+  if (auto replay = check_reference(s, c.caller, c.reference, c.fingerprint)) return std::move(*replay);
+  const std::string reference = c.reference.value_or("ref-" + uuid_v4());
+  const WalletState* src = caller_wallet(s, c.caller, c.source);
+  if (src == nullptr) return reject(Rejection::source_not_found);
+  const Kobo fee = transfer_fee(config, c.amount);
+  const Kobo actual = c.amount + fee;
+  if (src->balance < actual) return reject(Rejection::insufficient_funds);
+
+  Decision d;
+  std::int64_t beneficiary_id = 0;
+  if (auto it = s.bank_accounts.find(c.bank_account_id); it != s.bank_accounts.end()) {
+    beneficiary_id = it->second;
+  } else if (c.save_beneficiary) {
+    const AddBankAccount add{c.caller,  c.bank_account_id, c.account_name, c.account_number,
+                             c.bank_name, c.bank_code,       "external"};
+    json account = bank_account_record(s, add, config, now);
+    beneficiary_id = account.at("id").get<std::int64_t>();
+    d.events.push_back({EventType::bank_account_added, c.caller.business, c.caller.live,
+                        {{"bankAccount", std::move(account)}}});
+  }
+  const Kobo src_after = src->balance - actual;
+  json debit = transaction_base(c.caller, config, interleaved_id(s.transactions_created, s.partition, config.partitions),
+                                "debit", c.amount, src_after, c.narration, now);
+  debit["source"] = c.source;
+  debit["sourceType"] = "VirtualAccount";
+  debit["sourceData"] = wallet_snapshot(c.source, *src, config);
+  debit["destination"] = c.bank_account_id;
+  debit["destinationType"] = "BankAccount";
+  debit["destinationData"] = {{"id", beneficiary_id},
+                              {"publicId", c.bank_account_id},
+                              {"bankName", c.bank_name},
+                              {"bankCode", c.bank_code},
+                              {"accountName", c.account_name},
+                              {"accountNumber", c.account_number},
+                              {"processor", config.processor},
+                              {"clientIds", json::object()},
+                              {"nameEnquiryRef", c.name_enquiry_ref}};
+  debit["fee"] = fee.value;
+  debit["feeReference"] = "fee-" + uuid_v4();
+  debit["actualAmount"] = actual.value;
+  debit["clientTransaction"] = {{"fee", fee.value}, {"actualAmount", actual.value}};
+  debit["reference"] = reference;
+  debit["linkRef"] = uuid_v4();
+  debit["status"] = "pending";
+  debit["metadata"] = c.metadata;
+  json credit_side = mirror(debit);
+  credit_side["balance"] = 0;  // the other side is a bank whose balance we do not keep
+  debit["meta"] = {{"isThirdParty", true}, {"rate", rate(c.amount)}, {"credit", std::move(credit_side)}};
+
+  d.record = debit;
+  d.transaction = debit.at("publicId").get<std::string>();
+  json debited = posting(c.source, actual, src_after);
+  debited["transaction"] = std::move(debit);
+  if (c.reference) debited["fingerprint"] = c.fingerprint;
+  d.events.push_back({EventType::debited, c.caller.business, c.caller.live, std::move(debited)});
+  d.events.push_back({EventType::credited, c.caller.business, c.caller.live,
+                      posting(kPayoutSuspense, c.amount, s.balance_of(kPayoutSuspense) + c.amount)});
+  d.events.push_back(
+      {EventType::credited, c.caller.business, c.caller.live, posting(kFeeAccount, fee, s.balance_of(kFeeAccount) + fee)});
+  d.schedule.push_back({now, AdvancePayout{s.partition, d.transaction, "processing"}});
+  return d;
+}
+
+json rail_verify(const std::string& status, const PayoutState& p, UnixMs now) {
+  const bool final = status == "success" || status == "failed";
+  const std::string message = status == "success"   ? "Transfer successful"
+                              : status == "failed"  ? "Transfer failed"
+                                                    : "Transfer is being processed";
+  return json{{"status", final ? (status == "success" ? "success" : "failed") : "pending"},
+              {"data",
+               {{"status", status},
+                {"message", message},
+                {"data",
+                 {{"narration", p.narration},
+                  {"amount", p.amount.value},
+                  {"date", format_iso8601(now)},
+                  {"beneficiary",
+                   {{"accountNumber", p.beneficiary.at("accountNumber")},
+                    {"bankCode", p.beneficiary.at("bankCode")},
+                    {"bankName", p.beneficiary.at("bankName")},
+                    {"accountName", p.beneficiary.at("accountName")}}},
+                  {"transactionStatus", status},
+                  {"sessionId", session_id("999999", now)},
+                  {"type", "transfer"}}}}}};
+}
+
+Decision decide_advance_payout(const PartitionState& s, const AdvancePayout& c, const LedgerConfig& config,
+                               UnixMs now) {
+  const auto it = s.payouts.find(c.transaction);
+  KOBO_ASSERT(it != s.payouts.end(), "advancing a payout that is not in flight");
+  const PayoutState& p = it->second;
+  const bool legal = (p.status == "pending" && c.status == "processing") ||
+                     (p.status == "processing" && (c.status == "success" || c.status == "failed"));
+  KOBO_ASSERT(legal, "illegal payout transition");
+  Decision d;
+  auto event = [&](EventType type, json data) { d.events.push_back({type, p.business, p.live, std::move(data)}); };
+  event(EventType::transaction_status_changed, {{"publicId", c.transaction},
+                                                {"from", p.status},
+                                                {"status", c.status},
+                                                {"updatedAt", format_iso8601(now)},
+                                                {"verify", rail_verify(c.status, p, now)}});
+  if (c.status == "success") {
+    event(EventType::debited, posting(kPayoutSuspense, p.amount, s.balance_of(kPayoutSuspense) - p.amount));
+    event(EventType::credited,
+          posting(kOutboundSettlement, p.amount, s.balance_of(kOutboundSettlement) + p.amount));
+  } else if (c.status == "failed") {
+    // The reversal: the amount leaves payout suspense, the fee is refunded, the wallet is
+    // credited what it was debited.
+    const auto w = s.wallets.find(p.source);
+    KOBO_ASSERT(w != s.wallets.end(), "payout from an unknown wallet");
+    const Kobo actual = p.amount + p.fee;
+    const Kobo wallet_after = w->second.balance + actual;
+    const Caller owner{w->second.business, w->second.account, w->second.live};
+    json credit = transaction_base(owner, config, interleaved_id(s.transactions_created, s.partition, config.partitions),
+                                   "credit", actual, wallet_after, "Reversal: " + p.narration, now);
+    credit["source"] = p.beneficiary.at("publicId");
+    credit["sourceType"] = "BankAccount";
+    credit["sourceData"] = p.beneficiary;
+    credit["destination"] = p.source;
+    credit["destinationType"] = "VirtualAccount";
+    credit["destinationData"] = wallet_snapshot(p.source, w->second, config);
+    credit["reference"] = "rev-" + uuid_v4();
+    credit["debitReference"] = p.reference;
+    credit["linkRef"] = p.link_ref;
+    credit["status"] = "success";
+    credit["tags"] = json::array({"reversal"});
+    json mirrored = mirror(credit);
+    credit["meta"] = {{"isThirdParty", true}, {"rate", rate(actual)}, {"credit", std::move(mirrored)}};
+    event(EventType::debited, posting(kPayoutSuspense, p.amount, s.balance_of(kPayoutSuspense) - p.amount));
+    event(EventType::debited, posting(kFeeAccount, p.fee, s.balance_of(kFeeAccount) - p.fee));
+    json credited = posting(p.source, actual, wallet_after);
+    credited["transaction"] = std::move(credit);
+    event(EventType::credited, std::move(credited));
+  } else {
+    PayoutState next = p;
+    next.status = c.status;
+    next.updated_at = now;
+    d.schedule.push_back(next_rail_step(c.transaction, next, s.partition, config));
+  }
   return d;
 }
 
@@ -312,6 +512,28 @@ Decision decide_settle(const PartitionState& s, const SettleTransfer& c, UnixMs 
 
 }  // namespace
 
+Kobo transfer_fee(const LedgerConfig& config, Kobo amount) {
+  for (const FeeTier& t : config.fee_tiers)
+    if (amount.value <= t.up_to_kobo) return Kobo(t.fee_kobo);
+  KOBO_ASSERT(false, "the fee schedule must cover every amount");
+}
+
+Scheduled next_rail_step(const std::string& transaction, const PayoutState& payout, Partition partition,
+                         const LedgerConfig& config) {
+  if (payout.status == "pending") return {payout.updated_at, AdvancePayout{partition, transaction, "processing"}};
+  KOBO_ASSERT(payout.status == "processing", "a payout in flight is pending or processing");
+  return {payout.updated_at + config.rail_delay.count(),
+          AdvancePayout{partition, transaction, payout.sandbox_fails ? "failed" : "success"}};
+}
+
+std::vector<Scheduled> resume_schedule(const PartitionState& state, const LedgerConfig& config) {
+  std::vector<Scheduled> out;
+  for (const auto& [trx, wallet] : state.pending_settlement)
+    out.push_back({0, SettleTransfer{state.partition, trx}});
+  for (const auto& [trx, payout] : state.payouts) out.push_back(next_rail_step(trx, payout, state.partition, config));
+  return out;
+}
+
 json wallet_snapshot(const std::string& public_id, const WalletState& w, const LedgerConfig& config) {
   return json{{"id", w.id},
               {"publicId", public_id},
@@ -329,9 +551,13 @@ Decision decide(const PartitionState& state, const Command& command, const Ledge
       [&](const auto& c) -> Decision {
         using T = std::decay_t<decltype(c)>;
         if constexpr (std::is_same_v<T, CreateBusiness>) return decide_create_business(state, c, config, now);
+        else if constexpr (std::is_same_v<T, UpdateAccount>) return decide_update_account(state, c, now);
+        else if constexpr (std::is_same_v<T, AddBankAccount>) return decide_add_bank_account(state, c, config, now);
         else if constexpr (std::is_same_v<T, CreateWallet>) return decide_create_wallet(state, c, config, now);
         else if constexpr (std::is_same_v<T, WalletTransfer>) return decide_wallet_transfer(state, c, config, now);
+        else if constexpr (std::is_same_v<T, BankTransfer>) return decide_bank_transfer(state, c, config, now);
         else if constexpr (std::is_same_v<T, IncomingCredit>) return decide_incoming_credit(state, c, config, now);
+        else if constexpr (std::is_same_v<T, AdvancePayout>) return decide_advance_payout(state, c, config, now);
         else return decide_settle(state, c, now);
       },
       command);

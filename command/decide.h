@@ -3,6 +3,8 @@
 // command's rules in a fixed order of precedence and either rejects it or returns the events
 // that carry it out. It never changes the state; the writer applies the events (state.h).
 
+#include <chrono>
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,12 @@
 
 namespace kobo {
 
+// A bank transfer's fee: the first tier whose `up_to_kobo` covers the amount (VAT included).
+struct FeeTier {
+  std::int64_t up_to_kobo;
+  std::int64_t fee_kobo;
+};
+
 struct LedgerConfig {
   std::uint32_t partitions = 6;
   std::string bank_name = "Kobo Sandbox MFB";  // the service's own bank, shown on wallets
@@ -19,6 +27,17 @@ struct LedgerConfig {
   std::string nuban_code = "999999";          // its NUBAN institution code
   std::string processor = "kobo";
   int primary_wallets_max = 5;                 // per account and mode
+  // CBN NIP tiers: <= N5,000 -> N10.75; <= N50,000 -> N26.88; above -> N53.75.
+  std::vector<FeeTier> fee_tiers{{500'000, 1'075}, {5'000'000, 2'688}, {INT64_MAX, 5'375}};
+  std::chrono::milliseconds rail_delay{500};   // sandbox rail: processing -> final
+};
+
+Kobo transfer_fee(const LedgerConfig& config, Kobo amount);
+
+// An internal command the writer runs at `due` (settlements, rail steps).
+struct Scheduled {
+  UnixMs due = 0;
+  Command command;
 };
 
 // An event before the writer gives it a place in the log.
@@ -35,7 +54,17 @@ struct Decision {
   nlohmann::json record;     // what the caller is answered with
   bool replayed = false;     // an idempotent repeat: no events, `transaction` names the original
   std::string transaction;
+  std::vector<Scheduled> schedule;  // follow-ups, run once these events are durable
 };
+
+// What the payout rail does next with a payout in flight (pending or processing): the sandbox
+// rail moves a payout to processing at once, and to success (or failed, when its metadata asks
+// for it with sandboxOutcome "failed") `rail_delay` after that.
+Scheduled next_rail_step(const std::string& transaction, const PayoutState& payout, Partition partition,
+                         const LedgerConfig& config);
+
+// The follow-ups a partition owes after a restart: settlements and rail steps of work in flight.
+std::vector<Scheduled> resume_schedule(const PartitionState& state, const LedgerConfig& config);
 
 Decision decide(const PartitionState& state, const Command& command, const LedgerConfig& config, UnixMs now);
 

@@ -2,9 +2,11 @@
 
 #include <chrono>
 #include <future>
+#include <map>
 
 #include "common/log.h"
 #include "common/metrics.h"
+#include "events/log_follower.h"
 #include "events/partitioner.h"
 
 namespace kobo {
@@ -73,7 +75,7 @@ Partition Ledger::route(const Command& c) const {
       [&](const auto& cmd) -> Partition {
         using T = std::decay_t<decltype(cmd)>;
         if constexpr (std::is_same_v<T, CreateBusiness>) return partition_of(cmd.business_id);
-        else if constexpr (std::is_same_v<T, SettleTransfer>) return cmd.partition;
+        else if constexpr (std::is_same_v<T, SettleTransfer> || std::is_same_v<T, AdvancePayout>) return cmd.partition;
         else return partition_of(cmd.caller.business);
       },
       c);
@@ -83,44 +85,22 @@ Status Ledger::replay() {
   const std::uint32_t n = options_.config.partitions;
   states_.assign(n, PartitionState{});
   for (std::uint32_t p = 0; p < n; ++p) states_[p].partition = Partition(p);
-  auto ends = log_.end_offsets();
-  if (!ends) return ends.status();
-  auto reader = log_.open_reader(std::vector<Offset>(n, Offset(0)));
-  if (!reader) return reader.status();
-  std::vector<Offset> next(n, Offset(0));
-  auto done = [&] {
-    for (std::uint32_t p = 0; p < n; ++p)
-      if (next[p] < ends.value()[p]) return false;
-    return true;
-  };
-  std::vector<LogRecord> records;
-  std::uint64_t events = 0;
-  while (!done()) {
-    records.clear();
-    if (auto s = reader.value()->poll(4096, std::chrono::milliseconds(1000), records); !s) return s;
-    for (const LogRecord& r : records) {
-      next[r.partition.value] = Offset(r.offset.value + 1);
-      auto e = decode_event(r.bytes);
-      if (!e) return Status::error("partition " + std::to_string(r.partition.value) + " offset " +
-                                   std::to_string(r.offset.value) + ": " + e.status().message());
-      PartitionState& st = states_[r.partition.value];
-      switch (st.chain.follow(e.value())) {
-        case ChainVerdict::accept:
-          apply(st, e.value());
-          ++events;
-          break;
-        case ChainVerdict::duplicate:
-          break;
-        case ChainVerdict::zombie:
-          log::warn("skipped an event from a fenced writer",
-                    {{"partition", r.partition.value}, {"seq", e->seq.value}, {"epoch", e->epoch.value}});
-          break;
-        case ChainVerdict::broken:
-          return Status::error("partition " + std::to_string(r.partition.value) + " seq " +
-                               std::to_string(e->seq.value) + " does not extend the hash chain");
-      }
+  // The same loop and acceptance rule as the projectors and `kobo audit` (events/log_follower.h).
+  class Replayer final : public LogVisitor {
+   public:
+    explicit Replayer(std::vector<PartitionState>& into) : states(into) {}
+    Status accepted(const Event& e) override {
+      apply(states[e.partition.value], e);
+      return {};
     }
-  }
+    std::vector<PartitionState>& states;
+  };
+  LogFollower follower(log_);
+  if (auto s = follower.open(); !s) return s;
+  Replayer replayer(states_);
+  if (auto s = follower.follow_to_end(replayer); !s) return s;
+  for (std::uint32_t p = 0; p < n; ++p) states_[p].chain = follower.cursor(Partition(p)).chain;
+  const std::uint64_t events = follower.events_accepted();
   std::size_t businesses = 0;
   for (const auto& st : states_) businesses += st.businesses.size();
   business_count_.store(businesses);
@@ -187,10 +167,7 @@ Status Ledger::append_writer_started() {
 Status Ledger::start() {
   if (auto s = replay(); !s) return s;
   if (auto s = append_writer_started(); !s) return s;
-  // Wallet transfers whose credit leg is in the log but whose settlement is not.
-  for (const auto& st : states_)
-    for (const auto& [trx, wallet] : st.pending_settlement)
-      internal_.push_back(Pending{SettleTransfer{st.partition, trx}, nullptr});
+  resume_scheduled();
   thread_ = std::thread([this] { run(); });
   return {};
 }
@@ -233,14 +210,36 @@ Outcome Ledger::execute(Command command) {
   return future.get();
 }
 
+// Work in flight (settlements, rail steps) as the log says it is: after a start, and after a
+// failed append re-read the log.
+void Ledger::resume_scheduled() {
+  scheduled_.clear();
+  for (const auto& st : states_)
+    for (auto& s : resume_schedule(st, options_.config)) scheduled_.emplace(s.due, std::move(s.command));
+}
+
+void Ledger::take_due(std::vector<Pending>& batch) {
+  const UnixMs now = now_ms();
+  while (!scheduled_.empty() && scheduled_.begin()->first <= now) {
+    batch.push_back(Pending{std::move(scheduled_.begin()->second), nullptr});
+    scheduled_.erase(scheduled_.begin());
+  }
+}
+
 void Ledger::run() {
   std::vector<Pending> batch;
   for (;;) {
     batch.clear();
-    batch.swap(internal_);
+    take_due(batch);
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !batch.empty(); });
+      auto ready = [&] { return stopping_ || !queue_.empty() || !batch.empty(); };
+      if (scheduled_.empty()) {
+        cv_.wait(lock, ready);
+      } else {
+        const auto wait_ms = std::max<UnixMs>(0, scheduled_.begin()->first - now_ms());
+        cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), ready);
+      }
       if (stopping_) return;
       while (!queue_.empty() && batch.size() < options_.batch_max) {
         batch.push_back(std::move(queue_.front()));
@@ -256,7 +255,7 @@ void Ledger::process(std::vector<Pending>& batch) {
   const UnixMs now = now_ms();
   std::vector<EncodedEvent> events;
   std::vector<Outcome> outcomes(batch.size());
-  std::vector<Pending> follow_ups;
+  std::vector<Scheduled> follow_ups;
   std::size_t businesses_added = 0;
 
   if (!healthy_.load()) {
@@ -280,8 +279,7 @@ void Ledger::process(std::vector<Pending>& batch) {
       const auto size = static_cast<std::uint32_t>(d.events.size());
       for (auto& draft : d.events) events.push_back(place(st, std::move(draft), command_seq, size, now));
       if (std::holds_alternative<CreateBusiness>(batch[i].command)) ++businesses_added;
-      if (std::holds_alternative<WalletTransfer>(batch[i].command))
-        follow_ups.push_back(Pending{SettleTransfer{p, o.transaction}, nullptr});
+      for (auto& f : d.schedule) follow_ups.push_back(std::move(f));
     }
     o.seq = st.chain.last_seq();
   }
@@ -303,9 +301,7 @@ void Ledger::process(std::vector<Pending>& batch) {
         log::error("the log cannot be re-read; the writer stops accepting commands", {{"error", r.message()}});
         healthy_.store(false);
       }
-      for (auto& st : states_)
-        for (const auto& [trx, wallet] : st.pending_settlement)
-          internal_.push_back(Pending{SettleTransfer{st.partition, trx}, nullptr});
+      resume_scheduled();
       follow_ups.clear();
     } else {
       publish_durable();
@@ -317,7 +313,7 @@ void Ledger::process(std::vector<Pending>& batch) {
 
   for (std::size_t i = 0; i < batch.size(); ++i)
     if (batch[i].done) batch[i].done(std::move(outcomes[i]));
-  for (auto& f : follow_ups) internal_.push_back(std::move(f));
+  for (auto& f : follow_ups) scheduled_.emplace(f.due, std::move(f.command));
 }
 
 }  // namespace kobo

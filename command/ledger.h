@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -72,6 +73,8 @@ class Ledger {
   [[nodiscard]] Status replay();
   [[nodiscard]] Status append_writer_started();
   void run();
+  void resume_scheduled();
+  void take_due(std::vector<Pending>& batch);
   void process(std::vector<Pending>& batch);
   void publish_durable();
   Partition route(const Command& c) const;
@@ -87,7 +90,8 @@ class Ledger {
   std::condition_variable cv_;
   std::deque<Pending> queue_;     // guarded by mu_
   bool stopping_ = false;         // guarded by mu_
-  std::vector<Pending> internal_; // writer thread only: follow-up commands (settlements)
+  // Writer thread only: internal commands (settlements, payout rail steps) by due time.
+  std::multimap<UnixMs, Command> scheduled_;
   std::thread thread_;
 };
 

@@ -2,6 +2,8 @@
 
 #include "common/assert.h"
 
+using nlohmann::json;
+
 namespace kobo {
 
 Kobo PartitionState::balance_of(std::string_view ledger_account) const {
@@ -44,6 +46,21 @@ void record_transaction(PartitionState& s, const nlohmann::json& data) {
   if (trx.value("entry", "") == "debit" && trx.at("destinationType") == "VirtualAccount" &&
       trx.at("status") == "pending")
     s.pending_settlement.emplace(trx.at("publicId").get<std::string>(), trx.at("destination").get<std::string>());
+  if (trx.value("entry", "") == "debit" && trx.at("destinationType") == "BankAccount") {
+    PayoutState p;
+    p.source = trx.at("source").get<std::string>();
+    p.amount = Kobo(trx.at("amount").get<std::int64_t>());
+    p.fee = Kobo(trx.at("fee").get<std::int64_t>());
+    p.updated_at = parse_iso8601(trx.at("createdAt").get<std::string>()).value_or(0);
+    p.sandbox_fails = trx.value("/metadata/sandboxOutcome"_json_pointer, json()) == "failed";
+    p.business = trx.at("auth").get<std::string>();
+    p.live = trx.at("live").get<bool>();
+    p.reference = trx.at("reference").get<std::string>();
+    p.link_ref = trx.at("linkRef").get<std::string>();
+    p.narration = trx.at("narration").get<std::string>();
+    p.beneficiary = trx.at("destinationData");
+    s.payouts.emplace(trx.at("publicId").get<std::string>(), std::move(p));
+  }
   const auto& ref = trx.find("reference");
   if (trx.value("entry", "") == "debit" && ref != trx.end() && ref->is_string()) {
     const std::string key = scope_key(trx.at("account").get<std::string>(), trx.at("live").get<bool>()) +
@@ -69,6 +86,17 @@ void apply(PartitionState& s, const Event& e) {
       ++s.accounts_created;
       break;
     }
+    case EventType::account_updated:
+      KOBO_ASSERT(s.account_business.contains(d.at("accountId").get<std::string>()), "update of an unknown account");
+      break;
+    case EventType::bank_account_added:
+      KOBO_ASSERT(s.bank_accounts
+                      .emplace(d.at("bankAccount").at("publicId").get<std::string>(),
+                               d.at("bankAccount").at("id").get<std::int64_t>())
+                      .second,
+                  "bank account added twice");
+      ++s.bank_accounts_created;
+      break;
     case EventType::wallet_created: {
       const auto& w = d.at("wallet");
       WalletState ws;
@@ -97,9 +125,21 @@ void apply(PartitionState& s, const Event& e) {
       post(s, e, Kobo(d.at("amount").get<std::int64_t>()));
       if (d.contains("transaction")) record_transaction(s, d);
       break;
-    case EventType::transaction_status_changed:
-      s.pending_settlement.erase(d.at("publicId").get<std::string>());
+    case EventType::transaction_status_changed: {
+      const std::string id = d.at("publicId").get<std::string>();
+      s.pending_settlement.erase(id);
+      if (auto p = s.payouts.find(id); p != s.payouts.end()) {
+        KOBO_ASSERT(p->second.status == d.at("from"), "payout moved from a status it was not in");
+        const std::string to = d.at("status").get<std::string>();
+        if (to == "success" || to == "failed") {
+          s.payouts.erase(p);
+        } else {
+          p->second.status = to;
+          p->second.updated_at = parse_iso8601(d.at("updatedAt").get<std::string>()).value_or(0);
+        }
+      }
       break;
+    }
   }
   if (e.last_of_command()) KOBO_ASSERT(s.total.value == 0, "partition balances do not sum to zero");
 }

@@ -12,6 +12,7 @@
 
 #include "events/chain.h"
 #include "events/event.h"
+#include "common/time.h"
 #include "events/types.h"
 
 namespace kobo {
@@ -20,6 +21,7 @@ namespace kobo {
 inline constexpr std::string_view kInboundSettlement = "sys:inbound-settlement";
 inline constexpr std::string_view kFeeAccount = "sys:fees";
 inline constexpr std::string_view kPayoutSuspense = "sys:payout-suspense";
+inline constexpr std::string_view kOutboundSettlement = "sys:outbound-settlement";
 
 struct WalletState {
   std::string business;
@@ -30,6 +32,22 @@ struct WalletState {
   std::string account_name;
   std::string account_number;
   Kobo balance;
+};
+
+// A bank transfer on the payout rail. Legal moves: pending -> processing -> success | failed.
+struct PayoutState {
+  std::string status = "pending";
+  std::string source;        // the wallet that paid, credited back on failure
+  Kobo amount;
+  Kobo fee;
+  UnixMs updated_at = 0;     // of the last status change
+  bool sandbox_fails = false;  // metadata.sandboxOutcome == "failed"
+  std::string reference;
+  std::string link_ref;
+  std::string narration;
+  nlohmann::json beneficiary;  // the destinationData snapshot
+  std::string business;
+  bool live = false;
 };
 
 struct ReferenceState {
@@ -46,16 +64,19 @@ struct PartitionState {
   std::uint64_t transactions_created = 0;
   std::uint64_t accounts_created = 0;
   std::uint64_t account_numbers_issued = 0;
+  std::uint64_t bank_accounts_created = 0;
 
   std::unordered_set<std::string> businesses;
   std::unordered_map<std::string, std::string> account_business;  // acc-… -> biz-…
   std::unordered_map<std::string, WalletState> wallets;            // vba-… -> state
+  std::unordered_map<std::string, std::int64_t> bank_accounts;     // bka-… -> integer id
   std::unordered_map<std::string, std::string> wallet_by_number;   // account number -> vba-…
   std::unordered_set<std::string> wallet_names;                    // scope_key(account, live) + name
   std::unordered_map<std::string, int> primary_wallets;            // scope_key(account, live) -> count
   std::unordered_map<std::string, ReferenceState> references;      // scope_key(account, live) + reference
   std::unordered_map<std::string, Kobo> system_balances;           // sys:… -> balance
   std::unordered_map<std::string, std::string> pending_settlement; // debit trx-… -> credit wallet
+  std::unordered_map<std::string, PayoutState> payouts;            // debit trx-… in flight
   Kobo total;  // sum of every balance in the partition: zero after every command
 
   Kobo balance_of(std::string_view ledger_account) const;

@@ -4,6 +4,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 
@@ -131,10 +132,12 @@ Result<std::unique_ptr<LogReader>> EmbeddedLogImpl::open_reader(std::vector<Offs
 
 Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& options) {
   std::error_code ec;
+  if (!options.create_if_missing && !std::filesystem::exists(std::filesystem::path(options.path) / "CURRENT", ec))
+    return Status::error("no event log at " + options.path);
   std::filesystem::create_directories(options.path, ec);
   if (ec) return Status::error("create " + options.path + ": " + ec.message());
   rocksdb::Options o;
-  o.create_if_missing = true;
+  o.create_if_missing = options.create_if_missing;
   o.compression = rocksdb::kNoCompression;
   rocksdb::DB* raw = nullptr;
   const auto s = rocksdb::DB::Open(o, options.path, &raw);
@@ -142,23 +145,26 @@ Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& op
   std::unique_ptr<rocksdb::DB> db(raw);
 
   std::string stored;
+  std::uint32_t partitions = options.partitions;
   const auto g = db->Get(rocksdb::ReadOptions(), kPartitionsKey, &stored);
   if (g.ok()) {
-    if (std::to_string(options.partitions) != stored)
+    if (partitions == 0) partitions = static_cast<std::uint32_t>(std::strtoul(stored.c_str(), nullptr, 10));
+    if (partitions == 0 || std::to_string(partitions) != stored)
       return Status::error("log " + options.path + " has " + stored + " partitions, not " +
-                           std::to_string(options.partitions));
+                           std::to_string(partitions));
   } else if (g.IsNotFound()) {
+    if (partitions == 0) return Status::error("log " + options.path + " does not say how many partitions it has");
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    const auto w = db->Put(wo, kPartitionsKey, std::to_string(options.partitions));
+    const auto w = db->Put(wo, kPartitionsKey, std::to_string(partitions));
     if (!w.ok()) return Status::error("log meta: " + w.ToString());
   } else {
     return Status::error("log meta: " + g.ToString());
   }
 
-  std::vector<Offset> ends(options.partitions, Offset(0));
+  std::vector<Offset> ends(partitions, Offset(0));
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-  for (std::uint32_t p = 0; p < options.partitions; ++p) {
+  for (std::uint32_t p = 0; p < partitions; ++p) {
     it->SeekForPrev(event_key(Partition(p), Offset(UINT64_MAX)));
     if (it->Valid() && it->key().size() == 13 && it->key()[0] == kEventPrefix &&
         get_be(it->key().data() + 1, 4) == p)
@@ -166,7 +172,7 @@ Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& op
   }
   if (!it->status().ok()) return Status::error("log scan: " + it->status().ToString());
   return std::unique_ptr<EventLog>(
-      std::make_unique<EmbeddedLogImpl>(std::move(db), options.partitions, options.sync, std::move(ends)));
+      std::make_unique<EmbeddedLogImpl>(std::move(db), partitions, options.sync, std::move(ends)));
 }
 
 }  // namespace kobo

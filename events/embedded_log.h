@@ -14,8 +14,9 @@ namespace kobo {
 
 struct EmbeddedLogOptions {
   std::string path;                  // directory of the RocksDB database
-  std::uint32_t partitions = 6;      // must match what the log was created with
+  std::uint32_t partitions = 6;      // must match what the log was created with; 0: whatever it was
   bool sync = true;                  // fsync every append; only benchmarks of the CPU path turn it off
+  bool create_if_missing = true;     // false: opening a directory without a log is an error (auditors)
 };
 
 class EmbeddedLog;

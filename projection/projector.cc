@@ -123,10 +123,30 @@ void Projector::Batch::apply(const Event& e) {
       const std::string id = a.at("publicId").get<std::string>();
       const std::string business = a.at("business").get<std::string>();
       put(view_keys::account(id), a);
+      put(view_keys::account_list(business, std::stoull(a.at("id").get<std::string>())), id);
       put(view_keys::key_owner(d.at("secretKeyHashes").at("test").get<std::string>()),
           json{{"business", business}, {"account", id}, {"live", false}});
       put(view_keys::key_owner(d.at("secretKeyHashes").at("live").get<std::string>()),
           json{{"business", business}, {"account", id}, {"live", true}});
+      break;
+    }
+    case EventType::account_updated: {
+      const std::string id = d.at("accountId").get<std::string>();
+      auto a = get(view_keys::account(id));
+      KOBO_ASSERT(a.has_value(), "update of an account the views do not have");
+      for (const auto& [k, v] : d.at("changes").items()) (*a)[k] = v;
+      (*a)["updatedAt"] = d.at("updatedAt");
+      (*a)["__v"] = a->at("__v").get<std::int64_t>() + 1;
+      put(view_keys::account(id), *a);
+      break;
+    }
+    case EventType::bank_account_added: {
+      const auto& b = d.at("bankAccount");
+      const std::string id = b.at("publicId").get<std::string>();
+      put(view_keys::bank_account(id), b);
+      put(view_keys::bank_account_list(b.at("auth").get<std::string>(), b.at("live").get<bool>(),
+                                       b.at("id").get<std::uint64_t>()),
+          id);
       break;
     }
     case EventType::wallet_created: {
@@ -152,6 +172,7 @@ void Projector::Batch::apply(const Event& e) {
       KOBO_ASSERT((*t)["status"] == d.at("from"), "status change from a status the transaction is not in");
       (*t)["status"] = d.at("status");
       (*t)["updatedAt"] = d.at("updatedAt");
+      if (d.contains("verify")) (*t)["meta"]["verify"] = d.at("verify");
       put_transaction(*t);
       break;
     }
@@ -169,10 +190,21 @@ Projector::Projector(EventLog& log, Views& views, ProjectorOptions options)
 
 Projector::~Projector() { stop(); }
 
-struct Projector::Cursor {
-  ChainFollower chain;
-  Offset next_offset{0};
-  bool mid_command = false;  // the last accepted event was not the last of its command
+// Hands accepted events to the batch; the follower does the reading and the chain rule.
+class Projector::Applier final : public LogVisitor {
+ public:
+  Applier(Batch& batch, UnixMs now) : batch_(batch), now_(now) {}
+  Status accepted(const Event& e) override {
+    batch_.apply(e);
+    batch_.count_event();
+    projector_metrics().lag_seconds.observe(static_cast<double>(now_ - e.time) / 1000.0);
+    projector_metrics().last_lag.set(static_cast<double>(now_ - e.time) / 1000.0);
+    return {};
+  }
+
+ private:
+  Batch& batch_;
+  const UnixMs now_;
 };
 
 Status Projector::start() {
@@ -203,69 +235,56 @@ void Projector::run() {
   }
 }
 
-Status Projector::catch_up() {
-  if (!reader_) {
-    const auto positions = views_.positions();
-    std::vector<Offset> start;
-    cursors_.clear();
-    for (std::uint32_t p = 0; p < positions.size(); ++p) {
-      Cursor c;
-      c.chain = ChainFollower(positions[p].last_seq, positions[p].last_hash, positions[p].epoch);
-      c.next_offset = positions[p].next_offset;
-      cursors_.push_back(std::move(c));
-      start.push_back(positions[p].next_offset);
-      applied_[p].store(positions[p].last_seq.value, std::memory_order_release);
-    }
-    auto reader = log_.open_reader(std::move(start));
-    if (!reader) return reader.status();
-    reader_ = std::move(reader).value();
+Status Projector::open_follower() {
+  const auto positions = views_.positions();
+  std::vector<FollowCursor> cursors;
+  for (std::uint32_t p = 0; p < positions.size(); ++p) {
+    FollowCursor c;
+    c.chain = ChainFollower(positions[p].last_seq, positions[p].last_hash, positions[p].epoch);
+    c.next_offset = positions[p].next_offset;
+    cursors.push_back(std::move(c));
+    applied_[p].store(positions[p].last_seq.value, std::memory_order_release);
   }
-  auto ends = log_.end_offsets();
-  if (!ends) return ends.status();
-  for (;;) {
-    bool behind = false;
-    for (std::uint32_t p = 0; p < cursors_.size(); ++p)
-      if (cursors_[p].next_offset < ends.value()[p]) behind = true;
-    if (!behind) return {};
-    if (auto s = step(std::chrono::milliseconds(100)); !s) return s;
-  }
+  auto follower = std::make_unique<LogFollower>(log_, LogFollowerOptions{options_.poll_records_max});
+  if (auto s = follower->open(std::move(cursors)); !s) return s;
+  follower_ = std::move(follower);
+  return {};
 }
 
-Status Projector::step(std::chrono::milliseconds wait) {
-  records_.clear();
-  if (auto s = reader_->poll(options_.poll_records_max, wait, records_); !s) return s;
-  const UnixMs now = now_ms();
-  for (const LogRecord& r : records_) {
-    Cursor& c = cursors_[r.partition.value];
-    c.next_offset = Offset(r.offset.value + 1);
-    auto e = decode_event(r.bytes);
-    if (!e) return Status::error("partition " + std::to_string(r.partition.value) + " offset " +
-                                 std::to_string(r.offset.value) + ": " + e.status().message());
-    switch (c.chain.follow(e.value())) {
-      case ChainVerdict::accept:
-        batch_->apply(e.value());
-        batch_->count_event();
-        c.mid_command = !e->last_of_command();
-        projector_metrics().lag_seconds.observe(static_cast<double>(now - e->time) / 1000.0);
-        projector_metrics().last_lag.set(static_cast<double>(now - e->time) / 1000.0);
-        break;
-      case ChainVerdict::duplicate:
-        break;
-      case ChainVerdict::zombie:
-        log::warn("projection skipped an event from a fenced writer",
-                  {{"partition", r.partition.value}, {"seq", e->seq.value}, {"epoch", e->epoch.value}});
-        break;
-      case ChainVerdict::broken:
-        return Status::error("partition " + std::to_string(r.partition.value) + " seq " +
-                             std::to_string(e->seq.value) + " does not extend the hash chain");
-    }
+Status Projector::catch_up() {
+  auto ends = log_.end_offsets();
+  if (!ends) return ends.status();
+  return catch_up_to(ends.value());
+}
+
+Status Projector::catch_up_to(const std::vector<Offset>& until) {
+  if (!follower_) {
+    if (auto s = open_follower(); !s) return s;
   }
-  for (const Cursor& c : cursors_)
-    if (c.mid_command) return {};  // the rest of the command is in the log: read it first
-  if (batch_->empty() && records_.empty()) return {};
+  if (until.size() != follower_->partitions()) return Status::error("catch_up_to needs one offset per partition");
+  auto ends = log_.end_offsets();
+  if (!ends) return ends.status();
+  for (std::uint32_t p = 0; p < until.size(); ++p)
+    if (until[p] > ends.value()[p])
+      return Status::error("partition " + std::to_string(p) + ": cannot apply the log to offset " +
+                           std::to_string(until[p].value) + ", it ends at " + std::to_string(ends.value()[p].value));
+  while (!follower_->reached(until)) {
+    if (auto s = step(std::chrono::milliseconds(100), &until); !s) return s;
+  }
+  if (follower_->mid_command()) return Status::error("catch_up_to stopped in the middle of a command");
+  return {};
+}
+
+Status Projector::step(std::chrono::milliseconds wait, const std::vector<Offset>* until) {
+  Applier applier(*batch_, now_ms());
+  auto consumed = follower_->step(applier, wait, until);
+  if (!consumed) return consumed.status();
+  if (follower_->mid_command()) return {};  // the rest of the command is in the log: read it first
+  if (batch_->empty() && consumed.value() == 0) return {};
   // The positions go into the same WriteBatch as the view changes they reflect.
-  for (std::uint32_t p = 0; p < cursors_.size(); ++p) {
-    const Cursor& c = cursors_[p];
+  const auto& cursors = follower_->cursors();
+  for (std::uint32_t p = 0; p < cursors.size(); ++p) {
+    const FollowCursor& c = cursors[p];
     batch_->put(view_keys::position(p), json{{"offset", c.next_offset.value},
                                              {"seq", c.chain.last_seq().value},
                                              {"hash", c.chain.last_hash()},
@@ -275,8 +294,8 @@ Status Projector::step(std::chrono::milliseconds wait) {
   if (auto s = batch_->flush(); !s) return s;
   {
     std::lock_guard lock(mu_);
-    for (std::uint32_t p = 0; p < cursors_.size(); ++p)
-      applied_[p].store(cursors_[p].chain.last_seq().value, std::memory_order_release);
+    for (std::uint32_t p = 0; p < cursors.size(); ++p)
+      applied_[p].store(cursors[p].chain.last_seq().value, std::memory_order_release);
   }
   cv_.notify_all();
   return {};

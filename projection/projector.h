@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "events/event_log.h"
+#include "events/log_follower.h"
 #include "projection/views.h"
 
 namespace kobo {
@@ -41,20 +42,22 @@ class Projector {
 
   // Applies everything currently in the log and returns (no thread). For `kobo replay` and tests.
   [[nodiscard]] Status catch_up();
+  // Applies the log up to offset until[p] of each partition p (command boundaries, such as the
+  // positions another copy of the views is at) and returns. For `kobo audit`.
+  [[nodiscard]] Status catch_up_to(const std::vector<Offset>& until);
 
  private:
   class Batch;
-  struct Cursor;
+  class Applier;
   void run();
-  [[nodiscard]] Status step(std::chrono::milliseconds wait);
+  [[nodiscard]] Status open_follower();
+  [[nodiscard]] Status step(std::chrono::milliseconds wait, const std::vector<Offset>* until = nullptr);
 
   EventLog& log_;
   Views& views_;
   const ProjectorOptions options_;
-  std::unique_ptr<LogReader> reader_;
   std::unique_ptr<Batch> batch_;
-  std::vector<Cursor> cursors_;       // projector thread (or catch_up caller) only
-  std::vector<LogRecord> records_;
+  std::unique_ptr<LogFollower> follower_;  // projector thread (or catch_up caller) only
   std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
   std::atomic<bool> healthy_{true};
   std::atomic<bool> stopping_{false};

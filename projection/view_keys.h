@@ -4,7 +4,10 @@
 //   P<partition:4>                               -> position JSON {offset, seq, hash, epoch}
 //   B<business>                                  -> business JSON
 //   A<account>                                   -> account JSON
+//   a<business>|<id:8>                           -> account publicId (listing)
 //   K<secret key sha256 hex>                     -> {business, account, live}
+//   D<bank account publicId>                     -> bank account JSON
+//   d<business>|<t|l>|<id:8>                     -> bank account publicId (listing)
 //   W<wallet publicId>                           -> wallet JSON (with balance)
 //   w<business>|<t|l>|<id:8>                     -> wallet publicId (listing, newest first)
 //   N<account number>                            -> wallet publicId
@@ -45,8 +48,21 @@ inline std::string position(std::uint32_t p) {
 }
 inline std::string business(std::string_view id) { return "B" + std::string(id); }
 inline std::string account(std::string_view id) { return "A" + std::string(id); }
+inline std::string account_list(std::string_view business, std::uint64_t id) {
+  std::string k("a");
+  k += business;
+  k += '|';
+  put_be(k, id);
+  return k;
+}
 inline std::string key_owner(std::string_view hash) { return "K" + std::string(hash); }
 inline std::string wallet(std::string_view id) { return "W" + std::string(id); }
+inline std::string bank_account(std::string_view id) { return "D" + std::string(id); }
+inline std::string bank_account_list(std::string_view business, bool live, std::uint64_t id) {
+  std::string k = scoped('d', business, live);
+  put_be(k, id);
+  return k;
+}
 inline std::string wallet_list(std::string_view business, bool live, std::uint64_t id) {
   std::string k = scoped('w', business, live);
   put_be(k, id);

@@ -77,6 +77,56 @@ bool in_page(std::uint64_t index, const PageRequest& page) {
 
 }  // namespace
 
+std::optional<json> Views::account(std::string_view business, std::string_view public_id) const {
+  auto a = get_json(view_keys::account(public_id));
+  if (!a || a->value("business", "") != business) return std::nullopt;
+  return a;
+}
+
+Page Views::accounts(std::string_view business, const AccountFilter& filter, const PageRequest& page) const {
+  Page out;
+  const std::string prefix = "a" + std::string(business) + "|";
+  scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
+    auto a = get_json(view_keys::account(id));
+    KOBO_ASSERT(a.has_value(), "account index points at a missing account");
+    if (filter.name && a->value("name", "") != *filter.name) return true;
+    if (filter.is_default && a->value("isDefault", false) != *filter.is_default) return true;
+    if (filter.live && a->value("live", false) != *filter.live) return true;
+    if (in_page(out.total_count, page)) out.items.push_back(std::move(*a));
+    ++out.total_count;
+    return true;
+  });
+  return out;
+}
+
+std::optional<json> Views::bank_account(const Scope& scope, std::string_view public_id) const {
+  auto b = get_json(view_keys::bank_account(public_id));
+  if (!b || !in_scope(*b, scope)) return std::nullopt;
+  return b;
+}
+
+Page Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter, const PageRequest& page) const {
+  Page out;
+  if (filter.live && *filter.live != scope.live) return out;
+  const std::string prefix = view_keys::scoped('d', scope.business, scope.live);
+  scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
+    auto b = get_json(view_keys::bank_account(id));
+    KOBO_ASSERT(b.has_value(), "bank account index points at a missing record");
+    if (filter.account_name && b->value("accountName", "") != *filter.account_name) return true;
+    if (filter.beneficiary_type && b->value("beneficiaryType", "") != *filter.beneficiary_type) return true;
+    if (in_page(out.total_count, page)) out.items.push_back(std::move(*b));
+    ++out.total_count;
+    return true;
+  });
+  return out;
+}
+
+std::optional<json> Views::wallet_by_account_number(std::string_view number) const {
+  std::string id;
+  if (!db_->Get(rocksdb::ReadOptions(), view_keys::account_number(number), &id).ok()) return std::nullopt;
+  return get_json(view_keys::wallet(id));
+}
+
 std::optional<json> Views::wallet(const Scope& scope, std::string_view public_id) const {
   auto w = get_json(view_keys::wallet(public_id));
   if (!w || !in_scope(*w, scope)) return std::nullopt;

@@ -46,6 +46,18 @@ struct Page {
   std::uint64_t total_count = 0;
 };
 
+struct AccountFilter {
+  std::optional<std::string> name;
+  std::optional<bool> is_default;
+  std::optional<bool> live;  // the account's live-mode flag
+};
+
+struct BankAccountFilter {
+  std::optional<std::string> account_name;
+  std::optional<std::string> beneficiary_type;
+  std::optional<bool> live;
+};
+
 struct WalletFilter {
   std::optional<std::string> category;
   std::optional<bool> is_favourite;
@@ -76,7 +88,18 @@ class Views {
 
   std::optional<KeyOwner> key_owner(std::string_view secret_key_hash) const;
 
+  // Accounts belong to a business, not to a mode.
+  std::optional<nlohmann::json> account(std::string_view business, std::string_view public_id) const;
+  Page accounts(std::string_view business, const AccountFilter& filter, const PageRequest& page) const;
+
+  std::optional<nlohmann::json> bank_account(const Scope& scope, std::string_view public_id) const;
+  Page bank_accounts(const Scope& scope, const BankAccountFilter& filter, const PageRequest& page) const;
+
   std::optional<nlohmann::json> wallet(const Scope& scope, std::string_view public_id) const;
+  // Any wallet of the service's own bank with this account number, in any business: name
+  // enquiry resolves account numbers the way a bank does. Callers must not reveal more than
+  // the name.
+  std::optional<nlohmann::json> wallet_by_account_number(std::string_view number) const;
   Page wallets(const Scope& scope, const WalletFilter& filter, const PageRequest& page) const;
 
   // By publicId (trx-…), integer id, or the reference of the caller's account.

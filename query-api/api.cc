@@ -6,6 +6,8 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "query-api/banks.h"
+#include "query-api/credentials.h"
+#include "query-api/name_enquiry.h"
 #include "query-api/envelope.h"
 #include "query-api/validation.h"
 
@@ -24,6 +26,8 @@ constexpr std::int64_t kTransferMax = 1'000'000'000;
 constexpr std::int64_t kAmountMax = 1'000'000'000'000;
 constexpr std::size_t kNameLengthMax = 100;
 constexpr std::size_t kTextLengthMax = 255;
+constexpr std::size_t kWebhooksMax = 5;
+constexpr std::size_t kMetadataBytesMax = 8 * 1024;
 
 }  // namespace
 
@@ -88,6 +92,219 @@ class Api::Handlers {
       return true;
     respond(http::error(503, "Service unavailable"));
     return false;
+  }
+
+  // Runs `then` once the views have applied the command's events, on Api's own pool: never on
+  // the writer thread, which must not wait for the projection.
+  void after_projection(const Outcome& o, Responder respond, std::function<void(Responder)> then) {
+    boost::asio::post(api_.waits_, [this, p = o.partition, seq = o.seq, respond = std::move(respond),
+                                    then = std::move(then)]() mutable {
+      if (!api_.projector_.wait_applied(p, seq, api_.options_.read_barrier_timeout))
+        return respond(http::error(503, "Service unavailable"));
+      then(std::move(respond));
+    });
+  }
+
+  // ---- accounts and businesses -----------------------------------------------------------
+
+  void list_accounts(Request&& req, const PathParams&, Responder respond) {
+    auto c = authenticate(req, respond);
+    if (!c) return;
+    http::QueryValidator q(req.query);
+    AccountFilter filter;
+    filter.name = q.text("name");
+    filter.is_default = q.boolean("isDefault");
+    filter.live = q.boolean("live");
+    const auto page = q.pagination();
+    if (auto errors = q.errors()) return respond(http::validation_error(*errors));
+    if (!barrier(*c, respond)) return;
+    respond(list(api_.views_.accounts(c->caller.business, filter, to_page(page)), page));
+  }
+
+  void update_account(Request&& req, const PathParams& params, Responder respond) {
+    auto c = authenticate(req, respond);
+    if (!c) return;
+    auto body = http::parse_json_object(req.body);
+    if (!body) return respond(http::bad_request());
+    http::Validator v(*body);
+    v.optional("webhooks").is_array().array_max_size(kWebhooksMax).each_is_url();
+    v.optional("live").is_boolean();
+    if (auto errors = v.errors()) return respond(http::validation_error(*errors));
+    if (!barrier(*c, respond)) return;
+    const std::string id = params.at("id");
+    if (!api_.views_.account(c->caller.business, id)) return respond(http::error(404, "Data not found"));
+    UpdateAccount cmd{c->caller, id, std::nullopt, std::nullopt};
+    if (body->contains("webhooks") && !body->at("webhooks").is_null())
+      cmd.webhooks = body->at("webhooks").get<std::vector<std::string>>();
+    if (body->contains("live") && !body->at("live").is_null()) cmd.live = body->at("live").get<bool>();
+    const std::string business = c->caller.business;
+    api_.ledger_.submit(std::move(cmd), [this, business, id, respond](Outcome o) mutable {
+      if (!o.ok()) return respond(o.rejection == Rejection::account_not_found ? http::error(404, "Data not found")
+                                                                              : rejection_response(o.rejection));
+      after_projection(o, std::move(respond), [this, business, id](Responder r) {
+        auto a = api_.views_.account(business, id);
+        KOBO_ASSERT(a.has_value(), "an updated account is missing from the views");
+        r(http::ok(200, *a, "Account updated successfully"));
+      });
+    });
+  }
+
+  void create_business(Request&& req, const PathParams&, Responder respond) {
+    if (api_.options_.admin_key.empty()) return respond(http::route_not_found());
+    if (!constant_time_equal(sha256_hex(req.header("x-admin-key")), sha256_hex(api_.options_.admin_key)))
+      return respond(http::error(401, "Unauthorized"));
+    auto body = http::parse_json_object(req.body);
+    if (!body) return respond(http::bad_request());
+    http::Validator v(*body);
+    v.field("name").is_not_empty().is_string().max_length(kNameLengthMax);
+    if (auto errors = v.errors()) return respond(http::validation_error(*errors));
+    const Credentials creds = new_credentials();
+    api_.ledger_.submit(create_business_command(creds, body->at("name")),
+                        [this, creds, respond](Outcome o) mutable {
+                          if (!o.ok()) return respond(rejection_response(o.rejection));
+                          // The keys must work as soon as they are handed out.
+                          after_projection(o, std::move(respond), [creds, record = o.record](Responder r) {
+                            r(http::ok(201,
+                                       json{{"business", record.at("business")},
+                                            {"account", record.at("account")},
+                                            {"credentials", to_json(creds)}},
+                                       "Business created successfully"));
+                          });
+                        });
+  }
+
+  // ---- banks -----------------------------------------------------------------------------
+
+  void list_banks(Request&& req, const PathParams&, Responder respond) {
+    if (!authenticate(req, respond)) return;
+    static const std::string body = [] {
+      json data = json::array();
+      std::int64_t id = 0;
+      for (const Bank& b : banks()) {
+        const std::string h = sha256_hex("kobo-bank:" + b.slug);
+        const std::string uuid = h.substr(0, 8) + "-" + h.substr(8, 4) + "-4" + h.substr(13, 3) + "-a" +
+                                 h.substr(17, 3) + "-" + h.substr(20, 12);
+        data.push_back({{"id", ++id},
+                        {"publicId", "bnk-" + uuid},
+                        {"createdAt", "2026-01-01T00:00:00.000Z"},
+                        {"updatedAt", "2026-01-01T00:00:00.000Z"},
+                        {"deletedAt", nullptr},
+                        {"bankName", b.name},
+                        {"bankCode", b.bank_code},
+                        {"nibssBankCode", b.nibss_code},
+                        {"country", "nigeria"},
+                        {"slug", b.slug},
+                        {"type", "nuban"},
+                        {"currency", "NGN"},
+                        {"active", true},
+                        {"processor", "kobo"},
+                        {"meta", {{"bankCode", b.bank_code}, {"name", b.name}, {"nibssBankCode", b.nibss_code}}}});
+      }
+      return http::ok(200, data, "Banks retrieved successfully").body;
+    }();
+    respond(Response{200, body, "application/json", {}});
+  }
+
+  // ---- bank accounts and name enquiry ------------------------------------------------------
+
+  void validate_account(Request&& req, const PathParams&, Responder respond) {
+    auto c = authenticate(req, respond);
+    if (!c) return;
+    auto body = http::parse_json_object(req.body);
+    if (!body) return respond(http::bad_request());
+    http::Validator v(*body);
+    v.field("accountNumber").is_not_empty().is_string().max_length(32);
+    v.field("bankCode").is_not_empty().is_string().max_length(16);
+    if (auto errors = v.errors()) return respond(http::validation_error(*errors));
+    if (!barrier(*c, respond)) return;
+    auto resolved = resolve_account(api_.views_, api_.ledger_.config(), c->caller.live,
+                                    body->at("bankCode").get<std::string>(),
+                                    body->at("accountNumber").get<std::string>());
+    if (auto* error = std::get_if<Response>(&resolved)) return respond(std::move(*error));
+    const auto& r = std::get<ResolvedAccount>(resolved);
+    // The answer has the shape of the beneficiary it would be saved as; validating saves nothing.
+    const std::string ts = format_iso8601(now_ms());
+    respond(http::ok(201,
+                     json{{"publicId", bank_account_id(c->caller.business, c->caller.live, r.bank_code,
+                                                       r.account_number)},
+                          {"auth", c->caller.business},
+                          {"account", c->caller.account},
+                          {"accountName", r.account_name},
+                          {"accountNumber", r.account_number},
+                          {"bankName", r.bank_name},
+                          {"bankCode", r.bank_code},
+                          {"nibssBankCode", r.nibss_code},
+                          {"live", c->caller.live},
+                          {"processor", api_.ledger_.config().processor},
+                          {"currency", "NGN"},
+                          {"beneficiaryType", r.own_bank ? "vba" : "external"},
+                          {"clientIds", json::object()},
+                          {"nameEnquiryRef", "ner-" + uuid_v4()},
+                          {"createdAt", ts},
+                          {"updatedAt", ts}},
+                     "Account validated successfully"));
+  }
+
+  void add_bank_account(Request&& req, const PathParams&, Responder respond) {
+    auto c = authenticate(req, respond);
+    if (!c) return;
+    auto body = http::parse_json_object(req.body);
+    if (!body) return respond(http::bad_request());
+    http::Validator v(*body);
+    v.field("accountName").is_not_empty().is_string().max_length(kNameLengthMax);
+    v.field("accountNumber").is_not_empty().is_string().max_length(32);
+    v.field("bankName").is_not_empty().is_string().max_length(kNameLengthMax);
+    v.field("bankCode").is_not_empty().is_string().max_length(16);
+    v.optional("beneficiaryType").is_string().is_in({"vba", "external", "personal"});
+    if (auto errors = v.errors()) return respond(http::validation_error(*errors));
+    if (!barrier(*c, respond)) return;
+    auto resolved = resolve_account(api_.views_, api_.ledger_.config(), c->caller.live,
+                                    body->at("bankCode").get<std::string>(),
+                                    body->at("accountNumber").get<std::string>());
+    if (auto* error = std::get_if<Response>(&resolved)) return respond(std::move(*error));
+    const auto& r = std::get<ResolvedAccount>(resolved);
+    AddBankAccount cmd{c->caller,
+                       bank_account_id(c->caller.business, c->caller.live, r.bank_code, r.account_number),
+                       body->at("accountName"),
+                       r.account_number,
+                       body->at("bankName"),
+                       r.bank_code,
+                       optional_string(*body, "beneficiaryType").value_or("personal")};
+    const Scope scope = c->scope;
+    api_.ledger_.submit(std::move(cmd), [this, scope, respond](Outcome o) mutable {
+      if (!o.ok()) return respond(rejection_response(o.rejection));
+      if (!o.replayed) return respond(http::ok(201, o.record, "Bank account added successfully"));
+      // Already saved: answer with the beneficiary as it is.
+      after_projection(o, std::move(respond), [this, scope, id = o.transaction](Responder later) {
+        auto b = api_.views_.bank_account(scope, id);
+        KOBO_ASSERT(b.has_value(), "a saved bank account is missing from the views");
+        Response answer = http::ok(200, *b, "Bank account already exists");
+        answer.headers.emplace_back("Idempotent-Replayed", "true");
+        later(std::move(answer));
+      });
+    });
+  }
+
+  void get_bank_account(Request&& req, const PathParams& params, Responder respond) {
+    auto c = authenticate(req, respond);
+    if (!c || !barrier(*c, respond)) return;
+    auto b = api_.views_.bank_account(c->scope, params.at("id"));
+    if (!b) return respond(http::error(404, "Data not found"));
+    respond(http::ok(200, *b));
+  }
+
+  void list_bank_accounts(Request&& req, const PathParams&, Responder respond) {
+    auto c = authenticate(req, respond);
+    if (!c) return;
+    http::QueryValidator q(req.query);
+    BankAccountFilter filter;
+    filter.account_name = q.text("accountName");
+    filter.beneficiary_type = q.one_of("beneficiaryType", {"vba", "external", "personal"});
+    filter.live = q.boolean("live");
+    const auto page = q.pagination();
+    if (auto errors = q.errors()) return respond(http::validation_error(*errors));
+    if (!barrier(*c, respond)) return;
+    respond(list(api_.views_.bank_accounts(c->scope, filter, to_page(page)), page));
   }
 
   // ---- wallets ---------------------------------------------------------------------------
@@ -172,7 +389,8 @@ class Api::Handlers {
     if (auto r = optional_string(*body, "reference")) cmd.reference = *r;
     if (auto r = optional_string(*body, "nameEnquiryRef")) cmd.name_enquiry_ref = *r;
     // What makes two requests "the same body" for idempotency: every field that moves money.
-    cmd.fingerprint = sha256_hex(json{{"source", cmd.source},
+    cmd.fingerprint = sha256_hex(json{{"kind", "wallet-transfer"},
+                                      {"source", cmd.source},
                                       {"sourceType", body->at("sourceType")},
                                       {"destination", cmd.destination},
                                       {"destinationType", body->at("destinationType")},
@@ -180,6 +398,64 @@ class Api::Handlers {
                                       {"currency", body->at("currency")},
                                       {"narration", cmd.narration},
                                       {"nameEnquiryRef", body->value("nameEnquiryRef", json())}}
+                                     .dump());
+    const Context ctx = *c;
+    api_.ledger_.submit(std::move(cmd), [this, ctx, respond](Outcome o) {
+      if (o.replayed) return answer_replay(ctx, std::move(o), respond);
+      if (!o.ok()) return respond(rejection_response(o.rejection));
+      respond(http::ok(200, o.record, "Transfer initiated successfully"));
+    });
+  }
+
+  void bank_transfer(Request&& req, const PathParams&, Responder respond) {
+    auto c = authenticate(req, respond);
+    if (!c) return;
+    auto body = http::parse_json_object(req.body);
+    if (!body) return respond(http::bad_request());
+    http::Validator v(*body);
+    v.field("source").is_not_empty().is_string().max_length(kTextLengthMax);
+    v.field("accountNumber").is_not_empty().is_string().max_length(32);
+    v.field("bankCode").is_not_empty().is_string().max_length(16);
+    v.field("amount").is_int().min(kTransferMin).max(kTransferMax);
+    v.field("currency").is_not_empty().is_string().is_in({"NGN"});
+    v.field("narration").is_not_empty().is_string().max_length(kTextLengthMax);
+    v.optional("reference").is_not_empty().is_string().max_length(kTextLengthMax);
+    v.optional("saveBeneficiary").is_boolean();
+    v.optional("metadata").is_object();
+    if (auto errors = v.errors()) return respond(http::validation_error(*errors));
+    if (body->contains("metadata") && body->at("metadata").dump().size() > kMetadataBytesMax)
+      return respond(http::validation_error(
+          {{"metadata", {{"maxSize", "metadata must be at most " + std::to_string(kMetadataBytesMax) + " bytes"}}}}));
+    if (!barrier(*c, respond)) return;
+    auto resolved = resolve_account(api_.views_, api_.ledger_.config(), c->caller.live,
+                                    body->at("bankCode").get<std::string>(),
+                                    body->at("accountNumber").get<std::string>());
+    if (auto* error = std::get_if<Response>(&resolved)) return respond(std::move(*error));
+    const auto& r = std::get<ResolvedAccount>(resolved);
+
+    BankTransfer cmd;
+    cmd.caller = c->caller;
+    cmd.source = body->at("source");
+    cmd.bank_account_id = bank_account_id(c->caller.business, c->caller.live, r.bank_code, r.account_number);
+    cmd.account_number = r.account_number;
+    cmd.account_name = r.account_name;
+    cmd.bank_code = r.bank_code;
+    cmd.bank_name = r.bank_name;
+    cmd.name_enquiry_ref = "ner-" + uuid_v4();
+    cmd.amount = Kobo(*http::as_int64(body->at("amount")));
+    cmd.narration = body->at("narration");
+    if (auto ref = optional_string(*body, "reference")) cmd.reference = *ref;
+    cmd.save_beneficiary = body->value("saveBeneficiary", json(false)).is_boolean() && body->value("saveBeneficiary", false);
+    if (body->contains("metadata") && body->at("metadata").is_object()) cmd.metadata = body->at("metadata");
+    cmd.fingerprint = sha256_hex(json{{"kind", "bank-transfer"},
+                                      {"source", cmd.source},
+                                      {"accountNumber", cmd.account_number},
+                                      {"bankCode", cmd.bank_code},
+                                      {"amount", cmd.amount.value},
+                                      {"currency", body->at("currency")},
+                                      {"narration", cmd.narration},
+                                      {"saveBeneficiary", cmd.save_beneficiary},
+                                      {"metadata", cmd.metadata}}
                                      .dump());
     const Context ctx = *c;
     api_.ledger_.submit(std::move(cmd), [this, ctx, respond](Outcome o) {
@@ -332,10 +608,19 @@ void Api::add_routes(http::Router& router) {
   router.get("/v1/virtual-accounts", bind(&Handlers::list_wallets));
   router.get("/v1/virtual-accounts/{id}", bind(&Handlers::get_wallet));
   router.post("/v1/transactions/transfer", bind(&Handlers::transfer));
+  router.post("/v1/transactions/bank-transfer", bind(&Handlers::bank_transfer));
   router.get("/v1/transactions", bind(&Handlers::list_transactions));
   router.get("/v1/transactions/{id}", bind(&Handlers::get_transaction));
   router.get("/v1/transactions/{reference}/verify", bind(&Handlers::verify_transaction));
   router.post("/v1/sandbox/incoming-transfers", bind(&Handlers::incoming_transfer));
+  router.get("/v1/transactions/banks", bind(&Handlers::list_banks));
+  router.post("/v1/transactions/validate-account", bind(&Handlers::validate_account));
+  router.post("/v1/bank-accounts", bind(&Handlers::add_bank_account));
+  router.get("/v1/bank-accounts", bind(&Handlers::list_bank_accounts));
+  router.get("/v1/bank-accounts/{id}", bind(&Handlers::get_bank_account));
+  router.get("/v1/accounts", bind(&Handlers::list_accounts));
+  router.patch("/v1/accounts/{id}", bind(&Handlers::update_account));
+  router.post("/v1/admin/businesses", bind(&Handlers::create_business));
 
   router.get("/healthz", [](Request&&, const PathParams&, Responder respond) {
     respond(Response{200, R"({"status":"ok"})", "application/json", {}});

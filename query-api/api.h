@@ -22,6 +22,7 @@ namespace kobo {
 
 struct ApiOptions {
   std::chrono::milliseconds read_barrier_timeout{5'000};  // a GET waits this long for the views
+  std::string admin_key;  // enables /v1/admin/* (header x-admin-key) when not empty
 };
 
 class Api {

@@ -1,0 +1,45 @@
+#pragma once
+// `kobo audit` and `kobo replay` (DESIGN section 6): their flags and what they run.
+//
+//   kobo audit (--data-dir D | --kafka-brokers B) [--json FILE] [--progress]
+//     exit 0: the log (and the views, when D has them) are clean; 1: violations; 2: cannot run.
+//   kobo replay --data-dir D [--progress]
+//     rebuilds D/views from D/log into D/views.rebuild-<pid> and swaps it in; exit 0 when done,
+//     1 when the log cannot be applied, 2 when it cannot run (no log, a server holds the dir).
+//
+// Both refuse a data dir that a running `kobo serve` holds (RocksDB's LOCK).
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+namespace kobo {
+
+class AuditCommands {
+ public:
+  // Adds the `audit` and `replay` subcommands to `app`; must outlive its parsing.
+  explicit AuditCommands(CLI::App& app);
+  AuditCommands(const AuditCommands&) = delete;
+  AuditCommands& operator=(const AuditCommands&) = delete;
+
+  // The exit code of the subcommand that was parsed, or nullopt when it was neither of these.
+  std::optional<int> run() const;
+
+ private:
+  struct AuditFlags {
+    std::string data_dir;
+    std::string kafka_brokers;
+    std::string json_file;
+    bool progress = false;
+  };
+  struct ReplayFlags {
+    std::string data_dir;
+    bool progress = false;
+  };
+  CLI::App* audit_ = nullptr;
+  CLI::App* replay_ = nullptr;
+  AuditFlags audit_flags_;
+  ReplayFlags replay_flags_;
+};
+
+}  // namespace kobo

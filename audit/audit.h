@@ -1,0 +1,104 @@
+#pragma once
+// The auditor behind `kobo audit` (DESIGN sections 1, 2 and 4). It replays every partition of an
+// EventLog from the first record through the same LogFollower as the writer and the projectors,
+// and checks, without trusting anything it reads:
+//   - chain:        every record decodes, its hash matches, seq is gapless, prevHash links;
+//   - epoch:        each writer generation starts with WriterStarted raising the epoch by one,
+//                   and every other event carries its writer's epoch;
+//   - command:      a command's events are all there, together, of one business and mode;
+//   - double_entry: each command's postings sum to zero, and so does every partition, system
+//                   accounts included, after every command;
+//   - balance:      each posting's `balance` is its account's balance after it;
+//   - negative:     no wallet balance below zero at any point;
+//   - reference:    no reference used twice within an account and mode;
+//   - transfer:     the legs of a transfer agree (accounts, amounts, fee, linkRef, references);
+//   - status:       a transaction's status only moves forward: pending -> processing ->
+//                   success | failed;
+//   - record:       records are well formed, ids unique, owners exist, businesses in the
+//                   partition they hash to;
+//   - views:        (audit_views) the views equal a rebuild from the log, key by key.
+// A violation is reported with its partition and seq, and the audit goes on: a broken chain is
+// re-joined at the next readable event, and an account whose balance disagrees takes the
+// balance the log states, so one tampered event is reported where it is, not everywhere after.
+//
+// Thread safety: the functions are independent; each reads through its own reader.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "events/event_log.h"
+#include "events/types.h"
+#include "projection/views.h"
+
+namespace kobo::audit {
+
+enum class Check { chain, epoch, command, double_entry, balance, negative, reference, transfer, status, record, views };
+std::string_view to_string(Check c);
+
+struct Violation {
+  Check check = Check::chain;
+  std::optional<Partition> partition;
+  std::optional<Seq> seq;        // the event it shows at
+  std::optional<Offset> offset;  // the record, for chain violations
+  std::string key;               // the view key, for view violations
+  std::string reason;
+};
+
+struct ViewsCheck {
+  bool checked = false;
+  bool caught_up = false;          // the views were at the end of the log
+  std::uint64_t keys_compared = 0;
+  std::string note;                // why they were not checked, or how far behind they are
+};
+
+struct AuditReport {
+  std::uint32_t partitions = 0;
+  std::uint64_t records = 0;      // read from the log
+  std::uint64_t events = 0;       // accepted (or re-joined) by the chain
+  std::uint64_t commands = 0;
+  std::uint64_t duplicates = 0;   // skipped: a retried append
+  std::uint64_t zombies = 0;      // skipped: an event from a fenced writer
+  std::uint64_t businesses = 0, accounts = 0, wallets = 0, transactions = 0;
+  Kobo wallets_test, wallets_live;        // sum of wallet balances per mode
+  std::map<std::string, Kobo> system;     // sys:… accounts, summed over partitions
+  ViewsCheck views;
+  std::vector<Violation> violations;      // the first kViolationsListedMax
+  std::uint64_t violation_count = 0;      // all of them
+  std::vector<std::string> notes;         // skipped records and the like (the first kNotesMax)
+  double seconds = 0;                     // time spent reading the log
+
+  static constexpr std::size_t kViolationsListedMax = 10'000;
+  static constexpr std::size_t kNotesMax = 1'000;
+
+  bool clean() const { return violation_count == 0; }
+  void add(Violation v);
+  void note(std::string text);
+};
+
+// phase is "log" or "views"; done and total count records (log) or events (views).
+using AuditProgress = std::function<void(std::string_view phase, std::uint64_t done, std::uint64_t total)>;
+
+// Replays the whole log and checks it. An error means the log could not be read at all;
+// everything the log itself gets wrong is a violation in the report.
+[[nodiscard]] Result<AuditReport> audit_log(EventLog& log, const AuditProgress& progress = {});
+
+// Rebuilds the views from `log` into `scratch` (which must not exist; removed afterwards) up to
+// the positions `actual` is at, compares every key and adds a `views` violation per difference.
+// Call it only on a log audit_log() found clean: the projection code it runs trusts the log.
+[[nodiscard]] Status audit_views(EventLog& log, const Views& actual, const std::filesystem::path& scratch,
+                                 AuditReport& report, const AuditProgress& progress = {});
+
+// The machine-readable report (`kobo audit --json`).
+nlohmann::json to_json(const AuditReport& report);
+// The short human summary, listing at most `listed_max` violations.
+std::string summary(const AuditReport& report, std::size_t listed_max = 20);
+
+}  // namespace kobo::audit

@@ -1,0 +1,179 @@
+// kobo_make_log: writes a large event log through the real Ledger (decide, seal, group commit),
+// for measuring replay speed (bench/replay_speed.sh). Appends are not fsync'd: this measures
+// the CPU path, and the log is as valid as a served one.
+//
+//   kobo_make_log --data-dir D [--events 1000000] [--partitions 6] [--businesses 12] [--wallets 20]
+//
+// It creates the businesses and their wallets, funds every wallet from another bank, then runs
+// wallet transfers between random wallets of one business (each one is three events: the debit,
+// the credit and, moments later, the settlement) until the log holds --events events. Then it
+// starts a second writer on the log and prints how fast its start-up replay read it.
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "command/ledger.h"
+#include "common/crypto.h"
+#include "common/log.h"
+#include "events/embedded_log.h"
+
+namespace kobo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::uint64_t log_size(EventLog& log) {
+  const auto ends = log.end_offsets();
+  KOBO_ASSERT(ends.ok(), "the log's end offsets");
+  std::uint64_t n = 0;
+  for (Offset o : ends.value()) n += o.value;
+  return n;
+}
+
+// Submits commands and waits for all of their answers.
+class Batch {
+ public:
+  explicit Batch(Ledger& ledger) : ledger_(ledger) {}
+  void submit(Command c) {
+    {
+      std::lock_guard lock(mu_);
+      ++open_;
+    }
+    ledger_.submit(std::move(c), [this](Outcome o) {
+      if (!o.ok() && !o.replayed) {
+        std::fprintf(stderr, "command rejected: %s %s\n", std::string(to_string(o.rejection)).c_str(), o.detail.c_str());
+        std::exit(2);
+      }
+      std::lock_guard lock(mu_);
+      if (--open_ == 0) cv_.notify_all();
+    });
+  }
+  void wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return open_ == 0; });
+  }
+
+ private:
+  Ledger& ledger_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::size_t open_ = 0;
+};
+
+int run(const std::string& data_dir, std::uint64_t events, std::uint32_t partitions, int businesses, int wallets) {
+  log::set_min_level(log::Level::warn);
+  if (std::filesystem::exists(std::filesystem::path(data_dir) / "log")) {
+    std::fprintf(stderr, "kobo_make_log: %s/log exists; give a fresh data dir\n", data_dir.c_str());
+    return 2;
+  }
+  auto log = open_embedded_log({(std::filesystem::path(data_dir) / "log").string(), partitions, /*sync=*/false});
+  if (!log) {
+    std::fprintf(stderr, "kobo_make_log: %s\n", log.status().message().c_str());
+    return 2;
+  }
+  LedgerOptions options;
+  options.config.partitions = partitions;
+  const auto started = Clock::now();
+  {
+    Ledger ledger(*log.value(), options);
+    if (auto s = ledger.start(); !s) {
+      std::fprintf(stderr, "kobo_make_log: %s\n", s.message().c_str());
+      return 2;
+    }
+    struct Business {
+      Caller caller;
+      std::vector<std::string> wallets;
+    };
+    std::vector<Business> all;
+    for (int b = 0; b < businesses; ++b) {
+      const std::string biz = "biz-" + uuid_v4(), acc = "acc-" + uuid_v4();
+      const Outcome o = ledger.execute(CreateBusiness{biz, "Bench " + std::to_string(b), acc, "Default",
+                                                      sha256_hex("t" + biz), sha256_hex("l" + biz), "pk_test_" + biz,
+                                                      "pk_live_" + biz});
+      if (!o.ok()) return 2;
+      Business business{Caller{biz, acc, false}, {}};
+      for (int w = 0; w < wallets; ++w) {
+        const Outcome c = ledger.execute(CreateWallet{business.caller, "wallet " + std::to_string(w), "secondary", {}, {}});
+        if (!c.ok()) return 2;
+        business.wallets.push_back(c.record.at("publicId"));
+        if (!ledger.execute(IncomingCredit{business.caller, c.record.at("accountNumber"), Kobo(1'000'000'000'000),
+                                           "funding", "Ada Obi", "0123456784", "044", "Access Bank", "000014"})
+                 .ok())
+          return 2;
+      }
+      all.push_back(std::move(business));
+    }
+
+    std::mt19937_64 rng(42);
+    constexpr std::size_t kWindow = 8'192;  // commands in flight: below the writer's queue limit
+    std::uint64_t n = 0;
+    while (log_size(*log.value()) < events) {
+      Batch batch(ledger);
+      for (std::size_t i = 0; i < kWindow; ++i, ++n) {
+        const Business& b = all[rng() % all.size()];
+        const std::size_t from = rng() % b.wallets.size();
+        const std::size_t to = (from + 1 + rng() % (b.wallets.size() - 1)) % b.wallets.size();
+        WalletTransfer t;
+        t.caller = b.caller;
+        t.source = b.wallets[from];
+        t.destination = b.wallets[to];
+        t.amount = Kobo(10'000 + static_cast<std::int64_t>(rng() % 1'000'000));
+        t.narration = "bench";
+        t.reference = "bench-" + std::to_string(n);
+        t.fingerprint = "fp-" + std::to_string(n);
+        batch.submit(std::move(t));
+      }
+      batch.wait();
+    }
+    // The settlements of the last transfers follow on the writer thread: wait for the log to rest.
+    for (std::uint64_t last = 0, now = log_size(*log.value()); now != last; now = log_size(*log.value())) {
+      last = now;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ledger.stop();
+  }
+  const std::uint64_t written = log_size(*log.value());
+  const double write_s = seconds_since(started);
+  std::printf("wrote %llu events in %.1f s (%.0f events/s) to %s/log\n", static_cast<unsigned long long>(written),
+              write_s, static_cast<double>(written) / write_s, data_dir.c_str());
+
+  // A second writer reads it all back before it takes the partitions: the start-up replay.
+  Ledger again(*log.value(), options);
+  const auto replay_started = Clock::now();
+  if (auto s = again.start(); !s) {
+    std::fprintf(stderr, "kobo_make_log: restart: %s\n", s.message().c_str());
+    return 1;
+  }
+  const double replay_s = seconds_since(replay_started);
+  again.stop();
+  std::printf("writer start-up replay: %llu events in %.2f s (%.0f events/s)\n",
+              static_cast<unsigned long long>(written), replay_s, static_cast<double>(written) / replay_s);
+  return 0;
+}
+
+}  // namespace
+}  // namespace kobo
+
+int main(int argc, char** argv) {
+  CLI::App app{"Writes a large event log through the Ledger, for replay benchmarks"};
+  std::string data_dir;
+  std::uint64_t events = 1'000'000;
+  std::uint32_t partitions = 6;
+  int businesses = 12, wallets = 20;
+  app.add_option("--data-dir", data_dir, "A fresh data directory")->required();
+  app.add_option("--events", events, "Events to write (at least)")->capture_default_str();
+  app.add_option("--partitions", partitions, "Log partitions")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--businesses", businesses, "Businesses")->check(CLI::Range(1, 10'000))->capture_default_str();
+  app.add_option("--wallets", wallets, "Wallets per business")->check(CLI::Range(2, 1'000))->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  return kobo::run(data_dir, events, partitions, businesses, wallets);
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Replay speed on a large log: writes EVENTS events (default 1,000,000) through the Ledger into a
+# fresh data dir, then times the writer's start-up replay, `kobo replay` (rebuild the views) and
+# `kobo audit` (every check, and the views compared with a second rebuild).
+#
+#   bench/replay_speed.sh [BUILD_DIR] [EVENTS]      e.g. bench/replay_speed.sh build 1000000
+#
+# KEEP=1 keeps the data dir. Needs the targets kobo and kobo_make_log of BUILD_DIR.
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+events=${2:-1000000}
+dir=$(mktemp -d "${TMPDIR:-/tmp}/kobo-replay-speed-XXXXXX")
+trap '[ "${KEEP:-0}" = 1 ] && echo "kept $dir" || rm -rf "$dir"' EXIT
+
+echo "machine: $(nproc) cores, $(uname -r); build: $build"
+echo "== writing $events events through the Ledger (fsync off)"
+"$build/tests/kobo_make_log" --data-dir "$dir" --events "$events"
+
+echo "== kobo replay (rebuild every view from the log)"
+"$build/kobo" replay --data-dir "$dir"
+
+echo "== kobo audit (all checks; views compared with a second rebuild)"
+start=$(date +%s.%N)
+"$build/kobo" audit --data-dir "$dir" --json "$dir/audit.json" | sed -n '1,4p;/^views/p;/^violations/p'
+end=$(date +%s.%N)
+python3 - "$dir/audit.json" "$start" "$end" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+total = float(sys.argv[3]) - float(sys.argv[2])
+print(f"audit: log pass {r['records']:,} events in {r['seconds']:.1f} s ({r['eventsPerSecond']:,.0f} events/s); "
+      f"with the views check {total:.1f} s ({r['records'] / total:,.0f} events/s); clean: {r['clean']}")
+sys.exit(0 if r["clean"] and r["records"] >= 1 else 1)
+PY

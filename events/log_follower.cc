@@ -1,0 +1,168 @@
+#include "events/log_follower.h"
+
+#include "common/log.h"
+
+namespace kobo {
+
+std::string describe(const RefusedRecord& r) {
+  const std::string where = "partition " + std::to_string(r.partition.value);
+  if (!r.problem.empty()) return where + " offset " + std::to_string(r.offset.value) + ": " + r.problem;
+  const std::string seq = r.event != nullptr ? " seq " + std::to_string(r.event->seq.value) : "";
+  switch (r.verdict) {
+    case ChainVerdict::duplicate: return where + seq + " is a duplicate";
+    case ChainVerdict::zombie: return where + seq + " is from a fenced writer";
+    case ChainVerdict::accept:
+    case ChainVerdict::broken: break;
+  }
+  return where + seq + " does not extend the hash chain";
+}
+
+Disposition LogVisitor::refused(const RefusedRecord& r) {
+  switch (r.verdict) {
+    case ChainVerdict::duplicate:
+      return Disposition::skip;
+    case ChainVerdict::zombie:
+      log::warn("skipped an event from a fenced writer",
+                {{"partition", r.partition.value},
+                 {"seq", r.event != nullptr ? r.event->seq.value : 0},
+                 {"epoch", r.event != nullptr ? r.event->epoch.value : 0}});
+      return Disposition::skip;
+    case ChainVerdict::accept:
+    case ChainVerdict::broken:
+      break;
+  }
+  return Disposition::stop;
+}
+
+LogFollower::LogFollower(EventLog& log, LogFollowerOptions options) : log_(log), options_(std::move(options)) {
+  KOBO_ASSERT(options_.poll_records_max > 0, "a follower must read something per poll");
+}
+
+Status LogFollower::open() { return open(std::vector<FollowCursor>(log_.partitions())); }
+
+Status LogFollower::open(std::vector<FollowCursor> cursors) {
+  if (cursors.size() != log_.partitions()) return Status::error("a follower needs one cursor per partition");
+  std::vector<Offset> start;
+  for (const FollowCursor& c : cursors) start.push_back(c.next_offset);
+  auto reader = log_.open_reader(std::move(start));
+  if (!reader) return reader.status();
+  reader_ = std::move(reader).value();
+  cursors_ = std::move(cursors);
+  held_.clear();
+  return {};
+}
+
+Status LogFollower::take(LogVisitor& v, FollowCursor& c, const Event& e) {
+  c.mid_command = !e.last_of_command();
+  ++events_accepted_;
+  return v.accepted(e);
+}
+
+Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
+  FollowCursor& c = cursors_[r.partition.value];
+  KOBO_ASSERT(r.offset >= c.next_offset, "a reader went backwards");
+  c.next_offset = Offset(r.offset.value + 1);
+  ++records_read_;
+
+  RefusedRecord refused{r.partition, r.offset, ChainVerdict::broken, nullptr, {}, &c.chain, r.bytes};
+  auto decoded = decode_event(r.bytes);
+  Result<Event> as_written = Status::error("unread");
+  if (decoded) {
+    const Event& e = decoded.value();
+    if (e.partition != r.partition) {
+      refused.event = &e;
+      refused.problem = "the event says it belongs to partition " + std::to_string(e.partition.value);
+    } else {
+      refused.verdict = c.chain.follow(e);
+      if (refused.verdict == ChainVerdict::accept) return take(v, c, e);
+      refused.event = &e;
+    }
+  } else {
+    refused.problem = decoded.status().message();
+    as_written = decode_event_unverified(r.bytes);
+    if (as_written) refused.event = &as_written.value();
+  }
+
+  switch (v.refused(refused)) {
+    case Disposition::skip:
+      return {};
+    case Disposition::stop:
+      return Status::error(describe(refused));
+    case Disposition::adopt:
+      break;
+  }
+  if (refused.event == nullptr) return {};  // nothing to adopt: skipped
+  const Event& e = *refused.event;
+  c.chain = ChainFollower(e.seq, e.hash, e.epoch);
+  return take(v, c, e);
+}
+
+Result<std::size_t> LogFollower::step(LogVisitor& v, std::chrono::milliseconds wait, const std::vector<Offset>* until) {
+  KOBO_ASSERT(reader_ != nullptr, "step() before open()");
+  KOBO_ASSERT(until == nullptr || until->size() == cursors_.size(), "one limit per partition");
+  auto due = [&](const LogRecord& r) { return until == nullptr || r.offset < (*until)[r.partition.value]; };
+  records_.clear();
+  // Held records come first: a partition with a held record has all its later records held too,
+  // so this keeps each partition in log order.
+  if (!held_.empty()) {
+    std::deque<LogRecord> still;
+    for (LogRecord& r : held_) {
+      if (due(r)) records_.push_back(std::move(r));
+      else still.push_back(std::move(r));
+    }
+    held_.swap(still);
+  }
+  if (records_.empty()) {
+    if (auto s = reader_->poll(options_.poll_records_max, wait, records_); !s) return s;
+  }
+  std::size_t consumed = 0;
+  for (LogRecord& r : records_) {
+    if (r.partition.value >= cursors_.size())
+      return Status::error("the log returned a record of partition " + std::to_string(r.partition.value));
+    if (!due(r)) {
+      held_.push_back(std::move(r));
+      continue;
+    }
+    if (auto s = handle(v, r); !s) return s;
+    ++consumed;
+  }
+  return consumed;
+}
+
+bool LogFollower::reached(const std::vector<Offset>& until) const {
+  KOBO_ASSERT(until.size() == cursors_.size(), "one limit per partition");
+  for (std::size_t p = 0; p < cursors_.size(); ++p)
+    if (cursors_[p].next_offset < until[p]) return false;
+  return true;
+}
+
+bool LogFollower::mid_command() const {
+  for (const FollowCursor& c : cursors_)
+    if (c.mid_command) return true;
+  return false;
+}
+
+Status LogFollower::follow_to(LogVisitor& v, const std::vector<Offset>& until, const std::function<void()>& after_step) {
+  if (until.size() != cursors_.size()) return Status::error("one limit per partition");
+  auto ends = log_.end_offsets();
+  if (!ends) return ends.status();
+  for (std::size_t p = 0; p < until.size(); ++p)
+    if (until[p] > ends.value()[p])
+      return Status::error("partition " + std::to_string(p) + ": cannot read to offset " +
+                           std::to_string(until[p].value) + ", the log ends at " +
+                           std::to_string(ends.value()[p].value));
+  while (!reached(until)) {
+    auto n = step(v, std::chrono::milliseconds(100), &until);
+    if (!n) return n.status();
+    if (after_step) after_step();
+  }
+  return {};
+}
+
+Status LogFollower::follow_to_end(LogVisitor& v, const std::function<void()>& after_step) {
+  auto ends = log_.end_offsets();
+  if (!ends) return ends.status();
+  return follow_to(v, ends.value(), after_step);
+}
+
+}  // namespace kobo

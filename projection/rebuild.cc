@@ -1,0 +1,157 @@
+#include "projection/rebuild.h"
+
+#include <fcntl.h>
+#include <rocksdb/db.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <future>
+
+#include "projection/projector.h"
+
+namespace kobo {
+
+namespace fs = std::filesystem;
+
+Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const fs::path& path, const std::vector<Offset>& until,
+                                             const RebuildProgress& progress) {
+  std::error_code ec;
+  if (fs::exists(path, ec)) return Status::error("cannot rebuild the views into " + path.string() + ": it exists");
+  auto views = Views::open(path.string(), log.partitions());
+  if (!views) return views.status();
+  std::vector<Offset> target = until;
+  if (target.empty()) {
+    auto ends = log.end_offsets();
+    if (!ends) return ends.status();
+    target = ends.value();
+  }
+  {
+    Projector projector(log, *views.value());
+    // The projector applies on a worker so that this thread can report progress.
+    auto done = std::async(std::launch::async, [&] { return projector.catch_up_to(target); });
+    auto applied = [&] {
+      std::uint64_t n = 0;
+      for (std::uint32_t p = 0; p < log.partitions(); ++p) n += projector.applied_seq(Partition(p)).value;
+      return n;
+    };
+    while (done.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready)
+      if (progress) progress(applied());
+    try {
+      if (auto s = done.get(); !s) return s;
+    } catch (const std::exception& e) {
+      return Status::error(std::string("the log cannot be applied to the views: ") + e.what());
+    }
+    if (progress) progress(applied());
+  }
+  return views;
+}
+
+namespace {
+
+struct ViewName {
+  char tag;
+  const char* name;
+};
+
+// The tags of projection/view_keys.h.
+constexpr ViewName kViewNames[] = {
+    {'P', "positions"},        {'B', "businesses"},         {'A', "accounts"},
+    {'a', "account list"},     {'K', "keys"},               {'W', "wallets"},
+    {'w', "wallet list"},      {'N', "account numbers"},    {'S', "system balances"},
+    {'T', "transactions"},     {'i', "transaction ids"},    {'r', "transaction references"},
+    {'t', "transaction list"},
+};
+
+}  // namespace
+
+std::string describe_view_key(std::string_view key) {
+  std::string out = "view '" + std::string(key.substr(0, 1)) + "'";
+  for (const ViewName& v : kViewNames)
+    if (!key.empty() && key[0] == v.tag) out = v.name;
+  out += '/';
+  for (char c : key.substr(key.empty() ? 0 : 1)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\') {
+      out += c;
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+ViewsDiff compare_views(const Views& expected, const Views& actual, std::size_t listed_max) {
+  ViewsDiff diff;
+  std::unique_ptr<rocksdb::Iterator> e(expected.db().NewIterator(rocksdb::ReadOptions()));
+  std::unique_ptr<rocksdb::Iterator> a(actual.db().NewIterator(rocksdb::ReadOptions()));
+  e->SeekToFirst();
+  a->SeekToFirst();
+  auto note = [&](std::string_view key, std::optional<std::string> ev, std::optional<std::string> av) {
+    ++diff.differences;
+    if (diff.listed.size() < listed_max)
+      diff.listed.push_back(ViewDifference{describe_view_key(key), std::move(ev), std::move(av)});
+  };
+  while (e->Valid() || a->Valid()) {
+    ++diff.keys_compared;
+    const int order = !e->Valid() ? 1 : !a->Valid() ? -1 : e->key().compare(a->key());
+    if (order < 0) {
+      note(e->key().ToStringView(), e->value().ToString(), std::nullopt);
+      e->Next();
+    } else if (order > 0) {
+      note(a->key().ToStringView(), std::nullopt, a->value().ToString());
+      a->Next();
+    } else {
+      if (e->value() != a->value()) note(e->key().ToStringView(), e->value().ToString(), a->value().ToString());
+      e->Next();
+      a->Next();
+    }
+  }
+  KOBO_ASSERT(e->status().ok() && a->status().ok(), "views scan failed");
+  return diff;
+}
+
+namespace {
+
+Status sync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return Status::error("open " + dir.string() + ": " + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return Status::error("fsync " + dir.string() + ": " + std::strerror(errno));
+  return {};
+}
+
+}  // namespace
+
+Status swap_in_views(const fs::path& live, const fs::path& rebuilt) {
+  std::error_code ec;
+  const fs::path parent = live.parent_path().empty() ? fs::path(".") : live.parent_path();
+  if (!fs::exists(live, ec)) {
+    fs::rename(rebuilt, live, ec);
+    if (ec) return Status::error("rename " + rebuilt.string() + " to " + live.string() + ": " + ec.message());
+    return sync_dir(parent);
+  }
+  fs::path old = rebuilt;  // after an exchange, the old views are where the rebuilt ones were
+  if (::renameat2(AT_FDCWD, rebuilt.c_str(), AT_FDCWD, live.c_str(), RENAME_EXCHANGE) != 0) {
+    if (errno != EINVAL && errno != ENOSYS)
+      return Status::error("swap " + rebuilt.string() + " with " + live.string() + ": " + std::strerror(errno));
+    // No atomic exchange on this filesystem: two renames. A crash in between leaves no views,
+    // which the next start rebuilds from the log.
+    old = live.string() + ".old-" + std::to_string(::getpid());
+    fs::rename(live, old, ec);
+    if (ec) return Status::error("rename " + live.string() + ": " + ec.message());
+    fs::rename(rebuilt, live, ec);
+    if (ec) return Status::error("rename " + rebuilt.string() + " to " + live.string() + ": " + ec.message());
+  }
+  if (auto s = sync_dir(parent); !s) return s;
+  fs::remove_all(old, ec);
+  if (ec) return Status::error("remove the old views at " + old.string() + ": " + ec.message());
+  return {};
+}
+
+}  // namespace kobo

@@ -1,0 +1,56 @@
+#pragma once
+// Rebuilding the views from the log (DESIGN section 1: "Views can be rebuilt from scratch by
+// replaying the log"), comparing two copies of the views key by key, and swapping a rebuilt copy
+// in. `kobo replay` and `kobo audit` use these; the rebuild is an ordinary Projector (the same
+// code that maintains the views incrementally), so the result can be compared byte for byte.
+//
+// Thread safety: each function uses its own Views and reader; none may run on views that a
+// running Projector writes.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "events/event_log.h"
+#include "projection/views.h"
+
+namespace kobo {
+
+// Called about ten times a second during a rebuild with the events applied so far.
+using RebuildProgress = std::function<void(std::uint64_t events_applied)>;
+
+// Builds fresh views in `path` (which must not exist yet) from the start of the log up to
+// until[p] in each partition p, or to the log's end as of the call when `until` is empty.
+[[nodiscard]] Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const std::filesystem::path& path,
+                                                           const std::vector<Offset>& until = {},
+                                                           const RebuildProgress& progress = {});
+
+struct ViewDifference {
+  std::string key;                      // printable: see describe_view_key()
+  std::optional<std::string> expected;  // nullopt: the key is missing there
+  std::optional<std::string> actual;
+};
+
+struct ViewsDiff {
+  std::uint64_t keys_compared = 0;      // keys in either copy
+  std::uint64_t differences = 0;        // all of them
+  std::vector<ViewDifference> listed;   // the first `listed_max`, in key order
+};
+
+// Every key whose value differs between the two copies, or that only one of them has.
+ViewsDiff compare_views(const Views& expected, const Views& actual, std::size_t listed_max = 100);
+
+// "wallets/vba-…", "positions/partition 3", "transaction index/biz-…|t|#42": which view a raw key
+// belongs to, with its binary parts spelled out.
+std::string describe_view_key(std::string_view key);
+
+// Puts `rebuilt` where `live` is, atomically where the filesystem allows it (renameat2
+// RENAME_EXCHANGE), and removes the old copy. Neither directory may be open.
+[[nodiscard]] Status swap_in_views(const std::filesystem::path& live, const std::filesystem::path& rebuilt);
+
+}  // namespace kobo

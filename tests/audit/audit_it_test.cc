@@ -1,0 +1,212 @@
+// `kobo audit` and `kobo replay` as processes on a data dir that `kobo serve` wrote (wallets,
+// incoming credits, transfers, payouts that succeed and fail, a kill -9 in the middle): the audit
+// is clean, replay rebuilds byte-identical views, a running server's data dir is refused, and
+// tampered copies of the log exit 1 naming the partition and seq of each tamper.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/audit/log_surgery.h"
+#include "tests/audit/run_kobo.h"
+#include "tests/integration/harness.h"
+
+namespace kobo::it {
+namespace {
+
+namespace fs = std::filesystem;
+using kobo::testing::dump_db;
+using kobo::testing::run_kobo;
+using kobo::testing::RunResult;
+using kobo::testing::Tamper;
+
+fs::path binary() { return kobo_options().binary; }
+
+json payout(HttpClient& http, const std::string& key, const json& wallet, std::int64_t amount, bool fails) {
+  json body{{"source", wallet["publicId"]}, {"accountNumber", "0123456784"}, {"bankCode", "044"},
+            {"amount", amount},             {"currency", "NGN"},            {"narration", "audit payout"}};
+  if (fails) body["metadata"] = {{"sandboxOutcome", "failed"}};
+  return data_or_throw(http.post("/v1/transactions/bank-transfer", body, key), 200, "bank transfer");
+}
+
+void wait_final(HttpClient& http, const std::string& key, const std::string& id) {
+  const bool done = wait_until([&] {
+    const HttpResult res = http.get("/v1/transactions/" + id, key);
+    const std::string status = res.status == 200 ? res.json["data"].value("status", "") : "";
+    return status == "success" || status == "failed";
+  });
+  if (!done) throw std::runtime_error("payout " + id + " did not finish");
+}
+
+// Everything the service does today, all of it settled.
+void traffic(KoboProcess& server, const std::string& tag) {
+  HttpClient& http = server.client();
+  const std::string& key = server.test_key();
+  std::vector<json> wallets;
+  for (int i = 0; i < 3; ++i) {
+    wallets.push_back(create_wallet(http, key));
+    fund(http, key, wallets.back(), 2'000'000);
+  }
+  for (int i = 0; i < 6; ++i) {
+    const std::string ref = unique_name("audit-" + tag);
+    const json body = transfer_body(wallets[i % 3]["publicId"], wallets[(i + 1) % 3]["publicId"], 10'000 + i, ref);
+    data_or_throw(http.post("/v1/transactions/transfer", body, key), 200, "transfer");
+    if (i == 0) data_or_throw(http.post("/v1/transactions/transfer", body, key), 200, "idempotent repeat");
+    wait_settled(http, key, ref);
+  }
+  wait_final(http, key, payout(http, key, wallets[0], 50'000, false)["publicId"]);
+  wait_final(http, key, payout(http, key, wallets[1], 60'000, true)["publicId"]);
+}
+
+class AuditCommand : public ::testing::Test {
+ public:
+  // One served data dir per suite: traffic, kill -9, restart, traffic, a graceful stop.
+  static void SetUpTestSuite() {
+    start_error_.clear();
+    try {
+      server_ = std::make_unique<KoboProcess>(kobo_options({"--rail-delay-ms", "20"}));
+      traffic(*server_, "before");
+      server_->kill9();
+      server_->start();
+      traffic(*server_, "after");
+      if (server_->terminate() != 0) throw std::runtime_error("kobo serve did not stop cleanly");
+    } catch (const std::exception& e) {
+      start_error_ = e.what();
+    }
+  }
+  static void TearDownTestSuite() {
+    if (server_) keep_data_dir_if_failed(*server_);
+    const bool failed = ::testing::UnitTest::GetInstance()->current_test_suite() != nullptr &&
+                        ::testing::UnitTest::GetInstance()->current_test_suite()->Failed();
+    for (const fs::path& c : copies_) {
+      std::error_code ec;
+      if (!failed) fs::remove_all(c, ec);
+    }
+    copies_.clear();
+    server_.reset();
+  }
+
+ protected:
+  void SetUp() override {
+    if (!start_error_.empty()) GTEST_FAIL() << start_error_;
+  }
+  static fs::path data_dir() { return server_->data_dir(); }
+
+  // A copy of the served data dir next to it, for this test to change.
+  static fs::path copy(const std::string& name) {
+    const fs::path to = data_dir().string() + "-" + name;
+    fs::remove_all(to);
+    copies_.push_back(to);
+    kobo::testing::copy_data_dir(data_dir(), to);
+    return to;
+  }
+
+  static json read_json(const fs::path& file) {
+    std::ifstream in(file);
+    return json::parse(in, nullptr, false);
+  }
+
+  static std::unique_ptr<KoboProcess> server_;
+  static std::string start_error_;
+  static std::vector<fs::path> copies_;  // removed with the suite unless it failed
+};
+
+std::unique_ptr<KoboProcess> AuditCommand::server_;
+std::string AuditCommand::start_error_;
+std::vector<fs::path> AuditCommand::copies_;
+
+TEST_F(AuditCommand, IsCleanOnAServedDataDirAndReplayReproducesItsViewsByteForByte) {
+  const fs::path dir = copy("replay");
+  const fs::path report = dir / "audit.json";
+  RunResult audit = run_kobo(binary(), {"audit", "--data-dir", dir.string(), "--json", report.string()});
+  ASSERT_EQ(audit.exit_code, 0) << audit.output;
+  const json r = read_json(report);
+  EXPECT_EQ(r["clean"], true) << r.dump(2);
+  EXPECT_EQ(r["violationCount"], 0);
+  EXPECT_EQ(r["views"]["checked"], true);
+  EXPECT_EQ(r["views"]["caughtUp"], true) << "the server stopped with its views behind its log";
+  EXPECT_GE(r["transactions"].get<int>(), 2 * (3 + 12 + 2 + 1));
+  EXPECT_NE(audit.output.find("violations: none"), std::string::npos) << audit.output;
+
+  const auto incremental = dump_db(dir / "views");
+  const RunResult replay = run_kobo(binary(), {"replay", "--data-dir", dir.string()});
+  ASSERT_EQ(replay.exit_code, 0) << replay.output;
+  EXPECT_NE(replay.output.find("events/s"), std::string::npos) << replay.output;
+  EXPECT_EQ(dump_db(dir / "views"), incremental);
+  for (const auto& entry : fs::directory_iterator(dir))
+    EXPECT_FALSE(entry.path().filename().string().starts_with("views.")) << entry.path() << " left behind";
+
+  audit = run_kobo(binary(), {"audit", "--data-dir", dir.string()});
+  EXPECT_EQ(audit.exit_code, 0) << audit.output;
+}
+
+TEST_F(AuditCommand, RefusesADataDirThatARunningServerHolds) {
+  const fs::path dir = copy("busy");
+  KoboOptions options = kobo_options();
+  options.data_dir = dir;
+  KoboProcess running(options);
+  for (const std::string command : {"audit", "replay"}) {
+    const RunResult r = run_kobo(binary(), {command, "--data-dir", dir.string()});
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
+    EXPECT_NE(r.output.find("stop `kobo serve`"), std::string::npos) << command << "\n" << r.output;
+  }
+  EXPECT_EQ(running.client().get("/healthz").status, 200u) << "the server must not notice";
+  EXPECT_EQ(running.terminate(), 0);
+  EXPECT_EQ(run_kobo(binary(), {"audit", "--data-dir", dir.string()}).exit_code, 0);
+}
+
+TEST_F(AuditCommand, CannotRunWithoutALogOrOnKafka) {
+  struct Row {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  const fs::path missing = data_dir().string() + "-missing";
+  for (const Row& row : std::vector<Row>{
+           {{"audit", "--data-dir", missing.string()}, "no event log"},
+           {{"replay", "--data-dir", missing.string()}, "no event log"},
+           {{"audit", "--kafka-brokers", "127.0.0.1:9092"}, "not supported yet"},
+           {{"audit"}, "--data-dir"},
+           {{"audit", "--data-dir", data_dir().string(), "--kafka-brokers", "127.0.0.1:9092"}, "not both"},
+           {{"replay"}, "--data-dir"},
+       }) {
+    const RunResult r = run_kobo(binary(), row.args);
+    EXPECT_EQ(r.exit_code, 2) << row.args.front() << " " << row.says << "\n" << r.output;
+    EXPECT_NE(r.output.find(row.says), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(fs::exists(missing)) << "an audit must not create a data dir";
+}
+
+TEST_F(AuditCommand, TamperedCopiesExitOneAndNameThePartitionAndSeq) {
+  struct Row {
+    Tamper tamper;
+    std::int64_t seq_offset;  // the seq named, relative to the tampered debit's
+    const char* check;
+  };
+  for (const Row& row : std::vector<Row>{{Tamper::edit_amount, 0, "chain"},
+                                         {Tamper::edit_amount_resealed, 0, "double_entry"},
+                                         {Tamper::drop, 0, "chain"},
+                                         {Tamper::swap, 0, "chain"},
+                                         {Tamper::insert, 0, "double_entry"}}) {
+    const fs::path dir = copy(kobo::testing::to_string(row.tamper));
+    kobo::testing::RecordAt at;
+    {
+      kobo::testing::LogSurgery log(dir / "log");
+      at = kobo::testing::tamper(log, row.tamper);
+    }
+    const fs::path report = dir / "audit.json";
+    const RunResult r = run_kobo(binary(), {"audit", "--data-dir", dir.string(), "--json", report.string()});
+    EXPECT_EQ(r.exit_code, 1) << kobo::testing::to_string(row.tamper) << "\n" << r.output;
+    const json j = read_json(report);
+    bool named = false;
+    for (const json& v : j["violations"])
+      named = named || (v["check"] == row.check && v["partition"] == at.partition &&
+                        v["seq"] == static_cast<std::int64_t>(at.seq) + row.seq_offset);
+    EXPECT_TRUE(named) << kobo::testing::to_string(row.tamper) << ": partition " << at.partition << " seq " << at.seq
+                       << "\n"
+                       << r.output;
+    EXPECT_EQ(j["views"]["checked"], false) << "views are not compared with a log that has violations";
+  }
+}
+
+}  // namespace
+}  // namespace kobo::it
