@@ -40,6 +40,7 @@ struct ServeOptions {
   bool no_fsync = false;
   std::string admin_key;
   int rail_delay_ms = 500;
+  std::int64_t expire_in_min_s = 600;
   std::string fee_tiers = "500000:1075,5000000:2688,max:5375";
   std::string log_level = "info";
 };
@@ -177,6 +178,7 @@ int serve(const ServeOptions& o) {
 
   ApiOptions ao;
   ao.admin_key = o.admin_key;
+  ao.expire_in_min_s = o.expire_in_min_s;
   Api api(ledger, *views.value(), projector, ao);
   http::Router router;
   api.add_routes(router);
@@ -233,6 +235,9 @@ int main(int argc, char** argv) {
       ->envname("KOBO_ADMIN_KEY");
   s->add_option("--rail-delay-ms", serve.rail_delay_ms, "Sandbox payout rail: processing to final, in ms")
       ->envname("KOBO_RAIL_DELAY_MS")->check(CLI::Range(0, 3'600'000))->capture_default_str();
+  s->add_option("--collection-expire-min-s", serve.expire_in_min_s,
+                 "Shortest expireIn accepted for collection wallets (the API's rule is 600; tests lower it)")
+      ->envname("KOBO_COLLECTION_EXPIRE_MIN_S")->check(CLI::Range(1, 1800))->capture_default_str();
   s->add_option("--fee-tiers", serve.fee_tiers, "Bank transfer fees in kobo: UP_TO:FEE,...,max:FEE")
       ->envname("KOBO_FEE_TIERS")->capture_default_str();
   s->add_option("--log-level", serve.log_level, "debug, info, warn or error")

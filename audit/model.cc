@@ -465,13 +465,16 @@ void LogAuditor::apply(Model& m, const Event& e) {
       if (wallet.business != e.business || wallet.live != e.live) bad("of another business or mode than its event");
       if (!owned(wallet.account)) bad("account " + wallet.account + " is not an account of its business");
       if (w.at("balance") != 0) bad("created with a balance");
-      if (w.at("category") != "primary" && w.at("category") != "secondary") bad("category " + str(w.at("category")));
+      // Transit collection wallets have no category and no unique name (spec 2.2).
+      const bool transit = w.contains("settlementAccount");
+      if (!transit && w.at("category") != "primary" && w.at("category") != "secondary")
+        bad("category " + str(w.at("category")));
       if (!is_digits(w.at("accountNumber"), 10)) bad("account number " + str(w.at("accountNumber")));
       else if (!m.account_numbers.insert(w.at("accountNumber").get<std::string>()).second)
         bad("account number " + str(w.at("accountNumber")) + " is already taken");
       if (!w.at("id").is_number_unsigned()) bad("id is not a positive integer");
       else if (!m.wallet_ids.insert(w.at("id").get<std::uint64_t>()).second) bad("id " + str(w.at("id")) + " is already taken");
-      if (!m.wallet_names.insert(scope(wallet.account, wallet.live) + name).second)
+      if (!transit && !m.wallet_names.insert(scope(wallet.account, wallet.live) + name).second)
         bad("name '" + name + "' is already taken in its account and mode");
       for (const char* t : {"createdAt", "updatedAt"})
         if (!is_time(w.at(t))) bad(std::string("bad ") + t);
@@ -490,6 +493,20 @@ void LogAuditor::apply(Model& m, const Event& e) {
       if (!m.bank_accounts.insert(id).second) bad("added again");
       break;
     }
+    case EventType::collection_created: {
+      // A collection wallet holds no money (payments credit its destination); its account
+      // number must still be unique.
+      const json& c = d.at("collection");
+      const std::string id = c.at("publicId").get<std::string>();
+      if (!is_digits(c.at("accountNumber"), 10) ||
+          !m.account_numbers.insert(c.at("accountNumber").get<std::string>()).second)
+        violation(Check::record, e, "collection wallet " + id + ": account number " + str(c.at("accountNumber")));
+      if (c.at("auth") != e.business || c.at("live") != e.live)
+        violation(Check::record, e, "collection wallet " + id + ": of another business or mode than its event");
+      break;
+    }
+    case EventType::collection_status_changed:
+      break;
     case EventType::debited:
       post(m, e, /*debit=*/true);
       break;

@@ -71,6 +71,32 @@ struct WalletTransfer {
   std::string fingerprint;
 };
 
+// A disposable collection wallet: an account number that accepts exactly `amount` once,
+// before `expire_in_s` passes, for the destination wallet.
+struct CreateCollection {
+  Caller caller;
+  std::string destination;
+  std::string account_name;
+  Kobo amount;
+  std::int64_t expire_in_s = 0;
+  std::optional<std::string> reference;
+};
+
+// A transit collection wallet: whatever arrives is swept to the settlement wallet.
+struct CreateTransitWallet {
+  Caller caller;
+  std::string account_name;
+  std::string settlement_account;
+  std::optional<std::string> email_address;
+  std::optional<nlohmann::json> mobile;
+};
+
+// Internal: an unpaid collection wallet reached its expiration.
+struct ExpireCollection {
+  Partition partition{0};
+  std::string collection;  // publicId
+};
+
 // A payout to an account at another bank. query-api resolves the destination (name enquiry)
 // before submitting, so the command carries what the transaction records.
 struct BankTransfer {
@@ -117,8 +143,8 @@ struct SettleTransfer {
 };
 
 using Command =
-    std::variant<CreateBusiness, UpdateAccount, AddBankAccount, CreateWallet, WalletTransfer, BankTransfer,
-                 IncomingCredit, SettleTransfer, AdvancePayout>;
+    std::variant<CreateBusiness, UpdateAccount, AddBankAccount, CreateWallet, CreateCollection, CreateTransitWallet,
+                 WalletTransfer, BankTransfer, IncomingCredit, SettleTransfer, AdvancePayout, ExpireCollection>;
 
 // Domain rejections, mapped to HTTP in one table in query-api/. Values, never exceptions.
 enum class Rejection {
@@ -132,6 +158,10 @@ enum class Rejection {
   primary_wallet_limit,
   account_not_found,             // incoming credit to an account number the caller does not have
   business_exists,
+  reference_exists,              // a collection wallet's reference is taken
+  settlement_account_not_found,
+  amount_mismatch,               // a payment to a collection wallet of another amount
+  collection_inactive,           // a payment to a used or expired collection wallet
   unavailable,                   // the log could not be written; nothing was acknowledged
 };
 

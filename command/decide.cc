@@ -415,12 +415,11 @@ Decision decide_advance_payout(const PartitionState& s, const AdvancePayout& c, 
   return d;
 }
 
-Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c, const LedgerConfig& config,
-                                UnixMs now) {
-  const auto num = s.wallet_by_number.find(c.account_number);
-  if (num == s.wallet_by_number.end()) return reject(Rejection::account_not_found);
-  const WalletState* dst = caller_wallet(s, c.caller, num->second);
-  if (dst == nullptr) return reject(Rejection::account_not_found);
+// The credit of money arriving from another bank to wallet `wallet_id` (inbound settlement
+// pays it), appended to `d`.
+void credit_incoming(const PartitionState& s, const IncomingCredit& c, const std::string& wallet_id,
+                     const WalletState* dst, const LedgerConfig& config, UnixMs now, Decision& d) {
+  const auto* num = &wallet_id;  // the wallet the credit lands on
 
   const Kobo dst_after = dst->balance + c.amount;
   const Kobo inbound_after = s.balance_of(kInboundSettlement) - c.amount;
@@ -450,9 +449,9 @@ Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c
   credit["source"] = source.at("publicId");
   credit["sourceType"] = "External";
   credit["sourceData"] = source;
-  credit["destination"] = num->second;
+  credit["destination"] = *num;
   credit["destinationType"] = "VirtualAccount";
-  credit["destinationData"] = wallet_snapshot(num->second, *dst, config);
+  credit["destinationData"] = wallet_snapshot(*num, *dst, config);
   credit["reference"] = reference;
   credit["linkRef"] = uuid_v4();
   credit["status"] = "success";
@@ -485,14 +484,172 @@ Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c
         {"status", "success"}}},
   };
 
-  Decision d;
   d.record = credit;
   d.transaction = credit.at("publicId").get<std::string>();
   d.events.push_back({EventType::debited, c.caller.business, c.caller.live,
                       posting(kInboundSettlement, c.amount, inbound_after)});
-  json credited = posting(num->second, c.amount, dst_after);
+  json credited = posting(*num, c.amount, dst_after);
   credited["transaction"] = std::move(credit);
   d.events.push_back({EventType::credited, c.caller.business, c.caller.live, std::move(credited)});
+}
+
+// A transit wallet's sweep of `amount` (just credited to it) to its settlement wallet: a
+// debit record on the transit wallet and a credit record on the settlement wallet.
+void sweep(const PartitionState& s, const Caller& caller, const std::string& transit_id, const WalletState& transit,
+           Kobo amount, const LedgerConfig& config, UnixMs now, Decision& d) {
+  const auto settlement = s.wallets.find(transit.settlement);
+  KOBO_ASSERT(settlement != s.wallets.end(), "a transit wallet settles to a wallet that exists");
+  const Kobo transit_after = transit.balance - amount;  // `transit` is as credited just before
+  const Kobo settlement_after = settlement->second.balance + amount;
+  const std::string link_ref = uuid_v4();
+  // Ids after the incoming credit's record, which this command also creates.
+  json debit = transaction_base(caller, config, interleaved_id(s.transactions_created + 1, s.partition, config.partitions),
+                                "debit", amount, transit_after, "Transit settlement", now);
+  json credit = transaction_base(caller, config, interleaved_id(s.transactions_created + 2, s.partition, config.partitions),
+                                 "credit", amount, settlement_after, "Transit settlement", now);
+  for (json* t : {&debit, &credit}) {
+    (*t)["source"] = transit_id;
+    (*t)["sourceType"] = "VirtualAccount";
+    (*t)["sourceData"] = wallet_snapshot(transit_id, transit, config);
+    (*t)["destination"] = transit.settlement;
+    (*t)["destinationType"] = "VirtualAccount";
+    (*t)["destinationData"] = wallet_snapshot(transit.settlement, settlement->second, config);
+    (*t)["linkRef"] = link_ref;
+    (*t)["status"] = "success";
+    (*t)["tags"] = json::array({"sweep"});
+  }
+  debit["reference"] = "swp-" + uuid_v4();
+  credit["reference"] = "swp-" + uuid_v4();
+  credit["debitReference"] = debit["reference"];
+  debit["meta"] = {{"isThirdParty", false}, {"rate", rate(amount)}, {"credit", mirror(credit)}};
+  credit["meta"] = {{"isThirdParty", false}, {"rate", rate(amount)}, {"credit", mirror(debit)}};
+  json debited = posting(transit_id, amount, transit_after);
+  debited["transaction"] = std::move(debit);
+  json credited = posting(transit.settlement, amount, settlement_after);
+  credited["transaction"] = std::move(credit);
+  d.events.push_back({EventType::debited, caller.business, caller.live, std::move(debited)});
+  d.events.push_back({EventType::credited, caller.business, caller.live, std::move(credited)});
+}
+
+Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c, const LedgerConfig& config,
+                                UnixMs now) {
+  Decision d;
+  if (const auto col = s.collections.find(c.account_number); col != s.collections.end()) {
+    const CollectionState& cs = col->second;
+    if (cs.business != c.caller.business || cs.live != c.caller.live) return reject(Rejection::account_not_found);
+    if (!cs.active || now >= cs.expires_at) return reject(Rejection::collection_inactive);
+    if (c.amount != cs.amount) return reject(Rejection::amount_mismatch);
+    const WalletState* dst = caller_wallet(s, c.caller, cs.destination);
+    KOBO_ASSERT(dst != nullptr, "a collection wallet pays into a wallet that exists");
+    credit_incoming(s, c, cs.destination, dst, config, now, d);
+    d.events.back().data["transaction"]["metadata"] = {{"collectionAccount", cs.public_id}};
+    d.record = d.events.back().data["transaction"];
+    d.events.push_back({EventType::collection_status_changed, c.caller.business, c.caller.live,
+                        {{"publicId", cs.public_id}, {"from", "pending"}, {"status", "success"},
+                         {"updatedAt", format_iso8601(now)}}});
+    return d;
+  }
+  const auto num = s.wallet_by_number.find(c.account_number);
+  if (num == s.wallet_by_number.end()) return reject(Rejection::account_not_found);
+  const WalletState* dst = caller_wallet(s, c.caller, num->second);
+  if (dst == nullptr) return reject(Rejection::account_not_found);
+  credit_incoming(s, c, num->second, dst, config, now, d);
+  if (!dst->settlement.empty()) {
+    WalletState credited = *dst;
+    credited.balance += c.amount;
+    sweep(s, c.caller, num->second, credited, c.amount, config, now, d);
+  }
+  return d;
+}
+
+Decision decide_create_collection(const PartitionState& s, const CreateCollection& c, const LedgerConfig& config,
+                                  UnixMs now) {
+  const WalletState* dst = caller_wallet(s, c.caller, c.destination);
+  if (dst == nullptr) return reject(Rejection::destination_not_found);
+  if (c.reference && s.collection_references.contains(scope_key(c.caller.account, c.caller.live) + *c.reference))
+    return reject(Rejection::reference_exists);
+  const std::string ts = format_iso8601(now);
+  const UnixMs expires_at = now + c.expire_in_s * 1000;
+  json collection{
+      {"_id", object_id()},
+      {"id", interleaved_id(s.account_numbers_issued, s.partition, config.partitions)},
+      {"publicId", "vba-" + uuid_v4()},
+      {"auth", c.caller.business},
+      {"account", c.caller.account},
+      {"reference", c.reference ? json(*c.reference) : json(nullptr)},
+      {"destination", c.destination},
+      {"parentAccountNumber", dst->account_number},
+      {"accountName", c.account_name},
+      {"accountNumber",
+       nuban::account_number(config.nuban_code,
+                             static_cast<std::uint64_t>(interleaved_id(s.account_numbers_issued, s.partition,
+                                                                       config.partitions)))},
+      {"amount", c.amount.value},
+      {"bankName", config.bank_name},
+      {"bankCode", config.bank_code},
+      {"live", c.caller.live},
+      {"processor", config.processor},
+      {"expiration", format_iso8601(expires_at)},
+      {"createdAt", ts},
+      {"updatedAt", ts},
+      {"currency", "NGN"},
+      {"active", true},
+      {"status", "pending"},
+  };
+  Decision d;
+  d.record = collection;
+  d.transaction = collection.at("publicId").get<std::string>();
+  d.events.push_back({EventType::collection_created, c.caller.business, c.caller.live, {{"collection", collection}}});
+  d.schedule.push_back({expires_at, ExpireCollection{s.partition, d.transaction}});
+  return d;
+}
+
+Decision decide_expire_collection(const PartitionState& s, const ExpireCollection& c, UnixMs now) {
+  const auto number = s.collection_numbers.find(c.collection);
+  KOBO_ASSERT(number != s.collection_numbers.end(), "expiring an unknown collection wallet");
+  const CollectionState& cs = s.collections.at(number->second);
+  Decision d;
+  if (!cs.active) return d;  // paid before it expired
+  d.events.push_back({EventType::collection_status_changed, cs.business, cs.live,
+                      {{"publicId", cs.public_id}, {"from", "pending"}, {"status", "expired"},
+                       {"updatedAt", format_iso8601(now)}}});
+  return d;
+}
+
+Decision decide_create_transit(const PartitionState& s, const CreateTransitWallet& c, const LedgerConfig& config,
+                               UnixMs now) {
+  const WalletState* settlement = caller_wallet(s, c.caller, c.settlement_account);
+  if (settlement == nullptr || !settlement->settlement.empty()) return reject(Rejection::settlement_account_not_found);
+  const std::string ts = format_iso8601(now);
+  json wallet{
+      {"_id", object_id()},
+      {"id", interleaved_id(s.wallets_created, s.partition, config.partitions)},
+      {"publicId", "vba-" + uuid_v4()},
+      {"auth", c.caller.business},
+      {"account", c.caller.account},
+      {"accountName", c.account_name},
+      {"alias", c.account_name},
+      {"reference", nullptr},
+      {"settlementAccount", c.settlement_account},
+      {"accountNumber",
+       nuban::account_number(config.nuban_code,
+                             static_cast<std::uint64_t>(interleaved_id(s.account_numbers_issued, s.partition,
+                                                                       config.partitions)))},
+      {"bankName", config.bank_name},
+      {"bankCode", config.bank_code},
+      {"live", c.caller.live},
+      {"processor", config.processor},
+      {"balance", 0},
+      {"currency", "NGN"},
+      {"createdAt", ts},
+      {"updatedAt", ts},
+      {"lastUpdated", ts},
+  };
+  if (c.email_address) wallet["emailAddress"] = *c.email_address;
+  if (c.mobile) wallet["mobile"] = *c.mobile;
+  Decision d;
+  d.record = wallet;
+  d.events.push_back({EventType::wallet_created, c.caller.business, c.caller.live, {{"wallet", std::move(wallet)}}});
   return d;
 }
 
@@ -531,6 +688,8 @@ std::vector<Scheduled> resume_schedule(const PartitionState& state, const Ledger
   for (const auto& [trx, wallet] : state.pending_settlement)
     out.push_back({0, SettleTransfer{state.partition, trx}});
   for (const auto& [trx, payout] : state.payouts) out.push_back(next_rail_step(trx, payout, state.partition, config));
+  for (const auto& [number, c] : state.collections)
+    if (c.active) out.push_back({c.expires_at, ExpireCollection{state.partition, c.public_id}});
   return out;
 }
 
@@ -558,6 +717,9 @@ Decision decide(const PartitionState& state, const Command& command, const Ledge
         else if constexpr (std::is_same_v<T, BankTransfer>) return decide_bank_transfer(state, c, config, now);
         else if constexpr (std::is_same_v<T, IncomingCredit>) return decide_incoming_credit(state, c, config, now);
         else if constexpr (std::is_same_v<T, AdvancePayout>) return decide_advance_payout(state, c, config, now);
+        else if constexpr (std::is_same_v<T, CreateCollection>) return decide_create_collection(state, c, config, now);
+        else if constexpr (std::is_same_v<T, CreateTransitWallet>) return decide_create_transit(state, c, config, now);
+        else if constexpr (std::is_same_v<T, ExpireCollection>) return decide_expire_collection(state, c, now);
         else return decide_settle(state, c, now);
       },
       command);

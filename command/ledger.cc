@@ -52,6 +52,10 @@ std::string_view to_string(Rejection r) {
     case Rejection::primary_wallet_limit: return "primary_wallet_limit";
     case Rejection::account_not_found: return "account_not_found";
     case Rejection::business_exists: return "business_exists";
+    case Rejection::reference_exists: return "reference_exists";
+    case Rejection::settlement_account_not_found: return "settlement_account_not_found";
+    case Rejection::amount_mismatch: return "amount_mismatch";
+    case Rejection::collection_inactive: return "collection_inactive";
     case Rejection::unavailable: return "unavailable";
   }
   return "unknown";
@@ -75,7 +79,9 @@ Partition Ledger::route(const Command& c) const {
       [&](const auto& cmd) -> Partition {
         using T = std::decay_t<decltype(cmd)>;
         if constexpr (std::is_same_v<T, CreateBusiness>) return partition_of(cmd.business_id);
-        else if constexpr (std::is_same_v<T, SettleTransfer> || std::is_same_v<T, AdvancePayout>) return cmd.partition;
+        else if constexpr (std::is_same_v<T, SettleTransfer> || std::is_same_v<T, AdvancePayout> ||
+                           std::is_same_v<T, ExpireCollection>)
+          return cmd.partition;
         else return partition_of(cmd.caller.business);
       },
       c);

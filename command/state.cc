@@ -97,21 +97,52 @@ void apply(PartitionState& s, const Event& e) {
                   "bank account added twice");
       ++s.bank_accounts_created;
       break;
+    case EventType::collection_created: {
+      const auto& c = d.at("collection");
+      CollectionState cs;
+      cs.public_id = c.at("publicId").get<std::string>();
+      cs.destination = c.at("destination").get<std::string>();
+      cs.amount = Kobo(c.at("amount").get<std::int64_t>());
+      cs.expires_at = parse_iso8601(c.at("expiration").get<std::string>()).value_or(0);
+      cs.business = c.at("auth").get<std::string>();
+      cs.account = c.at("account").get<std::string>();
+      cs.live = c.at("live").get<bool>();
+      const std::string number = c.at("accountNumber").get<std::string>();
+      if (c.at("reference").is_string())
+        s.collection_references.insert(scope_key(cs.account, cs.live) + c.at("reference").get<std::string>());
+      KOBO_ASSERT(!s.wallet_by_number.contains(number), "collection account number reused");
+      s.collection_numbers.emplace(cs.public_id, number);
+      KOBO_ASSERT(s.collections.emplace(number, std::move(cs)).second, "collection account number reused");
+      ++s.account_numbers_issued;
+      break;
+    }
+    case EventType::collection_status_changed: {
+      const auto number = s.collection_numbers.find(d.at("publicId").get<std::string>());
+      KOBO_ASSERT(number != s.collection_numbers.end(), "status change of an unknown collection wallet");
+      auto& c = s.collections.at(number->second);
+      KOBO_ASSERT(c.active && d.at("from") == "pending", "a collection wallet is paid or expires once");
+      c.active = false;
+      break;
+    }
     case EventType::wallet_created: {
       const auto& w = d.at("wallet");
       WalletState ws;
       ws.business = w.at("auth").get<std::string>();
       ws.account = w.at("account").get<std::string>();
       ws.live = w.at("live").get<bool>();
-      ws.primary = w.at("category") == "primary";
+      ws.primary = w.value("category", "") == "primary";
       ws.id = w.at("id").get<std::int64_t>();
       ws.account_name = w.at("accountName").get<std::string>();
       ws.account_number = w.at("accountNumber").get<std::string>();
       const std::string scope = scope_key(ws.account, ws.live);
       const std::string id = w.at("publicId").get<std::string>();
-      KOBO_ASSERT(s.wallet_names.insert(scope + ws.account_name).second, "wallet name reused");
+      if (w.contains("settlementAccount")) {
+        ws.settlement = w.at("settlementAccount").get<std::string>();  // transit: no name or category rules
+      } else {
+        KOBO_ASSERT(s.wallet_names.insert(scope + ws.account_name).second, "wallet name reused");
+        if (ws.primary) ++s.primary_wallets[scope];
+      }
       KOBO_ASSERT(s.wallet_by_number.emplace(ws.account_number, id).second, "account number reused");
-      if (ws.primary) ++s.primary_wallets[scope];
       KOBO_ASSERT(s.wallets.emplace(id, std::move(ws)).second, "wallet id reused");
       ++s.wallets_created;
       ++s.account_numbers_issued;

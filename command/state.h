@@ -32,6 +32,18 @@ struct WalletState {
   std::string account_name;
   std::string account_number;
   Kobo balance;
+  std::string settlement;  // transit wallets: the wallet every credit is swept to
+};
+
+struct CollectionState {
+  std::string public_id;
+  std::string destination;  // the wallet a payment credits
+  Kobo amount;
+  UnixMs expires_at = 0;
+  bool active = true;
+  std::string business;
+  std::string account;
+  bool live = false;
 };
 
 // A bank transfer on the payout rail. Legal moves: pending -> processing -> success | failed.
@@ -70,6 +82,9 @@ struct PartitionState {
   std::unordered_map<std::string, std::string> account_business;  // acc-… -> biz-…
   std::unordered_map<std::string, WalletState> wallets;            // vba-… -> state
   std::unordered_map<std::string, std::int64_t> bank_accounts;     // bka-… -> integer id
+  std::unordered_map<std::string, CollectionState> collections;    // account number -> collection wallet
+  std::unordered_map<std::string, std::string> collection_numbers; // vba-… -> account number
+  std::unordered_set<std::string> collection_references;           // scope_key(account, live) + reference
   std::unordered_map<std::string, std::string> wallet_by_number;   // account number -> vba-…
   std::unordered_set<std::string> wallet_names;                    // scope_key(account, live) + name
   std::unordered_map<std::string, int> primary_wallets;            // scope_key(account, live) -> count

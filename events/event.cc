@@ -7,13 +7,15 @@
 namespace kobo {
 namespace {
 
-constexpr std::array<std::pair<EventType, std::string_view>, 9> kTypeNames{{
+constexpr std::array<std::pair<EventType, std::string_view>, 11> kTypeNames{{
     {EventType::writer_started, "WriterStarted"},
     {EventType::business_created, "BusinessCreated"},
     {EventType::account_created, "AccountCreated"},
     {EventType::account_updated, "AccountUpdated"},
     {EventType::wallet_created, "WalletCreated"},
     {EventType::bank_account_added, "BankAccountAdded"},
+    {EventType::collection_created, "CollectionCreated"},
+    {EventType::collection_status_changed, "CollectionStatusChanged"},
     {EventType::debited, "Debited"},
     {EventType::credited, "Credited"},
     {EventType::transaction_status_changed, "TransactionStatusChanged"},

@@ -25,6 +25,8 @@ enum class EventType {
   account_updated,             // data: {accountId, changes: {webhooks?, live?}, updatedAt}
   wallet_created,              // data: {wallet}
   bank_account_added,          // data: {bankAccount}
+  collection_created,          // data: {collection}
+  collection_status_changed,   // data: {publicId, from, status, updatedAt}
   debited,                     // data: {ledgerAccount, amount, balance, transaction?}
   credited,                    // data: {ledgerAccount, amount, balance, transaction?}
   transaction_status_changed,  // data: {publicId, from, status, updatedAt}

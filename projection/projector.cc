@@ -149,13 +149,33 @@ void Projector::Batch::apply(const Event& e) {
           id);
       break;
     }
+    case EventType::collection_created: {
+      // Collection wallets share the wallets' key space: GET /virtual-accounts/{id} shows them.
+      const auto& c = d.at("collection");
+      const std::string id = c.at("publicId").get<std::string>();
+      put(view_keys::wallet(id), c);
+      put(view_keys::account_number(c.at("accountNumber").get<std::string>()), id);
+      break;
+    }
+    case EventType::collection_status_changed: {
+      const std::string id = d.at("publicId").get<std::string>();
+      auto c = get(view_keys::wallet(id));
+      KOBO_ASSERT(c.has_value() && (*c)["status"] == d.at("from"), "collection status change out of order");
+      (*c)["status"] = d.at("status");
+      (*c)["active"] = false;
+      (*c)["updatedAt"] = d.at("updatedAt");
+      put(view_keys::wallet(id), *c);
+      break;
+    }
     case EventType::wallet_created: {
       const auto& w = d.at("wallet");
       const std::string id = w.at("publicId").get<std::string>();
       put(view_keys::wallet(id), w);
-      put(view_keys::wallet_list(w.at("auth").get<std::string>(), w.at("live").get<bool>(),
-                                 w.at("id").get<std::uint64_t>()),
-          id);
+      // Transit wallets are fetched by id but not listed with the wallets of GET /virtual-accounts.
+      if (!w.contains("settlementAccount"))
+        put(view_keys::wallet_list(w.at("auth").get<std::string>(), w.at("live").get<bool>(),
+                                   w.at("id").get<std::uint64_t>()),
+            id);
       put(view_keys::account_number(w.at("accountNumber").get<std::string>()), id);
       break;
     }

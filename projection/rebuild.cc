@@ -56,13 +56,13 @@ struct ViewName {
   const char* name;
 };
 
-// The tags of projection/view_keys.h.
+// The tags of projection/view_keys.h; a tag missing here is shown as "view 'X'".
 constexpr ViewName kViewNames[] = {
     {'P', "positions"},        {'B', "businesses"},         {'A', "accounts"},
-    {'a', "account list"},     {'K', "keys"},               {'W', "wallets"},
-    {'w', "wallet list"},      {'N', "account numbers"},    {'S', "system balances"},
-    {'T', "transactions"},     {'i', "transaction ids"},    {'r', "transaction references"},
-    {'t', "transaction list"},
+    {'a', "account list"},     {'K', "keys"},               {'D', "bank accounts"},
+    {'d', "bank account list"}, {'W', "wallets"},           {'w', "wallet list"},
+    {'N', "account numbers"},  {'S', "system balances"},    {'T', "transactions"},
+    {'i', "transaction ids"},  {'r', "transaction references"}, {'t', "transaction list"},
 };
 
 }  // namespace

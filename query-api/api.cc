@@ -28,6 +28,7 @@ constexpr std::size_t kNameLengthMax = 100;
 constexpr std::size_t kTextLengthMax = 255;
 constexpr std::size_t kWebhooksMax = 5;
 constexpr std::size_t kMetadataBytesMax = 8 * 1024;
+constexpr std::int64_t kExpireInMax = 1800;  // seconds
 
 }  // namespace
 
@@ -44,6 +45,10 @@ http::Response rejection_response(Rejection r) {
     case Rejection::primary_wallet_limit: return http::error(400, "Primary wallet limit reached");
     case Rejection::account_not_found: return http::error(404, "Account not found");
     case Rejection::business_exists: return http::error(409, "Business already exists");
+    case Rejection::reference_exists: return http::error(400, "Reference already exists");
+    case Rejection::settlement_account_not_found: return http::error(404, "Settlement account not found");
+    case Rejection::amount_mismatch: return http::error(400, "Amount mismatch");
+    case Rejection::collection_inactive: return http::error(400, "Collection account is not active");
     case Rejection::unavailable: return http::error(503, "Service unavailable");
   }
   KOBO_ASSERT(false, "no HTTP answer for an accepted command");
@@ -361,6 +366,58 @@ class Api::Handlers {
     respond(list(api_.views_.wallets(c->scope, filter, to_page(page)), page));
   }
 
+  // ---- collection and transit wallets ----------------------------------------------------
+
+  void create_collection(Request&& req, const PathParams&, Responder respond) {
+    auto c = authenticate(req, respond);
+    if (!c) return;
+    auto body = http::parse_json_object(req.body);
+    if (!body) return respond(http::bad_request());
+    http::Validator v(*body);
+    v.field("destination").is_not_empty().is_string().max_length(kTextLengthMax);
+    v.field("accountName").is_not_empty().is_string().max_length(kNameLengthMax);
+    v.field("amount").is_int().min(1).max(kAmountMax);
+    v.field("expireIn").is_int().min(api_.options_.expire_in_min_s).max(kExpireInMax);
+    v.optional("reference").is_string().min_length(5).max_length(kTextLengthMax);
+    if (auto errors = v.errors()) return respond(http::validation_error(*errors));
+    CreateCollection cmd{c->caller,
+                         body->at("destination"),
+                         body->at("accountName"),
+                         Kobo(*http::as_int64(body->at("amount"))),
+                         *http::as_int64(body->at("expireIn")),
+                         optional_string(*body, "reference")};
+    api_.ledger_.submit(std::move(cmd), [respond](Outcome o) {
+      if (!o.ok()) return respond(rejection_response(o.rejection));
+      respond(http::ok(201, o.record, "Collection account created successfully"));
+    });
+  }
+
+  void create_transit(Request&& req, const PathParams&, Responder respond) {
+    auto c = authenticate(req, respond);
+    if (!c) return;
+    auto body = http::parse_json_object(req.body);
+    if (!body) return respond(http::bad_request());
+    http::Validator v(*body);
+    v.field("accountName").is_not_empty().is_string().max_length(kNameLengthMax);
+    v.field("currency").is_not_empty().is_string().is_in({"NGN"});
+    v.field("settlementAccount").is_not_empty().is_string().max_length(kTextLengthMax);
+    v.optional("emailAddress").is_string().is_email();
+    v.optional("mobile").is_object();
+    auto m = v.nested("mobile");
+    m.field("phoneNumber").is_not_empty().is_string().max_length(32);
+    m.field("isoCode").is_not_empty().is_string().max_length(8);
+    if (auto errors = v.errors()) return respond(http::validation_error(*errors));
+    CreateTransitWallet cmd{c->caller, body->at("accountName"), body->at("settlementAccount"),
+                            optional_string(*body, "emailAddress"), std::nullopt};
+    if (body->contains("mobile") && body->at("mobile").is_object())
+      cmd.mobile = json{{"phoneNumber", body->at("mobile").at("phoneNumber")},
+                        {"isoCode", body->at("mobile").at("isoCode")}};
+    api_.ledger_.submit(std::move(cmd), [respond](Outcome o) {
+      if (!o.ok()) return respond(rejection_response(o.rejection));
+      respond(http::ok(201, o.record, "Transit account created successfully"));
+    });
+  }
+
   // ---- transfers -------------------------------------------------------------------------
 
   void transfer(Request&& req, const PathParams&, Responder respond) {
@@ -609,6 +666,8 @@ void Api::add_routes(http::Router& router) {
   router.get("/v1/virtual-accounts/{id}", bind(&Handlers::get_wallet));
   router.post("/v1/transactions/transfer", bind(&Handlers::transfer));
   router.post("/v1/transactions/bank-transfer", bind(&Handlers::bank_transfer));
+  router.post("/v1/collection-accounts", bind(&Handlers::create_collection));
+  router.post("/v1/transit-accounts", bind(&Handlers::create_transit));
   router.get("/v1/transactions", bind(&Handlers::list_transactions));
   router.get("/v1/transactions/{id}", bind(&Handlers::get_transaction));
   router.get("/v1/transactions/{reference}/verify", bind(&Handlers::verify_transaction));

@@ -23,6 +23,7 @@ namespace kobo {
 struct ApiOptions {
   std::chrono::milliseconds read_barrier_timeout{5'000};  // a GET waits this long for the views
   std::string admin_key;  // enables /v1/admin/* (header x-admin-key) when not empty
+  std::int64_t expire_in_min_s = 600;  // collection wallets' shortest life (spec: 600; tests lower it)
 };
 
 class Api {

@@ -1,0 +1,218 @@
+// LogFollower: the one loop the writer's replay, the projectors and `kobo audit` read the log
+// with. Accepted events reach the visitor in chain order; duplicates and zombies are skipped; a
+// break stops a default visitor and is adopted by one that asks; `until` holds records back.
+#include "events/log_follower.h"
+
+#include <gtest/gtest.h>
+
+#include "events/memory_log.h"
+
+namespace kobo {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Seals events for one partition the way a writer does, and appends them as one command.
+struct Writer {
+  MemoryLog& log;
+  Partition partition{0};
+  Seq last{0};
+  std::string hash = kGenesisHash;
+  Epoch epoch{0};
+
+  Event make(EventType type, Seq command_seq, std::uint32_t size) {
+    Event e;
+    e.partition = partition;
+    e.seq = Seq(last.value + 1);
+    e.command_seq = command_seq;
+    e.command_size = size;
+    e.epoch = epoch;
+    e.type = type;
+    e.data = {{"n", e.seq.value}};
+    e.prev_hash = hash;
+    permit_unchecked(seal(e));
+    last = e.seq;
+    hash = e.hash;
+    return e;
+  }
+  static EncodedEvent encode(Event e) {
+    EncodedEvent out{e.partition, e.seq, e.type, e.business, e.time, ""};
+    out.bytes = seal(e);
+    return out;
+  }
+  std::vector<Event> command(std::uint32_t size) {
+    std::vector<Event> events;
+    const Seq first(last.value + 1);
+    for (std::uint32_t i = 0; i < size; ++i) events.push_back(make(EventType::credited, first, size));
+    append(events);
+    return events;
+  }
+  void start() {
+    epoch = Epoch(epoch.value + 1);
+    append({make(EventType::writer_started, Seq(last.value + 1), 1)});
+  }
+  void append(const std::vector<Event>& events) {
+    std::vector<EncodedEvent> batch;
+    for (const Event& e : events) batch.push_back(encode(e));
+    ASSERT_TRUE(log.append(batch).ok());
+  }
+};
+
+struct Recorder : LogVisitor {
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> seen;  // (partition, seq)
+  std::vector<RefusedRecord> refusals;
+  std::vector<ChainVerdict> verdicts;
+  Disposition on_broken = Disposition::stop;
+  Status accepted(const Event& e) override {
+    seen.emplace_back(e.partition.value, e.seq.value);
+    return {};
+  }
+  Disposition refused(const RefusedRecord& r) override {
+    verdicts.push_back(r.verdict);
+    if (r.verdict != ChainVerdict::broken) return LogVisitor::refused(r);
+    return on_broken;
+  }
+};
+
+TEST(LogFollower, HandsOverEveryEventOfEveryPartitionInChainOrder) {
+  MemoryLog log(2);
+  Writer a{log, Partition(0)}, b{log, Partition(1)};
+  a.start();
+  b.start();
+  a.command(2);
+  b.command(3);
+  a.command(1);
+  LogFollower f(log);
+  ASSERT_TRUE(f.open().ok());
+  Recorder r;
+  ASSERT_TRUE(f.follow_to_end(r).ok());
+  std::vector<std::uint64_t> p0, p1;
+  for (auto [p, s] : r.seen) (p == 0 ? p0 : p1).push_back(s);
+  EXPECT_EQ(p0, (std::vector<std::uint64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(p1, (std::vector<std::uint64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(f.records_read(), 8u);
+  EXPECT_EQ(f.events_accepted(), 8u);
+  EXPECT_FALSE(f.mid_command());
+  EXPECT_EQ(f.cursor(Partition(0)).chain.last_hash(), a.hash);
+  EXPECT_EQ(f.cursor(Partition(1)).next_offset, Offset(4));
+}
+
+TEST(LogFollower, SkipsADuplicateAndAZombieAndGoesOn) {
+  MemoryLog log(1);
+  Writer w{log};
+  w.start();
+  const auto first = w.command(1);
+  w.append(first);  // a retried append
+  Writer zombie = w;
+  w.start();        // a new writer fences the old one
+  zombie.command(1);
+  w.command(1);
+  LogFollower f(log);
+  ASSERT_TRUE(f.open().ok());
+  Recorder r;
+  ASSERT_TRUE(f.follow_to_end(r).ok());
+  EXPECT_EQ(r.verdicts, (std::vector<ChainVerdict>{ChainVerdict::duplicate, ChainVerdict::zombie}));
+  EXPECT_EQ(r.seen.size(), 4u);
+  EXPECT_EQ(f.cursor(Partition(0)).chain.last_seq(), Seq(4));
+}
+
+TEST(LogFollower, StopsOnABreakUnlessTheVisitorAdoptsIt) {
+  MemoryLog log(1);
+  Writer w{log};
+  w.start();
+  w.command(1);
+  w.last = Seq(w.last.value + 1);  // seq 3 goes missing
+  w.command(1);
+  w.command(1);
+  {
+    LogFollower f(log);
+    ASSERT_TRUE(f.open().ok());
+    Recorder r;
+    const Status s = f.follow_to_end(r);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.message(), "partition 0 seq 4 does not extend the hash chain");
+  }
+  LogFollower f(log);
+  ASSERT_TRUE(f.open().ok());
+  Recorder r;
+  r.on_broken = Disposition::adopt;
+  ASSERT_TRUE(f.follow_to_end(r).ok());
+  EXPECT_EQ(r.seen, (std::vector<std::pair<std::uint32_t, std::uint64_t>>{{0, 1}, {0, 2}, {0, 4}, {0, 5}}));
+}
+
+TEST(LogFollower, GivesAnUndecodableRecordToTheVisitorAsWritten) {
+  MemoryLog log(1);
+  Writer w{log};
+  w.start();
+  w.command(1);
+  w.command(1);
+  auto reader = log.open_reader({Offset(1)});
+  std::vector<LogRecord> records;
+  ASSERT_TRUE(reader.value()->poll(1, 0ms, records).ok());
+  auto edited = nlohmann::json::parse(records[0].bytes);
+  edited["data"]["n"] = 99;
+  log.overwrite(Partition(0), Offset(1), edited.dump());
+
+  LogFollower f(log);
+  ASSERT_TRUE(f.open().ok());
+  Recorder r;
+  EXPECT_EQ(f.follow_to_end(r).message(), "partition 0 offset 1: hash mismatch");
+
+  struct Adopter : Recorder {
+    std::string problem;
+    std::uint64_t data = 0;
+    Disposition refused(const RefusedRecord& rr) override {
+      problem = rr.problem;
+      data = rr.event->data["n"].get<std::uint64_t>();
+      return Disposition::adopt;
+    }
+  } adopter;
+  LogFollower g(log);
+  ASSERT_TRUE(g.open().ok());
+  ASSERT_TRUE(g.follow_to_end(adopter).ok());
+  EXPECT_EQ(adopter.problem, "hash mismatch");
+  EXPECT_EQ(adopter.data, 99u);
+  EXPECT_EQ(adopter.seen.size(), 3u);  // the edited event's claimed hash still chains the next one
+}
+
+TEST(LogFollower, HoldsBackRecordsPastUntilForALaterStep) {
+  MemoryLog log(2);
+  Writer a{log, Partition(0)}, b{log, Partition(1)};
+  a.start();
+  b.start();
+  a.command(2);
+  b.command(2);
+  LogFollower f(log);
+  ASSERT_TRUE(f.open().ok());
+  Recorder r;
+  ASSERT_TRUE(f.follow_to(r, {Offset(1), Offset(3)}).ok());
+  EXPECT_EQ(r.seen.size(), 4u);
+  EXPECT_EQ(f.cursor(Partition(0)).next_offset, Offset(1));
+  EXPECT_FALSE(f.follow_to(r, {Offset(4), Offset(3)}).ok()) << "past the end is an error, not a wait";
+  ASSERT_TRUE(f.follow_to_end(r).ok());
+  EXPECT_EQ(r.seen.size(), 6u);
+  EXPECT_EQ(r.seen[4], (std::pair<std::uint32_t, std::uint64_t>{0, 2}));
+}
+
+TEST(LogFollower, ResumesFromCursorsAndKnowsCommandBoundaries) {
+  MemoryLog log(1);
+  Writer w{log};
+  w.start();
+  w.command(3);
+  LogFollower f(log, LogFollowerOptions{1});  // one record per poll
+  ASSERT_TRUE(f.open().ok());
+  Recorder r;
+  ASSERT_TRUE(f.step(r, 0ms).ok());
+  ASSERT_TRUE(f.step(r, 0ms).ok());
+  EXPECT_TRUE(f.mid_command());
+  std::vector<FollowCursor> cursors{f.cursor(Partition(0))};
+  LogFollower g(log);
+  ASSERT_TRUE(g.open(cursors).ok());
+  Recorder rest;
+  ASSERT_TRUE(g.follow_to_end(rest).ok());
+  EXPECT_EQ(rest.seen, (std::vector<std::pair<std::uint32_t, std::uint64_t>>{{0, 3}, {0, 4}}));
+  EXPECT_FALSE(g.mid_command());
+}
+
+}  // namespace
+}  // namespace kobo
