@@ -673,6 +673,7 @@ Kobo transfer_fee(const LedgerConfig& config, Kobo amount) {
   for (const FeeTier& t : config.fee_tiers)
     if (amount.value <= t.up_to_kobo) return Kobo(t.fee_kobo);
   KOBO_ASSERT(false, "the fee schedule must cover every amount");
+  return Kobo(0);
 }
 
 Scheduled next_rail_step(const std::string& transaction, const PayoutState& payout, Partition partition,

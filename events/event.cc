@@ -45,6 +45,7 @@ std::string_view to_string(EventType t) {
   for (const auto& [type, name] : kTypeNames)
     if (type == t) return name;
   KOBO_ASSERT(false, "unnamed event type");
+  return {};
 }
 
 std::optional<EventType> event_type_from_string(std::string_view s) {

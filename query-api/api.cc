@@ -52,6 +52,7 @@ http::Response rejection_response(Rejection r) {
     case Rejection::unavailable: return http::error(503, "Service unavailable");
   }
   KOBO_ASSERT(false, "no HTTP answer for an accepted command");
+  return http::internal_error();
 }
 
 // Who is calling, resolved from x-service-key.
