@@ -1,5 +1,6 @@
 #include "audit/model.h"
 
+#include <cstring>
 #include <optional>
 
 #include "command/state.h"
@@ -15,9 +16,21 @@ namespace {
 
 // 128 bits of SHA-256 stand in for long keys (references, transaction ids) held for the whole
 // audit: a fraction of the memory, and no collision in any log that fits on a disk.
-std::string key16(std::string_view a, std::string_view b = {}) {
+struct Key {
+  std::uint64_t hi = 0, lo = 0;
+  bool operator==(const Key&) const = default;
+};
+
+struct KeyHash {
+  std::size_t operator()(const Key& k) const noexcept { return static_cast<std::size_t>(k.hi ^ k.lo); }
+};
+
+Key key16(std::string_view a, std::string_view b = {}) {
   const Sha256 d = sha256(a, b);
-  return std::string(reinterpret_cast<const char*>(d.data()), 16);
+  Key k;
+  std::memcpy(&k.hi, d.data(), sizeof k.hi);
+  std::memcpy(&k.lo, d.data() + sizeof k.hi, sizeof k.lo);
+  return k;
 }
 
 // A transaction's status; the legal moves are to a higher rank: pending -> processing ->
@@ -92,7 +105,8 @@ struct LogAuditor::Leg {
   bool has_trx = false;
   bool to_bank = false;   // a debit whose destination is a bank account: a payout
   bool reversal = false;  // a credit tagged "reversal": a failed payout's money coming back
-  std::string trx_id, trx_key, link_ref, source, destination, reference, debit_reference;
+  Key trx_key;
+  std::string trx_id, link_ref, source, destination, reference, debit_reference;
   Kobo trx_amount, trx_fee, trx_balance;
   std::optional<Kobo> mirror_amount, mirror_balance;  // meta.credit: the other side as this one saw it
 };
@@ -116,7 +130,8 @@ struct LogAuditor::Model {
     int reversals = 0;
   };
   struct StatusMove {
-    std::string trx_key, id;
+    Key trx_key;
+    std::string id;
     TrxStatus to = TrxStatus::pending;
     Seq seq{0};
   };
@@ -130,11 +145,11 @@ struct LogAuditor::Model {
   std::unordered_set<std::string> account_numbers, wallet_names;
   std::unordered_set<std::uint64_t> wallet_ids, transaction_ids;
   std::unordered_map<std::string, Kobo> system;           // sys:… (and unknown accounts, reported)
-  std::unordered_map<std::string, Trx> transactions;      // key16(publicId)
-  std::unordered_map<std::string, Seq> references;        // key16(account|mode|, reference) -> first use
-  std::unordered_set<std::string> link_refs;              // key16(linkRef) of finished commands
-  std::unordered_map<std::string, Payout> payouts;        // key16(publicId) of the debit
-  std::unordered_map<std::string, std::string> payout_by_link;  // key16(linkRef) -> key16(publicId)
+  std::unordered_map<Key, Trx, KeyHash> transactions;      // key16(publicId)
+  std::unordered_map<Key, Seq, KeyHash> references;        // key16(account|mode|, reference) -> first use
+  std::unordered_set<Key, KeyHash> link_refs;              // key16(linkRef) of finished commands
+  std::unordered_map<Key, Payout, KeyHash> payouts;        // key16(publicId) of the debit
+  std::unordered_map<Key, Key, KeyHash> payout_by_link;    // key16(linkRef) -> key16(publicId)
   std::unordered_set<std::string> bank_accounts;
   std::unordered_set<std::uint64_t> bank_account_ids;
   Kobo total;           // the sum of every balance in the partition
@@ -354,7 +369,7 @@ void LogAuditor::check_legs(Model& m) {
   }
 
   // Reversals: each one gives a failed payout of this command its money back, once.
-  std::unordered_map<std::string, int> reversed;  // payout key -> reversals in this command
+  std::unordered_map<Key, int, KeyHash> reversed;  // payout key -> reversals in this command
   for (const Leg& l : m.legs) {
     if (!l.has_trx || !l.reversal) continue;
     const auto link = m.payout_by_link.find(key16(l.link_ref));
@@ -643,7 +658,7 @@ void LogAuditor::change_status(Model& m, const Event& e) {
   const auto from = parse_status(d.at("from"));
   const auto to = parse_status(d.at("status"));
   if (!is_time(d.at("updatedAt"))) violation(Check::record, e, "status change of " + id + " with a bad updatedAt");
-  const std::string key = key16(id);
+  const Key key = key16(id);
   const auto it = m.transactions.find(key);
   if (it == m.transactions.end()) {
     violation(Check::status, e, "status change of " + id + ", which this partition does not have");
