@@ -159,6 +159,44 @@ Decision decide_add_bank_account(const PartitionState& s, const AddBankAccount& 
   return d;
 }
 
+// The fields every wallet has (spec 2.1 and 2.2), with a new id and account number.
+json new_wallet(const PartitionState& s, const Caller& caller, const std::string& name,
+                const std::optional<std::string>& email_address, const std::optional<json>& mobile,
+                const LedgerConfig& config, UnixMs now) {
+  const std::string ts = format_iso8601(now);
+  json wallet{
+      {"_id", object_id()},
+      {"id", interleaved_id(s.wallets_created, s.partition, config.partitions)},
+      {"publicId", "vba-" + uuid_v4()},
+      {"auth", caller.business},
+      {"account", caller.account},
+      {"accountName", name},
+      {"accountNumber",
+       nuban::account_number(config.nuban_code,
+                             static_cast<std::uint64_t>(interleaved_id(s.account_numbers_issued, s.partition,
+                                                                       config.partitions)))},
+      {"bankName", config.bank_name},
+      {"bankCode", config.bank_code},
+      {"live", caller.live},
+      {"processor", config.processor},
+      {"balance", 0},
+      {"currency", "NGN"},
+      {"createdAt", ts},
+      {"updatedAt", ts},
+      {"lastUpdated", ts},
+  };
+  if (email_address) wallet["emailAddress"] = *email_address;
+  if (mobile) wallet["mobile"] = *mobile;
+  return wallet;
+}
+
+Decision wallet_created(const Caller& caller, json wallet) {
+  Decision d;
+  d.record = wallet;
+  d.events.push_back({EventType::wallet_created, caller.business, caller.live, {{"wallet", std::move(wallet)}}});
+  return d;
+}
+
 Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, const LedgerConfig& config,
                               UnixMs now) {
   const std::string scope = scope_key(c.caller.account, c.caller.live);
@@ -168,36 +206,10 @@ Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, co
     if (it != s.primary_wallets.end() && it->second >= config.primary_wallets_max)
       return reject(Rejection::primary_wallet_limit);
   }
-  const std::string ts = format_iso8601(now);
-  json wallet{
-      {"_id", object_id()},
-      {"id", interleaved_id(s.wallets_created, s.partition, config.partitions)},
-      {"publicId", "vba-" + uuid_v4()},
-      {"auth", c.caller.business},
-      {"account", c.caller.account},
-      {"accountName", c.account_name},
-      {"accountNumber",
-       nuban::account_number(config.nuban_code,
-                             static_cast<std::uint64_t>(interleaved_id(s.account_numbers_issued, s.partition,
-                                                                       config.partitions)))},
-      {"bankName", config.bank_name},
-      {"bankCode", config.bank_code},
-      {"live", c.caller.live},
-      {"isFavourite", false},
-      {"processor", config.processor},
-      {"category", c.category},
-      {"balance", 0},
-      {"currency", "NGN"},
-      {"createdAt", ts},
-      {"updatedAt", ts},
-      {"lastUpdated", ts},
-  };
-  if (c.email_address) wallet["emailAddress"] = *c.email_address;
-  if (c.mobile) wallet["mobile"] = *c.mobile;
-  Decision d;
-  d.record = wallet;
-  d.events.push_back({EventType::wallet_created, c.caller.business, c.caller.live, {{"wallet", std::move(wallet)}}});
-  return d;
+  json wallet = new_wallet(s, c.caller, c.account_name, c.email_address, c.mobile, config, now);
+  wallet["isFavourite"] = false;
+  wallet["category"] = c.category;
+  return wallet_created(c.caller, std::move(wallet));
 }
 
 const WalletState* caller_wallet(const PartitionState& s, const Caller& c, const std::string& id) {
@@ -620,37 +632,11 @@ Decision decide_create_transit(const PartitionState& s, const CreateTransitWalle
                                UnixMs now) {
   const WalletState* settlement = caller_wallet(s, c.caller, c.settlement_account);
   if (settlement == nullptr || !settlement->settlement.empty()) return reject(Rejection::settlement_account_not_found);
-  const std::string ts = format_iso8601(now);
-  json wallet{
-      {"_id", object_id()},
-      {"id", interleaved_id(s.wallets_created, s.partition, config.partitions)},
-      {"publicId", "vba-" + uuid_v4()},
-      {"auth", c.caller.business},
-      {"account", c.caller.account},
-      {"accountName", c.account_name},
-      {"alias", c.account_name},
-      {"reference", nullptr},
-      {"settlementAccount", c.settlement_account},
-      {"accountNumber",
-       nuban::account_number(config.nuban_code,
-                             static_cast<std::uint64_t>(interleaved_id(s.account_numbers_issued, s.partition,
-                                                                       config.partitions)))},
-      {"bankName", config.bank_name},
-      {"bankCode", config.bank_code},
-      {"live", c.caller.live},
-      {"processor", config.processor},
-      {"balance", 0},
-      {"currency", "NGN"},
-      {"createdAt", ts},
-      {"updatedAt", ts},
-      {"lastUpdated", ts},
-  };
-  if (c.email_address) wallet["emailAddress"] = *c.email_address;
-  if (c.mobile) wallet["mobile"] = *c.mobile;
-  Decision d;
-  d.record = wallet;
-  d.events.push_back({EventType::wallet_created, c.caller.business, c.caller.live, {{"wallet", std::move(wallet)}}});
-  return d;
+  json wallet = new_wallet(s, c.caller, c.account_name, c.email_address, c.mobile, config, now);
+  wallet["alias"] = c.account_name;
+  wallet["reference"] = nullptr;
+  wallet["settlementAccount"] = c.settlement_account;
+  return wallet_created(c.caller, std::move(wallet));
 }
 
 Decision decide_settle(const PartitionState& s, const SettleTransfer& c, UnixMs now) {
