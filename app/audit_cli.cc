@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 
 #include "app/progress.h"
@@ -174,7 +175,8 @@ int run_replay(const std::string& data_dir_flag, bool progress_flag) {
   views.value().reset();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (auto s = swap_in_views(live, rebuilt); !s) return cannot_run("replay", s.message());
-  std::cout << "kobo replay: rebuilt " << live.string() << " from " << events << " events in " << seconds << " s ("
+  std::cout << "kobo replay: rebuilt " << live.string() << " from " << events << " events in " << std::fixed
+            << std::setprecision(2) << seconds << " s ("
             << per_second(events, seconds) << " events/s)" << std::endl;
   return kExitClean;
 }

@@ -1,6 +1,7 @@
 #include "audit/audit.h"
 
 #include <chrono>
+#include <iomanip>
 #include <sstream>
 
 #include "audit/model.h"
@@ -186,7 +187,7 @@ std::string summary(const AuditReport& r, std::size_t listed_max) {
       << " records, " << grouped(r.commands) << " commands";
   if (r.duplicates > 0) out << ", " << grouped(r.duplicates) << " duplicates skipped";
   if (r.zombies > 0) out << ", " << grouped(r.zombies) << " fenced-writer events skipped";
-  out << "), read in " << r.seconds << " s";
+  out << "), read in " << std::fixed << std::setprecision(2) << r.seconds << " s";
   if (r.seconds > 0) out << " (" << grouped(static_cast<std::uint64_t>(static_cast<double>(r.records) / r.seconds)) << " events/s)";
   out << "\nrecords:    " << grouped(r.businesses) << " businesses, " << grouped(r.accounts) << " accounts, "
       << grouped(r.wallets) << " wallets, " << grouped(r.transactions) << " transactions\n";
