@@ -431,7 +431,6 @@ Decision decide_advance_payout(const PartitionState& s, const AdvancePayout& c, 
 // pays it), appended to `d`.
 void credit_incoming(const PartitionState& s, const IncomingCredit& c, const std::string& wallet_id,
                      const WalletState* dst, const LedgerConfig& config, UnixMs now, Decision& d) {
-  const auto* num = &wallet_id;  // the wallet the credit lands on
 
   const Kobo dst_after = dst->balance + c.amount;
   const Kobo inbound_after = s.balance_of(kInboundSettlement) - c.amount;
@@ -461,9 +460,9 @@ void credit_incoming(const PartitionState& s, const IncomingCredit& c, const std
   credit["source"] = source.at("publicId");
   credit["sourceType"] = "External";
   credit["sourceData"] = source;
-  credit["destination"] = *num;
+  credit["destination"] = wallet_id;
   credit["destinationType"] = "VirtualAccount";
-  credit["destinationData"] = wallet_snapshot(*num, *dst, config);
+  credit["destinationData"] = wallet_snapshot(wallet_id, *dst, config);
   credit["reference"] = reference;
   credit["linkRef"] = uuid_v4();
   credit["status"] = "success";
@@ -500,7 +499,7 @@ void credit_incoming(const PartitionState& s, const IncomingCredit& c, const std
   d.transaction = credit.at("publicId").get<std::string>();
   d.events.push_back({EventType::debited, c.caller.business, c.caller.live,
                       posting(kInboundSettlement, c.amount, inbound_after)});
-  json credited = posting(*num, c.amount, dst_after);
+  json credited = posting(wallet_id, c.amount, dst_after);
   credited["transaction"] = std::move(credit);
   d.events.push_back({EventType::credited, c.caller.business, c.caller.live, std::move(credited)});
 }

@@ -13,15 +13,11 @@ HttpResult admin_post(HttpClient& http, const json& body, const std::string& adm
   return http.request(boost::beast::http::verb::post, "/v1/admin/businesses", body.dump(), {{"x-admin-key", admin_key}});
 }
 
-class AccountsAndIsolation : public ::testing::Test {
+class AccountsAndIsolation : public ServerSuite {
+ public:
+  static void SetUpTestSuite() { start_server({"--admin-key", kAdminKey}); }
+
  protected:
-  static void SetUpTestSuite() { server_ = std::make_unique<KoboProcess>(kobo_options({"--admin-key", kAdminKey})); }
-  static void TearDownTestSuite() {
-    keep_data_dir_if_failed(*server_);
-    server_.reset();
-  }
-  static HttpClient& http() { return server_->client(); }
-  static const std::string& key() { return server_->test_key(); }
 
   struct Business {
     json business, account, credentials;
@@ -33,9 +29,7 @@ class AccountsAndIsolation : public ::testing::Test {
     const json d = data_or_throw(res, 201, "create business");
     return Business{d["business"], d["account"], d["credentials"]};
   }
-  static std::unique_ptr<KoboProcess> server_;
 };
-std::unique_ptr<KoboProcess> AccountsAndIsolation::server_;
 
 
 TEST_F(AccountsAndIsolation, AdminCreatesBusinessesWithWorkingKeys) {

@@ -16,20 +16,10 @@ json collection_body(const std::string& destination, std::int64_t amount, std::i
   return b;
 }
 
-class Collections : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = std::make_unique<KoboProcess>(kobo_options({"--collection-expire-min-s", "1"}));
-  }
-  static void TearDownTestSuite() {
-    keep_data_dir_if_failed(*server_);
-    server_.reset();
-  }
-  static HttpClient& http() { return server_->client(); }
-  static const std::string& key() { return server_->test_key(); }
-  static std::unique_ptr<KoboProcess> server_;
+class Collections : public ServerSuite {
+ public:
+  static void SetUpTestSuite() { start_server({"--collection-expire-min-s", "1"}); }
 };
-std::unique_ptr<KoboProcess> Collections::server_;
 
 TEST_F(Collections, AcceptsTheExactAmountOnceThenCloses) {
   const json dest = create_wallet(http(), key());

@@ -28,10 +28,10 @@ KoboOptions kobo_options(std::vector<std::string> extra_args) {
 std::unique_ptr<KoboProcess> ServerSuite::server_;
 std::string ServerSuite::start_error_;
 
-void ServerSuite::SetUpTestSuite() {
+void ServerSuite::start_server(std::vector<std::string> extra_args) {
   start_error_.clear();
   try {
-    server_ = std::make_unique<KoboProcess>(kobo_options());
+    server_ = std::make_unique<KoboProcess>(kobo_options(std::move(extra_args)));
   } catch (const std::exception& e) {
     start_error_ = e.what();
   }

@@ -36,8 +36,10 @@ KoboOptions kobo_options(std::vector<std::string> extra_args = {});
 // One server for all tests of a suite. Tests that need fresh state create their own wallets.
 class ServerSuite : public ::testing::Test {
  public:
-  static void SetUpTestSuite();
+  static void SetUpTestSuite() { start_server({}); }
   static void TearDownTestSuite();
+  // For suites whose server needs flags: `static void SetUpTestSuite() { start_server({...}); }`.
+  static void start_server(std::vector<std::string> extra_args);
 
  protected:
   void SetUp() override;

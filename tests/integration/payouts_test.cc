@@ -26,18 +26,10 @@ json get_transaction(HttpClient& http, const std::string& key, const std::string
 }
 
 // One server for the suite, with a fast sandbox rail.
-class Payouts : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = std::make_unique<KoboProcess>(kobo_options({"--rail-delay-ms", "200"})); }
-  static void TearDownTestSuite() {
-    keep_data_dir_if_failed(*server_);
-    server_.reset();
-  }
-  static HttpClient& http() { return server_->client(); }
-  static const std::string& key() { return server_->test_key(); }
-  static std::unique_ptr<KoboProcess> server_;
+class Payouts : public ServerSuite {
+ public:
+  static void SetUpTestSuite() { start_server({"--rail-delay-ms", "200"}); }
 };
-std::unique_ptr<KoboProcess> Payouts::server_;
 
 TEST_F(Payouts, DebitsAmountPlusTheFeeOfItsTier) {
   struct Row {
