@@ -13,6 +13,7 @@
 #include "app/progress.h"
 #include "audit/audit.h"
 #include "events/embedded_log.h"
+#include "events/kafka_log.h"
 #include "projection/rebuild.h"
 #include "projection/views.h"
 
@@ -39,7 +40,15 @@ std::string explain(const std::string& message) {
   return message + "\n(another process holds this data dir: stop `kobo serve` on it first)";
 }
 
-Result<std::unique_ptr<EventLog>> open_log(const fs::path& data_dir) {
+// The log a command reads: the Kafka topic when brokers are given, else D/log.
+Result<std::unique_ptr<EventLog>> open_log(const fs::path& data_dir, const AuditCommands::LogFlags& flags) {
+  if (!flags.kafka_brokers.empty()) {
+    KafkaLogOptions k;
+    k.brokers = flags.kafka_brokers;
+    k.topic = flags.kafka_topic;
+    k.writer = false;
+    return open_kafka_log(k);
+  }
   EmbeddedLogOptions o;
   o.path = (data_dir / "log").string();
   o.partitions = 0;  // as the log was created
@@ -57,6 +66,12 @@ std::string per_second(std::uint64_t n, double seconds) {
 
 }  // namespace
 
+void AuditCommands::add_log_flags(CLI::App* sub, LogFlags& flags, const std::string& what) {
+  sub->add_option("--kafka-brokers", flags.kafka_brokers, what)->envname("KOBO_KAFKA_BROKERS");
+  sub->add_option("--kafka-topic", flags.kafka_topic, "Kafka topic of the event log")
+      ->envname("KOBO_KAFKA_TOPIC")->capture_default_str();
+}
+
 AuditCommands::AuditCommands(CLI::App& app) {
   audit_ = app.add_subcommand(
       "audit",
@@ -65,8 +80,7 @@ AuditCommands::AuditCommands(CLI::App& app) {
       "Exit 0 when clean, 1 on any violation, 2 when it cannot run");
   audit_->add_option("--data-dir", audit_flags_.data_dir, "Data directory of the embedded log (and its views)")
       ->envname("KOBO_DATA_DIR");
-  audit_->add_option("--kafka-brokers", audit_flags_.kafka_brokers, "Audit the Kafka log at HOST:PORT[,…]")
-      ->envname("KOBO_KAFKA_BROKERS");
+  add_log_flags(audit_, audit_flags_.log, "Audit the Kafka log at HOST:PORT[,…] (with --data-dir: and its views)");
   audit_->add_option("--json", audit_flags_.json_file, "Also write a machine-readable report to FILE")
       ->envname("KOBO_AUDIT_JSON");
   audit_->add_flag("--progress", audit_flags_.progress,
@@ -80,6 +94,7 @@ AuditCommands::AuditCommands(CLI::App& app) {
   replay_->add_option("--data-dir", replay_flags_.data_dir, "Data directory of the embedded log and its views")
       ->envname("KOBO_DATA_DIR")
       ->required();
+  add_log_flags(replay_, replay_flags_.log, "Rebuild from the Kafka log at HOST:PORT[,…]");
   replay_->add_flag("--progress", replay_flags_.progress,
                     "Show the progress bar on stderr even when it is not a terminal")
       ->envname("KOBO_PROGRESS");
@@ -87,20 +102,19 @@ AuditCommands::AuditCommands(CLI::App& app) {
 
 namespace {
 
-int run_audit(const std::string& data_dir_flag, const std::string& kafka_brokers, const std::string& json_file,
-              bool progress_flag) {
-  if (!kafka_brokers.empty() && !data_dir_flag.empty())
-    return cannot_run("audit", "give --data-dir or --kafka-brokers, not both");
-  if (!kafka_brokers.empty())
-    return cannot_run("audit", "--kafka-brokers: not supported yet: the Kafka backend is not built");
-  if (data_dir_flag.empty()) return cannot_run("audit", "give --data-dir D or --kafka-brokers B");
+int run_audit(const std::string& data_dir_flag, const AuditCommands::LogFlags& log_flags,
+              const std::string& json_file, bool progress_flag) {
+  if (data_dir_flag.empty() && log_flags.kafka_brokers.empty())
+    return cannot_run("audit", "give --data-dir D or --kafka-brokers B");
   const fs::path data_dir(data_dir_flag);
 
-  auto log = open_log(data_dir);
+  auto log = open_log(data_dir, log_flags);
   if (!log) return cannot_run("audit", log.status().message());
+  const std::string subject =
+      log_flags.kafka_brokers.empty() ? data_dir.string() : "Kafka topic " + log_flags.kafka_topic;
   std::unique_ptr<Views> views;
   const fs::path views_dir = data_dir / "views";
-  if (fs::exists(views_dir)) {
+  if (!data_dir_flag.empty() && fs::exists(views_dir)) {
     auto v = Views::open(views_dir.string(), log.value()->partitions());
     if (!v) return cannot_run("audit", explain(v.status().message()));
     views = std::move(v).value();
@@ -116,7 +130,8 @@ int run_audit(const std::string& data_dir_flag, const std::string& kafka_brokers
     return cannot_run("audit", "reading the log: " + report.status().message());
   }
   if (!views) {
-    report->views.note = "not checked: " + views_dir.string() + " does not exist";
+    report->views.note = data_dir_flag.empty() ? "not checked: no --data-dir with views given"
+                                               : "not checked: " + views_dir.string() + " does not exist";
   } else if (!report->clean()) {
     report->views.note = "not compared: the log itself has violations";
   } else {
@@ -130,7 +145,7 @@ int run_audit(const std::string& data_dir_flag, const std::string& kafka_brokers
   }
   bar.finish();
 
-  std::cout << "kobo audit of " << data_dir.string() << "\n" << audit::summary(report.value()) << std::flush;
+  std::cout << "kobo audit of " << subject << "\n" << audit::summary(report.value()) << std::flush;
   if (!json_file.empty()) {
     std::ofstream out(json_file, std::ios::trunc);
     out << audit::to_json(report.value()).dump(2) << "\n";
@@ -140,9 +155,9 @@ int run_audit(const std::string& data_dir_flag, const std::string& kafka_brokers
   return report->clean() ? kExitClean : kExitViolations;
 }
 
-int run_replay(const std::string& data_dir_flag, bool progress_flag) {
+int run_replay(const std::string& data_dir_flag, const AuditCommands::LogFlags& log_flags, bool progress_flag) {
   const fs::path data_dir(data_dir_flag);
-  auto log = open_log(data_dir);
+  auto log = open_log(data_dir, log_flags);
   if (!log) return cannot_run("replay", log.status().message());
   const fs::path live = data_dir / "views";
   const fs::path rebuilt = data_dir / ("views.rebuild-" + std::to_string(::getpid()));
@@ -185,8 +200,8 @@ int run_replay(const std::string& data_dir_flag, bool progress_flag) {
 
 std::optional<int> AuditCommands::run() const {
   if (audit_->parsed())
-    return run_audit(audit_flags_.data_dir, audit_flags_.kafka_brokers, audit_flags_.json_file, audit_flags_.progress);
-  if (replay_->parsed()) return run_replay(replay_flags_.data_dir, replay_flags_.progress);
+    return run_audit(audit_flags_.data_dir, audit_flags_.log, audit_flags_.json_file, audit_flags_.progress);
+  if (replay_->parsed()) return run_replay(replay_flags_.data_dir, replay_flags_.log, replay_flags_.progress);
   return std::nullopt;
 }
 

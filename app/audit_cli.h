@@ -1,10 +1,11 @@
 #pragma once
 // `kobo audit` and `kobo replay` (DESIGN section 6): their flags and what they run.
 //
-//   kobo audit (--data-dir D | --kafka-brokers B) [--json FILE] [--progress]
+//   kobo audit (--data-dir D | --kafka-brokers B [--kafka-topic T] [--data-dir D]) [--json FILE] [--progress]
 //     exit 0: the log (and the views, when D has them) are clean; 1: violations; 2: cannot run.
-//   kobo replay --data-dir D [--progress]
-//     rebuilds D/views from D/log into D/views.rebuild-<pid> and swaps it in; exit 0 when done,
+//   kobo replay --data-dir D [--kafka-brokers B [--kafka-topic T]] [--progress]
+//     rebuilds D/views from the log (D/log, or the Kafka topic) into D/views.rebuild-<pid> and
+//     swaps it in; exit 0 when done,
 //     1 when the log cannot be applied, 2 when it cannot run (no log, a server holds the dir).
 //
 // Both refuse a data dir that a running `kobo serve` holds (RocksDB's LOCK).
@@ -25,17 +26,25 @@ class AuditCommands {
   // The exit code of the subcommand that was parsed, or nullopt when it was neither of these.
   std::optional<int> run() const;
 
+  struct LogFlags {
+    std::string kafka_brokers;  // empty: the embedded log under the data dir
+    std::string kafka_topic = "kobo.ledger.events";
+  };
+
  private:
   struct AuditFlags {
     std::string data_dir;
-    std::string kafka_brokers;
+    LogFlags log;
     std::string json_file;
     bool progress = false;
   };
   struct ReplayFlags {
     std::string data_dir;
+    LogFlags log;
     bool progress = false;
   };
+  static void add_log_flags(CLI::App* sub, LogFlags& flags, const std::string& what);
+
   CLI::App* audit_ = nullptr;
   CLI::App* replay_ = nullptr;
   AuditFlags audit_flags_;

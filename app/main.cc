@@ -1,5 +1,5 @@
 // kobo: the Kobo Ledger executable. `kobo serve` runs the writer, the projector and the HTTP
-// API in one process on the embedded log (DESIGN section 6).
+// API in one process, on the embedded log or on Kafka (DESIGN section 6).
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "app/audit_cli.h"
@@ -16,6 +17,7 @@
 #include "common/crypto.h"
 #include "common/log.h"
 #include "events/embedded_log.h"
+#include "events/kafka_log.h"
 #include "projection/projector.h"
 #include "projection/views.h"
 #include "query-api/api.h"
@@ -43,7 +45,62 @@ struct ServeOptions {
   std::int64_t expire_in_min_s = 600;
   std::string fee_tiers = "500000:1075,5000000:2688,max:5375";
   std::string log_level = "info";
+  std::string kafka_brokers;  // empty: the embedded log
+  std::string kafka_topic = kDefaultKafkaTopic;
+  int kafka_append_timeout_ms = 5'000;
+  std::vector<std::string> roles{"command", "projector", "query"};
 };
+
+// The roles a process can take (DESIGN section 1). A node that takes commands also projects and
+// answers queries, so that its clients read their own writes; a projector node follows the log
+// into its own views and serves only /healthz, /readyz and /metrics.
+struct Roles {
+  bool command = false;
+  bool projector = false;
+};
+
+Result<Roles> parse_roles(const std::vector<std::string>& names) {
+  std::set<std::string> set(names.begin(), names.end());
+  if (set == std::set<std::string>{"command", "projector", "query"}) return Roles{true, true};
+  if (set == std::set<std::string>{"projector"}) return Roles{false, true};
+  return Status::error("--roles: run either command,projector,query (a writer that also serves its views) or "
+                       "projector (a node that only follows the log into its views)");
+}
+
+// The data dir remembers which log its views were built from: views of one log applied on top
+// of another would be silently wrong.
+Status check_log_source(const fs::path& data_dir, const std::string& source) {
+  const fs::path path = data_dir / "log-source";
+  if (fs::exists(path)) {
+    std::ifstream in(path);
+    std::string recorded;
+    std::getline(in, recorded);
+    if (recorded != source)
+      return Status::error("the data dir " + data_dir.string() + " holds views of " + recorded + ", not of " + source +
+                           "; use another --data-dir");
+    return {};
+  }
+  std::ofstream out(path, std::ios::trunc);
+  out << source << "\n";
+  out.close();
+  if (!out) return Status::error("cannot write " + path.string());
+  return {};
+}
+
+Result<std::unique_ptr<EventLog>> open_serve_log(const ServeOptions& o, const fs::path& data_dir, bool writer) {
+  if (o.kafka_brokers.empty()) {
+    if (auto s = check_log_source(data_dir, "embedded"); !s) return s;
+    return open_embedded_log({(data_dir / "log").string(), o.partitions, !o.no_fsync});
+  }
+  if (auto s = check_log_source(data_dir, "kafka topic " + o.kafka_topic); !s) return s;
+  KafkaLogOptions ko;
+  ko.brokers = o.kafka_brokers;
+  ko.topic = o.kafka_topic;
+  ko.partitions = o.partitions;
+  ko.writer = writer;
+  ko.append_timeout = std::chrono::milliseconds(o.kafka_append_timeout_ms);
+  return open_kafka_log(ko);
+}
 
 // Written before the business is appended (write, fsync, rename), so a crash in between
 // reuses these keys on the next start instead of losing them.
@@ -133,6 +190,34 @@ Result<std::pair<std::string, std::uint16_t>> parse_listen(const std::string& li
   }
 }
 
+// A projector node: the views follow the log; HTTP serves only health and metrics.
+int serve_projector(const ServeOptions& o, EventLog& log, Views& views, const std::pair<std::string, std::uint16_t>& listen,
+                    const std::string& backend, sigset_t& signals) {
+  Projector projector(log, views);
+  if (auto s = projector.start(); !s) {
+    log::error("projector: " + s.message());
+    return 1;
+  }
+  http::Router router;
+  add_operational_routes(router, [&projector] { return projector.healthy(); });
+  http::ServerOptions so;
+  so.address = listen.first;
+  so.port = listen.second;
+  so.threads = 1;
+  http::Server server(so, router.handler());
+  if (auto s = server.start(); !s) {
+    log::error("listen " + o.listen + ": " + s.message());
+    return 1;
+  }
+  log::info("projecting", {{"address", so.address}, {"port", server.port()}, {"dataDir", o.data_dir}, {"log", backend}});
+  int sig = 0;
+  sigwait(&signals, &sig);
+  log::info("stopping", {{"signal", sig}});
+  server.stop();
+  projector.stop();
+  return 0;
+}
+
 int serve(const ServeOptions& o) {
   if (o.log_level == "debug") log::set_min_level(log::Level::debug);
   else if (o.log_level == "warn") log::set_min_level(log::Level::warn);
@@ -156,17 +241,22 @@ int serve(const ServeOptions& o) {
   fs::create_directories(data_dir, ec);
   if (ec) return fail("cannot create data dir " + data_dir.string() + ": " + ec.message());
 
-  auto log = open_embedded_log({(data_dir / "log").string(), o.partitions, !o.no_fsync});
+  const auto roles = parse_roles(o.roles);
+  if (!roles) return fail(roles.status().message());
+  auto log = open_serve_log(o, data_dir, roles->command);
   if (!log) return fail(log.status().message());
-  auto views = Views::open((data_dir / "views").string(), o.partitions);
+  const std::uint32_t partitions = log.value()->partitions();  // an existing topic decides
+  auto views = Views::open((data_dir / "views").string(), partitions);
   if (!views) return fail(views.status().message());
+  const std::string backend = o.kafka_brokers.empty() ? "embedded" : "kafka";
+  if (!roles->command) return serve_projector(o, *log.value(), *views.value(), listen.value(), backend, signals);
 
   const auto fee_tiers = parse_fee_tiers(o.fee_tiers);
   if (!fee_tiers) return fail(fee_tiers.status().message());
   LedgerOptions lo;
   lo.config.fee_tiers = fee_tiers.value();
   lo.config.rail_delay = std::chrono::milliseconds(o.rail_delay_ms);
-  lo.config.partitions = o.partitions;
+  lo.config.partitions = partitions;
   lo.config.bank_name = o.bank_name;
   lo.config.bank_code = o.bank_code;
   lo.config.nuban_code = o.nuban_code;
@@ -191,8 +281,8 @@ int serve(const ServeOptions& o) {
   log::info("serving", {{"address", so.address},
                         {"port", server.port()},
                         {"dataDir", data_dir.string()},
-                        {"partitions", o.partitions},
-                        {"log", "embedded"},
+                        {"partitions", partitions},
+                        {"log", backend},
                         {"fsync", !o.no_fsync}});
 
   int sig = 0;
@@ -215,7 +305,8 @@ int main(int argc, char** argv) {
   s->add_option("--listen", serve.listen, "Address to serve HTTP on, HOST:PORT")->envname("KOBO_LISTEN")->capture_default_str();
   s->add_option("--data-dir", serve.data_dir, "Directory of the embedded log, the views and credentials.json")
       ->envname("KOBO_DATA_DIR")->capture_default_str();
-  s->add_option("--partitions", serve.partitions, "Log partitions (fixed when the log is created)")
+  s->add_option("--partitions,--kafka-partitions", serve.partitions,
+                 "Log partitions when the log or topic is created (an existing one keeps its own)")
       ->envname("KOBO_PARTITIONS")->check(CLI::Range(1, 1024))->capture_default_str();
   s->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
       ->envname("KOBO_HTTP_THREADS")->check(CLI::Range(1, 64))->capture_default_str();
@@ -240,6 +331,16 @@ int main(int argc, char** argv) {
       ->envname("KOBO_COLLECTION_EXPIRE_MIN_S")->check(CLI::Range(1, 1800))->capture_default_str();
   s->add_option("--fee-tiers", serve.fee_tiers, "Bank transfer fees in kobo: UP_TO:FEE,...,max:FEE")
       ->envname("KOBO_FEE_TIERS")->capture_default_str();
+  s->add_option("--kafka-brokers", serve.kafka_brokers,
+                 "Run on Kafka at HOST:PORT[,...] instead of the embedded log (DESIGN section 5)")
+      ->envname("KOBO_KAFKA_BROKERS");
+  s->add_option("--kafka-topic", serve.kafka_topic, "Kafka topic of the event log (created if missing)")
+      ->envname("KOBO_KAFKA_TOPIC")->capture_default_str();
+  s->add_option("--kafka-append-timeout-ms", serve.kafka_append_timeout_ms,
+                 "Kafka: an append not committed within this is answered 503")
+      ->envname("KOBO_KAFKA_APPEND_TIMEOUT_MS")->check(CLI::Range(100, 120'000))->capture_default_str();
+  s->add_option("--roles", serve.roles, "command,projector,query (default: all in one process) or projector")
+      ->envname("KOBO_ROLES")->delimiter(',')->capture_default_str();
   s->add_option("--log-level", serve.log_level, "debug, info, warn or error")
       ->envname("KOBO_LOG_LEVEL")->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
   kobo::AuditCommands audit_commands(app);  // `kobo audit` and `kobo replay`

@@ -232,15 +232,42 @@ void Ledger::take_due(std::vector<Pending>& batch) {
   }
 }
 
+// After a failed append: settle the log's writer, then rebuild the state from what the log
+// says, so nothing is decided on top of events that may not exist. Until that works, every
+// command is answered `unavailable` and run() tries again every second; a fenced writer never
+// writes again.
+void Ledger::recover() {
+  healthy_.store(false);
+  if (log_.fenced()) {
+    log::error("another writer has taken the log; this writer stops accepting commands");
+    return;
+  }
+  next_recovery_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  if (auto s = log_.reset_writer(); !s) {
+    log::warn("the log cannot be written yet; retrying", {{"error", s.message()}});
+    return;
+  }
+  if (auto s = replay(); !s) {
+    log::warn("the log cannot be re-read yet; retrying", {{"error", s.message()}});
+    return;
+  }
+  resume_scheduled();
+  healthy_.store(true);
+  log::info("the writer is writing again");
+}
+
 void Ledger::run() {
   std::vector<Pending> batch;
   for (;;) {
+    if (!healthy_.load() && !log_.fenced() && std::chrono::steady_clock::now() >= next_recovery_) recover();
     batch.clear();
     take_due(batch);
     {
       std::unique_lock lock(mu_);
       auto ready = [&] { return stopping_ || !queue_.empty() || !batch.empty(); };
-      if (scheduled_.empty()) {
+      if (!healthy_.load() && !log_.fenced()) {
+        cv_.wait_until(lock, next_recovery_, ready);
+      } else if (scheduled_.empty()) {
         cv_.wait(lock, ready);
       } else {
         const auto wait_ms = std::max<UnixMs>(0, scheduled_.begin()->first - now_ms());
@@ -299,16 +326,10 @@ void Ledger::process(std::vector<Pending>& batch) {
       ledger_metrics().append_failures.inc();
       log::error("append failed; answering the batch unavailable and re-reading the log",
                  {{"error", s.message()}, {"events", events.size()}});
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        // Rejections changed nothing and stay true; everything else is unknown to the client.
-        if (outcomes[i].rejection == Rejection::none) outcomes[i] = unavailable("the event log could not be written");
-      }
-      if (auto r = replay(); !r) {
-        log::error("the log cannot be re-read; the writer stops accepting commands", {{"error", r.message()}});
-        healthy_.store(false);
-      }
-      resume_scheduled();
+      // Even a rejection may rest on an earlier command of the batch whose fate is now unknown.
+      for (auto& o : outcomes) o = unavailable("the event log could not be written");
       follow_ups.clear();
+      recover();
     } else {
       publish_durable();
       business_count_.fetch_add(businesses_added);

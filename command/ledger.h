@@ -13,6 +13,7 @@
 // answering `unavailable` and joins the thread.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -60,8 +61,8 @@ class Ledger {
   Seq durable_seq(Partition p) const { return Seq(durable_seq_[p.value].load(std::memory_order_acquire)); }
   // Thread-safe. How many businesses exist (all partitions).
   std::size_t business_count() const { return business_count_.load(); }
-  // Thread-safe. False once the writer cannot write (append failed and the log could not be
-  // re-read); /readyz reports it.
+  // Thread-safe. False while the writer cannot write (an append failed and the log is not yet
+  // settled and re-read), and for good once another writer has fenced it; /readyz reports it.
   bool healthy() const { return healthy_.load(); }
 
  private:
@@ -73,6 +74,7 @@ class Ledger {
   [[nodiscard]] Status replay();
   [[nodiscard]] Status append_writer_started();
   void run();
+  void recover();
   void resume_scheduled();
   void take_due(std::vector<Pending>& batch);
   void process(std::vector<Pending>& batch);
@@ -92,6 +94,7 @@ class Ledger {
   bool stopping_ = false;         // guarded by mu_
   // Writer thread only: internal commands (settlements, payout rail steps) by due time.
   std::multimap<UnixMs, Command> scheduled_;
+  std::chrono::steady_clock::time_point next_recovery_{};  // writer thread only
   std::thread thread_;
 };
 

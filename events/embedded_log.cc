@@ -99,6 +99,8 @@ class EmbeddedReader final : public LogReader {
     return {};
   }
 
+  Offset position(Partition p) const override { return pos_.at(p.value); }
+
  private:
   void read_available(std::size_t max_records, std::vector<LogRecord>& out) {
     std::size_t budget = max_records;

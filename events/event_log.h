@@ -2,7 +2,7 @@
 // EventLog: the durable, partitioned, append-only log every other component stands on.
 //
 // Backends: EmbeddedLog (RocksDB under <data-dir>/log, the default), MemoryLog (unit tests) and
-// the Kafka backend. All pass tests/event_log_contract_test.cc.
+// KafkaLog (events/kafka_log.h). All pass tests/event_log_contract_test.cc.
 //
 // Thread safety: append() may be called from one thread at a time (the single writer);
 // readers may be opened and polled from any thread, each reader by one thread at a time.
@@ -43,6 +43,10 @@ class LogReader {
   // within each partition, waiting at most `timeout` when none is available yet.
   [[nodiscard]] virtual Status poll(std::size_t max_records, std::chrono::milliseconds timeout,
                                     std::vector<LogRecord>& out) = 0;
+  // The offset the reader will read next in partition p: one past the last record it returned,
+  // or further when it has passed offsets that hold no record for it (Kafka's transaction
+  // markers and aborted records), so a reader can tell it reached an end_offsets() position.
+  virtual Offset position(Partition p) const = 0;
 };
 
 class EventLog {
@@ -52,14 +56,28 @@ class EventLog {
   virtual std::uint32_t partitions() const = 0;
 
   // Appends `batch` durably and atomically: on success every event is durable (fsync'd, or
-  // in a committed Kafka transaction) and visible to readers; on failure none is visible.
+  // in a committed Kafka transaction) and visible to readers (on Kafka within moments, once the
+  // broker has written the transaction markers); on failure none is visible, except that a
+  // Kafka append spanning partitions may have committed some of them: re-read after
+  // reset_writer() to know.
   [[nodiscard]] virtual Status append(std::span<const EncodedEvent> batch) = 0;
 
   // A reader positioned at `start[p]` for each partition p (size == partitions()).
   [[nodiscard]] virtual Result<std::unique_ptr<LogReader>> open_reader(std::vector<Offset> start) = 0;
 
-  // For each partition, the offset one past its last durable record.
+  // For each partition, the offset one past its last durable record: where a reader that has
+  // read everything readable stands (Kafka: the last stable offset).
   [[nodiscard]] virtual Result<std::vector<Offset>> end_offsets() = 0;
+
+  // After a failed append: makes sure nothing of it can still become visible, so that reading
+  // the log again tells the whole truth (Kafka: re-initialises the transactional producers,
+  // which fences their old instances and resolves their open transactions). An error means
+  // the log cannot be written now; the writer tries again later.
+  [[nodiscard]] virtual Status reset_writer() { return {}; }
+
+  // True once another writer has taken the partitions (Kafka's transactional.id fencing):
+  // this process must never write to the log again.
+  virtual bool fenced() const { return false; }
 };
 
 }  // namespace kobo

@@ -1,5 +1,7 @@
 #include "events/log_follower.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 
 namespace kobo {
@@ -125,6 +127,12 @@ Result<std::size_t> LogFollower::step(LogVisitor& v, std::chrono::milliseconds w
     }
     if (auto s = handle(v, r); !s) return s;
     ++consumed;
+  }
+  // The reader may have passed offsets that hold nothing to read (Kafka's transaction markers);
+  // a partition with nothing held back is read up to wherever the reader stands.
+  for (std::uint32_t p = 0; p < cursors_.size(); ++p) {
+    const bool holding = std::any_of(held_.begin(), held_.end(), [p](const LogRecord& r) { return r.partition.value == p; });
+    if (!holding) cursors_[p].next_offset = std::max(cursors_[p].next_offset, reader_->position(Partition(p)));
   }
   return consumed;
 }

@@ -32,6 +32,8 @@ class MemoryReader final : public LogReader {
     return {};
   }
 
+  Offset position(Partition p) const override { return pos_.at(p.value); }
+
  private:
   void read_available(std::size_t budget, std::vector<LogRecord>& out) {
     std::lock_guard lock(state_->mu);

@@ -682,13 +682,16 @@ void Api::add_routes(http::Router& router) {
   router.patch("/v1/accounts/{id}", bind(&Handlers::update_account));
   router.post("/v1/admin/businesses", bind(&Handlers::create_business));
 
+  add_operational_routes(router, [this] { return ledger_.healthy() && projector_.healthy() && caught_up(); });
+}
+
+void add_operational_routes(http::Router& router, std::function<bool()> ready) {
   router.get("/healthz", [](Request&&, const PathParams&, Responder respond) {
     respond(Response{200, R"({"status":"ok"})", "application/json", {}});
   });
-  router.get("/readyz", [this](Request&&, const PathParams&, Responder respond) {
-    const bool ready = ledger_.healthy() && projector_.healthy() && caught_up();
-    respond(ready ? Response{200, R"({"status":"ready"})", "application/json", {}}
-                  : Response{503, R"({"status":"not ready"})", "application/json", {}});
+  router.get("/readyz", [ready = std::move(ready)](Request&&, const PathParams&, Responder respond) {
+    respond(ready() ? Response{200, R"({"status":"ready"})", "application/json", {}}
+                    : Response{503, R"({"status":"not ready"})", "application/json", {}});
   });
   router.get("/metrics", [](Request&&, const PathParams&, Responder respond) {
     respond(Response{200, metrics::registry().render(), "text/plain; version=0.0.4", {}});

@@ -11,6 +11,7 @@
 
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "command/ledger.h"
@@ -46,6 +47,9 @@ class Api {
   const ApiOptions options_;
   boost::asio::thread_pool waits_{1};
 };
+
+// /healthz (the process runs), /readyz (503 while `ready` says no) and /metrics.
+void add_operational_routes(http::Router& router, std::function<bool()> ready);
 
 // The one table from domain rejections to HTTP answers.
 http::Response rejection_response(Rejection r);

@@ -155,7 +155,7 @@ TEST_F(AuditCommand, RefusesADataDirThatARunningServerHolds) {
   EXPECT_EQ(run_kobo(binary(), {"audit", "--data-dir", dir.string()}).exit_code, 0);
 }
 
-TEST_F(AuditCommand, CannotRunWithoutALogOrOnKafka) {
+TEST_F(AuditCommand, CannotRunWithoutALog) {
   struct Row {
     std::vector<std::string> args;
     const char* says;
@@ -164,9 +164,9 @@ TEST_F(AuditCommand, CannotRunWithoutALogOrOnKafka) {
   for (const Row& row : std::vector<Row>{
            {{"audit", "--data-dir", missing.string()}, "no event log"},
            {{"replay", "--data-dir", missing.string()}, "no event log"},
-           {{"audit", "--kafka-brokers", "127.0.0.1:9092"}, "not supported yet"},
            {{"audit"}, "--data-dir"},
-           {{"audit", "--data-dir", data_dir().string(), "--kafka-brokers", "127.0.0.1:9092"}, "not both"},
+           // Nothing listens on port 1: the Kafka log cannot be opened (after its connect timeout).
+           {{"audit", "--kafka-brokers", "127.0.0.1:1"}, "kafka"},
            {{"replay"}, "--data-dir"},
        }) {
     const RunResult r = run_kobo(binary(), row.args);

@@ -55,6 +55,16 @@ int status_to_code(int status) {
 
 }  // namespace
 
+std::string test_kafka_brokers() {
+  const std::string dir = env_or("KOBO_TEST_KAFKA_DIR", "");
+  if (dir.empty()) return {};
+  std::ifstream in(fs::path(dir) / "bootstrap");
+  std::string brokers;
+  std::getline(in, brokers);
+  if (brokers.empty()) throw std::runtime_error("KOBO_TEST_KAFKA_DIR=" + dir + " has no running broker");
+  return brokers;
+}
+
 KoboProcess::KoboProcess(KoboOptions options) : options_(std::move(options)) {
   binary_ = options_.binary.empty() ? fs::path(env_or("KOBO_BINARY", "")) : options_.binary;
   if (binary_.empty()) throw std::runtime_error("KoboProcess: no kobo binary (set KOBO_BINARY)");
@@ -125,6 +135,10 @@ void KoboProcess::spawn() {
   std::vector<std::string> args = {binary_.string(), "serve", "--listen",
                                    "127.0.0.1:" + std::to_string(port_), "--data-dir", data_dir_.string()};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  if (const auto brokers = test_kafka_brokers(); !brokers.empty() && !options_.embedded_only) {
+    // The Kafka run of a suite: a topic of its own per data dir, kept across restarts.
+    args.insert(args.end(), {"--kafka-brokers", brokers, "--kafka-topic", "it." + data_dir_.filename().string()});
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -8,6 +8,8 @@
 // (n counts starts), so a failed start can show the log's tail. The child gets SIGKILL if the thread that started it dies (PR_SET_PDEATHSIG), so a
 // crashed test leaves no server behind.
 //
+// With KOBO_TEST_KAFKA_DIR set (see test_kafka_brokers()) the child serves on Kafka instead.
+//
 // Lifecycle: constructed = running. kill9() / terminate() stop it; start() / restart() start it
 // again on the same data directory. The destructor SIGKILLs a running child and removes a
 // temporary data directory unless keep_data_dir(true) was called (or KOBO_TEST_KEEP_DATA=1).
@@ -40,7 +42,14 @@ struct KoboOptions {
   std::chrono::milliseconds start_timeout{30'000};
   // After /healthz, also wait for GET /readyz to answer 200 (views caught up with the log).
   bool wait_ready = true;
+  // Stay on the embedded log even in a Kafka run (tests that read <data-dir>/log themselves).
+  bool embedded_only = false;
 };
+
+// The Kafka run of the integration suites (ctest label `kafka`): KOBO_TEST_KAFKA_DIR names the
+// test broker's directory (tools/kafka/broker.sh), and every KoboProcess then serves on Kafka
+// with a topic of its own. Empty when the variable is not set: the embedded log.
+std::string test_kafka_brokers();
 
 struct KoboCredentials {
   std::string business_id;

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# A single-node Apache Kafka 3.9 broker (KRaft, broker+controller in one process) on loopback,
+# for the tests and for local runs on the Kafka backend (DESIGN section 5).
+#
+#   tools/kafka/broker.sh start DIR   formats a fresh KRaft log under DIR, starts the broker on
+#                                     free loopback ports, waits until it answers and prints its
+#                                     bootstrap address (also written to DIR/bootstrap)
+#   tools/kafka/broker.sh stop DIR    stops it (SIGTERM, then SIGKILL after 20 s)
+#   tools/kafka/broker.sh kill DIR    kill -9, for fault tests
+#   tools/kafka/broker.sh restart DIR starts the stopped/killed broker again on the same ports and log
+#
+# The jars come from Maven Central through tools/kafka/pom.xml (`mvn package` copies them to
+# tools/kafka/target/lib); Java is Debian's OpenJDK. Broker output goes to DIR/broker.log.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+lib="$here/target/lib"
+cmd="${1:-}"; dir="${2:-}"
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop|kill|restart DIR" >&2; exit 2; }
+
+fetch_jars() {
+  [ -f "$lib/kafka_2.13-3.9.0.jar" ] && return 0
+  echo "broker.sh: fetching the Kafka jars from Maven Central" >&2
+  (cd "$here" && mvn -q -B package) >&2
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+java_run() {  # java_run MAINCLASS ARGS...: the broker's classpath and a heap that suits a test box
+  exec java -Xms256m -Xmx768m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+    -Dlog4j.configuration="file:$dir/log4j.properties" -cp "$lib/*" "$@"
+}
+
+launch() {
+  local port from; port="$(cat "$dir/port")"
+  from=$(( $(stat -c %s "$dir/broker.log" 2>/dev/null || echo 0) + 1 ))  # only this start's lines
+  java_run kafka.Kafka "$dir/server.properties" >>"$dir/broker.log" 2>&1 &
+  echo $! >"$dir/pid"
+  for _ in $(seq 1 240); do
+    if tail -c "+$from" "$dir/broker.log" | grep -q 'Kafka Server started' &&
+       python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null; then
+      echo "127.0.0.1:$port" >"$dir/bootstrap"
+      echo "127.0.0.1:$port"
+      return 0
+    fi
+    kill -0 "$(cat "$dir/pid")" 2>/dev/null || { echo "broker.sh: the broker exited; see $dir/broker.log" >&2; tail -20 "$dir/broker.log" >&2; return 1; }
+    sleep 0.5
+  done
+  echo "broker.sh: the broker did not start within 120 s; see $dir/broker.log" >&2
+  return 1
+}
+
+stop() {
+  local sig="$1" pid
+  [ -f "$dir/pid" ] || return 0
+  pid="$(cat "$dir/pid")"
+  kill "-$sig" "$pid" 2>/dev/null || { rm -f "$dir/pid"; return 0; }
+  for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || { rm -f "$dir/pid"; return 0; }; sleep 0.5; done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$dir/pid"
+}
+
+case "$cmd" in
+  start)
+    fetch_jars
+    rm -rf "$dir" && mkdir -p "$dir/log"
+    dir="$(cd "$dir" && pwd)"
+    port="$(free_port)"; cport="$(free_port)"
+    echo "$port" >"$dir/port"
+    cat >"$dir/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$dir/log
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=1
+min.insync.replicas=1
+group.initial.rebalance.delay.ms=0
+# Aborted transactions of a killed writer are cleaned up within a second, not a minute.
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
+transaction.remove.expired.transaction.cleanup.interval.ms=3600000
+num.network.threads=2
+num.io.threads=2
+background.threads=2
+log.cleaner.enable=false
+PROPS
+    cat >"$dir/log4j.properties" <<PROPS
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=$dir/broker.log
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+PROPS
+    (java_run kafka.tools.StorageTool format -t "$(python3 -c 'import base64,uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')" \
+      -c "$dir/server.properties" --ignore-formatted) >>"$dir/broker.log" 2>&1
+    launch
+    ;;
+  restart)
+    dir="$(cd "$dir" && pwd)"
+    stop TERM
+    launch
+    ;;
+  stop) stop TERM ;;
+  kill) stop KILL ;;
+  *) echo "usage: $0 start|stop|kill|restart DIR" >&2; exit 2 ;;
+esac
