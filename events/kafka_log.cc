@@ -121,8 +121,11 @@ Result<std::uint32_t> topic_partitions(rd_kafka_t* rk, const std::string& topic,
     const rd_kafka_metadata_t* md = nullptr;
     const rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, std::max(ms_left(deadline), 1));
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      const bool found = md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
-                         md->topics[0].partition_cnt > 0;
+      // Found once every partition has a leader: a topic just created has none for a moment.
+      bool found = md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                   md->topics[0].partition_cnt > 0;
+      for (int i = 0; found && i < md->topics[0].partition_cnt; ++i)
+        found = md->topics[0].partitions[i].leader >= 0 && md->topics[0].partitions[i].err == RD_KAFKA_RESP_ERR_NO_ERROR;
       const auto n = found ? static_cast<std::uint32_t>(md->topics[0].partition_cnt) : 0u;
       if (!found) problem = md->topic_cnt == 1 ? rd_kafka_err2str(md->topics[0].err) : "topic missing";
       rd_kafka_metadata_destroy(md);
@@ -282,24 +285,30 @@ class KafkaLogImpl final : public EventLog {
   }
 
   Result<std::vector<Offset>> end_offsets() override {
-    // A read_committed handle asks for the last stable offset: where its readers stop.
-    PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions_)));
-    for (std::uint32_t p = 0; p < partitions_; ++p)
-      rd_kafka_topic_partition_list_add(list.get(), options_.topic.c_str(), static_cast<std::int32_t>(p))->offset =
-          RD_KAFKA_OFFSET_END;
-    const rd_kafka_resp_err_t err =
-        rd_kafka_offsets_for_times(meta_.get(), list.get(), static_cast<int>(options_.connect_timeout.count()));
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-      return Status::error(std::string("kafka: end offsets: ") + rd_kafka_err2str(err));
-    std::vector<Offset> out(partitions_);
-    for (int i = 0; i < list->cnt; ++i) {
-      const rd_kafka_topic_partition_t& tp = list->elems[i];
-      if (tp.err != RD_KAFKA_RESP_ERR_NO_ERROR || tp.offset < 0)
-        return Status::error("kafka: end offset of partition " + std::to_string(tp.partition) + ": " +
-                             rd_kafka_err2str(tp.err));
-      out[static_cast<std::size_t>(tp.partition)] = Offset(static_cast<std::uint64_t>(tp.offset));
+    // A read_committed handle asks for the last stable offset: where its readers stop. A leader
+    // that is moving (or not elected yet) is asked again until the connect timeout.
+    const auto deadline = Clock::now() + options_.connect_timeout;
+    for (;;) {
+      PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions_)));
+      for (std::uint32_t p = 0; p < partitions_; ++p)
+        rd_kafka_topic_partition_list_add(list.get(), options_.topic.c_str(), static_cast<std::int32_t>(p))->offset =
+            RD_KAFKA_OFFSET_END;
+      rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(meta_.get(), list.get(), std::max(ms_left(deadline), 1));
+      std::vector<Offset> out(partitions_);
+      for (int i = 0; i < list->cnt && err == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
+        const rd_kafka_topic_partition_t& tp = list->elems[i];
+        err = tp.err != RD_KAFKA_RESP_ERR_NO_ERROR ? tp.err
+              : tp.offset < 0                     ? RD_KAFKA_RESP_ERR__NO_OFFSET
+                                                  : RD_KAFKA_RESP_ERR_NO_ERROR;
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) out[static_cast<std::size_t>(tp.partition)] = Offset(static_cast<std::uint64_t>(tp.offset));
+      }
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return out;
+      const bool moving = err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION || err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+                          err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+                          err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
+      if (!moving || ms_left(deadline) == 0) return Status::error(std::string("kafka: end offsets: ") + rd_kafka_err2str(err));
+      std::this_thread::sleep_for(milliseconds(100));
     }
-    return out;
   }
 
   Status reset_writer() override {

@@ -128,11 +128,13 @@ Result<std::size_t> LogFollower::step(LogVisitor& v, std::chrono::milliseconds w
     if (auto s = handle(v, r); !s) return s;
     ++consumed;
   }
-  // The reader may have passed offsets that hold nothing to read (Kafka's transaction markers);
-  // a partition with nothing held back is read up to wherever the reader stands.
+  // The reader may have passed offsets that hold nothing to read (Kafka's transaction markers
+  // and aborted records): a partition is read up to its first held-back record, or else to
+  // wherever the reader stands.
   for (std::uint32_t p = 0; p < cursors_.size(); ++p) {
-    const bool holding = std::any_of(held_.begin(), held_.end(), [p](const LogRecord& r) { return r.partition.value == p; });
-    if (!holding) cursors_[p].next_offset = std::max(cursors_[p].next_offset, reader_->position(Partition(p)));
+    const auto held = std::find_if(held_.begin(), held_.end(), [p](const LogRecord& r) { return r.partition.value == p; });
+    const Offset passed = held != held_.end() ? held->offset : reader_->position(Partition(p));
+    cursors_[p].next_offset = std::max(cursors_[p].next_offset, passed);
   }
   return consumed;
 }

@@ -105,6 +105,10 @@ KoboProcess::~KoboProcess() {
   }
 }
 
+std::string KoboProcess::kafka_topic() const {
+  return options_.kafka_topic.empty() ? "it." + data_dir_.filename().string() : options_.kafka_topic;
+}
+
 fs::path KoboProcess::log_path() const {
   return data_dir_ / ("kobo." + std::to_string(starts_) + ".log");
 }
@@ -137,7 +141,7 @@ void KoboProcess::spawn() {
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   if (const auto brokers = test_kafka_brokers(); !brokers.empty() && !options_.embedded_only) {
     // The Kafka run of a suite: a topic of its own per data dir, kept across restarts.
-    args.insert(args.end(), {"--kafka-brokers", brokers, "--kafka-topic", "it." + data_dir_.filename().string()});
+    args.insert(args.end(), {"--kafka-brokers", brokers, "--kafka-topic", kafka_topic()});
   }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

@@ -44,6 +44,8 @@ struct KoboOptions {
   bool wait_ready = true;
   // Stay on the embedded log even in a Kafka run (tests that read <data-dir>/log themselves).
   bool embedded_only = false;
+  // In a Kafka run, the topic; empty: one named after the data dir.
+  std::string kafka_topic;
 };
 
 // The Kafka run of the integration suites (ctest label `kafka`): KOBO_TEST_KAFKA_DIR names the
@@ -69,6 +71,9 @@ class KoboProcess {
   ~KoboProcess();
   KoboProcess(const KoboProcess&) = delete;
   KoboProcess& operator=(const KoboProcess&) = delete;
+
+  // The Kafka topic it serves on in a Kafka run (see test_kafka_brokers()).
+  std::string kafka_topic() const;
 
   enum class Port { kSame, kFresh };
 
