@@ -2,17 +2,15 @@
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 
+#include "app/data_dir.h"
 #include "app/progress.h"
 #include "audit/audit.h"
-#include "events/embedded_log.h"
 #include "projection/rebuild.h"
 #include "projection/views.h"
 
@@ -29,24 +27,6 @@ constexpr int kExitCannotRun = 2;
 int cannot_run(std::string_view command, const std::string& message) {
   std::cerr << "kobo " << command << ": " << message << std::endl;
   return kExitCannotRun;
-}
-
-// RocksDB says "lock … Resource temporarily unavailable" when another process has the database.
-std::string explain(const std::string& message) {
-  std::string lower = message;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (lower.find("lock") == std::string::npos) return message;
-  return message + "\n(another process holds this data dir: stop `kobo serve` on it first)";
-}
-
-Result<std::unique_ptr<EventLog>> open_log(const fs::path& data_dir) {
-  EmbeddedLogOptions o;
-  o.path = (data_dir / "log").string();
-  o.partitions = 0;  // as the log was created
-  o.create_if_missing = false;
-  auto log = open_embedded_log(o);
-  if (!log) return Status::error(explain(log.status().message()));
-  return log;
 }
 
 bool show_progress(bool flag) { return flag || ::isatty(STDERR_FILENO) == 1; }
@@ -96,13 +76,13 @@ int run_audit(const std::string& data_dir_flag, const std::string& kafka_brokers
   if (data_dir_flag.empty()) return cannot_run("audit", "give --data-dir D or --kafka-brokers B");
   const fs::path data_dir(data_dir_flag);
 
-  auto log = open_log(data_dir);
+  auto log = open_existing_log(data_dir);
   if (!log) return cannot_run("audit", log.status().message());
   std::unique_ptr<Views> views;
   const fs::path views_dir = data_dir / "views";
   if (fs::exists(views_dir)) {
     auto v = Views::open(views_dir.string(), log.value()->partitions());
-    if (!v) return cannot_run("audit", explain(v.status().message()));
+    if (!v) return cannot_run("audit", explain_lock(v.status().message()));
     views = std::move(v).value();
   }
 
@@ -142,14 +122,14 @@ int run_audit(const std::string& data_dir_flag, const std::string& kafka_brokers
 
 int run_replay(const std::string& data_dir_flag, bool progress_flag) {
   const fs::path data_dir(data_dir_flag);
-  auto log = open_log(data_dir);
+  auto log = open_existing_log(data_dir);
   if (!log) return cannot_run("replay", log.status().message());
   const fs::path live = data_dir / "views";
   const fs::path rebuilt = data_dir / ("views.rebuild-" + std::to_string(::getpid()));
   if (fs::exists(live)) {
     // Opening takes RocksDB's lock: a server on this data dir makes it fail here, not mid-swap.
     auto v = Views::open(live.string(), log.value()->partitions());
-    if (!v) return cannot_run("replay", explain(v.status().message()));
+    if (!v) return cannot_run("replay", explain_lock(v.status().message()));
   }
   std::error_code ec;
   fs::remove_all(rebuilt, ec);
