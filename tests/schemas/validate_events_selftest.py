@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Shows that validate_events.py can fail: real events (sample_events.jsonl, written by
-`kobo serve` and read back with `kobo events`) pass, and each kind of broken event or schema is
-rejected."""
+"""Shows that validate_events.py and check_documents.py can fail: real events (sample_events.jsonl,
+written by `kobo serve` and read back with `kobo events`) pass, and each kind of broken event,
+schema or document is rejected."""
 
 import copy
 import io
@@ -17,7 +17,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 
+import check_documents  # noqa: E402
 import validate_events  # noqa: E402
+import yaml  # noqa: E402
 
 SCHEMAS = REPO / "schemas" / "events"
 EVENT_TYPES = validate_events.event_types_of(REPO / "events" / "event.cc")
@@ -165,6 +167,48 @@ class BrokenSchemas(unittest.TestCase):
             self.assertEqual(validate_events.main(["--schemas", str(self.events), "--events", str(good)]), 1)
         self.assertIn(f"partition {bad_event['partition']} seq {bad_event['seq']} type Debited", err.getvalue())
         self.assertIn("at $.data.balance", err.getvalue())
+
+
+class BrokenDocuments(unittest.TestCase):
+    openapi = yaml.safe_load((REPO / "schemas" / "openapi.yaml").read_text())
+    compose = yaml.safe_load((REPO / "compose" / "compose.yaml").read_text())
+    dockerfile = (REPO / "compose" / "Dockerfile").read_text()
+
+    def test_the_documents_pass(self):
+        self.assertEqual(check_documents.check_openapi(self.openapi), [])
+        self.assertEqual(check_documents.check_compose(self.compose), [])
+        self.assertEqual(check_documents.check_dockerfile(self.dockerfile), [])
+
+    def test_broken_openapi(self):
+        for breakage in (
+            lambda d: d.update(openapi="3.0.3"),
+            lambda d: d["paths"]["/v1/virtual-accounts/{id}"]["get"].update(parameters=[]),
+            lambda d: d["paths"]["/v1/accounts"]["get"].update(operationId="createWallet"),
+            lambda d: d["paths"]["/healthz"]["get"].update(responses={"200": {"$ref": "#/components/responses/Nope"}}),
+            lambda d: d["components"]["schemas"]["Wallet"].update(required="publicId"),
+            lambda d: d["paths"]["/v1/accounts"]["get"].update(security=[{"bearer": []}]),
+        ):
+            doc = copy.deepcopy(self.openapi)
+            breakage(doc)
+            self.assertTrue(check_documents.check_openapi(doc))
+
+    def test_broken_compose(self):
+        for breakage in (
+            lambda d: d["services"].pop("kobo-projector"),
+            lambda d: d["services"]["kafka"]["environment"].pop("KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"),
+            lambda d: d["services"]["kobo"].update(command=["serve", "--roles", "command,query,projector"]),
+            lambda d: d["services"]["kobo-projector"].update(volumes=["kobo-data:/data"]),
+            lambda d: d["services"]["kobo"]["healthcheck"].update(test=["CMD", "true"]),
+            lambda d: d.pop("volumes"),
+        ):
+            doc = copy.deepcopy(self.compose)
+            breakage(doc)
+            self.assertTrue(check_documents.check_compose(doc))
+
+    def test_broken_dockerfile(self):
+        self.assertTrue(check_documents.check_dockerfile(self.dockerfile.replace("USER kobo", "")))
+        self.assertTrue(check_documents.check_dockerfile(self.dockerfile.replace("debian:bookworm-slim", "ubuntu:24.04")))
+        self.assertTrue(check_documents.check_dockerfile(self.dockerfile.replace("librdkafka1 ", "")))
 
 
 if __name__ == "__main__":
