@@ -2,17 +2,15 @@
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 
+#include "app/data_dir.h"
 #include "app/progress.h"
 #include "audit/audit.h"
-#include "events/embedded_log.h"
 #include "events/kafka_log.h"
 #include "projection/rebuild.h"
 #include "projection/views.h"
@@ -32,14 +30,6 @@ int cannot_run(std::string_view command, const std::string& message) {
   return kExitCannotRun;
 }
 
-// RocksDB says "lock … Resource temporarily unavailable" when another process has the database.
-std::string explain(const std::string& message) {
-  std::string lower = message;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (lower.find("lock") == std::string::npos) return message;
-  return message + "\n(another process holds this data dir: stop `kobo serve` on it first)";
-}
-
 // The log a command reads: the Kafka topic when brokers are given, else D/log.
 Result<std::unique_ptr<EventLog>> open_log(const fs::path& data_dir, const AuditCommands::LogFlags& flags) {
   if (!flags.kafka_brokers.empty()) {
@@ -49,13 +39,7 @@ Result<std::unique_ptr<EventLog>> open_log(const fs::path& data_dir, const Audit
     k.writer = false;
     return open_kafka_log(k);
   }
-  EmbeddedLogOptions o;
-  o.path = (data_dir / "log").string();
-  o.partitions = 0;  // as the log was created
-  o.create_if_missing = false;
-  auto log = open_embedded_log(o);
-  if (!log) return Status::error(explain(log.status().message()));
-  return log;
+  return open_existing_log(data_dir);
 }
 
 bool show_progress(bool flag) { return flag || ::isatty(STDERR_FILENO) == 1; }
@@ -116,7 +100,7 @@ int run_audit(const std::string& data_dir_flag, const AuditCommands::LogFlags& l
   const fs::path views_dir = data_dir / "views";
   if (!data_dir_flag.empty() && fs::exists(views_dir)) {
     auto v = Views::open(views_dir.string(), log.value()->partitions());
-    if (!v) return cannot_run("audit", explain(v.status().message()));
+    if (!v) return cannot_run("audit", explain_lock(v.status().message()));
     views = std::move(v).value();
   }
 
@@ -164,7 +148,7 @@ int run_replay(const std::string& data_dir_flag, const AuditCommands::LogFlags& 
   if (fs::exists(live)) {
     // Opening takes RocksDB's lock: a server on this data dir makes it fail here, not mid-swap.
     auto v = Views::open(live.string(), log.value()->partitions());
-    if (!v) return cannot_run("replay", explain(v.status().message()));
+    if (!v) return cannot_run("replay", explain_lock(v.status().message()));
   }
   std::error_code ec;
   fs::remove_all(rebuilt, ec);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "app/audit_cli.h"
+#include "app/events_cli.h"
 #include "command/ledger.h"
 #include "common/crypto.h"
 #include "common/log.h"
@@ -344,6 +345,7 @@ int main(int argc, char** argv) {
   s->add_option("--log-level", serve.log_level, "debug, info, warn or error")
       ->envname("KOBO_LOG_LEVEL")->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
   kobo::AuditCommands audit_commands(app);  // `kobo audit` and `kobo replay`
+  kobo::EventsCommand events_command(app);  // `kobo events`
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -352,5 +354,6 @@ int main(int argc, char** argv) {
   }
   if (s->parsed()) return kobo::serve(serve);
   if (const auto code = audit_commands.run()) return *code;
+  if (const auto code = events_command.run()) return *code;
   return 2;
 }

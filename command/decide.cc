@@ -29,7 +29,7 @@ std::string session_id(std::string_view institution, UnixMs now) {
   std::string stamp = t.substr(2, 2) + t.substr(5, 2) + t.substr(8, 2) + t.substr(11, 2) + t.substr(14, 2) +
                       t.substr(17, 2);
   std::string digits;
-  for (char c : random_hex(12)) digits += static_cast<char>('0' + (c % 10));
+  for (char c : random_hex(6)) digits += static_cast<char>('0' + (c % 10));
   std::string inst(institution.substr(0, 6));
   inst.insert(0, 6 - inst.size(), '0');
   return inst + stamp + digits;

@@ -246,6 +246,13 @@ void Router::dispatch(Request&& request, Responder responder) const {
   }
 }
 
+std::vector<Router::RouteInfo> Router::routes() const {
+  std::vector<RouteInfo> out;
+  out.reserve(routes_.size());
+  for (const auto& r : routes_) out.push_back({r->method, r->pattern});
+  return out;
+}
+
 Handler Router::handler() const {
   return [this](Request&& request, Responder responder) { dispatch(std::move(request), std::move(responder)); };
 }

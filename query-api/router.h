@@ -64,6 +64,14 @@ class Router {
 
   void dispatch(Request&& request, Responder responder) const;
 
+  // The registered routes, in the order they were added (tests check schemas/openapi.yaml
+  // against them).
+  struct RouteInfo {
+    boost::beast::http::verb method;
+    std::string pattern;
+  };
+  std::vector<RouteInfo> routes() const;
+
   // A Server handler that dispatches here.
   Handler handler() const;
 

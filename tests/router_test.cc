@@ -224,6 +224,18 @@ TEST(PathParams, FindsByName) {
   EXPECT_EQ(p.find("missing"), std::nullopt);
 }
 
+TEST(Router, ListsItsRoutesInTheOrderTheyWereAdded) {
+  Router router;
+  router.post("/v1/x", [](Request&&, const PathParams&, Responder) {});
+  router.get("/v1/x/{id}", [](Request&&, const PathParams&, Responder) {});
+  const auto routes = router.routes();
+  ASSERT_EQ(routes.size(), 2u);
+  EXPECT_EQ(routes[0].method, boost::beast::http::verb::post);
+  EXPECT_EQ(routes[0].pattern, "/v1/x");
+  EXPECT_EQ(routes[1].method, boost::beast::http::verb::get);
+  EXPECT_EQ(routes[1].pattern, "/v1/x/{id}");
+}
+
 TEST(RouterDeathTest, RegisteringARouteTwiceIsAProgrammerError) {
   Router router;
   router.get("/v1/x/{id}", [](Request&&, const PathParams&, Responder) {});

@@ -1,11 +1,13 @@
-// `kobo audit` and `kobo replay` as processes on a data dir that `kobo serve` wrote (wallets,
-// incoming credits, transfers, payouts that succeed and fail, a kill -9 in the middle): the audit
-// is clean, replay rebuilds byte-identical views, a running server's data dir is refused, and
-// tampered copies of the log exit 1 naming the partition and seq of each tamper.
+// `kobo audit`, `kobo replay` and `kobo events` as processes on a data dir that `kobo serve` wrote
+// (wallets, incoming credits, transfers, payouts that succeed and fail, a kill -9 in the middle):
+// the audit is clean, replay rebuilds byte-identical views, events prints the log as stored, a
+// running server's data dir is refused, and tampered copies of the log exit 1 naming the
+// partition and seq of each tamper.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "tests/audit/log_surgery.h"
 #include "tests/audit/run_kobo.h"
@@ -145,7 +147,7 @@ TEST_F(AuditCommand, RefusesADataDirThatARunningServerHolds) {
   KoboOptions options = kobo_options();
   options.data_dir = dir;
   KoboProcess running(options);
-  for (const std::string command : {"audit", "replay"}) {
+  for (const std::string command : {"audit", "replay", "events"}) {
     const RunResult r = run_kobo(binary(), {command, "--data-dir", dir.string()});
     EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
     EXPECT_NE(r.output.find("stop `kobo serve`"), std::string::npos) << command << "\n" << r.output;
@@ -174,6 +176,45 @@ TEST_F(AuditCommand, CannotRunWithoutALog) {
     EXPECT_NE(r.output.find(row.says), std::string::npos) << r.output;
   }
   EXPECT_FALSE(fs::exists(missing)) << "an audit must not create a data dir";
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST_F(AuditCommand, EventsPrintsEveryRecordAsStoredInPartitionAndLogOrder) {
+  const fs::path dir = copy("events");
+  std::vector<std::vector<std::string>> stored;
+  {
+    kobo::testing::LogSurgery log(dir / "log");
+    for (std::uint32_t p = 0; p < log.partitions(); ++p) stored.push_back(log.records(p));
+  }
+  ASSERT_GE(stored.size(), 2u);
+  std::vector<std::string> all;
+  for (const auto& records : stored) all.insert(all.end(), records.begin(), records.end());
+  ASSERT_GT(all.size(), 50u);
+
+  const RunResult r = run_kobo(binary(), {"events", "--data-dir", dir.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(lines_of(r.output), all) << "kobo events must print each record as stored, partition by partition";
+
+  const RunResult one = run_kobo(binary(), {"events", "--data-dir", dir.string(), "--partition", "1"});
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(lines_of(one.output), stored[1]);
+
+  const std::string past_the_end = std::to_string(stored.size());
+  const RunResult bad = run_kobo(binary(), {"events", "--data-dir", dir.string(), "--partition", past_the_end});
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("the log has partitions 0 to " + std::to_string(stored.size() - 1)), std::string::npos)
+      << bad.output;
+
+  const fs::path missing = data_dir().string() + "-events-missing";
+  const RunResult none = run_kobo(binary(), {"events", "--data-dir", missing.string()});
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_FALSE(fs::exists(missing)) << "kobo events must not create a data dir";
 }
 
 TEST_F(AuditCommand, TamperedCopiesExitOneAndNameThePartitionAndSeq) {

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Writes sample_events.jsonl: real events of every type, for validate_events_selftest.py.
+
+Runs `kobo serve` on a fresh data dir, makes the requests that emit each event type (an admin
+business, an account update, wallets, a transit wallet, incoming credits, a wallet transfer, a
+saved beneficiary, a payout that succeeds and one that fails, a collection wallet that is paid
+and one that expires), stops it and dumps the log with `kobo events`.
+
+  tests/schemas/make_sample_events.py --kobo build/kobo [--out tests/schemas/sample_events.jsonl]
+
+The samples are schemaVersion 1 events as the writer wrote them: they must stay valid under the
+version 1 schemas for good (schemas/README.md), so regenerate them only to cover new fields or types.
+"""
+
+import argparse
+import json
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ADMIN_KEY = "sample-admin-key"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Client:
+    def __init__(self, base, key):
+        self.base, self.key = base, key
+
+    def call(self, method, path, body=None, headers=None):
+        req = urllib.request.Request(self.base + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode())
+        req.add_header("content-type", "application/json")
+        req.add_header("x-service-key", self.key)
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())["data"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kobo", required=True, type=Path)
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "sample_events.jsonl")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kobo-samples-") as data:
+        port = free_port()
+        server = subprocess.Popen([str(args.kobo), "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", data,
+                                   "--partitions", "2", "--rail-delay-ms", "100", "--collection-expire-min-s", "1",
+                                   "--admin-key", ADMIN_KEY], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            for _ in range(100):
+                try:
+                    urllib.request.urlopen(base + "/readyz", timeout=1)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            key = json.loads((Path(data) / "credentials.json").read_text())["testSecretKey"]
+            api = Client(base, key)
+            Client(base, "").call("POST", "/v1/admin/businesses", {"name": "Sample Traders"},
+                                  {"x-admin-key": ADMIN_KEY})
+            account = api.call("GET", "/v1/accounts")[0]["publicId"]
+            api.call("PATCH", f"/v1/accounts/{account}", {"webhooks": ["https://example.com/hooks"], "live": True})
+            a = api.call("POST", "/v1/virtual-accounts", {"accountName": "Ada", "category": "primary", "currency": "NGN"})
+            b = api.call("POST", "/v1/virtual-accounts",
+                         {"accountName": "Bola", "category": "secondary", "currency": "NGN",
+                          "emailAddress": "bola@example.com", "mobile": {"phoneNumber": "08030000000", "isoCode": "NG"}})
+            t = api.call("POST", "/v1/transit-accounts",
+                         {"accountName": "Till", "currency": "NGN", "settlementAccount": a["publicId"]})
+            api.call("POST", "/v1/sandbox/incoming-transfers", {"accountNumber": a["accountNumber"], "amount": 5_000_000})
+            api.call("POST", "/v1/sandbox/incoming-transfers", {"accountNumber": t["accountNumber"], "amount": 30_000})
+            api.call("POST", "/v1/transactions/transfer",
+                     {"source": a["publicId"], "sourceType": "VirtualAccount", "destination": b["publicId"],
+                      "destinationType": "VirtualAccount", "amount": 20_000, "currency": "NGN",
+                      "narration": "Rent share", "reference": "sample-transfer-1", "nameEnquiryRef": "ner-sample"})
+            api.call("POST", "/v1/bank-accounts", {"accountName": "Chidi", "accountNumber": "0123456784",
+                                                  "bankName": "Access Bank", "bankCode": "044"})
+            api.call("POST", "/v1/transactions/bank-transfer",
+                     {"source": a["publicId"], "accountNumber": "0123456784", "bankCode": "044", "amount": 25_000,
+                      "currency": "NGN", "narration": "Supplier", "reference": "sample-payout-1"})
+            api.call("POST", "/v1/transactions/bank-transfer",
+                     {"source": a["publicId"], "accountNumber": "0000014579", "bankCode": "011", "amount": 15_000,
+                      "currency": "NGN", "narration": "Refund", "saveBeneficiary": True,
+                      "metadata": {"sandboxOutcome": "failed", "invoice": "INV-7"}})
+            paid = api.call("POST", "/v1/collection-accounts",
+                            {"destination": a["publicId"], "accountName": "Order 17", "amount": 50_000, "expireIn": 60,
+                             "reference": "order-17"})
+            api.call("POST", "/v1/sandbox/incoming-transfers", {"accountNumber": paid["accountNumber"], "amount": 50_000})
+            api.call("POST", "/v1/collection-accounts",
+                     {"destination": a["publicId"], "accountName": "Order 18", "amount": 70_000, "expireIn": 1})
+            time.sleep(3)  # the payouts settle (rail delay 100 ms) and the second collection expires
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+        events = subprocess.run([str(args.kobo), "events", "--data-dir", data], check=True, capture_output=True,
+                                text=True).stdout
+    args.out.write_text(events)
+    types = sorted({json.loads(line)["type"] for line in events.splitlines()})
+    print(f"wrote {len(events.splitlines())} events of {len(types)} types to {args.out}: {', '.join(types)}")
+
+
+if __name__ == "__main__":
+    main()
