@@ -3,6 +3,7 @@
 // other, the private-address guard, and GET /v1/webhook-deliveries + POST .../retry.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <thread>
 
@@ -65,7 +66,7 @@ class Webhooks : public ServerSuite {
   static void SetUpTestSuite() {
     start_server({"--admin-key", kAdminKey, "--webhook-allow-private", "--webhook-retry-schedule", "300ms",
                   "--webhook-retry-window", "3s", "--webhook-timeout-ms", "30000",
-                  "--webhook-endpoint-concurrency", "2"});
+                  "--webhook-endpoint-concurrency", "2", "--rail-delay-ms", "100"});
   }
 };
 
@@ -123,6 +124,45 @@ TEST_F(Webhooks, ReceiverGetsEachEventOnceWithAValidSignature) {
     EXPECT_FALSE(d.contains("body")) << "internal fields stay inside";
     expect_timestamp(d["createdAt"], "createdAt");
   }
+}
+
+TEST_F(Webhooks, PayoutsSendDebitOnSuccessAndDebitFailedOnFailure) {
+  WebhookReceiver receiver;
+  const Business b = new_business(http());
+  set_webhooks(http(), b, {receiver.url()});
+  const json wallet = create_wallet(http(), b.key);
+  fund(http(), b.key, wallet, 100'000);
+  const auto payout = [&](json metadata) {
+    json body{{"source", wallet["publicId"]}, {"accountNumber", "0123456784"}, {"bankCode", "044"},
+              {"amount", 20'000},             {"currency", "NGN"},              {"narration", "webhook payout"}};
+    if (!metadata.is_null()) body["metadata"] = std::move(metadata);
+    return data_or_throw(http().post("/v1/transactions/bank-transfer", body, b.key), 200, "bank transfer");
+  };
+  const json paid = payout(nullptr);
+  const json bounced = payout(json{{"sandboxOutcome", "failed"}});
+
+  // The funding credit, the paid debit, the failed debit and the reversal's credit; nothing
+  // for the pending and processing steps in between.
+  ASSERT_TRUE(wait_until([&] { return receiver.count() >= 4; })) << receiver.count();
+  std::this_thread::sleep_for(500ms);
+  const auto got = receiver.requests();
+  ASSERT_EQ(got.size(), 4u);
+  std::map<std::string, std::vector<json>> by_event;
+  for (const auto& r : got) {
+    expect_signed(r, b.key);
+    const json body = body_of(r);
+    by_event[body["event"]].push_back(body["data"]);
+  }
+  ASSERT_EQ(by_event["account.debit"].size(), 1u);
+  EXPECT_EQ(by_event["account.debit"][0]["publicId"], paid["publicId"]);
+  EXPECT_EQ(by_event["account.debit"][0]["status"], "success");
+  ASSERT_EQ(by_event["account.debit.failed"].size(), 1u);
+  EXPECT_EQ(by_event["account.debit.failed"][0]["publicId"], bounced["publicId"]);
+  EXPECT_EQ(by_event["account.debit.failed"][0]["status"], "failed");
+  ASSERT_EQ(by_event["account.credit"].size(), 2u);
+  const auto& credits = by_event["account.credit"];
+  EXPECT_TRUE(credits[0]["amount"] == bounced["actualAmount"] || credits[1]["amount"] == bounced["actualAmount"])
+      << "one credit is the reversal of amount + fee";
 }
 
 TEST_F(Webhooks, FailingReceiverGetsTheRetryWithTheSameEventId) {
