@@ -136,6 +136,11 @@ class Api::Handlers {
     v.optional("webhooks").is_array().array_max_size(kWebhooksMax).each_is_url();
     v.optional("live").is_boolean();
     if (auto errors = v.errors()) return respond(http::validation_error(*errors));
+    if (api_.options_.webhooks != nullptr && body->contains("webhooks") && body->at("webhooks").is_array())
+      for (const auto& url : body->at("webhooks"))
+        if (auto why = api_.options_.webhooks->refused_url(url.get<std::string>()))
+          return respond(http::validation_error(
+              {{"webhooks", {{"isUrl", "each value in webhooks must be a public URL address: " + *why}}}}));
     if (!barrier(*c, respond)) return;
     const std::string id = params.at("id");
     if (!api_.views_.account(c->caller.business, id)) return respond(http::error(404, "Data not found"));

@@ -154,6 +154,7 @@ class Webhooks::Impl {
   Status start();
   void stop();
   bool healthy() const { return healthy_.load(); }
+  bool allow_private() const { return options_.allow_private; }
   Page deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const;
   RetryOutcome retry(const Scope& scope, std::string_view id, json* record);
 
@@ -545,6 +546,16 @@ bool Webhooks::healthy() const { return impl_->healthy(); }
 Page Webhooks::deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const {
   return impl_->deliveries(scope, filter, page);
 }
+std::optional<std::string> Webhooks::refused_url(std::string_view url) const {
+  if (impl_->allow_private()) return std::nullopt;
+  auto u = boost::urls::parse_absolute_uri(url);
+  if (!u || (u->host_type() != boost::urls::host_type::ipv4 && u->host_type() != boost::urls::host_type::ipv6))
+    return std::nullopt;
+  const std::string host(u->host_address());
+  if (auto why = forbidden_address_reason(host)) return host + " is a " + *why + " address";
+  return std::nullopt;
+}
+
 Webhooks::RetryOutcome Webhooks::retry(const Scope& scope, std::string_view id, json* record) {
   return impl_->retry(scope, id, record);
 }

@@ -126,6 +126,11 @@ class Webhooks {
   // the fields).
   Page deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const;
 
+  // Why `url` can never be delivered to, judged without DNS: its host is a literal address that
+  // is not public and private addresses are not allowed. For rejecting such a URL when it is
+  // set; the check after resolving is the one that guards.
+  std::optional<std::string> refused_url(std::string_view url) const;
+
   enum class RetryOutcome { queued, not_found, in_progress };
   // Makes the delivery due now (one more attempt, whatever its status). `record` is the
   // delivery as it is after the change.
