@@ -25,6 +25,7 @@
 #include "query-api/credentials.h"
 #include "query-api/http_server.h"
 #include "query-api/router.h"
+#include "webhooks/webhooks.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -50,6 +51,13 @@ struct ServeOptions {
   std::string kafka_topic = kDefaultKafkaTopic;
   int kafka_append_timeout_ms = 5'000;
   std::vector<std::string> roles{"command", "projector", "query"};
+  // Webhooks (DESIGN section 3).
+  bool webhook_allow_private = false;
+  int webhook_timeout_ms = 10'000;
+  std::string webhook_retry_schedule = "10s,1m,5m,30m,1h";
+  std::string webhook_retry_window = "24h";
+  std::uint32_t webhook_concurrency = 64;
+  std::uint32_t webhook_endpoint_concurrency = 4;
 };
 
 // The roles a process can take (DESIGN section 1). A node that takes commands also projects and
@@ -133,10 +141,17 @@ Result<Credentials> read_credentials(const fs::path& path) {
   }
 }
 
-// First start on an empty data dir: the business `Default`, its account and keys.
-Status bootstrap(Ledger& ledger, const fs::path& data_dir) {
-  if (ledger.business_count() > 0) return {};
+// First start on an empty data dir: the business `Default`, its account and keys. The keys go
+// to the signing key store before the business is appended; a data dir from before webhooks
+// gets them from its credentials.json.
+Status bootstrap(Ledger& ledger, const fs::path& data_dir, SigningKeyStore& signing_keys) {
   const fs::path path = data_dir / "credentials.json";
+  if (ledger.business_count() > 0) {
+    if (!fs::exists(path)) return {};
+    auto r = read_credentials(path);
+    if (!r) return r.status();
+    return signing_keys.put(r->account_id, r->test_secret_key, r->live_secret_key);
+  }
   Credentials creds;
   bool created = false;
   if (fs::exists(path)) {
@@ -148,6 +163,7 @@ Status bootstrap(Ledger& ledger, const fs::path& data_dir) {
     if (auto s = write_credentials(path, creds); !s) return s;
     created = true;
   }
+  if (auto s = signing_keys.put(creds.account_id, creds.test_secret_key, creds.live_secret_key); !s) return s;
   const Outcome o = ledger.execute(create_business_command(creds, "Default"));
   if (!o.ok()) return Status::error("bootstrap failed: " + std::string(to_string(o.rejection)) + " " + o.detail);
   log::info("created business Default", {{"business", creds.business_id}, {"credentials", path.string()}});
@@ -265,11 +281,27 @@ int serve(const ServeOptions& o) {
   if (auto s = ledger.start(); !s) return fail("writer: " + s.message());
   Projector projector(*log.value(), *views.value());
   if (auto s = projector.start(); !s) return fail("projector: " + s.message());
-  if (auto s = bootstrap(ledger, data_dir); !s) return fail(s.message());
+  auto signing_keys = SigningKeyStore::open((data_dir / "signing-keys").string());
+  if (!signing_keys) return fail(signing_keys.status().message());
+  if (auto s = bootstrap(ledger, data_dir, *signing_keys.value()); !s) return fail(s.message());
+  WebhookOptions wo;
+  auto schedule = RetrySchedule::parse(o.webhook_retry_schedule, o.webhook_retry_window);
+  if (!schedule) return fail(schedule.status().message());
+  wo.schedule = schedule.value();
+  wo.timeout = std::chrono::milliseconds(o.webhook_timeout_ms);
+  wo.allow_private = o.webhook_allow_private;
+  wo.concurrency_max = o.webhook_concurrency;
+  wo.endpoint_concurrency_max = o.webhook_endpoint_concurrency;
+  auto webhooks = Webhooks::open((data_dir / "webhooks").string(), *log.value(), *views.value(), projector,
+                                 *signing_keys.value(), wo);
+  if (!webhooks) return fail("webhooks: " + webhooks.status().message());
+  if (auto s = webhooks.value()->start(); !s) return fail("webhooks: " + s.message());
 
   ApiOptions ao;
   ao.admin_key = o.admin_key;
   ao.expire_in_min_s = o.expire_in_min_s;
+  ao.webhooks = webhooks.value().get();
+  ao.signing_keys = signing_keys.value().get();
   Api api(ledger, *views.value(), projector, ao);
   http::Router router;
   api.add_routes(router);
@@ -290,6 +322,7 @@ int serve(const ServeOptions& o) {
   sigwait(&signals, &sig);
   log::info("stopping", {{"signal", sig}});
   server.stop();
+  webhooks.value()->stop();
   ledger.stop();
   projector.stop();
   return 0;
@@ -344,6 +377,22 @@ int main(int argc, char** argv) {
       ->envname("KOBO_ROLES")->delimiter(',')->capture_default_str();
   s->add_option("--log-level", serve.log_level, "debug, info, warn or error")
       ->envname("KOBO_LOG_LEVEL")->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
+  s->add_flag("--webhook-allow-private", serve.webhook_allow_private,
+              "Allow webhook delivery to loopback and private addresses (off: server-side request forgery guard)")
+      ->envname("KOBO_WEBHOOK_ALLOW_PRIVATE");
+  s->add_option("--webhook-timeout-ms", serve.webhook_timeout_ms, "One webhook attempt must get its 2xx within this")
+      ->envname("KOBO_WEBHOOK_TIMEOUT_MS")->check(CLI::Range(1, 600'000))->capture_default_str();
+  s->add_option("--webhook-retry-schedule", serve.webhook_retry_schedule,
+                "Waits after each failed webhook attempt (ms, s, m or h); the last repeats")
+      ->envname("KOBO_WEBHOOK_RETRY_SCHEDULE")->capture_default_str();
+  s->add_option("--webhook-retry-window", serve.webhook_retry_window,
+                "How long a webhook delivery is retried before it is marked failed")
+      ->envname("KOBO_WEBHOOK_RETRY_WINDOW")->capture_default_str();
+  s->add_option("--webhook-concurrency", serve.webhook_concurrency, "Webhook attempts in flight, overall")
+      ->envname("KOBO_WEBHOOK_CONCURRENCY")->check(CLI::Range(1, 4096))->capture_default_str();
+  s->add_option("--webhook-endpoint-concurrency", serve.webhook_endpoint_concurrency,
+                "Webhook attempts in flight per receiving host:port")
+      ->envname("KOBO_WEBHOOK_ENDPOINT_CONCURRENCY")->check(CLI::Range(1, 256))->capture_default_str();
   kobo::AuditCommands audit_commands(app);  // `kobo audit` and `kobo replay`
   kobo::EventsCommand events_command(app);  // `kobo events`
   try {

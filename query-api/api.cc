@@ -136,6 +136,11 @@ class Api::Handlers {
     v.optional("webhooks").is_array().array_max_size(kWebhooksMax).each_is_url();
     v.optional("live").is_boolean();
     if (auto errors = v.errors()) return respond(http::validation_error(*errors));
+    if (api_.options_.webhooks != nullptr && body->contains("webhooks") && body->at("webhooks").is_array())
+      for (const auto& url : body->at("webhooks"))
+        if (auto why = api_.options_.webhooks->refused_url(url.get<std::string>()))
+          return respond(http::validation_error(
+              {{"webhooks", {{"isUrl", "each value in webhooks must be a public URL address: " + *why}}}}));
     if (!barrier(*c, respond)) return;
     const std::string id = params.at("id");
     if (!api_.views_.account(c->caller.business, id)) return respond(http::error(404, "Data not found"));
@@ -165,6 +170,13 @@ class Api::Handlers {
     v.field("name").is_not_empty().is_string().max_length(kNameLengthMax);
     if (auto errors = v.errors()) return respond(http::validation_error(*errors));
     const Credentials creds = new_credentials();
+    // Webhooks are signed with the secret keys, which the log holds only as digests.
+    if (api_.options_.signing_keys != nullptr) {
+      if (auto s = api_.options_.signing_keys->put(creds.account_id, creds.test_secret_key, creds.live_secret_key); !s) {
+        log::error("cannot store signing keys", {{"error", s.message()}});
+        return respond(http::internal_error());
+      }
+    }
     api_.ledger_.submit(create_business_command(creds, body->at("name")),
                         [this, creds, respond](Outcome o) mutable {
                           if (!o.ok()) return respond(rejection_response(o.rejection));
@@ -177,6 +189,32 @@ class Api::Handlers {
                                        "Business created successfully"));
                           });
                         });
+  }
+
+  // ---- webhook deliveries ------------------------------------------------------------------
+
+  void list_webhook_deliveries(Request&& req, const PathParams&, Responder respond) {
+    auto c = authenticate(req, respond);
+    if (!c) return;
+    http::QueryValidator q(req.query);
+    DeliveryFilter filter;
+    if (auto status = q.one_of("status", {"pending", "succeeded", "failed"}))
+      filter.status = *status == "pending" ? DeliveryStatus::pending
+                      : *status == "succeeded" ? DeliveryStatus::succeeded : DeliveryStatus::failed;
+    const auto page = q.pagination();
+    if (auto errors = q.errors()) return respond(http::validation_error(*errors));
+    respond(list(api_.options_.webhooks->deliveries(c->scope, filter, to_page(page)), page));
+  }
+
+  void retry_webhook_delivery(Request&& req, const PathParams& params, Responder respond) {
+    auto c = authenticate(req, respond);
+    if (!c) return;
+    json record;
+    switch (api_.options_.webhooks->retry(c->scope, params.at("id"), &record)) {
+      case Webhooks::RetryOutcome::not_found: return respond(http::error(404, "Data not found"));
+      case Webhooks::RetryOutcome::in_progress: return respond(http::error(409, "Delivery attempt in progress"));
+      case Webhooks::RetryOutcome::queued: return respond(http::ok(200, record, "Webhook delivery queued"));
+    }
   }
 
   // ---- banks -----------------------------------------------------------------------------
@@ -681,6 +719,10 @@ void Api::add_routes(http::Router& router) {
   router.get("/v1/accounts", bind(&Handlers::list_accounts));
   router.patch("/v1/accounts/{id}", bind(&Handlers::update_account));
   router.post("/v1/admin/businesses", bind(&Handlers::create_business));
+  if (options_.webhooks != nullptr) {
+    router.get("/v1/webhook-deliveries", bind(&Handlers::list_webhook_deliveries));
+    router.post("/v1/webhook-deliveries/{id}/retry", bind(&Handlers::retry_webhook_delivery));
+  }
 
   add_operational_routes(router, [this] { return ledger_.healthy() && projector_.healthy() && caught_up(); });
 }

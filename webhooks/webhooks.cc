@@ -1,0 +1,564 @@
+#include "webhooks/webhooks.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/url/parse.hpp>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "common/crypto.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "events/log_follower.h"
+#include "webhooks/http_post.h"
+
+namespace kobo {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+using webhooks_detail::PostResult;
+
+namespace {
+
+// The key layout of <data-dir>/webhooks. Integers are big-endian so keys sort numerically.
+//   P<partition:4>                            -> consumer position {offset, seq, hash, epoch}
+//   D<delivery id>                            -> delivery JSON (the API's fields plus body,
+//                                                business and dueMs)
+//   l<business>|<t|l>|<createdAt ms:8><id>    -> "" (listing, newest first)
+//   q<due ms:8><id>                           -> "" (pending deliveries by next attempt time)
+void put_be(std::string& out, std::uint64_t v, int bytes = 8) {
+  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+std::string position_key(std::uint32_t p) {
+  std::string k("P");
+  put_be(k, p, 4);
+  return k;
+}
+std::string delivery_key(std::string_view id) { return "D" + std::string(id); }
+std::string list_prefix(std::string_view business, bool live) {
+  return "l" + std::string(business) + (live ? "|l|" : "|t|");
+}
+std::string list_key(std::string_view business, bool live, UnixMs created, std::string_view id) {
+  std::string k = list_prefix(business, live);
+  put_be(k, static_cast<std::uint64_t>(created));
+  return k + std::string(id);
+}
+std::string due_key(UnixMs due, std::string_view id) {
+  std::string k("q");
+  put_be(k, static_cast<std::uint64_t>(std::max<UnixMs>(due, 0)));
+  return k + std::string(id);
+}
+
+constexpr std::size_t kDueScanMax = 1024;  // due deliveries examined per scheduling pass
+constexpr auto kTickInterval = std::chrono::milliseconds(50);
+constexpr const char* kUserAgent = "KoboLedger-Webhooks/1.0";
+
+struct WebhookMetrics {
+  metrics::Counter& recorded = metrics::registry().counter("kobo_webhook_deliveries_recorded_total",
+                                                           "Webhook deliveries recorded (one per event and URL)");
+  metrics::Counter& attempted =
+      metrics::registry().counter("kobo_webhook_attempts_total", "Webhook delivery attempts made");
+  metrics::Counter& succeeded = metrics::registry().counter("kobo_webhook_deliveries_total",
+                                                            "Webhook deliveries finished", R"(status="succeeded")");
+  metrics::Counter& failed = metrics::registry().counter("kobo_webhook_deliveries_total",
+                                                         "Webhook deliveries finished", R"(status="failed")");
+  metrics::Counter& attempt_failures = metrics::registry().counter(
+      "kobo_webhook_attempt_failures_total", "Webhook attempts that did not get a 2xx in time");
+  metrics::Gauge& in_flight = metrics::registry().gauge("kobo_webhook_in_flight", "Webhook attempts in flight");
+  metrics::Histogram& duration = metrics::registry().histogram("kobo_webhook_attempt_duration_seconds",
+                                                               "Time of one webhook attempt");
+};
+
+WebhookMetrics& webhook_metrics() {
+  static WebhookMetrics m;
+  return m;
+}
+
+// A UUID-shaped identifier derived from `seed`, so the same event always gets the same id.
+std::string derived_uuid(std::string_view seed) {
+  const std::string h = sha256_hex(seed);
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20, 12);
+}
+
+// host:port of a URL: the unit of per-endpoint concurrency.
+std::string endpoint_of(const std::string& url) {
+  auto u = boost::urls::parse_absolute_uri(url);
+  if (!u) return url;
+  const std::string port = u->has_port() ? std::string(u->port()) : (u->scheme() == "https" ? "443" : "80");
+  return std::string(u->encoded_host()) + ":" + port;
+}
+
+// The transaction a log event brings to a final state, with that state.
+struct Finalized {
+  std::string transaction;
+  std::string status;  // success | failed
+};
+
+std::optional<Finalized> finalized(const Event& e) {
+  std::string id, status;
+  if (e.type == EventType::debited || e.type == EventType::credited) {
+    if (!e.data.contains("transaction")) return std::nullopt;
+    const json& t = e.data.at("transaction");
+    id = t.at("publicId").get<std::string>();
+    status = t.at("status").get<std::string>();
+  } else if (e.type == EventType::transaction_status_changed) {
+    id = e.data.at("publicId").get<std::string>();
+    status = e.data.at("status").get<std::string>();
+  } else {
+    return std::nullopt;
+  }
+  if (status != "success" && status != "failed") return std::nullopt;
+  return Finalized{std::move(id), std::move(status)};
+}
+
+// DESIGN section 3: account.credit (any credit), account.debit (a debit that succeeded),
+// account.debit.failed (a failed payout).
+std::optional<std::string> event_name(const std::string& entry, const std::string& status) {
+  if (entry == "credit" && status == "success") return "account.credit";
+  if (entry == "debit") return status == "success" ? "account.debit" : "account.debit.failed";
+  return std::nullopt;
+}
+
+json public_record(json d) {
+  for (const char* internal : {"body", "business", "dueMs", "manual"}) d.erase(internal);
+  return d;
+}
+
+}  // namespace
+
+class Webhooks::Impl {
+ public:
+  Impl(std::unique_ptr<rocksdb::DB> db, EventLog& log, Views& views, Projector& projector, const SigningKeyStore& keys,
+       WebhookOptions options)
+      : db_(std::move(db)),
+        log_(log),
+        views_(views),
+        projector_(projector),
+        keys_(keys),
+        options_(std::move(options)),
+        tls_(webhooks_detail::make_tls_context()) {}
+
+  Status open_follower();
+  Status start();
+  void stop();
+  bool healthy() const { return healthy_.load(); }
+  bool allow_private() const { return options_.allow_private; }
+  Page deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const;
+  RetryOutcome retry(const Scope& scope, std::string_view id, json* record);
+
+ private:
+  class Recorder;
+  void consume();
+  [[nodiscard]] Status step(std::chrono::milliseconds wait);
+  std::optional<json> get(const std::string& id) const;
+  void write(rocksdb::WriteBatch& wb);
+  void put_positions(rocksdb::WriteBatch& wb) const;
+
+  // Sender: these run on the io thread.
+  asio::awaitable<void> tick_forever();
+  void tick();
+  asio::awaitable<void> attempt(json record);
+  void complete(const json& sent, UnixMs started, const PostResult& result);
+
+  std::unique_ptr<rocksdb::DB> db_;
+  EventLog& log_;
+  Views& views_;
+  Projector& projector_;
+  const SigningKeyStore& keys_;
+  const WebhookOptions options_;
+  asio::ssl::context tls_;
+
+  std::unique_ptr<LogFollower> follower_;  // consumer thread only
+  std::atomic<bool> healthy_{true};
+  std::atomic<bool> stopping_{false};
+  std::thread consumer_;
+
+  // Guards read-modify-write of delivery records and the in-flight bookkeeping.
+  mutable std::mutex mu_;
+  std::set<std::string> in_flight_;                  // delivery ids
+  std::map<std::string, std::uint32_t> per_endpoint_;  // host:port -> attempts in flight
+
+  asio::io_context io_;  // last: destroyed first, with the attempts it still holds
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::thread sender_;
+};
+
+// ---- consumer -----------------------------------------------------------------------------------
+
+// Records the deliveries of the events the follower accepts into one WriteBatch.
+class Webhooks::Impl::Recorder final : public LogVisitor {
+ public:
+  Recorder(Impl& impl, rocksdb::WriteBatch& wb) : impl_(impl), wb_(wb) {}
+  std::size_t recorded() const { return recorded_; }
+
+  Status accepted(const Event& e) override {
+    const auto f = finalized(e);
+    if (!f) return {};
+    // The data is the Transaction as the API shows it: read it once the projector has it.
+    while (!impl_.projector_.wait_applied(e.partition, e.seq, std::chrono::milliseconds(200))) {
+      if (impl_.stopping_.load()) return Status::error("stopping");
+      if (!impl_.projector_.healthy()) return Status::error("the projection stopped");
+    }
+    const auto trx = impl_.views_.transaction(Scope{e.business, e.live}, "", f->transaction);
+    KOBO_ASSERT(trx.has_value(), "a finalized transaction is missing from the views");
+    const auto name = event_name(trx->at("entry").get<std::string>(), f->status);
+    if (!name) return {};
+    const std::string account_id = trx->at("account").get<std::string>();
+    const auto account = impl_.views_.account(e.business, account_id);
+    KOBO_ASSERT(account.has_value(), "a transaction of an account the views do not have");
+    std::set<std::string> urls;
+    for (const auto& u : account->value("webhooks", json::array()))
+      if (u.is_string()) urls.insert(u.get<std::string>());
+    if (urls.empty()) return {};
+
+    const std::string event_id = "evt-" + derived_uuid("event|" + e.hash);
+    const std::string body = R"({"event":)" + json(*name).dump() + R"(,"data":)" + trx->dump() + "}";
+    const UnixMs now = now_ms();
+    const std::string ts = format_iso8601(now);
+    for (const auto& url : urls) {
+      const std::string id = "whd-" + derived_uuid("delivery|" + e.hash + "|" + url);
+      const json d{{"id", id},
+                   {"event", *name},
+                   {"eventId", event_id},
+                   {"url", url},
+                   {"business", e.business},
+                   {"account", account_id},
+                   {"live", e.live},
+                   {"transaction", f->transaction},
+                   {"status", "pending"},
+                   {"attempts", json::array()},
+                   {"nextAttemptAt", ts},
+                   {"dueMs", now},
+                   {"manual", false},
+                   {"createdAt", ts},
+                   {"updatedAt", ts},
+                   {"body", body}};
+      KOBO_ASSERT(wb_.Put(delivery_key(id), d.dump()).ok(), "WriteBatch put");
+      KOBO_ASSERT(wb_.Put(list_key(e.business, e.live, now, id), "").ok(), "WriteBatch put");
+      KOBO_ASSERT(wb_.Put(due_key(now, id), "").ok(), "WriteBatch put");
+      ++recorded_;
+    }
+    return {};
+  }
+
+ private:
+  Impl& impl_;
+  rocksdb::WriteBatch& wb_;
+  std::size_t recorded_ = 0;
+};
+
+// Skips events: a new delivery database starts at the log's end.
+class SkipAll final : public LogVisitor {
+ public:
+  Status accepted(const Event&) override { return {}; }
+};
+
+Status Webhooks::Impl::open_follower() {
+  std::vector<FollowCursor> cursors(log_.partitions());
+  bool stored = false;
+  for (std::uint32_t p = 0; p < cursors.size(); ++p) {
+    std::string value;
+    const auto s = db_->Get(rocksdb::ReadOptions(), position_key(p), &value);
+    if (s.IsNotFound()) continue;
+    if (!s.ok()) return Status::error("webhooks read: " + s.ToString());
+    const json j = json::parse(value);
+    cursors[p].chain = ChainFollower(Seq(j.at("seq").get<std::uint64_t>()), j.at("hash").get<std::string>(),
+                                     Epoch(j.at("epoch").get<std::uint64_t>()));
+    cursors[p].next_offset = Offset(j.at("offset").get<std::uint64_t>());
+    stored = true;
+  }
+  follower_ = std::make_unique<LogFollower>(log_, LogFollowerOptions{options_.poll_records_max});
+  if (auto s = follower_->open(std::move(cursors)); !s) return s;
+  if (stored) return {};
+  SkipAll skip;
+  if (auto s = follower_->follow_to_end(skip); !s) return s;
+  rocksdb::WriteBatch wb;
+  put_positions(wb);
+  write(wb);
+  return {};
+}
+
+void Webhooks::Impl::put_positions(rocksdb::WriteBatch& wb) const {
+  const auto& cursors = follower_->cursors();
+  for (std::uint32_t p = 0; p < cursors.size(); ++p) {
+    const FollowCursor& c = cursors[p];
+    const json j{{"offset", c.next_offset.value},
+                 {"seq", c.chain.last_seq().value},
+                 {"hash", c.chain.last_hash()},
+                 {"epoch", c.chain.epoch().value}};
+    KOBO_ASSERT(wb.Put(position_key(p), j.dump()).ok(), "WriteBatch put");
+  }
+}
+
+void Webhooks::Impl::write(rocksdb::WriteBatch& wb) {
+  const auto s = db_->Write(rocksdb::WriteOptions(), &wb);
+  // The delivery database is local disk like the views: a failed write is not recoverable here.
+  KOBO_ASSERT(s.ok(), "webhooks write failed");
+}
+
+Status Webhooks::Impl::step(std::chrono::milliseconds wait) {
+  rocksdb::WriteBatch wb;
+  Recorder recorder(*this, wb);
+  auto consumed = follower_->step(recorder, wait);
+  if (!consumed) return consumed.status();
+  // Positions may stop inside a command: each event's deliveries are in the batch with the
+  // position just past it, which is all at-least-once recording needs.
+  if (consumed.value() == 0) return {};
+  put_positions(wb);
+  write(wb);
+  if (recorder.recorded() > 0) {
+    webhook_metrics().recorded.inc(recorder.recorded());
+    asio::post(io_, [this] { tick(); });
+  }
+  return {};
+}
+
+void Webhooks::Impl::consume() {
+  while (!stopping_.load()) {
+    if (auto s = step(std::chrono::milliseconds(100)); !s) {
+      if (stopping_.load()) return;
+      log::error("webhooks stopped: the log cannot be read", {{"error", s.message()}});
+      healthy_.store(false);
+      return;
+    }
+  }
+}
+
+Status Webhooks::Impl::start() {
+  work_.emplace(io_.get_executor());
+  sender_ = std::thread([this] { io_.run(); });
+  asio::co_spawn(io_, tick_forever(), asio::detached);
+  consumer_ = std::thread([this] { consume(); });
+  return {};
+}
+
+void Webhooks::Impl::stop() {
+  stopping_.store(true);
+  if (consumer_.joinable()) consumer_.join();
+  io_.stop();
+  if (sender_.joinable()) sender_.join();
+}
+
+// ---- sender -------------------------------------------------------------------------------------
+
+std::optional<json> Webhooks::Impl::get(const std::string& id) const {
+  std::string value;
+  const auto s = db_->Get(rocksdb::ReadOptions(), delivery_key(id), &value);
+  if (s.IsNotFound()) return std::nullopt;
+  KOBO_ASSERT(s.ok(), "webhooks read failed");
+  return json::parse(value);
+}
+
+asio::awaitable<void> Webhooks::Impl::tick_forever() {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!stopping_.load()) {
+    tick();
+    timer.expires_after(kTickInterval);
+    co_await timer.async_wait(asio::use_awaitable);
+  }
+}
+
+// Starts an attempt for each due delivery that has a free slot overall and at its endpoint.
+// A delivery whose endpoint is busy is passed over, so a hung endpoint holds its own slots only.
+void Webhooks::Impl::tick() {
+  if (stopping_.load()) return;
+  std::vector<json> start;
+  {
+    std::lock_guard lock(mu_);
+    std::string upper("q");
+    put_be(upper, static_cast<std::uint64_t>(now_ms()) + 1);
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    std::size_t scanned = 0;
+    for (it->Seek("q"); it->Valid() && scanned < kDueScanMax; it->Next(), ++scanned) {
+      if (in_flight_.size() >= options_.concurrency_max) break;
+      const auto key = it->key();
+      if (!key.starts_with("q") || key.compare(upper) >= 0) break;
+      const std::string id(key.data() + 9, key.size() - 9);
+      if (in_flight_.contains(id)) continue;
+      auto d = get(id);
+      KOBO_ASSERT(d.has_value(), "a due entry points at a missing delivery");
+      auto& busy = per_endpoint_[endpoint_of(d->at("url").get<std::string>())];
+      if (busy >= options_.endpoint_concurrency_max) continue;
+      ++busy;
+      in_flight_.insert(id);
+      start.push_back(std::move(*d));
+    }
+    KOBO_ASSERT(it->status().ok(), "webhooks scan failed");
+    webhook_metrics().in_flight.set(static_cast<double>(in_flight_.size()));
+  }
+  for (auto& d : start) asio::co_spawn(io_, attempt(std::move(d)), asio::detached);
+}
+
+asio::awaitable<void> Webhooks::Impl::attempt(json record) {
+  const UnixMs started = now_ms();
+  PostResult result;
+  const std::string account = record.at("account").get<std::string>();
+  const auto key = keys_.get(account, record.at("live").get<bool>());
+  if (!key) {
+    result.error = "no signing key for account " + account + " on this node";
+  } else {
+    const std::string body = record.at("body").get<std::string>();
+    webhooks_detail::PostRequest request{record.at("url").get<std::string>(),
+                                         body,
+                                         {{"content-type", "application/json"},
+                                          {"user-agent", kUserAgent},
+                                          {"x-kobo-event-id", record.at("eventId").get<std::string>()},
+                                          {"x-kobo-signature", webhook_signature(*key, body)}}};
+    result = co_await webhooks_detail::post(tls_, std::move(request),
+                                            {options_.timeout, options_.allow_private, 8 * 1024});
+  }
+  complete(record, started, result);
+}
+
+// Records one attempt and decides what comes next (the transitions of DeliveryStatus).
+void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult& result) {
+  auto& m = webhook_metrics();
+  m.attempted.inc();
+  m.duration.observe(static_cast<double>(result.duration.count()) / 1000.0);
+  if (!result.ok()) m.attempt_failures.inc();
+  const std::string id = sent.at("id").get<std::string>();
+  std::lock_guard lock(mu_);
+  auto d = get(id);
+  KOBO_ASSERT(d.has_value(), "an attempted delivery is missing");
+  json a{{"at", format_iso8601(started)}, {"durationMs", result.duration.count()}};
+  if (result.status_code) a["statusCode"] = *result.status_code;
+  if (!result.ok()) a["error"] = result.error.empty() ? "HTTP " + std::to_string(*result.status_code) : result.error;
+  (*d)["attempts"].push_back(std::move(a));
+  const auto attempts = static_cast<std::uint32_t>(d->at("attempts").size());
+  const UnixMs now = now_ms();
+  rocksdb::WriteBatch wb;
+  KOBO_ASSERT(wb.Delete(due_key(d->at("dueMs").get<UnixMs>(), id)).ok(), "WriteBatch delete");
+  std::optional<UnixMs> next;
+  if (result.ok()) {
+    (*d)["status"] = "succeeded";
+    m.succeeded.inc();
+  } else if (d->at("manual").get<bool>()) {
+    (*d)["status"] = "failed";  // a manual retry is one attempt, not a new schedule
+    m.failed.inc();
+  } else {
+    const UnixMs created = parse_iso8601(d->at("createdAt").get<std::string>()).value_or(now);
+    const UnixMs due = now + options_.schedule.delay_after(attempts).count();
+    if (attempts >= options_.schedule.attempts_max || due > created + options_.schedule.window.count()) {
+      (*d)["status"] = "failed";
+      m.failed.inc();
+    } else {
+      next = due;
+    }
+  }
+  (*d)["manual"] = false;
+  (*d)["updatedAt"] = format_iso8601(now);
+  (*d)["nextAttemptAt"] = next ? json(format_iso8601(*next)) : json(nullptr);
+  (*d)["dueMs"] = next ? json(*next) : json(nullptr);
+  if (next) KOBO_ASSERT(wb.Put(due_key(*next, id), "").ok(), "WriteBatch put");
+  KOBO_ASSERT(wb.Put(delivery_key(id), d->dump()).ok(), "WriteBatch put");
+  write(wb);
+  if (!result.ok())
+    log::warn("webhook attempt failed", {{"delivery", id}, {"url", d->at("url")}, {"error", d->at("attempts").back().at("error")}});
+  in_flight_.erase(id);
+  auto busy = per_endpoint_.find(endpoint_of(d->at("url").get<std::string>()));
+  KOBO_ASSERT(busy != per_endpoint_.end() && busy->second > 0, "endpoint slots out of balance");
+  if (--busy->second == 0) per_endpoint_.erase(busy);
+  m.in_flight.set(static_cast<double>(in_flight_.size()));
+  asio::post(io_, [this] { tick(); });
+}
+
+// ---- queries ------------------------------------------------------------------------------------
+
+Page Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const {
+  Page out;
+  const std::string prefix = list_prefix(scope.business, scope.live);
+  const std::uint64_t first = (page.page - 1) * page.per_page;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->SeekForPrev(prefix + std::string(9, '\xff')); it->Valid(); it->Prev()) {
+    const auto key = it->key();
+    if (!key.starts_with(prefix)) break;
+    auto d = get(std::string(key.data() + prefix.size() + 8, key.size() - prefix.size() - 8));
+    KOBO_ASSERT(d.has_value(), "the delivery listing points at a missing delivery");
+    if (filter.status && d->at("status") != to_string(*filter.status)) continue;
+    if (out.total_count >= first && out.total_count < first + page.per_page) out.items.push_back(public_record(std::move(*d)));
+    ++out.total_count;
+  }
+  KOBO_ASSERT(it->status().ok(), "webhooks scan failed");
+  return out;
+}
+
+Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_view id, json* record) {
+  std::unique_lock lock(mu_);
+  auto d = get(std::string(id));
+  if (!d || d->at("business") != scope.business || d->at("live") != scope.live) return RetryOutcome::not_found;
+  if (in_flight_.contains(std::string(id))) return RetryOutcome::in_progress;
+  const UnixMs now = now_ms();
+  rocksdb::WriteBatch wb;
+  if (d->at("status") == "pending") {
+    KOBO_ASSERT(wb.Delete(due_key(d->at("dueMs").get<UnixMs>(), id)).ok(), "WriteBatch delete");
+  } else {
+    (*d)["status"] = "pending";
+    (*d)["manual"] = true;
+  }
+  (*d)["dueMs"] = now;
+  (*d)["nextAttemptAt"] = format_iso8601(now);
+  (*d)["updatedAt"] = format_iso8601(now);
+  KOBO_ASSERT(wb.Put(due_key(now, id), "").ok(), "WriteBatch put");
+  KOBO_ASSERT(wb.Put(delivery_key(id), d->dump()).ok(), "WriteBatch put");
+  write(wb);
+  lock.unlock();
+  asio::post(io_, [this] { tick(); });
+  if (record != nullptr) *record = public_record(std::move(*d));
+  return RetryOutcome::queued;
+}
+
+// ---- Webhooks -----------------------------------------------------------------------------------
+
+Result<std::unique_ptr<Webhooks>> Webhooks::open(const std::string& path, EventLog& log, Views& views,
+                                                 Projector& projector, const SigningKeyStore& keys,
+                                                 WebhookOptions options) {
+  KOBO_ASSERT(options.concurrency_max > 0 && options.endpoint_concurrency_max > 0, "webhook concurrency");
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return Status::error("create " + path + ": " + ec.message());
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  const auto s = rocksdb::DB::Open(o, path, &raw);
+  if (!s.ok()) return Status::error("open webhooks " + path + ": " + s.ToString());
+  auto impl = std::make_unique<Impl>(std::unique_ptr<rocksdb::DB>(raw), log, views, projector, keys, std::move(options));
+  if (auto st = impl->open_follower(); !st) return st;
+  return std::unique_ptr<Webhooks>(new Webhooks(std::move(impl)));
+}
+
+Webhooks::Webhooks(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Webhooks::~Webhooks() { stop(); }
+Status Webhooks::start() { return impl_->start(); }
+void Webhooks::stop() { impl_->stop(); }
+bool Webhooks::healthy() const { return impl_->healthy(); }
+Page Webhooks::deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const {
+  return impl_->deliveries(scope, filter, page);
+}
+std::optional<std::string> Webhooks::refused_url(std::string_view url) const {
+  if (impl_->allow_private()) return std::nullopt;
+  auto u = boost::urls::parse_absolute_uri(url);
+  if (!u || (u->host_type() != boost::urls::host_type::ipv4 && u->host_type() != boost::urls::host_type::ipv6))
+    return std::nullopt;
+  const std::string host(u->host_address());
+  if (auto why = forbidden_address_reason(host)) return host + " is a " + *why + " address";
+  return std::nullopt;
+}
+
+Webhooks::RetryOutcome Webhooks::retry(const Scope& scope, std::string_view id, json* record) {
+  return impl_->retry(scope, id, record);
+}
+
+}  // namespace kobo

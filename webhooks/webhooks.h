@@ -1,0 +1,145 @@
+#pragma once
+// Webhooks: signed, retried, durable delivery of account events (DESIGN section 3, "Webhooks").
+//
+// Webhooks is one more reader of the event log. Its consumer thread follows the log with a
+// LogFollower from positions kept in its own RocksDB (<data-dir>/webhooks), and for every
+// transaction that reaches a final state it records one Delivery per URL of the owning account,
+// in the same WriteBatch as the positions that cover the event: a crash neither repeats nor
+// skips the recording. The body (`{"event","data"}`, data = the Transaction as GET
+// /v1/transactions/{id} shows it, read from the views once the projector has applied the event)
+// is frozen when the delivery is recorded, so every attempt sends the same bytes.
+//
+// A sender (one io_context thread) attempts due deliveries with bounded concurrency overall and
+// per endpoint, a deadline per attempt, no redirects and a capped response, and records each
+// attempt; failures are retried on the RetrySchedule. Delivery is at least once: an attempt cut
+// short by a crash is made again after the restart.
+//
+// Signing keys: the log holds only SHA-256 digests of secret keys, and must: analysts read it.
+// Deliveries are signed with the account's secret key of the event's mode, which lives in a
+// SigningKeyStore: one 0600 file per account under <data-dir>/signing-keys (mode 0700), written
+// before the account is appended, like credentials.json.
+//
+// Thread safety: Webhooks' public methods may be called from any thread. Lifecycle: open(),
+// start(), stop() (or the destructor). It must not outlive the EventLog, Views, Projector and
+// SigningKeyStore it was opened over.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "events/event_log.h"
+#include "projection/projector.h"
+#include "projection/views.h"
+
+namespace kobo {
+
+// ---- signing ----------------------------------------------------------------------------------
+
+// The x-kobo-signature of `body`: hex HMAC-SHA512 of the exact bytes, keyed with `secret_key`.
+std::string webhook_signature(std::string_view secret_key, std::string_view body);
+
+// The secret keys of accounts, kept on this node only. One file per account,
+// <dir>/<account>.json = {"test","live"}, mode 0600, written atomically (write, fsync, rename).
+// Thread-safe.
+class SigningKeyStore {
+ public:
+  // Creates `dir` (mode 0700) when missing.
+  [[nodiscard]] static Result<std::unique_ptr<SigningKeyStore>> open(const std::string& dir);
+
+  [[nodiscard]] Status put(std::string_view account, std::string_view test_secret_key,
+                           std::string_view live_secret_key);
+  // The account's secret key of that mode; nullopt when this node does not have it.
+  std::optional<std::string> get(std::string_view account, bool live) const;
+
+ private:
+  explicit SigningKeyStore(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
+// ---- retries and addresses --------------------------------------------------------------------
+
+// When to try again. delays[i] is the wait after the (i+1)-th failed attempt; the last one
+// repeats. A delivery fails for good when the next attempt would fall later than `window` after
+// the delivery was recorded, or after attempts_max attempts.
+struct RetrySchedule {
+  std::vector<std::chrono::milliseconds> delays{std::chrono::seconds(10), std::chrono::minutes(1),
+                                                std::chrono::minutes(5), std::chrono::minutes(30),
+                                                std::chrono::hours(1)};
+  std::chrono::milliseconds window = std::chrono::hours(24);
+  std::uint32_t attempts_max = 40;  // the default schedule makes ~28 in 24 h
+
+  // "10s,1m,5m,30m,1h" and "24h": integers with a unit of ms, s, m or h.
+  [[nodiscard]] static Result<RetrySchedule> parse(std::string_view delays, std::string_view window);
+  // The wait after `failed_attempts` (>= 1) failures.
+  std::chrono::milliseconds delay_after(std::uint32_t failed_attempts) const;
+};
+
+// Why a webhook may not be sent to `address` (server-side request forgery): "loopback",
+// "private", "link-local", "shared address space (CGNAT)", "unique-local", "unspecified",
+// "multicast", "reserved"; nullopt for a public address. IPv4-mapped and NAT64 IPv6 addresses
+// are judged by the IPv4 address they carry. `address` is numeric ("10.0.0.1", "::1").
+std::optional<std::string> forbidden_address_reason(std::string_view address);
+
+// ---- deliveries -------------------------------------------------------------------------------
+
+struct WebhookOptions {
+  RetrySchedule schedule;
+  std::chrono::milliseconds timeout{10'000};  // one attempt: resolve, connect, TLS, send, answer
+  bool allow_private = false;                 // --webhook-allow-private (tests, private networks)
+  std::uint32_t concurrency_max = 64;         // attempts in flight overall
+  std::uint32_t endpoint_concurrency_max = 4; // attempts in flight per host:port
+  std::size_t poll_records_max = 4096;        // log records per consumer step
+};
+
+// Delivery statuses. pending -> succeeded | failed (the schedule ran out); a manual retry moves
+// succeeded or failed back to pending for one attempt.
+enum class DeliveryStatus { pending, succeeded, failed };
+std::string_view to_string(DeliveryStatus s);
+
+struct DeliveryFilter {
+  std::optional<DeliveryStatus> status;
+};
+
+class Webhooks {
+ public:
+  // Opens (creating) the delivery database at `path`. A new database starts at the log's end:
+  // turning webhooks on for an existing log does not send its history.
+  [[nodiscard]] static Result<std::unique_ptr<Webhooks>> open(const std::string& path, EventLog& log, Views& views,
+                                                              Projector& projector, const SigningKeyStore& keys,
+                                                              WebhookOptions options = {});
+  ~Webhooks();
+  Webhooks(const Webhooks&) = delete;
+  Webhooks& operator=(const Webhooks&) = delete;
+
+  [[nodiscard]] Status start();
+  void stop();
+  // False once the consumer stopped on a log it cannot read.
+  bool healthy() const;
+
+  // A business's deliveries in one mode, newest first, as the API shows them (the README lists
+  // the fields).
+  Page deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const;
+
+  // Why `url` can never be delivered to, judged without DNS: its host is a literal address that
+  // is not public and private addresses are not allowed. For rejecting such a URL when it is
+  // set; the check after resolving is the one that guards.
+  std::optional<std::string> refused_url(std::string_view url) const;
+
+  enum class RetryOutcome { queued, not_found, in_progress };
+  // Makes the delivery due now (one more attempt, whatever its status). `record` is the
+  // delivery as it is after the change.
+  RetryOutcome retry(const Scope& scope, std::string_view id, nlohmann::json* record);
+
+ private:
+  class Impl;
+  explicit Webhooks(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kobo
