@@ -7,7 +7,7 @@ LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./data
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test asan tsan bench clean
+.PHONY: all deps build run test kafka asan tsan bench clean
 
 all: build
 
@@ -21,17 +21,23 @@ build: deps
 run: build
 	./build/kobo serve --listen $(LISTEN) --data-dir $(DATA_DIR)
 
-test: build
+# The Kafka-labelled tests run a real Apache Kafka broker: a JRE and Maven from Debian, the
+# broker's jars from Maven Central (tools/kafka/pom.xml).
+kafka:
+	@tools/install-deps.sh kafka
+	@test -f tools/kafka/target/lib/kafka_2.13-3.9.0.jar || (cd tools/kafka && mvn -q -B package)
+
+test: build kafka
 	ctest --test-dir build --output-on-failure -j2 --timeout 900
 
 # ASan + UBSan build running the whole suite.
-asan: deps
+asan: deps kafka
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKOBO_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir build-asan --output-on-failure -j2 --timeout 1800
 
-tsan: deps
+tsan: deps kafka
 	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKOBO_TSAN=ON >/dev/null
 	@cmake --build build-tsan -j$(JOBS)
 	ctest --test-dir build-tsan --output-on-failure -j2 --timeout 1800

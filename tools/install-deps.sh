@@ -11,7 +11,7 @@ build_pkgs=(
   libgtest-dev libgmock-dev libcli11-dev
   python3 python3-jsonschema python3-yaml curl
 )
-kafka_pkgs=(default-jre-headless maven)
+kafka_pkgs=(default-jre-headless maven kcat)
 bench_pkgs=(libbenchmark-dev wrk)
 
 wanted=()
