@@ -242,14 +242,16 @@ void Ledger::recover() {
     log::error("another writer has taken the log; this writer stops accepting commands");
     return;
   }
-  next_recovery_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  // The next attempt is a second after this one ends, so that commands queued meanwhile are
+  // answered (unavailable) in between rather than waiting behind attempt after attempt.
+  const auto retry_later = [this] { next_recovery_ = std::chrono::steady_clock::now() + std::chrono::seconds(1); };
   if (auto s = log_.reset_writer(); !s) {
     log::warn("the log cannot be written yet; retrying", {{"error", s.message()}});
-    return;
+    return retry_later();
   }
   if (auto s = replay(); !s) {
     log::warn("the log cannot be re-read yet; retrying", {{"error", s.message()}});
-    return;
+    return retry_later();
   }
   resume_scheduled();
   healthy_.store(true);
@@ -259,7 +261,6 @@ void Ledger::recover() {
 void Ledger::run() {
   std::vector<Pending> batch;
   for (;;) {
-    if (!healthy_.load() && !log_.fenced() && std::chrono::steady_clock::now() >= next_recovery_) recover();
     batch.clear();
     take_due(batch);
     {
@@ -280,7 +281,8 @@ void Ledger::run() {
       }
       ledger_metrics().queue_depth.set(static_cast<double>(queue_.size()));
     }
-    process(batch);
+    process(batch);  // while unhealthy: answers every command unavailable at once
+    if (!healthy_.load() && !log_.fenced() && std::chrono::steady_clock::now() >= next_recovery_) recover();
   }
 }
 

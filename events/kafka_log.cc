@@ -315,7 +315,8 @@ class KafkaLogImpl final : public EventLog {
     std::lock_guard lock(write_mu_);
     if (!options_.writer) return {};
     if (fenced_.load()) return Status::error("kafka: another writer has taken the partitions");
-    const auto deadline = Clock::now() + options_.connect_timeout;
+    // Within the append budget: the writer thread waits on this while commands queue up.
+    const auto deadline = Clock::now() + std::min(options_.append_timeout, options_.connect_timeout);
     for (std::uint32_t p = 0; p < partitions_; ++p) {
       if (!writers_[p].in_doubt) continue;
       writers_[p].rk.reset();

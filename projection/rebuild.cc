@@ -9,8 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <nlohmann/json.hpp>
 
 #include "projection/projector.h"
+#include "projection/view_keys.h"
 
 namespace kobo {
 
@@ -85,6 +87,25 @@ std::string describe_view_key(std::string_view key) {
   return out;
 }
 
+namespace {
+
+// A projector's position is where its chain stands (seq, hash, epoch) plus the log offset it
+// reads next. The offset can legitimately differ by the records that hold no event (Kafka's
+// transaction markers), depending on whether the reader saw the end of the partition before it
+// stopped, so positions are equal when everything but the offset is.
+bool same_value(std::string_view key, const rocksdb::Slice& e, const rocksdb::Slice& a) {
+  if (e == a) return true;
+  if (key.size() != view_keys::position(0).size() || key.front() != 'P') return false;
+  auto je = nlohmann::json::parse(e.ToStringView(), nullptr, false);
+  auto ja = nlohmann::json::parse(a.ToStringView(), nullptr, false);
+  if (!je.is_object() || !ja.is_object()) return false;
+  je.erase("offset");
+  ja.erase("offset");
+  return je == ja;
+}
+
+}  // namespace
+
 ViewsDiff compare_views(const Views& expected, const Views& actual, std::size_t listed_max) {
   ViewsDiff diff;
   std::unique_ptr<rocksdb::Iterator> e(expected.db().NewIterator(rocksdb::ReadOptions()));
@@ -106,7 +127,8 @@ ViewsDiff compare_views(const Views& expected, const Views& actual, std::size_t 
       note(a->key().ToStringView(), std::nullopt, a->value().ToString());
       a->Next();
     } else {
-      if (e->value() != a->value()) note(e->key().ToStringView(), e->value().ToString(), a->value().ToString());
+      if (!same_value(e->key().ToStringView(), e->value(), a->value()))
+        note(e->key().ToStringView(), e->value().ToString(), a->value().ToString());
       e->Next();
       a->Next();
     }
