@@ -18,7 +18,8 @@ namespace {
 
 struct ProjectorMetrics {
   metrics::Histogram& lag_seconds = metrics::registry().histogram(
-      "kobo_projection_lag_seconds", "Time from an event's append to its application to the views");
+      "kobo_projection_lag_seconds",
+      "Time from an event's decision (just before its append) until the views show it");
   metrics::Gauge& last_lag = metrics::registry().gauge("kobo_projection_lag_last_seconds",
                                                        "Lag of the most recently applied event");
   metrics::Histogram& batch_events = metrics::registry().histogram(
@@ -54,16 +55,21 @@ class Projector::Batch {
 
   void apply(const Event& e);
 
-  bool empty() const { return events_ == 0; }
-  std::size_t events() const { return events_; }
-  void count_event() { ++events_; }
+  bool empty() const { return appended_at_.empty(); }
+  std::size_t events() const { return appended_at_.size(); }
+  void count_event(const Event& e) { appended_at_.push_back(e.time); }
 
+  // Writes the batch; its events are visible from here on, which is when their lag ends.
   [[nodiscard]] Status flush() {
     const auto s = views_.db().Write(rocksdb::WriteOptions(), &wb_);
     if (!s.ok()) return Status::error("views write: " + s.ToString());
+    const UnixMs now = now_ms();
+    for (const UnixMs t : appended_at_) projector_metrics().lag_seconds.observe(static_cast<double>(now - t) / 1000.0);
+    if (!appended_at_.empty())
+      projector_metrics().last_lag.set(static_cast<double>(now - appended_at_.back()) / 1000.0);
     wb_.Clear();
     overlay_.clear();
-    events_ = 0;
+    appended_at_.clear();
     return {};
   }
 
@@ -74,7 +80,7 @@ class Projector::Batch {
   Views& views_;
   rocksdb::WriteBatch wb_;
   std::unordered_map<std::string, std::string> overlay_;
-  std::size_t events_ = 0;
+  std::vector<UnixMs> appended_at_;  // Event::time of each event applied since the last flush
 };
 
 void Projector::Batch::put_transaction(const json& trx) {
@@ -213,18 +219,15 @@ Projector::~Projector() { stop(); }
 // Hands accepted events to the batch; the follower does the reading and the chain rule.
 class Projector::Applier final : public LogVisitor {
  public:
-  Applier(Batch& batch, UnixMs now) : batch_(batch), now_(now) {}
+  explicit Applier(Batch& batch) : batch_(batch) {}
   Status accepted(const Event& e) override {
     batch_.apply(e);
-    batch_.count_event();
-    projector_metrics().lag_seconds.observe(static_cast<double>(now_ - e.time) / 1000.0);
-    projector_metrics().last_lag.set(static_cast<double>(now_ - e.time) / 1000.0);
+    batch_.count_event(e);
     return {};
   }
 
  private:
   Batch& batch_;
-  const UnixMs now_;
 };
 
 Status Projector::start() {
@@ -296,7 +299,7 @@ Status Projector::catch_up_to(const std::vector<Offset>& until) {
 }
 
 Status Projector::step(std::chrono::milliseconds wait, const std::vector<Offset>* until) {
-  Applier applier(*batch_, now_ms());
+  Applier applier(*batch_);
   auto consumed = follower_->step(applier, wait, until);
   if (!consumed) return consumed.status();
   if (follower_->mid_command()) return {};  // the rest of the command is in the log: read it first
