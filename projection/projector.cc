@@ -5,6 +5,7 @@
 
 #include <unordered_map>
 
+#include "common/json_dump.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "events/chain.h"
@@ -51,7 +52,7 @@ class Projector::Batch {
     KOBO_ASSERT(wb_.Put(key, value).ok(), "WriteBatch put");
     overlay_[key] = std::move(value);
   }
-  void put(const std::string& key, const json& value) { put(key, value.dump()); }
+  void put(const std::string& key, const json& value) { put(key, dump_json(value)); }
 
   void apply(const Event& e);
 
