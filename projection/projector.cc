@@ -34,25 +34,40 @@ ProjectorMetrics& projector_metrics() {
 
 }  // namespace
 
-// The view changes not yet written: a WriteBatch plus an overlay so that later events in the
-// same batch read what earlier ones wrote.
+// The view changes not yet written, with an overlay so that later events of the batch read what
+// earlier ones wrote. A record that an event changes stays decoded in the overlay until the
+// flush: a wallet with many postings in a batch is parsed once and dumped once. A record that is
+// only written (a new transaction) is dumped at once and parsed only if a later event of the
+// batch changes it. Index entries (plain strings, never read back here) go to the WriteBatch.
 class Projector::Batch {
  public:
   explicit Batch(Views& views) : views_(views) {}
 
-  std::optional<json> get(const std::string& key) {
-    if (auto it = overlay_.find(key); it != overlay_.end()) return json::parse(it->second);
+  // The record at `key` as this batch sees it, to change in place (it is written at the flush);
+  // nullptr when there is none.
+  json* edit(const std::string& key) {
+    if (auto it = records_.find(key); it != records_.end()) return &it->second;
     std::string value;
-    const auto s = views_.db().Get(rocksdb::ReadOptions(), key, &value);
-    if (s.IsNotFound()) return std::nullopt;
-    KOBO_ASSERT(s.ok(), "views read failed");
-    return json::parse(value);
+    if (auto it = dumped_.find(key); it != dumped_.end()) {
+      value = std::move(it->second);
+      dumped_.erase(it);
+    } else {
+      const auto s = views_.db().Get(rocksdb::ReadOptions(), key, &value);
+      if (s.IsNotFound()) return nullptr;
+      KOBO_ASSERT(s.ok(), "views read failed");
+    }
+    return &records_.emplace(key, json::parse(value)).first->second;
   }
-  void put(const std::string& key, std::string value) {
-    KOBO_ASSERT(wb_.Put(key, value).ok(), "WriteBatch put");
-    overlay_[key] = std::move(value);
+  void put(const std::string& key, const std::string& index_entry) {
+    KOBO_ASSERT(wb_.Put(key, index_entry).ok(), "WriteBatch put");
   }
-  void put(const std::string& key, const json& value) { put(key, dump_json(value)); }
+  void put(const std::string& key, const json& record) {
+    if (auto it = records_.find(key); it != records_.end()) {
+      if (&it->second != &record) it->second = record;
+      return;
+    }
+    dumped_[key] = dump_json(record);
+  }
 
   void apply(const Event& e);
 
@@ -62,6 +77,8 @@ class Projector::Batch {
 
   // Writes the batch; its events are visible from here on, which is when their lag ends.
   [[nodiscard]] Status flush() {
+    for (const auto& [key, value] : dumped_) KOBO_ASSERT(wb_.Put(key, value).ok(), "WriteBatch put");
+    for (const auto& [key, record] : records_) KOBO_ASSERT(wb_.Put(key, dump_json(record)).ok(), "WriteBatch put");
     const auto s = views_.db().Write(rocksdb::WriteOptions(), &wb_);
     if (!s.ok()) return Status::error("views write: " + s.ToString());
     const UnixMs now = now_ms();
@@ -69,7 +86,8 @@ class Projector::Batch {
     if (!appended_at_.empty())
       projector_metrics().last_lag.set(static_cast<double>(now - appended_at_.back()) / 1000.0);
     wb_.Clear();
-    overlay_.clear();
+    records_.clear();
+    dumped_.clear();
     appended_at_.clear();
     return {};
   }
@@ -80,7 +98,9 @@ class Projector::Batch {
 
   Views& views_;
   rocksdb::WriteBatch wb_;
-  std::unordered_map<std::string, std::string> overlay_;
+  // Records written at the flush: changed ones decoded, new ones dumped. A key is in one at most.
+  std::unordered_map<std::string, json> records_;
+  std::unordered_map<std::string, std::string> dumped_;
   std::vector<UnixMs> appended_at_;  // Event::time of each event applied since the last flush
 };
 
@@ -104,13 +124,12 @@ void Projector::Batch::apply_posting(const Event& e, std::int64_t delta) {
   const std::string account = e.data.at("ledgerAccount").get<std::string>();
   const std::string ts = format_iso8601(e.time);
   if (account.starts_with("vba-")) {
-    auto w = get(view_keys::wallet(account));
-    KOBO_ASSERT(w.has_value(), "posting to a wallet the views do not have");
+    json* w = edit(view_keys::wallet(account));
+    KOBO_ASSERT(w != nullptr, "posting to a wallet the views do not have");
     (*w)["balance"] = (*w)["balance"].get<std::int64_t>() + delta;
     KOBO_ASSERT((*w)["balance"] == e.data.at("balance"), "view balance disagrees with the event");
     (*w)["updatedAt"] = ts;
     (*w)["lastUpdated"] = ts;
-    put(view_keys::wallet(account), *w);
   } else {
     put(view_keys::system_balance(e.partition.value, account), json{{"balance", e.data.at("balance")}});
   }
@@ -139,12 +158,11 @@ void Projector::Batch::apply(const Event& e) {
     }
     case EventType::account_updated: {
       const std::string id = d.at("accountId").get<std::string>();
-      auto a = get(view_keys::account(id));
-      KOBO_ASSERT(a.has_value(), "update of an account the views do not have");
+      json* a = edit(view_keys::account(id));
+      KOBO_ASSERT(a != nullptr, "update of an account the views do not have");
       for (const auto& [k, v] : d.at("changes").items()) (*a)[k] = v;
       (*a)["updatedAt"] = d.at("updatedAt");
       (*a)["__v"] = a->at("__v").get<std::int64_t>() + 1;
-      put(view_keys::account(id), *a);
       break;
     }
     case EventType::bank_account_added: {
@@ -166,12 +184,11 @@ void Projector::Batch::apply(const Event& e) {
     }
     case EventType::collection_status_changed: {
       const std::string id = d.at("publicId").get<std::string>();
-      auto c = get(view_keys::wallet(id));
-      KOBO_ASSERT(c.has_value() && (*c)["status"] == d.at("from"), "collection status change out of order");
+      json* c = edit(view_keys::wallet(id));
+      KOBO_ASSERT(c != nullptr && (*c)["status"] == d.at("from"), "collection status change out of order");
       (*c)["status"] = d.at("status");
       (*c)["active"] = false;
       (*c)["updatedAt"] = d.at("updatedAt");
-      put(view_keys::wallet(id), *c);
       break;
     }
     case EventType::wallet_created: {
@@ -194,8 +211,8 @@ void Projector::Batch::apply(const Event& e) {
       break;
     case EventType::transaction_status_changed: {
       const std::string id = d.at("publicId").get<std::string>();
-      auto t = get(view_keys::transaction(id));
-      KOBO_ASSERT(t.has_value(), "status change of a transaction the views do not have");
+      json* t = edit(view_keys::transaction(id));
+      KOBO_ASSERT(t != nullptr, "status change of a transaction the views do not have");
       KOBO_ASSERT((*t)["status"] == d.at("from"), "status change from a status the transaction is not in");
       (*t)["status"] = d.at("status");
       (*t)["updatedAt"] = d.at("updatedAt");
