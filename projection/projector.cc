@@ -61,12 +61,20 @@ class Projector::Batch {
   void put(const std::string& key, const std::string& index_entry) {
     KOBO_ASSERT(wb_.Put(key, index_entry).ok(), "WriteBatch put");
   }
-  void put(const std::string& key, const json& record) {
+  // `changes_soon`: a later event will likely change the record (a pending transaction, whose
+  // settlement follows within milliseconds), so it stays decoded instead of being dumped now and
+  // parsed again.
+  void put(const std::string& key, const json& record, bool changes_soon = false) {
     if (auto it = records_.find(key); it != records_.end()) {
       if (&it->second != &record) it->second = record;
       return;
     }
-    dumped_[key] = dump_json(record);
+    if (changes_soon) {
+      dumped_.erase(key);
+      records_.emplace(key, record);
+    } else {
+      dumped_[key] = dump_json(record);
+    }
   }
 
   void apply(const Event& e);
@@ -111,7 +119,7 @@ void Projector::Batch::put_transaction(const json& trx) {
   const auto numeric = trx.at("id").get<std::uint64_t>();
   const auto created = parse_iso8601(trx.at("createdAt").get<std::string>());
   KOBO_ASSERT(created.has_value(), "transaction createdAt");
-  put(view_keys::transaction(id), trx);
+  put(view_keys::transaction(id), trx, /*changes_soon=*/trx.at("status") == "pending");
   put(view_keys::transaction_id(business, live, numeric), id);
   put(view_keys::transaction_reference(trx.at("account").get<std::string>(), live,
                                        trx.at("reference").get<std::string>()),
