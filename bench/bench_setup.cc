@@ -75,6 +75,22 @@ std::vector<Business> create_funded_wallets(Ledger& ledger, int businesses, int 
   return all;
 }
 
+WalletTransfer random_transfer(const std::vector<Business>& all, std::mt19937_64& rng, Kobo amount,
+                               std::string reference) {
+  const Business& b = all[rng() % all.size()];
+  const std::size_t from = rng() % b.wallets.size();
+  const std::size_t to = (from + 1 + rng() % (b.wallets.size() - 1)) % b.wallets.size();
+  WalletTransfer t;
+  t.caller = b.caller;
+  t.source = b.wallets[from];
+  t.destination = b.wallets[to];
+  t.amount = amount;
+  t.narration = "bench";
+  t.fingerprint = "fp-" + reference;
+  t.reference = std::move(reference);
+  return t;
+}
+
 std::size_t resident_bytes() {
   std::ifstream in("/proc/self/status");
   std::string line;

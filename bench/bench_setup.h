@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ Caller create_business(Ledger& ledger, const std::string& name);
 
 // Creates `businesses` businesses with `wallets` funded wallets each (exits on a rejection).
 std::vector<Business> create_funded_wallets(Ledger& ledger, int businesses, int wallets);
+
+// A transfer between two different random wallets of one random business.
+WalletTransfer random_transfer(const std::vector<Business>& all, std::mt19937_64& rng, Kobo amount,
+                               std::string reference);
 
 // VmRSS of this process in bytes, from /proc/self/status.
 std::size_t resident_bytes();

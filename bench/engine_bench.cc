@@ -76,17 +76,8 @@ int transfers(const std::string& data_dir, double seconds, int producers, std::p
       std::mt19937_64 rng(static_cast<std::uint64_t>(t) * 7919 + 1);
       for (std::uint64_t n = 0; running.load(std::memory_order_relaxed); ++n) {
         in_flight.acquire();
-        const Business& b = all[rng() % all.size()];
-        const std::size_t from = rng() % b.wallets.size();
-        const std::size_t to = (from + 1 + rng() % (b.wallets.size() - 1)) % b.wallets.size();
-        WalletTransfer c;
-        c.caller = b.caller;
-        c.source = b.wallets[from];
-        c.destination = b.wallets[to];
-        c.amount = Kobo(10'000);
-        c.narration = "bench";
-        c.reference = "e" + std::to_string(t) + "-" + std::to_string(n);
-        c.fingerprint = "fp";
+        WalletTransfer c =
+            random_transfer(all, rng, Kobo(10'000), "e" + std::to_string(t) + "-" + std::to_string(n));
         ledger.submit(std::move(c), [&, submitted = Clock::now()](Outcome o) {
           if (!o.ok()) {
             std::fprintf(stderr, "transfer rejected: %s\n", std::string(to_string(o.rejection)).c_str());
@@ -186,7 +177,9 @@ int main(int argc, char** argv) {
   t->add_option("--data-dir", data_dir, "A fresh data directory")->required();
   t->add_option("--seconds", seconds, "How long to measure")->capture_default_str();
   t->add_option("--producers", producers, "Submitting threads")->check(CLI::Range(1, 64))->capture_default_str();
-  t->add_option("--window", window, "Transfers in flight per producer")->check(CLI::Range(1, 30'000))->capture_default_str();
+  t->add_option("--window", window, "Transfers in flight per producer")
+      ->check(CLI::Range(1, 30'000))
+      ->capture_default_str();
   auto* m = app.add_subcommand("make-wallets", "Append wallets to a fresh log (fsync off)");
   m->add_option("--data-dir", data_dir, "A fresh data directory")->required();
   m->add_option("--wallets", wallets, "Wallets to create")->capture_default_str();

@@ -65,18 +65,8 @@ int run(const std::string& data_dir, std::uint64_t events, std::uint32_t partiti
     while (log_size(*log.value()) < events) {
       bench::Batch batch(ledger);
       for (std::size_t i = 0; i < kWindow; ++i, ++n) {
-        const bench::Business& b = all[rng() % all.size()];
-        const std::size_t from = rng() % b.wallets.size();
-        const std::size_t to = (from + 1 + rng() % (b.wallets.size() - 1)) % b.wallets.size();
-        WalletTransfer t;
-        t.caller = b.caller;
-        t.source = b.wallets[from];
-        t.destination = b.wallets[to];
-        t.amount = Kobo(10'000 + static_cast<std::int64_t>(rng() % 1'000'000));
-        t.narration = "bench";
-        t.reference = "bench-" + std::to_string(n);
-        t.fingerprint = "fp-" + std::to_string(n);
-        batch.submit(std::move(t));
+        const Kobo amount(10'000 + static_cast<std::int64_t>(rng() % 1'000'000));
+        batch.submit(bench::random_transfer(all, rng, amount, "bench-" + std::to_string(n)));
       }
       batch.wait();
     }

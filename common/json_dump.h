@@ -92,10 +92,14 @@ void append(std::string& out, const Json& j, typename Json::error_handler_t hand
       out += "null";
       return;
     case nlohmann::json::value_t::number_integer:
-      out.append(buf, std::to_chars(buf, buf + sizeof buf, *j.template get_ptr<const typename Json::number_integer_t*>()).ptr);
+      out.append(buf, std::to_chars(buf, buf + sizeof buf,
+                                    *j.template get_ptr<const typename Json::number_integer_t*>())
+                          .ptr);
       return;
     case nlohmann::json::value_t::number_unsigned:
-      out.append(buf, std::to_chars(buf, buf + sizeof buf, *j.template get_ptr<const typename Json::number_unsigned_t*>()).ptr);
+      out.append(buf, std::to_chars(buf, buf + sizeof buf,
+                                    *j.template get_ptr<const typename Json::number_unsigned_t*>())
+                          .ptr);
       return;
     case nlohmann::json::value_t::number_float:
     case nlohmann::json::value_t::binary:
