@@ -45,7 +45,7 @@ tsan: deps kafka
 bench:
 	@tools/install-deps.sh build bench
 	@cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOBO_BENCH=ON >/dev/null
-	@cmake --build build-bench -j$(JOBS)
+	@cmake --build build-bench -j$(JOBS) --target kobo kobo_make_log kobo_engine_bench
 	bench/run.sh build-bench
 
 clean:

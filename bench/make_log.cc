@@ -12,14 +12,12 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
-#include <mutex>
 #include <random>
 #include <thread>
 
-#include "command/ledger.h"
+#include "bench/bench_setup.h"
 #include "common/crypto.h"
 #include "common/log.h"
 #include "events/embedded_log.h"
@@ -38,36 +36,6 @@ std::uint64_t log_size(EventLog& log) {
   for (Offset o : ends.value()) n += o.value;
   return n;
 }
-
-// Submits commands and waits for all of their answers.
-class Batch {
- public:
-  explicit Batch(Ledger& ledger) : ledger_(ledger) {}
-  void submit(Command c) {
-    {
-      std::lock_guard lock(mu_);
-      ++open_;
-    }
-    ledger_.submit(std::move(c), [this](Outcome o) {
-      if (!o.ok() && !o.replayed) {
-        std::fprintf(stderr, "command rejected: %s %s\n", std::string(to_string(o.rejection)).c_str(), o.detail.c_str());
-        std::exit(2);
-      }
-      std::lock_guard lock(mu_);
-      if (--open_ == 0) cv_.notify_all();
-    });
-  }
-  void wait() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return open_ == 0; });
-  }
-
- private:
-  Ledger& ledger_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::size_t open_ = 0;
-};
 
 int run(const std::string& data_dir, std::uint64_t events, std::uint32_t partitions, int businesses, int wallets) {
   log::set_min_level(log::Level::warn);
@@ -89,48 +57,16 @@ int run(const std::string& data_dir, std::uint64_t events, std::uint32_t partiti
       std::fprintf(stderr, "kobo_make_log: %s\n", s.message().c_str());
       return 2;
     }
-    struct Business {
-      Caller caller;
-      std::vector<std::string> wallets;
-    };
-    std::vector<Business> all;
-    for (int b = 0; b < businesses; ++b) {
-      const std::string biz = "biz-" + uuid_v4(), acc = "acc-" + uuid_v4();
-      const Outcome o = ledger.execute(CreateBusiness{biz, "Bench " + std::to_string(b), acc, "Default",
-                                                      sha256_hex("t" + biz), sha256_hex("l" + biz), "pk_test_" + biz,
-                                                      "pk_live_" + biz});
-      if (!o.ok()) return 2;
-      Business business{Caller{biz, acc, false}, {}};
-      for (int w = 0; w < wallets; ++w) {
-        const Outcome c = ledger.execute(CreateWallet{business.caller, "wallet " + std::to_string(w), "secondary", {}, {}});
-        if (!c.ok()) return 2;
-        business.wallets.push_back(c.record.at("publicId"));
-        if (!ledger.execute(IncomingCredit{business.caller, c.record.at("accountNumber"), Kobo(1'000'000'000'000),
-                                           "funding", "Ada Obi", "0123456784", "044", "Access Bank", "000014"})
-                 .ok())
-          return 2;
-      }
-      all.push_back(std::move(business));
-    }
+    const std::vector<bench::Business> all = bench::create_funded_wallets(ledger, businesses, wallets);
 
     std::mt19937_64 rng(42);
     constexpr std::size_t kWindow = 8'192;  // commands in flight: below the writer's queue limit
     std::uint64_t n = 0;
     while (log_size(*log.value()) < events) {
-      Batch batch(ledger);
+      bench::Batch batch(ledger);
       for (std::size_t i = 0; i < kWindow; ++i, ++n) {
-        const Business& b = all[rng() % all.size()];
-        const std::size_t from = rng() % b.wallets.size();
-        const std::size_t to = (from + 1 + rng() % (b.wallets.size() - 1)) % b.wallets.size();
-        WalletTransfer t;
-        t.caller = b.caller;
-        t.source = b.wallets[from];
-        t.destination = b.wallets[to];
-        t.amount = Kobo(10'000 + static_cast<std::int64_t>(rng() % 1'000'000));
-        t.narration = "bench";
-        t.reference = "bench-" + std::to_string(n);
-        t.fingerprint = "fp-" + std::to_string(n);
-        batch.submit(std::move(t));
+        const Kobo amount(10'000 + static_cast<std::int64_t>(rng() % 1'000'000));
+        batch.submit(bench::random_transfer(all, rng, amount, "bench-" + std::to_string(n)));
       }
       batch.wait();
     }

@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
 # Replay speed on a large log: writes EVENTS events (default 1,000,000) through the Ledger into a
-# fresh data dir, then times the writer's start-up replay, `kobo replay` (rebuild the views) and
-# `kobo audit` (every check, and the views compared with a second rebuild).
+# fresh data dir, then times the writer's start-up replay (its state rebuilt) and `kobo replay`
+# (every view rebuilt); with AUDIT=1 also `kobo audit` (every check, and the views compared with
+# a second rebuild). Prints `RESULT writer_replay_eps=… views_replay_eps=…` for run.sh.
 #
 #   bench/replay_speed.sh [BUILD_DIR] [EVENTS]      e.g. bench/replay_speed.sh build 1000000
 #
-# KEEP=1 keeps the data dir. Needs the targets kobo and kobo_make_log of BUILD_DIR.
+# KEEP=1 keeps the data dir. Needs the targets kobo and bench/kobo_make_log of BUILD_DIR
+# (configured with -DKOBO_BENCH=ON).
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 events=${2:-1000000}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/kobo-replay-speed-XXXXXX")
-trap '[ "${KEEP:-0}" = 1 ] && echo "kept $dir" || rm -rf "$dir"' EXIT
+trap '[ "${KEEP:-0}" = 1 ] && echo "kept $dir" >&2 || rm -rf "$dir"' EXIT
 
-echo "machine: $(nproc) cores, $(uname -r); build: $build"
-echo "== writing $events events through the Ledger (fsync off)"
-"$build/tests/kobo_make_log" --data-dir "$dir" --events "$events"
+echo "== writing $events events through the Ledger (fsync off)" >&2
+"$build/bench/kobo_make_log" --data-dir "$dir" --events "$events" | tee "$dir/make_log.out" >&2
 
-echo "== kobo replay (rebuild every view from the log)"
-"$build/kobo" replay --data-dir "$dir"
+echo "== kobo replay (rebuild every view from the log)" >&2
+"$build/kobo" replay --data-dir "$dir" | tee "$dir/replay.out" >&2
+echo "RESULT writer_replay_eps=$(sed -n 's/^writer start-up replay: .*(\([0-9]*\) events\/s)/\1/p' "$dir/make_log.out")" \
+     "views_replay_eps=$(sed -n 's/.*(\([0-9]*\) events\/s)$/\1/p' "$dir/replay.out")" \
+     "log_write_eps=$(sed -n 's/^wrote .*(\([0-9]*\) events\/s).*/\1/p' "$dir/make_log.out")"
+[ "${AUDIT:-0}" = 1 ] || exit 0
 
-echo "== kobo audit (all checks; views compared with a second rebuild)"
+echo "== kobo audit (all checks; views compared with a second rebuild)" >&2
 start=$(date +%s.%N)
 "$build/kobo" audit --data-dir "$dir" --json "$dir/audit.json" | sed -n '1,4p;/^views/p;/^violations/p'
 end=$(date +%s.%N)

@@ -1,11 +1,71 @@
 #!/usr/bin/env bash
-# `make bench`: prints the figures measured so far. Issue 7 grows this into the full table.
+# `make bench`: runs every benchmark on the release build and prints one table (bench/README.md).
+# Each benchmark prints `RESULT key=value ...` lines on stdout and its details on stderr;
+# `measure NAME command...` keeps the values as R[NAME.key], and `row` puts one line in the table.
+# A new row (another log backend, say) is one `measure` and one `row`.
+#
+#   bench/run.sh [BUILD_DIR] [SECONDS]     SECONDS per HTTP run (default 10)
+#   WALLETS=N (default 1000000) sets the wallets of the memory row; EVENTS=N (default 1000000)
+#   the size of the replayed log.
 set -euo pipefail
 build=${1:-build-bench}
+seconds=${2:-10}
 here=$(cd "$(dirname "$0")" && pwd)
-echo "machine: $(nproc) cores, $(uname -r)"
-echo "== wallet transfers over HTTP (embedded log, fsync per group commit, 64 connections)"
-"$here/http_transfers.sh" "$build" 10
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/kobo-bench-run.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+
+declare -A R
+measure() {  # NAME COMMAND...
+  local name=$1 line kv
+  shift
+  echo "== $name: $*" >&2
+  while read -r line; do
+    echo "$line" >&2
+    [[ $line == RESULT\ * ]] || continue
+    for kv in ${line#RESULT }; do R[$name.${kv%%=*}]=${kv#*=}; done
+  done < <("$@")
+}
+rows=()
+row() { rows+=("$1|$2|$3|$4"); }  # METRIC MEASURED TARGET MET
+# meets VALUE OP LIMIT -> yes / no
+meets() { python3 -c "import sys; print('yes' if float('$1') $2 float('$3') else 'no')" 2>/dev/null || echo "-"; }
+n() { python3 -c "print(f'{float(\"$1\"):,.0f}')" 2>/dev/null || echo "$1"; }
+
+started=$(date -u +%Y-%m-%d)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+fsync=$(python3 "$here/fsync_probe.py" "${TMPDIR:-/tmp}" 200)
+
+measure http "$here/http_bench.sh" "$build" "$seconds" transfers,get,lag
+measure engine "$build/bench/kobo_engine_bench" transfers --data-dir "$scratch/engine" --seconds "$seconds"
+measure replay "$here/replay_speed.sh" "$build" "${EVENTS:-1000000}"
+"$build/bench/kobo_engine_bench" make-wallets --data-dir "$scratch/memory" --wallets "${WALLETS:-1000000}" >&2
+measure memory "$build/bench/kobo_engine_bench" writer-memory --data-dir "$scratch/memory"
+
+row "HTTP wallet transfers (embedded log, fsync per group commit, 64 connections)" \
+    "$(n "${R[http.http_tps]}")/s; p50 ${R[http.http_p50_ms]} ms, p99 ${R[http.http_p99_ms]} ms, max ${R[http.http_max_ms]} ms" \
+    ">= 25,000/s, p99 <= 20 ms" \
+    "$( [ "$(meets "${R[http.http_tps]}" '>=' 25000)" = yes ] && [ "$(meets "${R[http.http_p99_ms]}" '<=' 20)" = yes ] && echo yes || echo no)"
+row "GET /v1/virtual-accounts/{id} (64 connections)" \
+    "$(n "${R[http.get_rps]}")/s; p50 ${R[http.get_p50_ms]} ms, p99 ${R[http.get_p99_ms]} ms" \
+    ">= 50,000/s" "$(meets "${R[http.get_rps]}" '>=' 50000)"
+row "Command engine alone (in process, fsync per group commit)" \
+    "$(n "${R[engine.engine_tps]}") transfers/s" ">= 1,000,000/s" "$(meets "${R[engine.engine_tps]}" '>=' 1000000)"
+row "Replay of $(n "${EVENTS:-1000000}") events: writer state" \
+    "$(n "${R[replay.writer_replay_eps]}") events/s" ">= 1,000,000/s" "$(meets "${R[replay.writer_replay_eps]}" '>=' 1000000)"
+row "Replay of $(n "${EVENTS:-1000000}") events: every view (kobo replay)" \
+    "$(n "${R[replay.views_replay_eps]}") events/s" ">= 1,000,000/s" "$(meets "${R[replay.views_replay_eps]}" '>=' 1000000)"
+row "Projection lag p99 at ${R[http.lag_pct]}% of peak ($(n "${R[http.lag_tps]}") transfers/s)" \
+    "${R[http.lag_p99_ms]} ms" "<= 50 ms" "$(meets "${R[http.lag_p99_ms]}" '<=' 50)"
+row "Writer resident memory per wallet ($(n "${WALLETS:-1000000}") wallets)" \
+    "${R[memory.bytes_per_wallet]} bytes ($(python3 -c "print(round(${R[memory.bytes_per_wallet]} * 1e6 / 2**20))") MiB per million)" \
+    "<= 300 bytes" "$(meets "${R[memory.bytes_per_wallet]}" '<=' 300)"
+
 echo
-echo "== replay and audit speed on a log of a million events"
-"$here/replay_speed.sh" "$build" 1000000
+echo "Kobo Ledger benchmarks, $started, $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "Machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/Mem:/{print $2}') GiB RAM," \
+     "Linux $(uname -r); disk $fsync; load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after"
+echo "Load generator (wrk, 2 threads) on the same cores."
+echo
+printf '| %s | %s | %s | %s |\n' Metric Measured Target Met
+printf '|---|---|---|---|\n'
+for r in "${rows[@]}"; do IFS='|' read -r a b c d <<<"$r"; printf '| %s | %s | %s | %s |\n' "$a" "$b" "$c" "$d"; done

@@ -35,37 +35,54 @@ std::string session_id(std::string_view institution, UnixMs now) {
   return inst + stamp + digits;
 }
 
+// Appends members to an object, keys given in sorted order (so each lands at the end of the
+// map): nlohmann's initializer-list constructor builds and copies a two-element array for every
+// member, which cost a third of deciding a wallet transfer.
+class Members {
+ public:
+  explicit Members(json& object) : map_(object.get_ref<json::object_t&>()) {}
+  Members& operator()(const char* key, json value) {
+    map_.emplace_hint(map_.end(), key, std::move(value));
+    return *this;
+  }
+
+ private:
+  json::object_t& map_;
+};
+
 json transaction_base(const Caller& c, const LedgerConfig& config, std::int64_t id, std::string_view entry,
                       Kobo amount, Kobo balance, const std::string& narration, UnixMs now) {
   const std::string ts = format_iso8601(now);
-  return json{
-      {"_id", object_id()},
-      {"id", id},
-      {"publicId", "trx-" + uuid_v4()},
-      {"auth", c.business},
-      {"account", c.account},
-      {"deletedAt", nullptr},
-      {"requestSrc", "api"},
-      {"tags", json::array()},
-      {"currency", "NGN"},
-      {"entry", entry},
-      {"live", c.live},
-      {"amount", amount.value},
-      {"balance", balance.value},
-      {"fee", 0},
-      {"feeReference", nullptr},
-      {"actualAmount", amount.value},
-      {"clientTransaction", {{"fee", 0}, {"actualAmount", amount.value}}},
-      {"narration", narration},
-      {"debitReference", nullptr},
-      {"tRef", random_hex(10)},
-      {"processor", config.processor},
-      {"currencyPair", "NGN/NGN"},
-      {"batchId", nullptr},
-      {"metadata", json::object()},
-      {"createdAt", ts},
-      {"updatedAt", ts},
-  };
+  json client(json::value_t::object);
+  Members{client}("actualAmount", amount.value)("fee", 0);
+  json t(json::value_t::object);
+  Members{t}("_id", object_id())
+      ("account", c.account)
+      ("actualAmount", amount.value)
+      ("amount", amount.value)
+      ("auth", c.business)
+      ("balance", balance.value)
+      ("batchId", nullptr)
+      ("clientTransaction", std::move(client))
+      ("createdAt", ts)
+      ("currency", "NGN")
+      ("currencyPair", "NGN/NGN")
+      ("debitReference", nullptr)
+      ("deletedAt", nullptr)
+      ("entry", entry)
+      ("fee", 0)
+      ("feeReference", nullptr)
+      ("id", id)
+      ("live", c.live)
+      ("metadata", json::object())
+      ("narration", narration)
+      ("processor", config.processor)
+      ("publicId", "trx-" + uuid_v4())
+      ("requestSrc", "api")
+      ("tRef", random_hex(10))
+      ("tags", json::array())
+      ("updatedAt", ts);
+  return t;
 }
 
 // meta.credit: the counterpart side of a transaction, as the spec's 2.7 lists it.
@@ -680,15 +697,17 @@ std::vector<Scheduled> resume_schedule(const PartitionState& state, const Ledger
 }
 
 json wallet_snapshot(const std::string& public_id, const WalletState& w, const LedgerConfig& config) {
-  return json{{"id", w.id},
-              {"publicId", public_id},
-              {"bankName", config.bank_name},
-              {"bankCode", config.bank_code},
-              {"accountName", w.account_name},
-              {"accountNumber", w.account_number},
-              {"currency", "NGN"},
-              {"reference", nullptr},
-              {"processor", config.processor}};
+  json s(json::value_t::object);
+  Members{s}("accountName", w.account_name)
+      ("accountNumber", w.account_number)
+      ("bankCode", config.bank_code)
+      ("bankName", config.bank_name)
+      ("currency", "NGN")
+      ("id", w.id)
+      ("processor", config.processor)
+      ("publicId", public_id)
+      ("reference", nullptr);
+  return s;
 }
 
 Decision decide(const PartitionState& state, const Command& command, const LedgerConfig& config, UnixMs now) {

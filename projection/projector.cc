@@ -5,6 +5,7 @@
 
 #include <unordered_map>
 
+#include "common/json_dump.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "events/chain.h"
@@ -18,7 +19,8 @@ namespace {
 
 struct ProjectorMetrics {
   metrics::Histogram& lag_seconds = metrics::registry().histogram(
-      "kobo_projection_lag_seconds", "Time from an event's append to its application to the views");
+      "kobo_projection_lag_seconds",
+      "Time from an event's decision (just before its append) until the views show it");
   metrics::Gauge& last_lag = metrics::registry().gauge("kobo_projection_lag_last_seconds",
                                                        "Lag of the most recently applied event");
   metrics::Histogram& batch_events = metrics::registry().histogram(
@@ -32,38 +34,69 @@ ProjectorMetrics& projector_metrics() {
 
 }  // namespace
 
-// The view changes not yet written: a WriteBatch plus an overlay so that later events in the
-// same batch read what earlier ones wrote.
+// The view changes not yet written, with an overlay so that later events of the batch read what
+// earlier ones wrote. A record that an event changes stays decoded in the overlay until the
+// flush: a wallet with many postings in a batch is parsed once and dumped once. A record that is
+// only written (a new transaction) is dumped at once and parsed only if a later event of the
+// batch changes it. Index entries (plain strings, never read back here) go to the WriteBatch.
 class Projector::Batch {
  public:
   explicit Batch(Views& views) : views_(views) {}
 
-  std::optional<json> get(const std::string& key) {
-    if (auto it = overlay_.find(key); it != overlay_.end()) return json::parse(it->second);
+  // The record at `key` as this batch sees it, to change in place (it is written at the flush);
+  // nullptr when there is none.
+  json* edit(const std::string& key) {
+    if (auto it = records_.find(key); it != records_.end()) return &it->second;
     std::string value;
-    const auto s = views_.db().Get(rocksdb::ReadOptions(), key, &value);
-    if (s.IsNotFound()) return std::nullopt;
-    KOBO_ASSERT(s.ok(), "views read failed");
-    return json::parse(value);
+    if (auto it = dumped_.find(key); it != dumped_.end()) {
+      value = std::move(it->second);
+      dumped_.erase(it);
+    } else {
+      const auto s = views_.db().Get(rocksdb::ReadOptions(), key, &value);
+      if (s.IsNotFound()) return nullptr;
+      KOBO_ASSERT(s.ok(), "views read failed");
+    }
+    return &records_.emplace(key, json::parse(value)).first->second;
   }
-  void put(const std::string& key, std::string value) {
-    KOBO_ASSERT(wb_.Put(key, value).ok(), "WriteBatch put");
-    overlay_[key] = std::move(value);
+  void put(const std::string& key, const std::string& index_entry) {
+    KOBO_ASSERT(wb_.Put(key, index_entry).ok(), "WriteBatch put");
   }
-  void put(const std::string& key, const json& value) { put(key, value.dump()); }
+  // `changes_soon`: a later event will likely change the record (a pending transaction, whose
+  // settlement follows within milliseconds), so it stays decoded instead of being dumped now and
+  // parsed again.
+  void put(const std::string& key, const json& record, bool changes_soon = false) {
+    if (auto it = records_.find(key); it != records_.end()) {
+      if (&it->second != &record) it->second = record;
+      return;
+    }
+    if (changes_soon) {
+      dumped_.erase(key);
+      records_.emplace(key, record);
+    } else {
+      dumped_[key] = dump_json(record);
+    }
+  }
 
   void apply(const Event& e);
 
-  bool empty() const { return events_ == 0; }
-  std::size_t events() const { return events_; }
-  void count_event() { ++events_; }
+  bool empty() const { return appended_at_.empty(); }
+  std::size_t events() const { return appended_at_.size(); }
+  void count_event(const Event& e) { appended_at_.push_back(e.time); }
 
+  // Writes the batch; its events are visible from here on, which is when their lag ends.
   [[nodiscard]] Status flush() {
+    for (const auto& [key, value] : dumped_) KOBO_ASSERT(wb_.Put(key, value).ok(), "WriteBatch put");
+    for (const auto& [key, record] : records_) KOBO_ASSERT(wb_.Put(key, dump_json(record)).ok(), "WriteBatch put");
     const auto s = views_.db().Write(rocksdb::WriteOptions(), &wb_);
     if (!s.ok()) return Status::error("views write: " + s.ToString());
+    const UnixMs now = now_ms();
+    for (const UnixMs t : appended_at_) projector_metrics().lag_seconds.observe(static_cast<double>(now - t) / 1000.0);
+    if (!appended_at_.empty())
+      projector_metrics().last_lag.set(static_cast<double>(now - appended_at_.back()) / 1000.0);
     wb_.Clear();
-    overlay_.clear();
-    events_ = 0;
+    records_.clear();
+    dumped_.clear();
+    appended_at_.clear();
     return {};
   }
 
@@ -73,8 +106,10 @@ class Projector::Batch {
 
   Views& views_;
   rocksdb::WriteBatch wb_;
-  std::unordered_map<std::string, std::string> overlay_;
-  std::size_t events_ = 0;
+  // Records written at the flush: changed ones decoded, new ones dumped. A key is in one at most.
+  std::unordered_map<std::string, json> records_;
+  std::unordered_map<std::string, std::string> dumped_;
+  std::vector<UnixMs> appended_at_;  // Event::time of each event applied since the last flush
 };
 
 void Projector::Batch::put_transaction(const json& trx) {
@@ -84,7 +119,7 @@ void Projector::Batch::put_transaction(const json& trx) {
   const auto numeric = trx.at("id").get<std::uint64_t>();
   const auto created = parse_iso8601(trx.at("createdAt").get<std::string>());
   KOBO_ASSERT(created.has_value(), "transaction createdAt");
-  put(view_keys::transaction(id), trx);
+  put(view_keys::transaction(id), trx, /*changes_soon=*/trx.at("status") == "pending");
   put(view_keys::transaction_id(business, live, numeric), id);
   put(view_keys::transaction_reference(trx.at("account").get<std::string>(), live,
                                        trx.at("reference").get<std::string>()),
@@ -97,13 +132,12 @@ void Projector::Batch::apply_posting(const Event& e, std::int64_t delta) {
   const std::string account = e.data.at("ledgerAccount").get<std::string>();
   const std::string ts = format_iso8601(e.time);
   if (account.starts_with("vba-")) {
-    auto w = get(view_keys::wallet(account));
-    KOBO_ASSERT(w.has_value(), "posting to a wallet the views do not have");
+    json* w = edit(view_keys::wallet(account));
+    KOBO_ASSERT(w != nullptr, "posting to a wallet the views do not have");
     (*w)["balance"] = (*w)["balance"].get<std::int64_t>() + delta;
     KOBO_ASSERT((*w)["balance"] == e.data.at("balance"), "view balance disagrees with the event");
     (*w)["updatedAt"] = ts;
     (*w)["lastUpdated"] = ts;
-    put(view_keys::wallet(account), *w);
   } else {
     put(view_keys::system_balance(e.partition.value, account), json{{"balance", e.data.at("balance")}});
   }
@@ -132,12 +166,11 @@ void Projector::Batch::apply(const Event& e) {
     }
     case EventType::account_updated: {
       const std::string id = d.at("accountId").get<std::string>();
-      auto a = get(view_keys::account(id));
-      KOBO_ASSERT(a.has_value(), "update of an account the views do not have");
+      json* a = edit(view_keys::account(id));
+      KOBO_ASSERT(a != nullptr, "update of an account the views do not have");
       for (const auto& [k, v] : d.at("changes").items()) (*a)[k] = v;
       (*a)["updatedAt"] = d.at("updatedAt");
       (*a)["__v"] = a->at("__v").get<std::int64_t>() + 1;
-      put(view_keys::account(id), *a);
       break;
     }
     case EventType::bank_account_added: {
@@ -159,12 +192,11 @@ void Projector::Batch::apply(const Event& e) {
     }
     case EventType::collection_status_changed: {
       const std::string id = d.at("publicId").get<std::string>();
-      auto c = get(view_keys::wallet(id));
-      KOBO_ASSERT(c.has_value() && (*c)["status"] == d.at("from"), "collection status change out of order");
+      json* c = edit(view_keys::wallet(id));
+      KOBO_ASSERT(c != nullptr && (*c)["status"] == d.at("from"), "collection status change out of order");
       (*c)["status"] = d.at("status");
       (*c)["active"] = false;
       (*c)["updatedAt"] = d.at("updatedAt");
-      put(view_keys::wallet(id), *c);
       break;
     }
     case EventType::wallet_created: {
@@ -187,8 +219,8 @@ void Projector::Batch::apply(const Event& e) {
       break;
     case EventType::transaction_status_changed: {
       const std::string id = d.at("publicId").get<std::string>();
-      auto t = get(view_keys::transaction(id));
-      KOBO_ASSERT(t.has_value(), "status change of a transaction the views do not have");
+      json* t = edit(view_keys::transaction(id));
+      KOBO_ASSERT(t != nullptr, "status change of a transaction the views do not have");
       KOBO_ASSERT((*t)["status"] == d.at("from"), "status change from a status the transaction is not in");
       (*t)["status"] = d.at("status");
       (*t)["updatedAt"] = d.at("updatedAt");
@@ -213,18 +245,15 @@ Projector::~Projector() { stop(); }
 // Hands accepted events to the batch; the follower does the reading and the chain rule.
 class Projector::Applier final : public LogVisitor {
  public:
-  Applier(Batch& batch, UnixMs now) : batch_(batch), now_(now) {}
+  explicit Applier(Batch& batch) : batch_(batch) {}
   Status accepted(const Event& e) override {
     batch_.apply(e);
-    batch_.count_event();
-    projector_metrics().lag_seconds.observe(static_cast<double>(now_ - e.time) / 1000.0);
-    projector_metrics().last_lag.set(static_cast<double>(now_ - e.time) / 1000.0);
+    batch_.count_event(e);
     return {};
   }
 
  private:
   Batch& batch_;
-  const UnixMs now_;
 };
 
 Status Projector::start() {
@@ -296,7 +325,7 @@ Status Projector::catch_up_to(const std::vector<Offset>& until) {
 }
 
 Status Projector::step(std::chrono::milliseconds wait, const std::vector<Offset>* until) {
-  Applier applier(*batch_, now_ms());
+  Applier applier(*batch_);
   auto consumed = follower_->step(applier, wait, until);
   if (!consumed) return consumed.status();
   if (follower_->mid_command()) return {};  // the rest of the command is in the log: read it first

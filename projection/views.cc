@@ -44,6 +44,8 @@ std::optional<KeyOwner> Views::key_owner(std::string_view secret_key_hash) const
   if (!j) return std::nullopt;
   KeyOwner k{j->at("business").get<std::string>(), j->at("account").get<std::string>(), j->at("live").get<bool>(),
              false};
+  // Only a live key needs the account's live flag; test keys, most requests, skip that read.
+  if (!k.live) return k;
   if (auto account = get_json(view_keys::account(k.account))) k.account_live = account->value("live", false);
   return k;
 }

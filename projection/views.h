@@ -33,7 +33,7 @@ struct KeyOwner {
   std::string business;
   std::string account;
   bool live = false;          // the key's mode
-  bool account_live = false;  // whether the account has live mode enabled
+  bool account_live = false;  // whether the account has live mode enabled; read for live keys only
 };
 
 struct PageRequest {

@@ -3,13 +3,14 @@
 #include <utility>
 
 #include "common/assert.h"
+#include "common/json_dump.h"
 
 namespace kobo::http {
 namespace {
 
 template <typename Json>
 std::string dump(const Json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return dump_json(j, Json::error_handler_t::replace);
 }
 
 // The envelope is concatenated rather than built as one json value: nlohmann::json sorts keys,

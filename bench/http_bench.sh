@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The HTTP rows of `make bench`: starts `kobo serve` on a fresh data dir (fsync on every group
+# commit), creates and funds 100 wallets, then runs wrk (2 threads, 64 keep-alive connections)
+# for each phase asked for, on the same server:
+#   transfers  POST /v1/transactions/transfer at full speed (the peak)
+#   get        GET /v1/virtual-accounts/{id} over the 100 wallets
+#   lag        transfers paced to 80% of the peak; the projection lag (event appended to visible
+#              in the views, kobo_projection_lag_seconds on /metrics) over that run
+# Each phase prints a `RESULT key=value ...` line for run.sh. Flags after `--` go to `kobo serve`
+# (another backend, say).
+#
+#   bench/http_bench.sh BUILD_DIR [SECONDS] [PHASES] [-- SERVE_FLAGS...]
+#   e.g. bench/http_bench.sh build-bench 10 transfers,get,lag
+set -euo pipefail
+build=${1:-build-bench}
+seconds=${2:-10}
+phases=${3:-transfers,get,lag}
+shift $(( $# < 3 ? $# : 3 ))
+[ "${1:-}" = "--" ] && shift
+here=$(cd "$(dirname "$0")" && pwd)
+data=$(mktemp -d "${TMPDIR:-/tmp}/kobo-bench.XXXXXX")
+port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+"$build/kobo" serve --listen 127.0.0.1:$port --data-dir "$data" --log-level warn "$@" >/dev/null 2>"$data/stderr" &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
+for _ in $(seq 300); do curl -sf localhost:$port/readyz >/dev/null && break; sleep 0.1; done
+url="http://127.0.0.1:$port"
+export KOBO_BENCH_DIR=$here
+export KOBO_KEY=$(python3 -c "import json;print(json.load(open('$data/credentials.json'))['testSecretKey'])")
+export KOBO_WALLETS=$(python3 "$here/setup_wallets.py" "$url" "$KOBO_KEY" 100)
+
+# wrk's own summary goes to stderr; the WRK line it prints last is returned.
+run_wrk() {  # SCRIPT SECONDS
+  local out
+  out=$(wrk -t2 -c64 -d"$2"s --timeout 10s -s "$here/$1" "$url")
+  echo "$out" | grep -v '^WRK ' >&2
+  echo "$out" | grep '^WRK '
+}
+field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
+ms() { python3 -c "print(f'{$1/1000:.1f}')"; }
+scrape() { curl -sf "$url/metrics" >"$1"; }
+
+peak=0
+if [[ ,$phases, == *,transfers,* || ,$phases, == *,lag,* ]]; then
+  scrape "$data/m0"
+  r=$(run_wrk transfer.lua "$seconds")
+  scrape "$data/m1"
+  peak=$(field "$r" rps)
+  read -r batch_p50 batch_mean _ < <(python3 "$here/metrics_delta.py" "$data/m0" "$data/m1" kobo_writer_batch_commands 0.5)
+  read -r _ append_mean _ < <(python3 "$here/metrics_delta.py" "$data/m0" "$data/m1" kobo_log_append_duration_seconds 0.5)
+  echo "transfers: $(field "$r" rps)/s, p50 $(ms "$(field "$r" p50_us)") ms, p99 $(ms "$(field "$r" p99_us)") ms," \
+       "max $(ms "$(field "$r" max_us)") ms; non-2xx $(field "$r" non2xx), socket errors $(field "$r" errors);" \
+       "$(printf '%.0f' "$batch_mean") commands per group commit, $(python3 -c "print(f'{$append_mean*1000:.1f}')") ms per synced append" >&2
+  if [[ ,$phases, == *,transfers,* ]]; then
+    echo "RESULT http_tps=$(printf '%.0f' "$peak") http_p50_ms=$(ms "$(field "$r" p50_us)")" \
+         "http_p99_ms=$(ms "$(field "$r" p99_us)") http_max_ms=$(ms "$(field "$r" max_us)") http_non2xx=$(field "$r" non2xx)"
+  fi
+fi
+
+if [[ ,$phases, == *,get,* ]]; then
+  r=$(run_wrk get_wallet.lua "$seconds")
+  echo "RESULT get_rps=$(printf '%.0f' "$(field "$r" rps)") get_p50_ms=$(ms "$(field "$r" p50_us)")" \
+       "get_p99_ms=$(ms "$(field "$r" p99_us)") get_non2xx=$(field "$r" non2xx)"
+fi
+
+if [[ ,$phases, == *,lag,* ]]; then
+  # wrk is closed-loop: each connection waits KOBO_DELAY_MS after an answer. Three short runs
+  # calibrate the wait so that 64 connections make about 80% of the peak rate.
+  target=$(python3 -c "print($peak * 0.8)")
+  delay=$(python3 -c "print(max(0, round(64000 / $target)))")
+  for _ in 1 2 3; do
+    r=$(KOBO_DELAY_MS=$delay run_wrk transfer.lua 3 2>/dev/null)
+    delay=$(python3 -c "
+rate = $(field "$r" rps); d = $delay
+latency = 64000 / rate - d                    # ms per request besides the wait
+print(max(0, round(64000 / $target - latency)))")
+  done
+  scrape "$data/m2"
+  r=$(KOBO_DELAY_MS=$delay run_wrk transfer.lua "$seconds")
+  sleep 0.5  # the last acknowledged writes reach the views
+  scrape "$data/m3"
+  read -r lag_p99 lag_mean lag_n < <(python3 "$here/metrics_delta.py" "$data/m2" "$data/m3" kobo_projection_lag_seconds 0.99)
+  rate=$(field "$r" rps)
+  echo "lag: $(printf '%.0f' "$rate") transfers/s ($(python3 -c "print(f'{100*$rate/$peak:.0f}')")% of the peak, wait $delay ms)," \
+       "$lag_n events applied, lag mean $(python3 -c "print(f'{$lag_mean*1000:.1f}')") ms" >&2
+  echo "RESULT lag_p99_ms=$(python3 -c "print(f'{$lag_p99*1000:.1f}')") lag_tps=$(printf '%.0f' "$rate")" \
+       "lag_pct=$(python3 -c "print(f'{100*$rate/$peak:.0f}')")"
+fi
