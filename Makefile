@@ -42,7 +42,7 @@ tsan: deps kafka
 	@cmake --build build-tsan -j$(JOBS)
 	ctest --test-dir build-tsan --output-on-failure -j2 --timeout 1800
 
-bench:
+bench: kafka
 	@tools/install-deps.sh build bench
 	@cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOBO_BENCH=ON >/dev/null
 	@cmake --build build-bench -j$(JOBS) --target kobo kobo_make_log kobo_engine_bench

@@ -38,6 +38,11 @@ fsync=$(python3 "$here/fsync_probe.py" "${TMPDIR:-/tmp}" 200)
 measure http "$here/http_bench.sh" "$build" "$seconds" transfers,get,lag
 measure engine "$build/bench/kobo_engine_bench" transfers --data-dir "$scratch/engine" --seconds "$seconds"
 measure replay "$here/replay_speed.sh" "$build" "${EVENTS:-1000000}"
+# The HTTP transfer figure again on the Kafka backend, against the test broker (a fresh one).
+kafka_broker="$here/../tools/kafka/broker.sh"
+bootstrap=$("$kafka_broker" start "$scratch/kafka")
+measure kafka "$here/http_bench.sh" "$build" "$seconds" transfers -- --kafka-brokers "$bootstrap" --kafka-topic "bench.$$"
+"$kafka_broker" stop "$scratch/kafka"
 "$build/bench/kobo_engine_bench" make-wallets --data-dir "$scratch/memory" --wallets "${WALLETS:-1000000}" >&2
 measure memory "$build/bench/kobo_engine_bench" writer-memory --data-dir "$scratch/memory"
 
@@ -45,6 +50,9 @@ row "HTTP wallet transfers (embedded log, fsync per group commit, 64 connections
     "$(n "${R[http.http_tps]}")/s; p50 ${R[http.http_p50_ms]} ms, p99 ${R[http.http_p99_ms]} ms, max ${R[http.http_max_ms]} ms" \
     ">= 25,000/s, p99 <= 20 ms" \
     "$( [ "$(meets "${R[http.http_tps]}" '>=' 25000)" = yes ] && [ "$(meets "${R[http.http_p99_ms]}" '<=' 20)" = yes ] && echo yes || echo no)"
+row "HTTP wallet transfers on Kafka (test broker on the same cores, a transaction per partition per group commit, 64 connections)" \
+    "$(n "${R[kafka.http_tps]}")/s; p50 ${R[kafka.http_p50_ms]} ms, p99 ${R[kafka.http_p99_ms]} ms, max ${R[kafka.http_max_ms]} ms" \
+    "-" "-"
 row "GET /v1/virtual-accounts/{id} (64 connections)" \
     "$(n "${R[http.get_rps]}")/s; p50 ${R[http.get_p50_ms]} ms, p99 ${R[http.get_p99_ms]} ms" \
     ">= 50,000/s" "$(meets "${R[http.get_rps]}" '>=' 50000)"
