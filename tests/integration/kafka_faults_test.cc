@@ -130,18 +130,23 @@ struct Attempt {
   std::string detail;
 };
 
-// Issues one transfer from a thread of its own (its own client) and records the answer.
-void issue(KoboProcess& server, const std::string& key, Attempt& at) {
-  auto client = server.new_client(milliseconds(30'000));
+// Sends one transfer on `client` and records the answer and its timing.
+void send(HttpClient& client, const std::string& key, Attempt& at) {
   at.issued = Clock::now();
   try {
-    const HttpResult res = client->post("/v1/transactions/transfer", at.body, key);
+    const HttpResult res = client.post("/v1/transactions/transfer", at.body, key);
     at.status = res.status;
     at.detail = res.body.substr(0, 300);
   } catch (const std::exception& e) {
     at.detail = e.what();
   }
   at.answered = Clock::now();
+}
+
+// Issues one transfer from a thread of its own (its own client) and records the answer.
+void issue(KoboProcess& server, const std::string& key, Attempt& at) {
+  auto client = server.new_client(milliseconds(30'000));
+  send(*client, key, at);
 }
 
 // The broker-kill test keeps its server and broker here so that TearDown sees a failure.
@@ -197,15 +202,7 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
         at.reference = "kfault-" + std::to_string(seed) + "-t" + std::to_string(t) + "-" + std::to_string(i);
         at.body = transfer_body(ids[a], ids[b], 10'000 + static_cast<std::int64_t>(trng() % 1'000), at.reference,
                                 "kafka fault test");
-        at.issued = Clock::now();
-        try {
-          const HttpResult res = client->post("/v1/transactions/transfer", at.body, key);
-          at.status = res.status;
-          at.detail = res.body.substr(0, 300);
-        } catch (const std::exception& e) {
-          at.detail = e.what();
-        }
-        at.answered = Clock::now();
+        send(*client, key, at);
         ++answered;
         const bool failed = at.status != 200;
         per_thread[static_cast<std::size_t>(t)].push_back(std::move(at));
