@@ -145,9 +145,6 @@ Result<std::uint32_t> topic_partitions(rd_kafka_t* rk, const std::string& topic,
 
 Properties reader_properties(const std::string& name) {
   return {{"client.id", name},
-          // librdkafka's assign() needs a group id; the group is never joined and nothing is
-          // committed to it: offsets live beside the views.
-          {"group.id", "kobo.readers.unused"},
           {"isolation.level", "read_committed"},
           {"enable.auto.commit", "false"},
           {"enable.auto.offset.store", "false"},
@@ -272,7 +269,11 @@ class KafkaLogImpl final : public EventLog {
 
   Result<std::unique_ptr<LogReader>> open_reader(std::vector<Offset> start) override {
     if (start.size() != partitions_) return Status::error("reader needs one start offset per partition");
-    auto rk = new_handle(RD_KAFKA_CONSUMER, options_, reader_properties("kobo-reader"));
+    Properties props = reader_properties("kobo-reader");
+    // librdkafka's assign() needs a group id; the group is never joined and nothing is committed
+    // to it: offsets live beside the views.
+    props.emplace_back("group.id", "kobo.readers.unused");
+    auto rk = new_handle(RD_KAFKA_CONSUMER, options_, std::move(props));
     if (!rk) return rk.status();
     rd_kafka_poll_set_consumer(rk.value().get());
     PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions_)));
