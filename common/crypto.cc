@@ -1,5 +1,8 @@
 #include "common/crypto.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -9,18 +12,43 @@
 
 namespace kobo {
 
-Sha256 sha256(std::string_view data) { return sha256(data, {}); }
+namespace {
 
-Sha256 sha256(std::string_view a, std::string_view b) {
+// OpenSSL 3 looks EVP_sha256() up in its provider tables on every EVP_DigestInit_ex; fetched once
+// and kept, the digest costs only itself (the writer seals, and every reader verifies, each event).
+const EVP_MD* sha256_md() {
+  static EVP_MD* const md = [] {
+    EVP_MD* m = EVP_MD_fetch(nullptr, "SHA2-256", nullptr);
+    KOBO_ASSERT(m != nullptr, "EVP_MD_fetch(SHA2-256)");
+    return m;
+  }();
+  return md;
+}
+
+// One digest context per thread, reset by each EVP_DigestInit_ex2.
+EVP_MD_CTX* thread_digest_context() {
+  struct Context {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    ~Context() { EVP_MD_CTX_free(ctx); }
+  };
+  thread_local Context c;
+  KOBO_ASSERT(c.ctx != nullptr, "EVP_MD_CTX_new");
+  return c.ctx;
+}
+
+}  // namespace
+
+Sha256 sha256(std::string_view data) { return sha256({data}); }
+
+Sha256 sha256(std::string_view a, std::string_view b) { return sha256({a, b}); }
+
+Sha256 sha256(std::initializer_list<std::string_view> parts) {
   Sha256 out{};
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  KOBO_ASSERT(ctx != nullptr, "EVP_MD_CTX_new");
+  EVP_MD_CTX* ctx = thread_digest_context();
+  bool ok = EVP_DigestInit_ex2(ctx, sha256_md(), nullptr) == 1;
+  for (std::string_view part : parts) ok = ok && EVP_DigestUpdate(ctx, part.data(), part.size()) == 1;
   unsigned int len = 0;
-  const bool ok = EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1 &&
-                  EVP_DigestUpdate(ctx, a.data(), a.size()) == 1 &&
-                  EVP_DigestUpdate(ctx, b.data(), b.size()) == 1 &&
-                  EVP_DigestFinal_ex(ctx, out.data(), &len) == 1;
-  EVP_MD_CTX_free(ctx);
+  ok = ok && EVP_DigestFinal_ex(ctx, out.data(), &len) == 1;
   KOBO_ASSERT(ok && len == out.size(), "SHA-256 failed");
   return out;
 }
@@ -47,21 +75,53 @@ std::string to_hex(const std::uint8_t* data, std::size_t size) {
   return s;
 }
 
+namespace {
+
+// Secure random bytes drawn from RAND_bytes a page at a time: one DRBG call per id costs more
+// than the id. Bytes are handed out once and the page is wiped as it is used up.
+void random_bytes(unsigned char* out, std::size_t n) {
+  struct Pool {
+    std::array<unsigned char, 4096> bytes{};
+    std::size_t used = 4096;
+    ~Pool() { OPENSSL_cleanse(bytes.data(), bytes.size()); }
+  };
+  thread_local Pool pool;
+  while (n > 0) {
+    if (pool.used == pool.bytes.size()) {
+      KOBO_ASSERT(RAND_bytes(pool.bytes.data(), static_cast<int>(pool.bytes.size())) == 1, "RAND_bytes failed");
+      pool.used = 0;
+    }
+    const std::size_t take = std::min(n, pool.bytes.size() - pool.used);
+    std::memcpy(out, pool.bytes.data() + pool.used, take);
+    OPENSSL_cleanse(pool.bytes.data() + pool.used, take);
+    pool.used += take;
+    out += take;
+    n -= take;
+  }
+}
+
+}  // namespace
+
 std::string random_hex(std::size_t bytes) {
   std::string raw(bytes, '\0');
-  KOBO_ASSERT(RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) == 1,
-              "RAND_bytes failed");
+  random_bytes(reinterpret_cast<unsigned char*>(raw.data()), bytes);
   return to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size());
 }
 
 std::string uuid_v4() {
   unsigned char b[16];
-  KOBO_ASSERT(RAND_bytes(b, sizeof b) == 1, "RAND_bytes failed");
+  random_bytes(b, sizeof b);
   b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
   b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
-  const std::string h = to_hex(b, sizeof b);
-  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" +
-         h.substr(20, 12);
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s(36, '-');
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < sizeof b; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) ++at;  // the dashes of 8-4-4-4-12
+    s[at++] = kDigits[b[i] >> 4];
+    s[at++] = kDigits[b[i] & 0xf];
+  }
+  return s;
 }
 
 bool constant_time_equal(std::string_view a, std::string_view b) {

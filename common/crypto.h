@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,8 @@ using Sha256 = std::array<std::uint8_t, 32>;
 Sha256 sha256(std::string_view data);
 // SHA-256 of `a` followed by `b`, without concatenating them first.
 Sha256 sha256(std::string_view a, std::string_view b);
+// SHA-256 of the parts in order, as if concatenated.
+Sha256 sha256(std::initializer_list<std::string_view> parts);
 std::string sha256_hex(std::string_view data);
 std::string hmac_sha512_hex(std::string_view key, std::string_view data);
 

@@ -1,0 +1,63 @@
+#include "common/crypto.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace kobo {
+namespace {
+
+TEST(Sha256, MatchesTheFips180Vectors) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+TEST(Sha256, PartsHashAsTheirConcatenation) {
+  const Sha256 whole = sha256("prev-hash{\"a\":1}");
+  EXPECT_EQ(sha256("prev-hash", "{\"a\":1}"), whole);
+  EXPECT_EQ(sha256({"prev-", "hash", "{", "\"a\":1}"}), whole);
+  EXPECT_NE(sha256({"prev-", "hash", "{\"a\":2}"}), whole);
+}
+
+TEST(Sha256, EachThreadGetsTheSameDigest) {
+  std::vector<std::string> got(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&got, t] {
+      for (int i = 0; i < 1000; ++i) got[t] = sha256_hex("abc");
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& g : got) EXPECT_EQ(g, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(HmacSha512, MatchesRfc4231TestCase2) {
+  EXPECT_EQ(hmac_sha512_hex("Jefe", "what do ya want for nothing?"),
+            "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea250554"
+            "9758bf75c05a994a6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737");
+}
+
+TEST(RandomIds, UuidsAreCanonicalVersion4AndDistinct) {
+  const std::regex shape("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+  std::set<std::string> seen;
+  for (int i = 0; i < 10'000; ++i) {  // crosses several refills of the random pool
+    const std::string id = uuid_v4();
+    ASSERT_TRUE(std::regex_match(id, shape)) << id;
+    ASSERT_TRUE(seen.insert(id).second) << "repeated " << id;
+  }
+}
+
+TEST(RandomIds, HexHasTheAskedLengthAndDiffers) {
+  const std::string a = random_hex(32), b = random_hex(5000);  // the second spans pool refills
+  EXPECT_EQ(a.size(), 64u);
+  EXPECT_EQ(b.size(), 10'000u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(a, random_hex(32));
+}
+
+}  // namespace
+}  // namespace kobo
