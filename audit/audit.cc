@@ -49,7 +49,7 @@ Result<AuditReport> audit_log(EventLog& log, const AuditProgress& progress) {
   for (Offset o : ends.value()) total += o.value;
 
   LogAuditor auditor(log.partitions(), report);
-  LogFollower follower(log);
+  LogFollower follower(log, LogFollowerOptions{.require_canonical_form = true});
   if (auto s = follower.open(); !s) return s;
   const auto s = follower.follow_to(auditor, ends.value(), [&] {
     if (progress) progress("log", follower.records_read(), total);

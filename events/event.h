@@ -61,12 +61,17 @@ struct Event {
 // Computes `hash` from `prev_hash` and the rest, and returns the wire form.
 std::string seal(Event& e);
 
-// Parses the wire form and checks its hash and envelope. Never trusts the input: a corrupt or
-// edited event is an error, not a crash.
+// Parses the wire form and checks its hash (over the bytes as they are) and envelope. Never
+// trusts the input: a corrupt or edited event is an error, not a crash.
 Result<Event> decode_event(std::string_view bytes);
 
 // decode_event without the hash check: the event as written, for `kobo audit`, which reports an
 // edited event and goes on reading. Nothing else may trust what it returns.
 Result<Event> decode_event_unverified(std::string_view bytes);
+
+// Whether `bytes`, which decoded to `e`, are exactly the wire form seal() writes for it. Only a
+// writer that is not ours could write an event whose hash holds but whose bytes are not
+// canonical, so the hot readers skip this re-encoding and `kobo audit` asks it of every event.
+bool in_canonical_form(const Event& e, std::string_view bytes);
 
 }  // namespace kobo

@@ -74,6 +74,9 @@ Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
     if (e.partition != r.partition) {
       refused.event = &e;
       refused.problem = "the event says it belongs to partition " + std::to_string(e.partition.value);
+    } else if (options_.require_canonical_form && !in_canonical_form(e, r.bytes)) {
+      refused.event = &e;
+      refused.problem = "its bytes are not the event's canonical form";
     } else {
       refused.verdict = c.chain.follow(e);
       if (refused.verdict == ChainVerdict::accept) return take(v, c, e);

@@ -69,6 +69,9 @@ class LogVisitor {
 
 struct LogFollowerOptions {
   std::size_t poll_records_max = 4096;  // records per poll
+  // Refuse an event whose bytes are not the canonical form of what they decode to (the hash is
+  // always checked). Costs a re-encoding per event; `kobo audit` asks for it.
+  bool require_canonical_form = false;
 };
 
 class LogFollower {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/crypto.h"
 #include "events/partitioner.h"
 
 namespace kobo {
@@ -72,6 +73,64 @@ TEST(EventCodec, RejectsMalformedInput) {
   std::string wire = seal(e);
   wire.replace(wire.find("Credited"), 8, "Invented");
   EXPECT_FALSE(decode_event(wire).ok());
+}
+
+// `wire` with a space after "commandSeq": and a hash recomputed over the new bytes: what a
+// writer that is not ours might write. Its hash holds; its form is not canonical.
+std::string respaced(const std::string& wire, const std::string& prev_hash) {
+  std::string body = wire.substr(wire.find("\",") + 2);
+  body.replace(body.find("\"commandSeq\":"), 13, "\"commandSeq\": ");
+  return "{\"hash\":\"" + to_hex(sha256({prev_hash, "{", body})) + "\"," + body;
+}
+
+TEST(EventCodec, ChecksTheHashOverTheBytesAndTheCanonicalFormApart) {
+  Event e = sample();
+  const std::string wire = seal(e);
+  EXPECT_TRUE(in_canonical_form(decode_event(wire).value(), wire));
+
+  const std::string odd = respaced(wire, e.prev_hash);
+  auto d = decode_event(odd);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_NE(d->hash, e.hash);
+  EXPECT_EQ(d->data, e.data);
+  EXPECT_FALSE(in_canonical_form(d.value(), odd));
+
+  // The hash must be the record's own first member, over exactly the bytes that follow it.
+  std::string moved = wire;
+  moved.insert(1, " ");
+  EXPECT_FALSE(decode_event(moved).ok());
+  std::string trailing = wire;
+  trailing.insert(trailing.size() - 1, " ");
+  EXPECT_FALSE(decode_event(trailing).ok());
+}
+
+TEST(EventCodec, DecodesEveryKindOfValueAsNlohmannWould) {
+  Event e = sample();
+  e.data = nlohmann::json::parse(R"({"neg":-42,"zero":0,"max":18446744073709551615,"min":-9223372036854775808,
+      "half":0.5,"tiny":1e-300,"text":"tab\t quote\" naïra ₦ \u0001","empty":{},"none":null,"yes":true,
+      "list":[1,[2,{"deep":[]}],"x",false]})");
+  const std::string wire = seal(e);
+  auto d = decode_event(wire);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  const nlohmann::json want = nlohmann::json::parse(wire).at("data");
+  EXPECT_EQ(d->data, want);
+  EXPECT_EQ(d->data.dump(), want.dump());
+  for (const char* key : {"zero", "max"}) EXPECT_TRUE(d->data[key].is_number_unsigned()) << key;
+  for (const char* key : {"neg", "min"}) EXPECT_TRUE(d->data[key].is_number_integer() && !d->data[key].is_number_unsigned());
+  EXPECT_TRUE(d->data["half"].is_number_float());
+}
+
+TEST(EventCodec, DecodesWhatOnlyTheFallbackParserTakes) {
+  // An integer wider than 64 bits: simdjson refuses it, nlohmann reads it as a double.
+  Event e = sample();
+  const std::string wire = seal(e);
+  std::string body = wire.substr(wire.find("\",") + 2);
+  body.replace(body.find("\"amount\":10000"), 14, "\"amount\":123456789012345678901234567890");
+  const std::string odd = "{\"hash\":\"" + to_hex(sha256({e.prev_hash, "{", body})) + "\"," + body;
+  auto d = decode_event(odd);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_TRUE(d->data["amount"].is_number_float());
+  EXPECT_FALSE(decode_event(odd.substr(0, odd.size() - 1)).ok());
 }
 
 TEST(Murmur2, MatchesKafkaJavaClient) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/crypto.h"
 #include "events/memory_log.h"
 
 namespace kobo {
@@ -173,6 +174,32 @@ TEST(LogFollower, GivesAnUndecodableRecordToTheVisitorAsWritten) {
   EXPECT_EQ(adopter.problem, "hash mismatch");
   EXPECT_EQ(adopter.data, 99u);
   EXPECT_EQ(adopter.seen.size(), 3u);  // the edited event's claimed hash still chains the next one
+}
+
+TEST(LogFollower, RefusesAnEventNotInCanonicalFormOnlyWhenAsked) {
+  MemoryLog log(1);
+  Writer w{log};
+  w.start();
+  Event e = w.make(EventType::credited, Seq(2), 1);
+  // Re-spaced and re-hashed over its new bytes: the hash holds, the form is not canonical.
+  const std::string wire = seal(e);
+  std::string body = wire.substr(wire.find("\",") + 2);
+  body.replace(body.find("\"data\":"), 7, "\"data\": ");
+  EncodedEvent odd = Writer::encode(e);
+  odd.bytes = "{\"hash\":\"" + to_hex(sha256({e.prev_hash, "{", body})) + "\"," + body;
+  ASSERT_TRUE(log.append(std::vector<EncodedEvent>{odd}).ok());
+
+  LogFollower lenient(log);
+  ASSERT_TRUE(lenient.open().ok());
+  Recorder r;
+  ASSERT_TRUE(lenient.follow_to_end(r).ok());
+  EXPECT_EQ(r.seen.size(), 2u);
+
+  LogFollower strict(log, LogFollowerOptions{.require_canonical_form = true});
+  ASSERT_TRUE(strict.open().ok());
+  Recorder s;
+  EXPECT_EQ(strict.follow_to_end(s).message(), "partition 0 offset 1: its bytes are not the event's canonical form");
+  EXPECT_EQ(s.seen.size(), 1u);
 }
 
 TEST(LogFollower, HoldsBackRecordsPastUntilForALaterStep) {
