@@ -216,7 +216,8 @@ Decision wallet_created(const Caller& caller, json wallet) {
 
 Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, const LedgerConfig& config,
                               UnixMs now) {
-  if (s.wallets.name_taken(c.caller.account, c.caller.live, c.account_name)) return reject(Rejection::wallet_name_taken);
+  if (s.wallets.name_taken(c.caller.account, c.caller.live, c.account_name))
+    return reject(Rejection::wallet_name_taken);
   if (c.category == "primary") {
     const auto it = s.primary_wallets.find(scope_key(c.caller.account, c.caller.live));
     if (it != s.primary_wallets.end() && it->second >= config.primary_wallets_max)
@@ -230,8 +231,9 @@ Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, co
 
 const WalletState* caller_wallet(const PartitionState& s, const Caller& c, const std::string& id) {
   const WalletState* w = s.wallets.find(id);
-  if (w == nullptr || s.wallets.owner(*w).business != c.business || s.wallets.owner(*w).live != c.live) return nullptr;
-  return w;
+  if (w == nullptr) return nullptr;
+  const Caller& owner = s.wallets.owner(*w);
+  return owner.business == c.business && owner.live == c.live ? w : nullptr;
 }
 
 // Idempotency (DESIGN section 2.4): a reference seen before is a replay of the same body, or a
@@ -523,7 +525,8 @@ void credit_incoming(const PartitionState& s, const IncomingCredit& c, const std
 // A transit wallet's sweep of `amount` (just credited to it) to its settlement wallet: a
 // debit record on the transit wallet and a credit record on the settlement wallet.
 void sweep(const PartitionState& s, const Caller& caller, const std::string& transit_id, const WalletState& transit,
-           const std::string& settlement_id, Kobo amount, const LedgerConfig& config, UnixMs now, Decision& d) {
+           const std::string& settlement_id, Kobo amount, const LedgerConfig& config, UnixMs now,
+           Decision& d) {
   const WalletState* settlement = s.wallets.find(settlement_id);
   KOBO_ASSERT(settlement != nullptr, "a transit wallet settles to a wallet that exists");
   const Kobo transit_after = transit.balance - amount;  // `transit` is as credited just before

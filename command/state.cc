@@ -122,17 +122,14 @@ bool Wallets::name_taken(std::string_view account, bool live, std::string_view n
 }
 
 void Wallets::add(std::string_view id, const Caller& owner, WalletState w, bool named) {
-  WalletKey key;
-  if (auto k = key_of(id)) {
-    key = *k;  // an odd id interned before, never added: ids are unique, asserted below
-  } else {
-    key = WalletKey{0, odd_ids_.intern(std::string(id))};
-  }
+  std::optional<WalletKey> key = key_of(id);
+  if (!key) key = WalletKey{0, odd_ids_.intern(std::string(id))};
+  KOBO_ASSERT(!by_key_.contains(*key), "wallet id reused");
   KOBO_ASSERT(!named || !name_taken(owner.account, owner.live, w.account_name), "wallet name reused");
-  KOBO_ASSERT(by_number_.emplace(w.account_number, key).second, "account number reused");
-  if (named) by_name_.emplace(name_hash(owner.account, owner.live, w.account_name), key);
+  KOBO_ASSERT(by_number_.emplace(w.account_number, *key).second, "account number reused");
+  if (named) by_name_.emplace(name_hash(owner.account, owner.live, w.account_name), *key);
   w.owner = owners_.intern(owner);
-  KOBO_ASSERT(by_key_.emplace(key, std::move(w)).second, "wallet id reused");
+  by_key_.emplace(*key, std::move(w));
 }
 
 Kobo PartitionState::balance_of(std::string_view ledger_account) const {
@@ -255,7 +252,8 @@ void apply(PartitionState& s, const Event& e) {
     }
     case EventType::wallet_created: {
       const auto& w = d.at("wallet");
-      const Caller owner{w.at("auth").get<std::string>(), w.at("account").get<std::string>(), w.at("live").get<bool>()};
+      const Caller owner{w.at("auth").get<std::string>(), w.at("account").get<std::string>(),
+                         w.at("live").get<bool>()};
       const std::string id = w.at("publicId").get<std::string>();
       WalletState ws;
       ws.id = w.at("id").get<std::int64_t>();

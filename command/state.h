@@ -33,7 +33,7 @@ inline constexpr std::string_view kOutboundSettlement = "sys:outbound-settlement
 struct WalletState {
   std::int64_t id = 0;
   std::string account_name;
-  std::uint64_t account_number = 0;  // 10 NUBAN digits: format_account_number() restores leading zeros
+  std::uint64_t account_number = 0;  // 10 digits: format_account_number() keeps leading zeros
   Kobo balance;
   std::uint32_t owner = 0;  // Wallets::owner(): the business, account and mode it belongs to
 };
@@ -53,7 +53,7 @@ struct WalletKey {
 };
 
 struct WalletKeyHash {
-  std::size_t operator()(const WalletKey& k) const noexcept { return k.hi ^ k.lo; }  // random bits already
+  std::size_t operator()(const WalletKey& k) const noexcept { return k.hi ^ k.lo; }  // random already
 };
 
 // Values many records share, each stored once: a record keeps the value's 32-bit index. They
@@ -91,7 +91,8 @@ class Wallets {
   WalletState* find(std::string_view id);
   // The public id of the wallet with account number `number`, if any.
   std::optional<std::string> id_with_number(std::string_view number) const;
-  // Whether account `account` has a wallet named `name` in mode `live` (transit wallets' names do not count).
+  // Whether account `account` has a wallet named `name` in mode `live` (transit wallets' names
+  // do not count).
   bool name_taken(std::string_view account, bool live, std::string_view name) const;
   // The business, account and mode wallet `w` belongs to.
   const Caller& owner(const WalletState& w) const { return owners_[w.owner]; }
@@ -158,7 +159,7 @@ struct PartitionState {
   std::unordered_set<std::string> businesses;
   std::unordered_map<std::string, std::string> account_business;  // acc-… -> biz-…
   Wallets wallets;
-  std::unordered_map<std::string, std::string> transit_settlement; // transit vba-… -> the vba-… it sweeps to
+  std::unordered_map<std::string, std::string> transit_settlement; // transit vba-… -> vba-… swept to
   std::unordered_map<std::string, std::int64_t> bank_accounts;     // bka-… -> integer id
   std::unordered_map<std::string, CollectionState> collections;    // account number -> collection wallet
   std::unordered_map<std::string, std::string> collection_numbers; // vba-… -> account number

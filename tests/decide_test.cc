@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "command/nuban.h"
 
 namespace kobo {
@@ -77,6 +80,9 @@ TEST(WalletTransfer, RejectionsInOrderOfPrecedence) {
   const std::string live1 = p.wallet(kAliceLive, "live1");
   p.fund(kAlice, a1, 50'000);
   ASSERT_EQ(p.run(transfer(kAlice, a1, a2, 10'000, "used")).rejection, Rejection::none);
+  std::string a1_upper = a1, a2_upper = a2;  // wallets are held by packed ids: only the exact id finds one
+  for (std::string* id : {&a1_upper, &a2_upper})
+    std::ranges::transform(*id, id->begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
 
   struct Row {
     const char* why;
@@ -89,8 +95,10 @@ TEST(WalletTransfer, RejectionsInOrderOfPrecedence) {
       {"unknown source", transfer(kAlice, "vba-nope", "vba-nope2", 10'000), Rejection::source_not_found},
       {"another business's source", transfer(kAlice, b1, a2, 10'000), Rejection::source_not_found},
       {"a source of the other mode", transfer(kAlice, live1, a2, 10'000), Rejection::source_not_found},
+      {"a source's id in upper case", transfer(kAlice, a1_upper, a2, 10'000), Rejection::source_not_found},
       {"unknown destination", transfer(kAlice, a1, "vba-nope", 10'000), Rejection::destination_not_found},
       {"another business's destination", transfer(kAlice, a1, b1, 10'000), Rejection::destination_not_found},
+      {"a destination's id in upper case", transfer(kAlice, a1, a2_upper, 10'000), Rejection::destination_not_found},
       {"same wallet", transfer(kAlice, a1, a1, 10'000), Rejection::same_source_and_destination},
       {"more than the balance", transfer(kAlice, a1, a2, 40'001), Rejection::insufficient_funds},
       {"exactly the balance", transfer(kAlice, a1, a2, 40'000), Rejection::none},
@@ -185,7 +193,9 @@ TEST(IncomingCredit, RejectionsInOrderOfPrecedence) {
   Partition0 p;
   const std::string a1 = p.wallet(kAlice, "a1");
   const std::string b1 = p.wallet(kBob, "b1");
-  const auto number = [&](const std::string& id) { return format_account_number(p.state().wallets.find(id)->account_number); };
+  const auto number = [&](const std::string& id) {
+    return format_account_number(p.state().wallets.find(id)->account_number);
+  };
   auto credit = [](const Caller& c, std::string n) {
     return IncomingCredit{c, std::move(n), Kobo(100), "x", "S", "0000014579", "058", "GTB", "000013"};
   };
