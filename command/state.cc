@@ -18,7 +18,8 @@ constexpr std::size_t kUuidLength = 36;                    // 8-4-4-4-12 hex dig
 constexpr std::size_t kUuidDashes[] = {8, 13, 18, 23};
 constexpr std::size_t kUuidVersion = 14;                   // the digit that is 4 in a uuid v4
 
-// The hex digits of a uuid without its dashes: 32 digits, 4 bits each.
+// A lower-case uuid v4 as its 128 bits (32 hex digits, dashes dropped); nullopt for any other
+// text, which would not print back the same.
 std::optional<WalletKey> pack_uuid(std::string_view uuid) {
   if (uuid.size() != kUuidLength || uuid[kUuidVersion] != '4') return std::nullopt;
   WalletKey k;
@@ -32,7 +33,7 @@ std::optional<WalletKey> pack_uuid(std::string_view uuid) {
     std::uint64_t nibble = 0;
     if (c >= '0' && c <= '9') nibble = static_cast<std::uint64_t>(c - '0');
     else if (c >= 'a' && c <= 'f') nibble = static_cast<std::uint64_t>(c - 'a' + 10);
-    else return std::nullopt;  // upper case too: the id would not print back the same
+    else return std::nullopt;
     std::uint64_t& half = digits < 16 ? k.hi : k.lo;
     half = half << 4 | nibble;
     ++digits;
