@@ -17,6 +17,7 @@ struct Caller {
   std::string business;  // biz-…
   std::string account;   // acc-…
   bool live = false;     // the key's mode
+  auto operator<=>(const Caller&) const = default;
 };
 
 // Creates a business with its default account (first start, and the admin API).

@@ -216,10 +216,10 @@ Decision wallet_created(const Caller& caller, json wallet) {
 
 Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, const LedgerConfig& config,
                               UnixMs now) {
-  const std::string scope = scope_key(c.caller.account, c.caller.live);
-  if (s.wallet_names.contains(scope + c.account_name)) return reject(Rejection::wallet_name_taken);
+  if (s.wallets.name_taken(c.caller.account, c.caller.live, c.account_name))
+    return reject(Rejection::wallet_name_taken);
   if (c.category == "primary") {
-    const auto it = s.primary_wallets.find(scope);
+    const auto it = s.primary_wallets.find(scope_key(c.caller.account, c.caller.live));
     if (it != s.primary_wallets.end() && it->second >= config.primary_wallets_max)
       return reject(Rejection::primary_wallet_limit);
   }
@@ -230,9 +230,10 @@ Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, co
 }
 
 const WalletState* caller_wallet(const PartitionState& s, const Caller& c, const std::string& id) {
-  const auto it = s.wallets.find(id);
-  if (it == s.wallets.end() || it->second.business != c.business || it->second.live != c.live) return nullptr;
-  return &it->second;
+  const WalletState* w = s.wallets.find(id);
+  if (w == nullptr) return nullptr;
+  const Caller& owner = s.wallets.owner(*w);
+  return owner.business == c.business && owner.live == c.live ? w : nullptr;
 }
 
 // Idempotency (DESIGN section 2.4): a reference seen before is a replay of the same body, or a
@@ -410,11 +411,11 @@ Decision decide_advance_payout(const PartitionState& s, const AdvancePayout& c, 
   } else if (c.status == "failed") {
     // The reversal: the amount leaves payout suspense, the fee is refunded, the wallet is
     // credited what it was debited.
-    const auto w = s.wallets.find(p.source);
-    KOBO_ASSERT(w != s.wallets.end(), "payout from an unknown wallet");
+    const WalletState* w = s.wallets.find(p.source);
+    KOBO_ASSERT(w != nullptr, "payout from an unknown wallet");
     const Kobo actual = p.amount + p.fee;
-    const Kobo wallet_after = w->second.balance + actual;
-    const Caller owner{w->second.business, w->second.account, w->second.live};
+    const Kobo wallet_after = w->balance + actual;
+    const Caller& owner = s.wallets.owner(*w);
     json credit = transaction_base(owner, config, interleaved_id(s.transactions_created, s.partition, config.partitions),
                                    "credit", actual, wallet_after, "Reversal: " + p.narration, now);
     credit["source"] = p.beneficiary.at("publicId");
@@ -422,7 +423,7 @@ Decision decide_advance_payout(const PartitionState& s, const AdvancePayout& c, 
     credit["sourceData"] = p.beneficiary;
     credit["destination"] = p.source;
     credit["destinationType"] = "VirtualAccount";
-    credit["destinationData"] = wallet_snapshot(p.source, w->second, config);
+    credit["destinationData"] = wallet_snapshot(p.source, *w, config);
     credit["reference"] = "rev-" + uuid_v4();
     credit["debitReference"] = p.reference;
     credit["linkRef"] = p.link_ref;
@@ -524,11 +525,12 @@ void credit_incoming(const PartitionState& s, const IncomingCredit& c, const std
 // A transit wallet's sweep of `amount` (just credited to it) to its settlement wallet: a
 // debit record on the transit wallet and a credit record on the settlement wallet.
 void sweep(const PartitionState& s, const Caller& caller, const std::string& transit_id, const WalletState& transit,
-           Kobo amount, const LedgerConfig& config, UnixMs now, Decision& d) {
-  const auto settlement = s.wallets.find(transit.settlement);
-  KOBO_ASSERT(settlement != s.wallets.end(), "a transit wallet settles to a wallet that exists");
+           const std::string& settlement_id, Kobo amount, const LedgerConfig& config, UnixMs now,
+           Decision& d) {
+  const WalletState* settlement = s.wallets.find(settlement_id);
+  KOBO_ASSERT(settlement != nullptr, "a transit wallet settles to a wallet that exists");
   const Kobo transit_after = transit.balance - amount;  // `transit` is as credited just before
-  const Kobo settlement_after = settlement->second.balance + amount;
+  const Kobo settlement_after = settlement->balance + amount;
   const std::string link_ref = uuid_v4();
   // Ids after the incoming credit's record, which this command also creates.
   json debit = transaction_base(caller, config, interleaved_id(s.transactions_created + 1, s.partition, config.partitions),
@@ -539,9 +541,9 @@ void sweep(const PartitionState& s, const Caller& caller, const std::string& tra
     (*t)["source"] = transit_id;
     (*t)["sourceType"] = "VirtualAccount";
     (*t)["sourceData"] = wallet_snapshot(transit_id, transit, config);
-    (*t)["destination"] = transit.settlement;
+    (*t)["destination"] = settlement_id;
     (*t)["destinationType"] = "VirtualAccount";
-    (*t)["destinationData"] = wallet_snapshot(transit.settlement, settlement->second, config);
+    (*t)["destinationData"] = wallet_snapshot(settlement_id, *settlement, config);
     (*t)["linkRef"] = link_ref;
     (*t)["status"] = "success";
     (*t)["tags"] = json::array({"sweep"});
@@ -553,7 +555,7 @@ void sweep(const PartitionState& s, const Caller& caller, const std::string& tra
   credit["meta"] = {{"isThirdParty", false}, {"rate", rate(amount)}, {"credit", mirror(debit)}};
   json debited = posting(transit_id, amount, transit_after);
   debited["transaction"] = std::move(debit);
-  json credited = posting(transit.settlement, amount, settlement_after);
+  json credited = posting(settlement_id, amount, settlement_after);
   credited["transaction"] = std::move(credit);
   d.events.push_back({EventType::debited, caller.business, caller.live, std::move(debited)});
   d.events.push_back({EventType::credited, caller.business, caller.live, std::move(credited)});
@@ -577,15 +579,15 @@ Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c
                          {"updatedAt", format_iso8601(now)}}});
     return d;
   }
-  const auto num = s.wallet_by_number.find(c.account_number);
-  if (num == s.wallet_by_number.end()) return reject(Rejection::account_not_found);
-  const WalletState* dst = caller_wallet(s, c.caller, num->second);
+  const auto wallet_id = s.wallets.id_with_number(c.account_number);
+  if (!wallet_id) return reject(Rejection::account_not_found);
+  const WalletState* dst = caller_wallet(s, c.caller, *wallet_id);
   if (dst == nullptr) return reject(Rejection::account_not_found);
-  credit_incoming(s, c, num->second, dst, config, now, d);
-  if (!dst->settlement.empty()) {
+  credit_incoming(s, c, *wallet_id, dst, config, now, d);
+  if (const auto transit = s.transit_settlement.find(*wallet_id); transit != s.transit_settlement.end()) {
     WalletState credited = *dst;
     credited.balance += c.amount;
-    sweep(s, c.caller, num->second, credited, c.amount, config, now, d);
+    sweep(s, c.caller, *wallet_id, credited, transit->second, c.amount, config, now, d);
   }
   return d;
 }
@@ -606,7 +608,7 @@ Decision decide_create_collection(const PartitionState& s, const CreateCollectio
       {"account", c.caller.account},
       {"reference", c.reference ? json(*c.reference) : json(nullptr)},
       {"destination", c.destination},
-      {"parentAccountNumber", dst->account_number},
+      {"parentAccountNumber", format_account_number(dst->account_number)},
       {"accountName", c.account_name},
       {"accountNumber",
        nuban::account_number(config.nuban_code,
@@ -647,7 +649,8 @@ Decision decide_expire_collection(const PartitionState& s, const ExpireCollectio
 Decision decide_create_transit(const PartitionState& s, const CreateTransitWallet& c, const LedgerConfig& config,
                                UnixMs now) {
   const WalletState* settlement = caller_wallet(s, c.caller, c.settlement_account);
-  if (settlement == nullptr || !settlement->settlement.empty()) return reject(Rejection::settlement_account_not_found);
+  if (settlement == nullptr || s.transit_settlement.contains(c.settlement_account))
+    return reject(Rejection::settlement_account_not_found);
   json wallet = new_wallet(s, c.caller, c.account_name, c.email_address, c.mobile, config, now);
   wallet["alias"] = c.account_name;
   wallet["reference"] = nullptr;
@@ -658,10 +661,11 @@ Decision decide_create_transit(const PartitionState& s, const CreateTransitWalle
 Decision decide_settle(const PartitionState& s, const SettleTransfer& c, UnixMs now) {
   const auto it = s.pending_settlement.find(c.transaction);
   KOBO_ASSERT(it != s.pending_settlement.end(), "settling a transfer that is not pending");
-  const auto w = s.wallets.find(it->second);
-  KOBO_ASSERT(w != s.wallets.end(), "pending transfer to an unknown wallet");
+  const WalletState* w = s.wallets.find(it->second);
+  KOBO_ASSERT(w != nullptr, "pending transfer to an unknown wallet");
+  const Caller& owner = s.wallets.owner(*w);
   Decision d;
-  d.events.push_back({EventType::transaction_status_changed, w->second.business, w->second.live,
+  d.events.push_back({EventType::transaction_status_changed, owner.business, owner.live,
                       {{"publicId", c.transaction},
                        {"from", "pending"},
                        {"status", "success"},
@@ -699,7 +703,7 @@ std::vector<Scheduled> resume_schedule(const PartitionState& state, const Ledger
 json wallet_snapshot(const std::string& public_id, const WalletState& w, const LedgerConfig& config) {
   json s(json::value_t::object);
   Members{s}("accountName", w.account_name)
-      ("accountNumber", w.account_number)
+      ("accountNumber", format_account_number(w.account_number))
       ("bankCode", config.bank_code)
       ("bankName", config.bank_name)
       ("currency", "NGN")

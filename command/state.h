@@ -6,10 +6,14 @@
 // Owned by the writer thread; not thread-safe.
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
+#include "command/commands.h"
 #include "events/chain.h"
 #include "events/event.h"
 #include "common/time.h"
@@ -23,16 +27,90 @@ inline constexpr std::string_view kFeeAccount = "sys:fees";
 inline constexpr std::string_view kPayoutSuspense = "sys:payout-suspense";
 inline constexpr std::string_view kOutboundSettlement = "sys:outbound-settlement";
 
+// A wallet as the writer needs it to decide. A partition holds up to millions of these, so the
+// fields are compact (issue 7): the owner is an index into Wallets' table of owners, the
+// account number an integer.
 struct WalletState {
-  std::string business;
-  std::string account;
-  bool live = false;
-  bool primary = false;
   std::int64_t id = 0;
   std::string account_name;
-  std::string account_number;
+  std::uint64_t account_number = 0;  // 10 digits: format_account_number() keeps leading zeros
   Kobo balance;
-  std::string settlement;  // transit wallets: the wallet every credit is swept to
+  std::uint32_t owner = 0;  // Wallets::owner(): the business, account and mode it belongs to
+};
+
+// Account numbers as text: always 10 digits.
+std::string format_account_number(std::uint64_t number);
+// The number of a 10-digit text, or nullopt for anything else (so such a number matches no wallet).
+std::optional<std::uint64_t> parse_account_number(std::string_view text);
+
+// A wallet's public id in 16 bytes. The writer makes every id "vba-" + a lower-case uuid v4,
+// packed here as the uuid's 128 bits; `hi` holds the version nibble 4, so it is never 0. Any
+// other id (the writer makes none, but a log is read as it is) is interned: {0, its index}.
+struct WalletKey {
+  std::uint64_t hi = 0;
+  std::uint64_t lo = 0;
+  bool operator==(const WalletKey&) const = default;
+};
+
+struct WalletKeyHash {
+  std::size_t operator()(const WalletKey& k) const noexcept { return k.hi ^ k.lo; }  // random already
+};
+
+// Values many records share, each stored once: a record keeps the value's 32-bit index. They
+// are few, so each is held twice (by index and by value) and the table stays simply copyable.
+template <typename T>
+class Interned {
+ public:
+  // The index of `value`, adding it on first use.
+  std::uint32_t intern(const T& value) {
+    const auto [it, added] = index_.try_emplace(value, static_cast<std::uint32_t>(values_.size()));
+    if (added) values_.push_back(value);
+    return it->second;
+  }
+  template <typename K>
+  std::optional<std::uint32_t> find(const K& value) const {
+    const auto it = index_.find(value);
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+  }
+  const T& operator[](std::uint32_t index) const { return values_.at(index); }
+
+ private:
+  std::vector<T> values_;
+  std::map<T, std::uint32_t, std::less<>> index_;
+};
+
+// Every wallet of a partition, by public id, with the two other ways decide() finds one: by
+// (account, mode, name) to keep names unique, and by account number for incoming credits. The
+// indexes hold 8-byte hashes and numbers, not strings. Lookups take any string a request may
+// carry: a malformed or unknown id or number finds nothing.
+class Wallets {
+ public:
+  // The wallet with public id `id`, or null.
+  const WalletState* find(std::string_view id) const;
+  WalletState* find(std::string_view id);
+  // The public id of the wallet with account number `number`, if any.
+  std::optional<std::string> id_with_number(std::string_view number) const;
+  // Whether account `account` has a wallet named `name` in mode `live` (transit wallets' names
+  // do not count).
+  bool name_taken(std::string_view account, bool live, std::string_view name) const;
+  // The business, account and mode wallet `w` belongs to.
+  const Caller& owner(const WalletState& w) const { return owners_[w.owner]; }
+
+  // Adds wallet `id` of `owner` (w.owner is set here). `named`: its name is unique in its scope,
+  // which transit wallets are exempt from. Asserts that id, account number and name are new.
+  void add(std::string_view id, const Caller& owner, WalletState w, bool named);
+
+ private:
+  std::optional<WalletKey> key_of(std::string_view id) const;
+  std::string id_of(const WalletKey& key) const;
+  const WalletState* at(const WalletKey& key) const;
+
+  Interned<Caller> owners_;         // one per account and mode
+  Interned<std::string> odd_ids_;   // ids not of the writer's shape: none today
+  std::unordered_map<WalletKey, WalletState, WalletKeyHash> by_key_;
+  std::unordered_multimap<std::uint64_t, WalletKey> by_name_;  // hash of scope_key(account, live) + name
+  std::unordered_map<std::uint64_t, WalletKey> by_number_;     // account number
 };
 
 struct CollectionState {
@@ -80,13 +158,12 @@ struct PartitionState {
 
   std::unordered_set<std::string> businesses;
   std::unordered_map<std::string, std::string> account_business;  // acc-… -> biz-…
-  std::unordered_map<std::string, WalletState> wallets;            // vba-… -> state
+  Wallets wallets;
+  std::unordered_map<std::string, std::string> transit_settlement; // transit vba-… -> vba-… swept to
   std::unordered_map<std::string, std::int64_t> bank_accounts;     // bka-… -> integer id
   std::unordered_map<std::string, CollectionState> collections;    // account number -> collection wallet
   std::unordered_map<std::string, std::string> collection_numbers; // vba-… -> account number
   std::unordered_set<std::string> collection_references;           // scope_key(account, live) + reference
-  std::unordered_map<std::string, std::string> wallet_by_number;   // account number -> vba-…
-  std::unordered_set<std::string> wallet_names;                    // scope_key(account, live) + name
   std::unordered_map<std::string, int> primary_wallets;            // scope_key(account, live) -> count
   std::unordered_map<std::string, ReferenceState> references;      // scope_key(account, live) + reference
   std::unordered_map<std::string, Kobo> system_balances;           // sys:… -> balance

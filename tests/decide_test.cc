@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "command/nuban.h"
 
 namespace kobo {
@@ -45,7 +48,7 @@ class Partition0 {
   }
 
   void fund(const Caller& c, const std::string& wallet_id, std::int64_t amount) {
-    const std::string number = state_.wallets.at(wallet_id).account_number;
+    const std::string number = format_account_number(state_.wallets.find(wallet_id)->account_number);
     const Decision d = run(IncomingCredit{c, number, Kobo(amount), "fund", "S", "0000014579", "058", "GTB", "000013"});
     ASSERT_EQ(d.rejection, Rejection::none);
   }
@@ -77,6 +80,9 @@ TEST(WalletTransfer, RejectionsInOrderOfPrecedence) {
   const std::string live1 = p.wallet(kAliceLive, "live1");
   p.fund(kAlice, a1, 50'000);
   ASSERT_EQ(p.run(transfer(kAlice, a1, a2, 10'000, "used")).rejection, Rejection::none);
+  std::string a1_upper = a1, a2_upper = a2;  // wallets are held by packed ids: only the exact id finds one
+  for (std::string* id : {&a1_upper, &a2_upper})
+    std::ranges::transform(*id, id->begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
 
   struct Row {
     const char* why;
@@ -89,8 +95,10 @@ TEST(WalletTransfer, RejectionsInOrderOfPrecedence) {
       {"unknown source", transfer(kAlice, "vba-nope", "vba-nope2", 10'000), Rejection::source_not_found},
       {"another business's source", transfer(kAlice, b1, a2, 10'000), Rejection::source_not_found},
       {"a source of the other mode", transfer(kAlice, live1, a2, 10'000), Rejection::source_not_found},
+      {"a source's id in upper case", transfer(kAlice, a1_upper, a2, 10'000), Rejection::source_not_found},
       {"unknown destination", transfer(kAlice, a1, "vba-nope", 10'000), Rejection::destination_not_found},
       {"another business's destination", transfer(kAlice, a1, b1, 10'000), Rejection::destination_not_found},
+      {"a destination's id in upper case", transfer(kAlice, a1, a2_upper, 10'000), Rejection::destination_not_found},
       {"same wallet", transfer(kAlice, a1, a1, 10'000), Rejection::same_source_and_destination},
       {"more than the balance", transfer(kAlice, a1, a2, 40'001), Rejection::insufficient_funds},
       {"exactly the balance", transfer(kAlice, a1, a2, 40'000), Rejection::none},
@@ -114,7 +122,7 @@ TEST(WalletTransfer, SameReferenceAndBodyReplaysTheOriginalEvenWhenNowUnaffordab
   EXPECT_TRUE(again.replayed);
   EXPECT_TRUE(again.events.empty());
   EXPECT_EQ(again.transaction, first.transaction);
-  EXPECT_EQ(p.state().wallets.at(a1).balance, Kobo(0));
+  EXPECT_EQ(p.state().wallets.find(a1)->balance, Kobo(0));
 }
 
 TEST(WalletTransfer, ReferencesAreScopedToAccountAndMode) {
@@ -137,8 +145,8 @@ TEST(WalletTransfer, MovesExactlyTheAmountAndRecordsBothLegs) {
   ASSERT_EQ(d.events.size(), 2u);
   EXPECT_EQ(d.events[0].type, EventType::debited);
   EXPECT_EQ(d.events[1].type, EventType::credited);
-  EXPECT_EQ(p.state().wallets.at(a1).balance, Kobo(15'000));
-  EXPECT_EQ(p.state().wallets.at(a2).balance, Kobo(10'000));
+  EXPECT_EQ(p.state().wallets.find(a1)->balance, Kobo(15'000));
+  EXPECT_EQ(p.state().wallets.find(a2)->balance, Kobo(10'000));
   EXPECT_EQ(p.state().total, Kobo(0)) << "double entry: the partition sums to zero";
   EXPECT_EQ(d.record.at("status"), "pending");
   EXPECT_EQ(d.record.at("balance"), 15'000);
@@ -185,7 +193,9 @@ TEST(IncomingCredit, RejectionsInOrderOfPrecedence) {
   Partition0 p;
   const std::string a1 = p.wallet(kAlice, "a1");
   const std::string b1 = p.wallet(kBob, "b1");
-  const auto number = [&](const std::string& id) { return p.state().wallets.at(id).account_number; };
+  const auto number = [&](const std::string& id) {
+    return format_account_number(p.state().wallets.find(id)->account_number);
+  };
   auto credit = [](const Caller& c, std::string n) {
     return IncomingCredit{c, std::move(n), Kobo(100), "x", "S", "0000014579", "058", "GTB", "000013"};
   };
@@ -199,7 +209,7 @@ TEST(IncomingCredit, DebitsInboundSettlementSoThePartitionBalances) {
   Partition0 p;
   const std::string a1 = p.wallet(kAlice, "a1");
   p.fund(kAlice, a1, 70'000);
-  EXPECT_EQ(p.state().wallets.at(a1).balance, Kobo(70'000));
+  EXPECT_EQ(p.state().wallets.find(a1)->balance, Kobo(70'000));
   EXPECT_EQ(p.state().balance_of(kInboundSettlement), Kobo(-70'000));
   EXPECT_EQ(p.state().total, Kobo(0));
 }
