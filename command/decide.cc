@@ -288,7 +288,7 @@ Decision decide_wallet_transfer(const PartitionState& s, const WalletTransfer& c
   credit["meta"] = {{"isThirdParty", false}, {"rate", rate(c.amount)}, {"credit", mirror(debit)}};
 
   Decision d;
-  d.record = debit;
+  d.record_in = EventMember{0, "transaction"};
   d.transaction = debit.at("publicId").get<std::string>();
   json debited = posting(c.source, c.amount, src_after);
   debited["transaction"] = std::move(debit);
@@ -352,7 +352,7 @@ Decision decide_bank_transfer(const PartitionState& s, const BankTransfer& c, co
   credit_side["balance"] = 0;  // the other side is a bank whose balance we do not keep
   debit["meta"] = {{"isThirdParty", true}, {"rate", rate(c.amount)}, {"credit", std::move(credit_side)}};
 
-  d.record = debit;
+  d.record_in = EventMember{d.events.size(), "transaction"};
   d.transaction = debit.at("publicId").get<std::string>();
   json debited = posting(c.source, actual, src_after);
   debited["transaction"] = std::move(debit);
@@ -513,7 +513,7 @@ void credit_incoming(const PartitionState& s, const IncomingCredit& c, const std
         {"status", "success"}}},
   };
 
-  d.record = credit;
+  d.record_in = EventMember{d.events.size() + 1, "transaction"};  // the credit, after the settlement's debit
   d.transaction = credit.at("publicId").get<std::string>();
   d.events.push_back({EventType::debited, c.caller.business, c.caller.live,
                       posting(kInboundSettlement, c.amount, inbound_after)});
@@ -573,7 +573,6 @@ Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c
     KOBO_ASSERT(dst != nullptr, "a collection wallet pays into a wallet that exists");
     credit_incoming(s, c, cs.destination, dst, config, now, d);
     d.events.back().data["transaction"]["metadata"] = {{"collectionAccount", cs.public_id}};
-    d.record = d.events.back().data["transaction"];
     d.events.push_back({EventType::collection_status_changed, c.caller.business, c.caller.live,
                         {{"publicId", cs.public_id}, {"from", "pending"}, {"status", "success"},
                          {"updatedAt", format_iso8601(now)}}});
@@ -712,6 +711,11 @@ json wallet_snapshot(const std::string& public_id, const WalletState& w, const L
       ("publicId", public_id)
       ("reference", nullptr);
   return s;
+}
+
+const nlohmann::json& record_of(const Decision& d) {
+  if (!d.record_in) return d.record;
+  return d.events.at(d.record_in->event).data.at(d.record_in->member);
 }
 
 Decision decide(const PartitionState& state, const Command& command, const LedgerConfig& config, UnixMs now) {

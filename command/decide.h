@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <climits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,10 +49,20 @@ struct EventDraft {
   nlohmann::json data;
 };
 
+// Where in a decision's events its record is: a member of one event's data.
+struct EventMember {
+  std::size_t event = 0;
+  const char* member = "transaction";
+};
+
 struct Decision {
   Rejection rejection = Rejection::none;
   std::vector<EventDraft> events;
-  nlohmann::json record;     // what the caller is answered with
+  nlohmann::json record;     // what the caller is answered with, unless `record_in` says where it is
+  // The record is carried by an event (a transaction a Debited or Credited event holds): the
+  // writer takes it from the event once sealed instead of the decision copying it, since a copy
+  // of a transaction and its destruction cost a quarter of deciding a transfer.
+  std::optional<EventMember> record_in;
   bool replayed = false;     // an idempotent repeat: no events, `transaction` names the original
   std::string transaction;
   std::vector<Scheduled> schedule;  // follow-ups, run once these events are durable
@@ -67,6 +78,9 @@ Scheduled next_rail_step(const std::string& transaction, const PayoutState& payo
 std::vector<Scheduled> resume_schedule(const PartitionState& state, const LedgerConfig& config);
 
 Decision decide(const PartitionState& state, const Command& command, const LedgerConfig& config, UnixMs now);
+
+// The record a decision answers with, wherever it is held.
+const nlohmann::json& record_of(const Decision& d);
 
 // The wallet snapshot embedded in transactions (spec 2.6).
 nlohmann::json wallet_snapshot(const std::string& public_id, const WalletState& w, const LedgerConfig& config);

@@ -122,8 +122,9 @@ void Ledger::publish_durable() {
 
 namespace {
 
-// Gives a drafted event its place in the partition's chain, seals it, and applies it.
-EncodedEvent place(PartitionState& st, EventDraft&& draft, Seq command_seq, std::uint32_t command_size,
+// Gives a drafted event its place in the partition's chain, seals it, and applies it. The
+// draft gets its data back, for the record a decision may take from it.
+EncodedEvent place(PartitionState& st, EventDraft& draft, Seq command_seq, std::uint32_t command_size,
                    UnixMs now) {
   Event e;
   e.partition = st.partition;
@@ -141,6 +142,7 @@ EncodedEvent place(PartitionState& st, EventDraft&& draft, Seq command_seq, std:
   const ChainVerdict v = st.chain.follow(e);
   KOBO_ASSERT(v == ChainVerdict::accept, "the writer's own event must extend its chain");
   apply(st, e);
+  draft.data = std::move(e.data);
   return out;
 }
 
@@ -312,7 +314,8 @@ void Ledger::process(std::vector<Pending>& batch) {
     if (!d.events.empty()) {
       const Seq command_seq(st.chain.last_seq().value + 1);
       const auto size = static_cast<std::uint32_t>(d.events.size());
-      for (auto& draft : d.events) events.push_back(place(st, std::move(draft), command_seq, size, now));
+      for (auto& draft : d.events) events.push_back(place(st, draft, command_seq, size, now));
+      if (d.record_in) o.record = std::move(d.events[d.record_in->event].data[d.record_in->member]);
       if (std::holds_alternative<CreateBusiness>(batch[i].command)) ++businesses_added;
       for (auto& f : d.schedule) follow_ups.push_back(std::move(f));
     }

@@ -44,7 +44,7 @@ class Partition0 {
   std::string wallet(const Caller& c, const std::string& name, const std::string& category = "primary") {
     const Decision d = run(CreateWallet{c, name, category, std::nullopt, std::nullopt});
     EXPECT_EQ(d.rejection, Rejection::none) << name;
-    return d.record.at("publicId").get<std::string>();
+    return record_of(d).at("publicId").get<std::string>();
   }
 
   void fund(const Caller& c, const std::string& wallet_id, std::int64_t amount) {
@@ -148,13 +148,13 @@ TEST(WalletTransfer, MovesExactlyTheAmountAndRecordsBothLegs) {
   EXPECT_EQ(p.state().wallets.find(a1)->balance, Kobo(15'000));
   EXPECT_EQ(p.state().wallets.find(a2)->balance, Kobo(10'000));
   EXPECT_EQ(p.state().total, Kobo(0)) << "double entry: the partition sums to zero";
-  EXPECT_EQ(d.record.at("status"), "pending");
-  EXPECT_EQ(d.record.at("balance"), 15'000);
+  EXPECT_EQ(record_of(d).at("status"), "pending");
+  EXPECT_EQ(record_of(d).at("balance"), 15'000);
   const auto& credit = d.events[1].data.at("transaction");
-  EXPECT_EQ(credit.at("linkRef"), d.record.at("linkRef"));
+  EXPECT_EQ(credit.at("linkRef"), record_of(d).at("linkRef"));
   EXPECT_EQ(credit.at("debitReference"), "r");
   EXPECT_EQ(credit.at("entry"), "credit");
-  EXPECT_EQ(d.record.at("meta").at("credit").at("balance"), 10'000);
+  EXPECT_EQ(record_of(d).at("meta").at("credit").at("balance"), 10'000);
   EXPECT_TRUE(p.state().pending_settlement.contains(d.transaction));
 }
 
@@ -183,7 +183,7 @@ TEST(CreateWallet, IssuesDistinctValidNubanNumbers) {
   std::set<std::string> numbers;
   for (int i = 0; i < 50; ++i) {
     const Decision d = p.run(CreateWallet{kAlice, "w" + std::to_string(i), "secondary", {}, {}});
-    const std::string n = d.record.at("accountNumber");
+    const std::string n = record_of(d).at("accountNumber");
     EXPECT_TRUE(nuban::is_valid(kConfig.nuban_code, n)) << n;
     EXPECT_TRUE(numbers.insert(n).second) << n;
   }

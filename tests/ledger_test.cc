@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <thread>
 
 #include "events/memory_log.h"
@@ -64,6 +65,27 @@ TEST(Ledger, AppendsWriterStartedWithTheNextEpochOnEveryStart) {
   for (const Event& e : events_of(log))
     if (e.partition == Partition(0) && e.type == EventType::writer_started) epochs.push_back(e.epoch.value);
   EXPECT_EQ(epochs, (std::vector<std::uint64_t>{1, 2}));
+}
+
+TEST(Ledger, AnswersATransactionWithTheRecordItsEventCarries) {
+  MemoryLog log(kPartitions);
+  Ledger l(log, options());
+  ASSERT_TRUE(l.start().ok());
+  const Outcome w = l.execute(CreateWallet{kCaller, "src", "secondary", {}, {}});
+  const std::string src = w.record.at("publicId"), dst = create_wallet(l, "dst");
+  const Outcome funded = l.execute(IncomingCredit{kCaller, w.record.at("accountNumber"), Kobo(40'000), "f", "S",
+                                                  "0000014579", "058", "GTB", "000013"});
+  const Outcome sent = l.execute(transfer(src, dst, 25'000, "r1"));
+  ASSERT_TRUE(funded.ok() && sent.ok());
+  std::map<std::string, nlohmann::json> logged;  // publicId -> the transaction an event carries
+  for (const Event& e : events_of(log))
+    if (e.data.contains("transaction")) logged[e.data["transaction"]["publicId"]] = e.data["transaction"];
+  for (const Outcome* o : {&funded, &sent}) {
+    ASSERT_TRUE(o->record.is_object());
+    EXPECT_EQ(o->record, logged.at(o->record.at("publicId")));
+  }
+  EXPECT_EQ(sent.record.at("entry"), "debit");
+  EXPECT_EQ(funded.record.at("entry"), "credit");
 }
 
 TEST(Ledger, AFailedAppendAcknowledgesNothingAndChangesNothing) {
