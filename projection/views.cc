@@ -6,6 +6,7 @@
 #include <charconv>
 #include <filesystem>
 
+#include "common/json_dump.h"
 #include "projection/view_keys.h"
 
 namespace kobo {
@@ -31,29 +32,96 @@ Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_
   return std::unique_ptr<Views>(new Views(std::unique_ptr<rocksdb::DB>(raw), partitions));
 }
 
-std::optional<json> Views::get_json(const std::string& key) const {
+std::optional<std::string> Views::get(const std::string& key) const {
   std::string value;
   const auto s = db_->Get(rocksdb::ReadOptions(), key, &value);
   if (s.IsNotFound()) return std::nullopt;
   KOBO_ASSERT(s.ok(), "views read failed");
-  return json::parse(value);
+  return value;
 }
 
-std::optional<KeyOwner> Views::key_owner(std::string_view secret_key_hash) const {
-  auto j = get_json(view_keys::key_owner(secret_key_hash));
-  if (!j) return std::nullopt;
-  KeyOwner k{j->at("business").get<std::string>(), j->at("account").get<std::string>(), j->at("live").get<bool>(),
-             false};
-  // Only a live key needs the account's live flag; test keys, most requests, skip that read.
-  if (!k.live) return k;
-  if (auto account = get_json(view_keys::account(k.account))) k.account_live = account->value("live", false);
-  return k;
+std::optional<json> Views::get_json(const std::string& key) const {
+  auto value = get(key);
+  if (!value) return std::nullopt;
+  return json::parse(*value);
 }
 
 namespace {
 
-bool in_scope(const json& record, const Scope& scope) {
-  return record.value("auth", "") == scope.business && record.value("live", !scope.live) == scope.live;
+// Reading a record's text written by dump_json (compact: no whitespace). Each returns the index
+// just past what it skips, or npos when the text ends first.
+constexpr auto npos = std::string_view::npos;
+
+std::size_t skip_string(std::string_view s, std::size_t i) {  // s[i] is the opening quote
+  for (;;) {
+    i = s.find('"', i + 1);
+    if (i == npos) return npos;
+    std::size_t backslashes = 0;  // an odd number before the quote escapes it
+    while (s[i - 1 - backslashes] == '\\') ++backslashes;
+    if (backslashes % 2 == 0) return i + 1;
+  }
+}
+
+// A value inside an object: a string, a container, or a scalar (which ends at ',' or '}').
+std::size_t skip_value(std::string_view s, std::size_t i) {
+  if (i < s.size() && s[i] == '"') return skip_string(s, i);
+  int depth = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == '"') {
+      i = skip_string(s, i);
+      if (i == npos) return npos;
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) return i;
+      if (--depth == 0) return i + 1;
+    } else if (c == ',' && depth == 0) {
+      return i;
+    }
+    ++i;
+  }
+  return npos;
+}
+
+// Calls fn(key text, value text) for the members of a top-level object, in order, until it
+// returns false. Keys are compared as written: dump_json writes a plain ASCII key as is.
+template <typename Fn>
+void for_each_member(std::string_view object, Fn&& fn) {
+  KOBO_ASSERT(object.starts_with('{'), "a view record is not a JSON object");
+  std::size_t i = 1;
+  while (i < object.size() && object[i] == '"') {
+    const std::size_t key_end = skip_string(object, i);
+    KOBO_ASSERT(key_end != npos && key_end < object.size() && object[key_end] == ':', "malformed view record");
+    const std::size_t value_end = skip_value(object, key_end + 1);
+    KOBO_ASSERT(value_end != npos, "malformed view record");
+    if (!fn(object.substr(i + 1, key_end - i - 2), object.substr(key_end + 1, value_end - key_end - 1))) return;
+    i = value_end < object.size() && object[value_end] == ',' ? value_end + 1 : value_end;
+  }
+}
+
+// A string member's value: the text without its quotes, decoded when it holds an escape.
+std::string string_value(std::string_view text) {
+  KOBO_ASSERT(text.size() >= 2 && text.front() == '"' && text.back() == '"', "a view record's string is not a string");
+  if (text.find('\\') == npos) return std::string(text.substr(1, text.size() - 2));
+  return json::parse(text).get<std::string>();
+}
+
+// The record belongs to the scope's business and mode: its `auth` is the business and its
+// `live` the mode (a record without them belongs to no scope). `auth` is compared in its
+// encoded form: dump_json's encoding is one-to-one, so equal text is an equal string.
+bool in_scope(std::string_view record, const Scope& scope) {
+  std::string expected_auth;
+  append_json_string(expected_auth, scope.business);
+  bool auth = false, live = false;
+  for_each_member(record, [&](std::string_view key, std::string_view value) {
+    if (key == "auth") auth = value == expected_auth;
+    if (key == "live") live = value == (scope.live ? "true" : "false");
+    return key < "live";  // keys are sorted: both are behind
+  });
+  return auth && live;
 }
 
 // Walks keys with `prefix` from the highest (newest) to the lowest, stopping at `lower`.
@@ -79,6 +147,38 @@ bool in_page(std::uint64_t index, const PageRequest& page) {
 
 }  // namespace
 
+std::optional<KeyOwner> Views::key_owner(std::string_view secret_key_hash) const {
+  // Read from the text: every request asks, and parsing the small record cost more than the read.
+  const auto record = get(view_keys::key_owner(secret_key_hash));
+  if (!record) return std::nullopt;
+  KeyOwner k;
+  int found = 0;
+  for_each_member(*record, [&](std::string_view key, std::string_view value) {
+    if (key == "account") {
+      k.account = string_value(value);
+      ++found;
+    } else if (key == "business") {
+      k.business = string_value(value);
+      ++found;
+    } else if (key == "live") {
+      KOBO_ASSERT(value == "true" || value == "false", "a key record's live is not a boolean");
+      k.live = value == "true";
+      ++found;
+    }
+    return true;
+  });
+  KOBO_ASSERT(found == 3, "a key record lacks business, account or live");
+  // Only a live key needs the account's live flag; test keys, most requests, skip that read.
+  if (!k.live) return k;
+  if (const auto account = get(view_keys::account(k.account))) {
+    for_each_member(*account, [&](std::string_view key, std::string_view value) {
+      if (key == "live") k.account_live = value == "true";
+      return key < "live";
+    });
+  }
+  return k;
+}
+
 std::optional<json> Views::account(std::string_view business, std::string_view public_id) const {
   auto a = get_json(view_keys::account(public_id));
   if (!a || a->value("business", "") != business) return std::nullopt;
@@ -101,10 +201,14 @@ Page Views::accounts(std::string_view business, const AccountFilter& filter, con
   return out;
 }
 
-std::optional<json> Views::bank_account(const Scope& scope, std::string_view public_id) const {
-  auto b = get_json(view_keys::bank_account(public_id));
-  if (!b || !in_scope(*b, scope)) return std::nullopt;
-  return b;
+std::optional<std::string> Views::get_scoped(const std::string& key, const Scope& scope) const {
+  auto record = get(key);
+  if (!record || !in_scope(*record, scope)) return std::nullopt;
+  return record;
+}
+
+std::optional<std::string> Views::bank_account_text(const Scope& scope, std::string_view public_id) const {
+  return get_scoped(view_keys::bank_account(public_id), scope);
 }
 
 Page Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter, const PageRequest& page) const {
@@ -129,10 +233,8 @@ std::optional<json> Views::wallet_by_account_number(std::string_view number) con
   return get_json(view_keys::wallet(id));
 }
 
-std::optional<json> Views::wallet(const Scope& scope, std::string_view public_id) const {
-  auto w = get_json(view_keys::wallet(public_id));
-  if (!w || !in_scope(*w, scope)) return std::nullopt;
-  return w;
+std::optional<std::string> Views::wallet_text(const Scope& scope, std::string_view public_id) const {
+  return get_scoped(view_keys::wallet(public_id), scope);
 }
 
 Page Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRequest& page) const {
@@ -151,32 +253,35 @@ Page Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRe
   return out;
 }
 
-std::optional<json> Views::transaction_by_reference(const Scope& scope, std::string_view account,
-                                                    std::string_view reference) const {
+std::optional<std::string> Views::transaction_by_reference_text(const Scope& scope, std::string_view account,
+                                                                std::string_view reference) const {
   std::string id;
   const auto s = db_->Get(rocksdb::ReadOptions(), view_keys::transaction_reference(account, scope.live, reference), &id);
   if (!s.ok()) return std::nullopt;
-  auto t = get_json(view_keys::transaction(id));
-  if (!t || !in_scope(*t, scope)) return std::nullopt;
-  return t;
+  return get_scoped(view_keys::transaction(id), scope);
 }
 
 std::optional<json> Views::transaction(const Scope& scope, std::string_view account,
                                        std::string_view id_or_reference) const {
+  auto text = transaction_text(scope, account, id_or_reference);
+  if (!text) return std::nullopt;
+  return json::parse(*text);
+}
+
+std::optional<std::string> Views::transaction_text(const Scope& scope, std::string_view account,
+                                                   std::string_view id_or_reference) const {
   if (id_or_reference.starts_with("trx-")) {
-    auto t = get_json(view_keys::transaction(id_or_reference));
-    if (t && in_scope(*t, scope)) return t;
+    if (auto t = get_scoped(view_keys::transaction(id_or_reference), scope)) return t;
   }
   std::uint64_t numeric = 0;
   const auto* end = id_or_reference.data() + id_or_reference.size();
   if (auto [p, ec] = std::from_chars(id_or_reference.data(), end, numeric); ec == std::errc() && p == end) {
     std::string id;
     if (db_->Get(rocksdb::ReadOptions(), view_keys::transaction_id(scope.business, scope.live, numeric), &id).ok()) {
-      auto t = get_json(view_keys::transaction(id));
-      if (t && in_scope(*t, scope)) return t;
+      if (auto t = get_scoped(view_keys::transaction(id), scope)) return t;
     }
   }
-  return transaction_by_reference(scope, account, id_or_reference);
+  return transaction_by_reference_text(scope, account, id_or_reference);
 }
 
 Page Views::transactions(const Scope& scope, const TransactionFilter& filter, const PageRequest& page) const {

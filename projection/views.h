@@ -92,10 +92,14 @@ class Views {
   std::optional<nlohmann::json> account(std::string_view business, std::string_view public_id) const;
   Page accounts(std::string_view business, const AccountFilter& filter, const PageRequest& page) const;
 
-  std::optional<nlohmann::json> bank_account(const Scope& scope, std::string_view public_id) const;
+  // Single records are answered as their stored text, without parsing. Records are stored as
+  // dump_json() of a json object, so the text is exactly what dump_json() of the parsed record
+  // gives (keys sorted, compact, UTF-8 as is). The scope check reads the record's top-level
+  // `auth` and `live` from the text.
+  std::optional<std::string> bank_account_text(const Scope& scope, std::string_view public_id) const;
   Page bank_accounts(const Scope& scope, const BankAccountFilter& filter, const PageRequest& page) const;
 
-  std::optional<nlohmann::json> wallet(const Scope& scope, std::string_view public_id) const;
+  std::optional<std::string> wallet_text(const Scope& scope, std::string_view public_id) const;
   // Any wallet of the service's own bank with this account number, in any business: name
   // enquiry resolves account numbers the way a bank does. Callers must not reveal more than
   // the name.
@@ -103,10 +107,12 @@ class Views {
   Page wallets(const Scope& scope, const WalletFilter& filter, const PageRequest& page) const;
 
   // By publicId (trx-…), integer id, or the reference of the caller's account.
+  std::optional<std::string> transaction_text(const Scope& scope, std::string_view account,
+                                              std::string_view id_or_reference) const;
   std::optional<nlohmann::json> transaction(const Scope& scope, std::string_view account,
                                             std::string_view id_or_reference) const;
-  std::optional<nlohmann::json> transaction_by_reference(const Scope& scope, std::string_view account,
-                                                         std::string_view reference) const;
+  std::optional<std::string> transaction_by_reference_text(const Scope& scope, std::string_view account,
+                                                           std::string_view reference) const;
   Page transactions(const Scope& scope, const TransactionFilter& filter, const PageRequest& page) const;
 
   std::vector<ViewPosition> positions() const;
@@ -115,7 +121,9 @@ class Views {
 
  private:
   Views(std::unique_ptr<rocksdb::DB> db, std::uint32_t partitions);
+  std::optional<std::string> get(const std::string& key) const;
   std::optional<nlohmann::json> get_json(const std::string& key) const;
+  std::optional<std::string> get_scoped(const std::string& key, const Scope& scope) const;
 
   std::unique_ptr<rocksdb::DB> db_;
   std::uint32_t partitions_;

@@ -320,9 +320,9 @@ class Api::Handlers {
       if (!o.replayed) return respond(http::ok(201, o.record, "Bank account added successfully"));
       // Already saved: answer with the beneficiary as it is.
       after_projection(o, std::move(respond), [this, scope, id = o.transaction](Responder later) {
-        auto b = api_.views_.bank_account(scope, id);
+        auto b = api_.views_.bank_account_text(scope, id);
         KOBO_ASSERT(b.has_value(), "a saved bank account is missing from the views");
-        Response answer = http::ok(200, *b, "Bank account already exists");
+        Response answer = http::ok_text(200, *b, "Bank account already exists");
         answer.headers.emplace_back("Idempotent-Replayed", "true");
         later(std::move(answer));
       });
@@ -332,9 +332,9 @@ class Api::Handlers {
   void get_bank_account(Request&& req, const PathParams& params, Responder respond) {
     auto c = authenticate(req, respond);
     if (!c || !barrier(*c, respond)) return;
-    auto b = api_.views_.bank_account(c->scope, params.at("id"));
+    auto b = api_.views_.bank_account_text(c->scope, params.at("id"));
     if (!b) return respond(http::error(404, "Data not found"));
-    respond(http::ok(200, *b));
+    respond(http::ok_text(200, *b));
   }
 
   void list_bank_accounts(Request&& req, const PathParams&, Responder respond) {
@@ -386,9 +386,9 @@ class Api::Handlers {
   void get_wallet(Request&& req, const PathParams& params, Responder respond) {
     auto c = authenticate(req, respond);
     if (!c || !barrier(*c, respond)) return;
-    auto w = api_.views_.wallet(c->scope, params.at("id"));
+    auto w = api_.views_.wallet_text(c->scope, params.at("id"));
     if (!w) return respond(http::error(404, "Data not found"));
-    respond(http::ok(200, *w));
+    respond(http::ok_text(200, *w));
   }
 
   void list_wallets(Request&& req, const PathParams&, Responder respond) {
@@ -567,9 +567,9 @@ class Api::Handlers {
     boost::asio::post(api_.waits_, [this, ctx, o = std::move(o), respond] {
       if (!api_.projector_.wait_applied(o.partition, o.seq, api_.options_.read_barrier_timeout))
         return respond(http::error(503, "Service unavailable"));
-      auto t = api_.views_.transaction(ctx.scope, ctx.caller.account, o.transaction);
+      auto t = api_.views_.transaction_text(ctx.scope, ctx.caller.account, o.transaction);
       KOBO_ASSERT(t.has_value(), "a replayed transfer's transaction is missing from the views");
-      Response r = http::ok(200, *t, "Transfer initiated successfully");
+      Response r = http::ok_text(200, *t, "Transfer initiated successfully");
       r.headers.emplace_back("Idempotent-Replayed", "true");
       respond(std::move(r));
     });
@@ -648,17 +648,17 @@ class Api::Handlers {
   void get_transaction(Request&& req, const PathParams& params, Responder respond) {
     auto c = authenticate(req, respond);
     if (!c || !barrier(*c, respond)) return;
-    auto t = api_.views_.transaction(c->scope, c->caller.account, params.at("id"));
+    auto t = api_.views_.transaction_text(c->scope, c->caller.account, params.at("id"));
     if (!t) return respond(http::error(404, "Data not found"));
-    respond(http::ok(200, *t));
+    respond(http::ok_text(200, *t));
   }
 
   void verify_transaction(Request&& req, const PathParams& params, Responder respond) {
     auto c = authenticate(req, respond);
     if (!c || !barrier(*c, respond)) return;
-    auto t = api_.views_.transaction_by_reference(c->scope, c->caller.account, params.at("reference"));
+    auto t = api_.views_.transaction_by_reference_text(c->scope, c->caller.account, params.at("reference"));
     if (!t) return respond(http::error(404, "Transaction not found or does not exist"));
-    respond(http::ok(200, *t));
+    respond(http::ok_text(200, *t));
   }
 
  private:

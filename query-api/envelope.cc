@@ -1,5 +1,6 @@
 #include "query-api/envelope.h"
 
+#include <charconv>
 #include <utility>
 
 #include "common/assert.h"
@@ -13,43 +14,30 @@ std::string dump(const Json& j) {
   return dump_json(j, Json::error_handler_t::replace);
 }
 
-// The envelope is concatenated rather than built as one json value: nlohmann::json sorts keys,
-// and copying `data` into a wrapper would cost a deep copy of every record on every answer.
-template <typename Json>
-Response success(unsigned status, const Json& data, const nlohmann::ordered_json& meta) {
+// The envelope is written as text rather than built as one json value: nlohmann::json sorts
+// keys, and copying `data` into a wrapper would cost a deep copy of every record on every
+// answer. `meta_rest` follows `"success":true` inside meta: empty, or `,"message":…` or
+// `,"pagination":…`.
+Response success(unsigned status, std::string_view meta_rest, std::string_view data) {
+  KOBO_ASSERT(status >= 200 && status < 300, "a success envelope with a non-2xx status");
+  char code[16];
+  const auto code_end = std::to_chars(code, code + sizeof code, status).ptr;
   Response r;
   r.status = status;
-  r.body.reserve(64);
-  r.body += "{\"meta\":";
-  r.body += dump(meta);
-  r.body += ",\"data\":";
-  r.body += dump(data);
+  r.body.reserve(48 + meta_rest.size() + data.size());
+  r.body += "{\"meta\":{\"statusCode\":";
+  r.body.append(code, code_end);
+  r.body += ",\"success\":true";
+  r.body += meta_rest;
+  r.body += "},\"data\":";
+  r.body += data;
   r.body += '}';
   return r;
 }
 
-nlohmann::ordered_json success_meta(unsigned status) {
-  nlohmann::ordered_json meta;
-  meta["statusCode"] = status;
-  meta["success"] = true;
-  return meta;
-}
-
-template <typename Json>
-Response ok_impl(unsigned status, const Json& data, std::optional<std::string> message) {
-  KOBO_ASSERT(status >= 200 && status < 300, "ok() with a non-2xx status");
-  auto meta = success_meta(status);
-  if (message) meta["message"] = std::move(*message);
-  return success(status, data, meta);
-}
-
-template <typename Json>
-Response ok_list_impl(const Json& data, Pagination p, unsigned status) {
-  KOBO_ASSERT(data.is_array(), "ok_list() data must be an array");
-  KOBO_ASSERT(status >= 200 && status < 300, "ok_list() with a non-2xx status");
-  auto meta = success_meta(status);
-  meta["pagination"] = {{"totalCount", p.total_count}, {"perPage", p.per_page}, {"current", p.current}};
-  return success(status, data, meta);
+std::string message_member(const std::optional<std::string>& message) {
+  if (!message) return {};
+  return ",\"message\":" + dump(nlohmann::json(*message));
 }
 
 Response error_impl(unsigned status, std::string_view message, const nlohmann::json* messages) {
@@ -69,11 +57,18 @@ Response error_impl(unsigned status, std::string_view message, const nlohmann::j
 
 }  // namespace
 
-Response ok(unsigned status, const nlohmann::json& data, std::optional<std::string> message) {
-  return ok_impl(status, data, std::move(message));
+Response ok(unsigned status, const nlohmann::json& data, const std::optional<std::string>& message) {
+  return success(status, message_member(message), dump(data));
 }
-Response ok_list(const nlohmann::json& data, Pagination pagination, unsigned status) {
-  return ok_list_impl(data, pagination, status);
+
+Response ok_text(unsigned status, std::string_view data, const std::optional<std::string>& message) {
+  return success(status, message_member(message), data);
+}
+
+Response ok_list(const nlohmann::json& data, Pagination p, unsigned status) {
+  KOBO_ASSERT(data.is_array(), "ok_list() data must be an array");
+  nlohmann::ordered_json pagination{{"totalCount", p.total_count}, {"perPage", p.per_page}, {"current", p.current}};
+  return success(status, ",\"pagination\":" + dump(pagination), dump(data));
 }
 
 Response error(unsigned status, std::string_view message) { return error_impl(status, message, nullptr); }

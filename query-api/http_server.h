@@ -80,6 +80,12 @@ struct ServerOptions {
   std::chrono::milliseconds shutdown_grace{5'000};  // stop() waits this long for in-flight work
 };
 
+// The status line and header fields of `response` (the body follows them), as the server
+// writes them: the bytes Beast's serializer makes of the same message (tests hold it to that),
+// without building a Beast message for every answer. Content-Length is the body's size; a
+// HEAD answer gets the header of the answer it would have had.
+std::string response_head(const Response& response, unsigned version, bool keep_alive);
+
 class Server {
  public:
   Server(ServerOptions options, Handler handler);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -22,6 +23,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
 
 #include "common/metrics.h"
 #include "query-api/envelope.h"
@@ -38,6 +40,43 @@ namespace bhttp = boost::beast::http;
 
 json error_envelope(unsigned status, const std::string& message) {
   return {{"meta", {{"statusCode", status}, {"error", {{"statusCode", status}, {"message", message}}}}}};
+}
+
+// The server writes its answers' status line and header itself. They must be the bytes Beast
+// writes for the same message, built the way the server used to build it.
+TEST(ResponseHead, IsWhatBeastWritesForTheSameMessage) {
+  const auto beast_bytes = [](const Response& r, unsigned version, bool keep, bool head) {
+    bhttp::response<bhttp::string_body> m;
+    m.version(version);
+    m.result(r.status);
+    if (!r.content_type.empty()) m.set(bhttp::field::content_type, r.content_type);
+    for (const auto& [name, value] : r.headers) m.insert(name, value);
+    m.body() = r.body;
+    m.keep_alive(keep);
+    if (!keep) m.set(bhttp::field::connection, "close");
+    m.prepare_payload();
+    if (head) m.body().clear();
+    std::ostringstream out;
+    out << m;
+    return out.str();
+  };
+  std::vector<Response> responses;
+  for (unsigned status : {200u, 201u, 299u, 400u, 404u, 413u, 431u, 500u, 503u, 599u, 999u})
+    responses.push_back(Response{status, R"({"meta":{"statusCode":)" + std::to_string(status) + "}}", "application/json", {}});
+  responses.push_back(Response{200, "{}", "application/json", {{"Idempotent-Replayed", "true"}, {"x-Odd", "a b"}}});
+  responses.push_back(Response{200, "# HELP x\n", "text/plain; version=0.0.4", {}});
+  responses.push_back(Response{200, "", "", {}});
+  responses.push_back(Response{204, "", "application/json", {}});
+  responses.push_back(Response{304, "", "", {}});
+  responses.push_back(Response{101, "", "", {{"Upgrade", "x"}}});
+  for (const Response& r : responses)
+    for (unsigned version : {10u, 11u})
+      for (bool keep : {true, false})
+        for (bool head : {false, true}) {
+          SCOPED_TRACE(std::to_string(r.status) + " HTTP/" + std::to_string(version) + (keep ? " keep" : " close") +
+                       (head ? " HEAD" : ""));
+          EXPECT_EQ(response_head(r, version, keep) + (head ? "" : r.body), beast_bytes(r, version, keep, head));
+        }
 }
 
 // A bare socket for the protocol details HttpClient hides (pipelining, interim answers).

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "command/ledger.h"
+#include "common/json_dump.h"
 #include "events/memory_log.h"
 
 namespace kobo {
@@ -15,6 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using nlohmann::json;
 
 constexpr std::uint32_t kPartitions = 2;
 const Caller kCaller{"biz-projection", "acc-p", false};
@@ -109,19 +111,48 @@ TEST_F(ProjectionTest, BalancesAndTransactionsAreReadable) {
   std::this_thread::sleep_for(50ms);
   wait_caught_up(p);
   const Scope scope{kCaller.business, false};
-  EXPECT_EQ(views->wallet(scope, ids[0])->at("balance"), 90'000);
-  EXPECT_EQ(views->wallet(scope, ids[1])->at("balance"), 110'000);
-  EXPECT_FALSE(views->wallet(Scope{"biz-other", false}, ids[0]).has_value());
-  EXPECT_FALSE(views->wallet(Scope{kCaller.business, true}, ids[0]).has_value());
-  auto debit = views->transaction_by_reference(scope, kCaller.account, "w-ref-0");
+  EXPECT_EQ(json::parse(views->wallet_text(scope, ids[0]).value()).at("balance"), 90'000);
+  EXPECT_EQ(json::parse(views->wallet_text(scope, ids[1]).value()).at("balance"), 110'000);
+  EXPECT_FALSE(views->wallet_text(Scope{"biz-other", false}, ids[0]).has_value());
+  EXPECT_FALSE(views->wallet_text(Scope{kCaller.business, true}, ids[0]).has_value());
+  auto debit = views->transaction_by_reference_text(scope, kCaller.account, "w-ref-0");
   ASSERT_TRUE(debit.has_value());
-  EXPECT_EQ(debit->at("status"), "success");
+  EXPECT_EQ(json::parse(*debit).at("status"), "success");
   const Page all = views->transactions(scope, {}, PageRequest{1, 2});
   EXPECT_EQ(all.total_count, 4u);  // two fundings, one debit, one credit
   ASSERT_EQ(all.items.size(), 2u);
   TransactionFilter debits;
   debits.entry = "debit";
   EXPECT_EQ(views->transactions(scope, debits, PageRequest{1, 10}).total_count, 1u);
+}
+
+// A single record is read as its stored text, and its scope from the text's top-level `auth`
+// and `live` only: not from nested objects, and not by a match inside other values.
+TEST_F(ProjectionTest, ASingleRecordsScopeIsItsTopLevelAuthAndLive) {
+  auto views = open_views("scope");
+  const std::string odd = "biz \"q\" \xc3\xa9 \\ \x01";
+  const std::map<std::string, json> records{
+      {"w-nested", {{"a", {{"auth", "biz-1"}, {"live", false}}}, {"auth", "biz-2"}, {"live", false}, {"n", "x"}}},
+      {"w-odd", {{"auth", odd}, {"live", true}, {"metadata", {{"auth", "biz-1"}, {"live", false}}}}},
+      {"w-no-live", {{"auth", "biz-1"}, {"name", "\"live\":false"}}},
+      {"w-plain", {{"auth", "biz-1"}, {"b", {1, 2.5, {{"k", "}],\\"}}}}, {"live", false}, {"z", nullptr}}},
+  };
+  for (const auto& [id, record] : records)
+    ASSERT_TRUE(views->db().Put(rocksdb::WriteOptions(), "W" + id, dump_json(record)).ok());
+  const auto text = [&](const std::string& business, bool live, const std::string& id) {
+    return views->wallet_text(Scope{business, live}, id);
+  };
+  EXPECT_FALSE(text("biz-1", false, "w-nested"));
+  EXPECT_EQ(text("biz-2", false, "w-nested"), dump_json(records.at("w-nested")));
+  EXPECT_FALSE(text("biz-2", true, "w-nested"));
+  EXPECT_EQ(text(odd, true, "w-odd"), dump_json(records.at("w-odd")));
+  EXPECT_FALSE(text("biz-1", false, "w-odd"));
+  EXPECT_FALSE(text("biz \"q\" \xc3\xa9 \\ ", true, "w-odd"));
+  EXPECT_FALSE(text("biz-1", false, "w-no-live"));
+  EXPECT_FALSE(text("biz-1", true, "w-no-live"));
+  EXPECT_EQ(text("biz-1", false, "w-plain"), dump_json(records.at("w-plain")));
+  EXPECT_FALSE(text("biz-1", true, "w-plain"));
+  EXPECT_FALSE(text("biz-1", false, "w-missing"));
 }
 
 }  // namespace

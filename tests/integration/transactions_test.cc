@@ -59,6 +59,48 @@ TEST_F(Transactions, GetOneFindsATransactionByPublicIdIntegerIdAndReference) {
   }
 }
 
+// Single records are answered from their stored text. The body must be the bytes the envelope
+// makes of the parsed record (meta first, data as compact JSON with sorted keys): the records
+// here carry escapes, non-ASCII text, nested objects and a floating-point number.
+TEST_F(Transactions, GetOneAnswersAreTheEnvelopeOfTheRecordsCanonicalJson) {
+  const auto expect_canonical = [](const HttpResult& res) {
+    ASSERT_EQ(res.status, 200u) << res.body;
+    EXPECT_EQ(res.body, R"({"meta":{"statusCode":200,"success":true},"data":)" + res.json["data"].dump() + "}");
+  };
+  const std::string odd = "Adé \"Q\" \\ \t ✓ ";
+  const json source = create_wallet(http(), key(), "secondary", unique_name(odd));
+  const json destination = create_wallet(http(), key());
+  fund(http(), key(), source, 5'000'000);
+  const std::string ref = unique_name("canon");
+  data_or_throw(http().post("/v1/transactions/transfer",
+                            transfer_body(source["publicId"], destination["publicId"], 20'000, ref, "naïve \"x\"\n"),
+                            key()),
+                200, "transfer");
+  json payout{{"source", source["publicId"]}, {"accountNumber", "0123456784"}, {"bankCode", "044"},
+              {"amount", 10'000},            {"currency", "NGN"},             {"narration", "payout ☺"},
+              {"reference", unique_name("canon-payout")},
+              {"metadata", {{"rate", 1.25}, {"note", "é\u0001"}, {"nested", {{"auth", "x"}, {"live", true}}}}}};
+  const json debit = data_or_throw(http().post("/v1/transactions/bank-transfer", payout, key()), 200, "payout");
+  const json beneficiary = data_or_throw(
+      http().post("/v1/bank-accounts",
+                  json{{"accountName", unique_name("Mum ✓")}, {"accountNumber", "0000014579"}, {"bankName", "First \"Bank\""},
+                       {"bankCode", "011"}},
+                  key()),
+      201, "bank account");
+
+  const HttpResult wallet = http().get("/v1/virtual-accounts/" + source["publicId"].get<std::string>(), key());
+  expect_canonical(wallet);
+  EXPECT_EQ(wallet.json["data"]["accountName"].get<std::string>().substr(0, odd.size()), odd);
+  const HttpResult transfer = http().get("/v1/transactions/" + ref + "/verify", key());
+  expect_canonical(transfer);
+  EXPECT_EQ(transfer.json["data"]["narration"], "naïve \"x\"\n");
+  const HttpResult by_id = http().get("/v1/transactions/" + debit["publicId"].get<std::string>(), key());
+  expect_canonical(by_id);
+  EXPECT_EQ(by_id.json["data"]["metadata"]["rate"], 1.25);
+  expect_canonical(http().get("/v1/transactions/" + std::to_string(debit["id"].get<long long>()), key()));
+  expect_canonical(http().get("/v1/bank-accounts/" + beneficiary["publicId"].get<std::string>(), key()));
+}
+
 TEST_F(Transactions, GetOneOfAnUnknownIdIs404DataNotFound) {
   for (const std::string& id : {"trx-" + random_uuid(), std::string("999999999"), std::string("no-such-reference"),
                                 "vba-" + random_uuid(), std::string("0")}) {
