@@ -103,8 +103,9 @@ class Projector::Batch {
     record = dump_json(decoded);
   }
 
+  struct TransactionIndex;
   void apply_posting(const Event& e, std::int64_t delta);
-  void index_transaction(const std::string& record);
+  void index_transaction(const TransactionIndex& t);
 
   Views& views_;
   std::map<std::string, std::string, std::less<>> writes_;  // key -> value, written at the flush
@@ -130,48 +131,75 @@ std::uint64_t unsigned_value(std::string_view text) {
 
 }  // namespace
 
-// The index entries of a transaction record (stored bytes), read from its top-level members.
-void Projector::Batch::index_transaction(const std::string& record) {
-  std::string_view id, business, live, numeric, created, account, reference, entry, status, amount;
-  const bool ok = record_bytes::for_each_member(record, [&](std::string_view key, std::size_t b, std::size_t e) {
-    const std::string_view v = std::string_view(record).substr(b, e - b);
-    if (key == "publicId") id = v;
-    else if (key == "auth") business = v;
-    else if (key == "live") live = v;
-    else if (key == "id") numeric = v;
-    else if (key == "createdAt") created = v;
-    else if (key == "account") account = v;
-    else if (key == "reference") reference = v;
-    else if (key == "entry") entry = v;
-    else if (key == "status") status = v;
-    else if (key == "amount") amount = v;
-    return true;
-  });
-  KOBO_ASSERT(ok && !id.empty() && !business.empty() && !numeric.empty() && !created.empty() &&
-                  !account.empty() && !reference.empty() && !entry.empty() && !status.empty() && !amount.empty() &&
-                  (live == "true" || live == "false"),
-              "transaction record without its index members");
-  const std::string public_id = string_value(id);
-  const std::string auth = string_value(business);
-  const bool is_live = live == "true";
-  const std::uint64_t number = unsigned_value(numeric);
-  const auto created_ms = parse_iso8601(string_value(created));
-  KOBO_ASSERT(created_ms.has_value(), "transaction createdAt");
-  put(view_keys::transaction_id(auth, is_live, number), public_id);
-  put(view_keys::transaction_reference(string_value(account), is_live, string_value(reference)), public_id);
+// What the indexes of a transaction need of its record: from the decoded record an event
+// carries, or from the stored bytes of one a status change edits.
+struct Projector::Batch::TransactionIndex {
+  std::string id, business, account, reference;
+  bool live = false;
+  std::uint64_t number = 0;
+  UnixMs created = 0;
+  std::string entry, status, amount;  // JSON texts, as in the record
+
+  explicit TransactionIndex(const json& trx)
+      : id(trx.at("publicId").get<std::string>()),
+        business(trx.at("auth").get<std::string>()),
+        account(trx.at("account").get<std::string>()),
+        reference(trx.at("reference").get<std::string>()),
+        live(trx.at("live").get<bool>()),
+        number(trx.at("id").get<std::uint64_t>()),
+        created(created_ms(trx.at("createdAt").get<std::string>())),
+        entry(dump_json(trx.at("entry"))),
+        status(dump_json(trx.at("status"))),
+        amount(dump_json(trx.at("amount"))) {}
+
+  explicit TransactionIndex(std::string_view record) {
+    std::string_view id_text, live_text, number_text, created_text;
+    const bool ok = record_bytes::for_each_member(record, [&](std::string_view key, std::size_t b, std::size_t e) {
+      const std::string_view v = record.substr(b, e - b);
+      if (key == "publicId") id_text = v;
+      else if (key == "auth") business = string_value(v);
+      else if (key == "account") account = string_value(v);
+      else if (key == "reference") reference = string_value(v);
+      else if (key == "live") live_text = v;
+      else if (key == "id") number_text = v;
+      else if (key == "createdAt") created_text = v;
+      else if (key == "entry") entry = v;
+      else if (key == "status") status = v;
+      else if (key == "amount") amount = v;
+      return true;
+    });
+    KOBO_ASSERT(ok && !id_text.empty() && !number_text.empty() && !created_text.empty() && !entry.empty() &&
+                    !status.empty() && !amount.empty() && (live_text == "true" || live_text == "false"),
+                "transaction record without its index members");
+    id = string_value(id_text);
+    live = live_text == "true";
+    number = unsigned_value(number_text);
+    created = created_ms(string_value(created_text));
+  }
+
+  static UnixMs created_ms(const std::string& iso) {
+    const auto t = parse_iso8601(iso);
+    KOBO_ASSERT(t.has_value(), "transaction createdAt");
+    return *t;
+  }
+};
+
+void Projector::Batch::index_transaction(const TransactionIndex& t) {
+  put(view_keys::transaction_id(t.business, t.live, t.number), t.id);
+  put(view_keys::transaction_reference(t.account, t.live, t.reference), t.id);
   // What dump_json makes of {entry, status, amount, publicId}: members in key order.
   std::string row;
-  row.reserve(64 + id.size() + entry.size() + status.size());
+  row.reserve(64 + t.id.size() + t.entry.size() + t.status.size() + t.amount.size());
   row += "{\"amount\":";
-  row += amount;
+  row += t.amount;
   row += ",\"entry\":";
-  row += entry;
+  row += t.entry;
   row += ",\"publicId\":";
-  row += id;
+  append_json_string(row, t.id);
   row += ",\"status\":";
-  row += status;
+  row += t.status;
   row += '}';
-  put(view_keys::transaction_list(auth, is_live, static_cast<std::uint64_t>(*created_ms), number), std::move(row));
+  put(view_keys::transaction_list(t.business, t.live, static_cast<std::uint64_t>(t.created), t.number), std::move(row));
 }
 
 void Projector::Batch::apply_posting(const Event& e, std::int64_t delta) {
@@ -192,9 +220,9 @@ void Projector::Batch::apply_posting(const Event& e, std::int64_t delta) {
     put(view_keys::system_balance(e.partition.value, account), json{{"balance", e.data.at("balance")}});
   }
   if (const auto trx = e.data.find("transaction"); trx != e.data.end()) {
-    std::string record = dump_json(*trx);
-    index_transaction(record);
-    put(view_keys::transaction(trx->at("publicId").get<std::string>()), std::move(record));
+    const TransactionIndex index(*trx);
+    index_transaction(index);
+    put(view_keys::transaction(index.id), *trx);
   }
 }
 
@@ -284,7 +312,7 @@ void Projector::Batch::apply(const Event& e) {
       } else {
         set_members(t, {{"status", dump_json(d.at("status"))}, {"updatedAt", dump_json(d.at("updatedAt"))}});
       }
-      index_transaction(t);
+      index_transaction(TransactionIndex(std::string_view(t)));
       break;
     }
   }

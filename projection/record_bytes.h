@@ -25,11 +25,12 @@ namespace detail {
 
 constexpr std::size_t npos = std::string_view::npos;
 
-// One past the string that starts with the quote at `i`; npos when it does not end.
+// One past the string that starts with the quote at `i`; npos when it does not end. (A plain
+// loop: strings here are short, and find_first_of with a set calls memchr once per byte.)
 inline std::size_t skip_string(std::string_view s, std::size_t i) {
-  for (i = s.find_first_of("\"\\", i + 1); i != npos; i = s.find_first_of("\"\\", i + 1)) {
-    if (s[i] == '"') return i + 1;
-    ++i;  // a backslash escapes the next byte
+  for (++i; i < s.size(); ++i) {
+    if (s[i] == '\\') ++i;  // escapes the next byte
+    else if (s[i] == '"') return i + 1;
   }
   return npos;
 }
@@ -40,22 +41,31 @@ inline std::size_t skip_value(std::string_view s, std::size_t i) {
   if (s[i] == '"') return skip_string(s, i);
   if (s[i] == '{' || s[i] == '[') {
     int depth = 0;
-    for (i = s.find_first_of("\"{}[]", i); i != npos; i = s.find_first_of("\"{}[]", i)) {
-      if (s[i] == '"') {
-        i = skip_string(s, i);
-        if (i == npos) return npos;
-        continue;
+    while (i < s.size()) {
+      switch (s[i]) {
+        case '"':
+          i = skip_string(s, i);
+          if (i == npos) return npos;
+          continue;
+        case '{':
+        case '[':
+          ++depth;
+          break;
+        case '}':
+        case ']':
+          if (--depth == 0) return i + 1;
+          break;
+        default:
+          break;
       }
-      if (s[i] == '{' || s[i] == '[') ++depth;
-      else if (--depth == 0) return i + 1;
       ++i;
     }
     return npos;
   }
   // A number, true, false or null; anything else (whitespace, say) is not dump_json's form.
   if (std::string_view("-0123456789tfn").find(s[i]) == npos) return npos;
-  i = s.find_first_of(",}]", i);
-  return i == npos ? s.size() : i;
+  while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']') ++i;
+  return i;
 }
 
 }  // namespace detail
