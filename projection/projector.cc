@@ -301,8 +301,9 @@ void Projector::Batch::apply(const Event& e) {
       const std::string id = d.at("publicId").get<std::string>();
       const std::string key = view_keys::transaction(id);
       std::string& t = edit(key, "status change of a transaction the views do not have");
-      KOBO_ASSERT(record_bytes::member(t, "status") == dump_json(d.at("from")),
-                  "status change from a status the transaction is not in");
+      TransactionIndex index{std::string_view(t)};
+      KOBO_ASSERT(index.status == dump_json(d.at("from")), "status change from a status the transaction is not in");
+      index.status = dump_json(d.at("status"));
       if (const auto verify = d.find("verify"); verify != d.end()) {
         edit_decoded(key, "", [&](json& trx) {
           trx["status"] = d.at("status");
@@ -310,9 +311,9 @@ void Projector::Batch::apply(const Event& e) {
           trx["meta"]["verify"] = *verify;
         });
       } else {
-        set_members(t, {{"status", dump_json(d.at("status"))}, {"updatedAt", dump_json(d.at("updatedAt"))}});
+        set_members(t, {{"status", index.status}, {"updatedAt", dump_json(d.at("updatedAt"))}});
       }
-      index_transaction(TransactionIndex(std::string_view(t)));
+      index_transaction(index);
       break;
     }
   }
