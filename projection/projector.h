@@ -59,6 +59,8 @@ class Projector {
   std::unique_ptr<Batch> batch_;
   std::unique_ptr<LogFollower> follower_;  // projector thread (or catch_up caller) only
   std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
+  // The positions the last flush wrote (empty before the first flush after open_follower).
+  std::vector<ViewPosition> positions_written_;
   std::atomic<bool> healthy_{true};
   std::atomic<bool> stopping_{false};
   mutable std::mutex mu_;
