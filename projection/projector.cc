@@ -114,14 +114,6 @@ class Projector::Batch {
 
 namespace {
 
-// A JSON string value as written in a record, unescaped.
-std::string string_value(std::string_view text) {
-  if (text.size() >= 2 && text.front() == '"' && text.back() == '"' &&
-      text.find('\\') == std::string_view::npos)
-    return std::string(text.substr(1, text.size() - 2));
-  return json::parse(text).get<std::string>();
-}
-
 std::uint64_t unsigned_value(std::string_view text) {
   std::uint64_t v = 0;
   const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -157,9 +149,9 @@ struct Projector::Batch::TransactionIndex {
     const bool ok = record_bytes::for_each_member(record, [&](std::string_view key, std::size_t b, std::size_t e) {
       const std::string_view v = record.substr(b, e - b);
       if (key == "publicId") id_text = v;
-      else if (key == "auth") business = string_value(v);
-      else if (key == "account") account = string_value(v);
-      else if (key == "reference") reference = string_value(v);
+      else if (key == "auth") business = record_bytes::string_value(v);
+      else if (key == "account") account = record_bytes::string_value(v);
+      else if (key == "reference") reference = record_bytes::string_value(v);
       else if (key == "live") live_text = v;
       else if (key == "id") number_text = v;
       else if (key == "createdAt") created_text = v;
@@ -171,10 +163,10 @@ struct Projector::Batch::TransactionIndex {
     KOBO_ASSERT(ok && !id_text.empty() && !number_text.empty() && !created_text.empty() && !entry.empty() &&
                     !status.empty() && !amount.empty() && (live_text == "true" || live_text == "false"),
                 "transaction record without its index members");
-    id = string_value(id_text);
+    id = record_bytes::string_value(id_text);
     live = live_text == "true";
     number = unsigned_value(number_text);
-    created = created_ms(string_value(created_text));
+    created = created_ms(record_bytes::string_value(created_text));
   }
 
   static UnixMs created_ms(const std::string& iso) {
@@ -426,11 +418,9 @@ Status Projector::step(std::chrono::milliseconds wait, const std::vector<Offset>
   positions_written_.resize(cursors.size());
   for (std::uint32_t p = 0; p < cursors.size(); ++p) {
     const FollowCursor& c = cursors[p];
-    ViewPosition& w = positions_written_[p];
-    if (!all && w.next_offset == c.next_offset && w.last_seq == c.chain.last_seq() && w.epoch == c.chain.epoch() &&
-        w.last_hash == c.chain.last_hash())
-      continue;
-    w = ViewPosition{c.next_offset, c.chain.last_seq(), c.chain.last_hash(), c.chain.epoch()};
+    ViewPosition now{c.next_offset, c.chain.last_seq(), c.chain.last_hash(), c.chain.epoch()};
+    if (!all && positions_written_[p] == now) continue;
+    positions_written_[p] = std::move(now);
     batch_->put(view_keys::position(p), json{{"offset", c.next_offset.value},
                                              {"seq", c.chain.last_seq().value},
                                              {"hash", c.chain.last_hash()},

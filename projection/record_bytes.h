@@ -11,9 +11,11 @@
 //
 // Anything the scan does not recognise (not an object, whitespace, a member that is not there)
 // is reported as "not found" and the caller decodes the record instead. Pure; thread-safe.
+// The query side reads single records with the same scan (views.cc: scope checks, key owners).
 
 #include <cstddef>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -105,6 +107,15 @@ inline std::optional<std::string_view> member(std::string_view record, std::stri
     return false;
   });
   return out;
+}
+
+// The string a member's JSON string value (`text`, quotes included) stands for. Text without
+// an escape is the string itself; one with an escape is decoded by parsing, which throws if
+// `text` is not a JSON string.
+inline std::string string_value(std::string_view text) {
+  if (text.size() >= 2 && text.front() == '"' && text.back() == '"' && text.find('\\') == detail::npos)
+    return std::string(text.substr(1, text.size() - 2));
+  return nlohmann::json::parse(text).get<std::string>();
 }
 
 // Replaces the values of existing top-level members with the given JSON texts (at most 4, each

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/json_dump.h"
+#include "projection/record_bytes.h"
 #include "projection/view_keys.h"
 
 namespace kobo {
@@ -53,67 +54,6 @@ std::optional<json> Views::get_json(const std::string& key) const {
 
 namespace {
 
-// Reading a record's text written by dump_json (compact: no whitespace). Each returns the index
-// just past what it skips, or npos when the text ends first.
-constexpr auto npos = std::string_view::npos;
-
-std::size_t skip_string(std::string_view s, std::size_t i) {  // s[i] is the opening quote
-  for (;;) {
-    i = s.find('"', i + 1);
-    if (i == npos) return npos;
-    std::size_t backslashes = 0;  // an odd number before the quote escapes it
-    while (s[i - 1 - backslashes] == '\\') ++backslashes;
-    if (backslashes % 2 == 0) return i + 1;
-  }
-}
-
-// A value inside an object: a string, a container, or a scalar (which ends at ',' or '}').
-std::size_t skip_value(std::string_view s, std::size_t i) {
-  if (i < s.size() && s[i] == '"') return skip_string(s, i);
-  int depth = 0;
-  while (i < s.size()) {
-    const char c = s[i];
-    if (c == '"') {
-      i = skip_string(s, i);
-      if (i == npos) return npos;
-      continue;
-    }
-    if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (depth == 0) return i;
-      if (--depth == 0) return i + 1;
-    } else if (c == ',' && depth == 0) {
-      return i;
-    }
-    ++i;
-  }
-  return npos;
-}
-
-// Calls fn(key text, value text) for the members of a top-level object, in order, until it
-// returns false. Keys are compared as written: dump_json writes a plain ASCII key as is.
-template <typename Fn>
-void for_each_member(std::string_view object, Fn&& fn) {
-  KOBO_ASSERT(object.starts_with('{'), "a view record is not a JSON object");
-  std::size_t i = 1;
-  while (i < object.size() && object[i] == '"') {
-    const std::size_t key_end = skip_string(object, i);
-    KOBO_ASSERT(key_end != npos && key_end < object.size() && object[key_end] == ':', "malformed view record");
-    const std::size_t value_end = skip_value(object, key_end + 1);
-    KOBO_ASSERT(value_end != npos, "malformed view record");
-    if (!fn(object.substr(i + 1, key_end - i - 2), object.substr(key_end + 1, value_end - key_end - 1))) return;
-    i = value_end < object.size() && object[value_end] == ',' ? value_end + 1 : value_end;
-  }
-}
-
-// A string member's value: the text without its quotes, decoded when it holds an escape.
-std::string string_value(std::string_view text) {
-  KOBO_ASSERT(text.size() >= 2 && text.front() == '"' && text.back() == '"', "a view record's string is not a string");
-  if (text.find('\\') == npos) return std::string(text.substr(1, text.size() - 2));
-  return json::parse(text).get<std::string>();
-}
-
 // The record belongs to the scope's business and mode: its `auth` is the business and its
 // `live` the mode (a record without them belongs to no scope). `auth` is compared in its
 // encoded form: dump_json's encoding is one-to-one, so equal text is an equal string.
@@ -121,11 +61,13 @@ bool in_scope(std::string_view record, const Scope& scope) {
   std::string expected_auth;
   append_json_string(expected_auth, scope.business);
   bool auth = false, live = false;
-  for_each_member(record, [&](std::string_view key, std::string_view value) {
+  const bool read = record_bytes::for_each_member(record, [&](std::string_view key, std::size_t b, std::size_t e) {
+    const std::string_view value = record.substr(b, e - b);
     if (key == "auth") auth = value == expected_auth;
     if (key == "live") live = value == (scope.live ? "true" : "false");
     return key < "live";  // keys are sorted: both are behind
   });
+  KOBO_ASSERT(read, "a view record is not what dump_json writes");
   return auth && live;
 }
 
@@ -158,12 +100,13 @@ std::optional<KeyOwner> Views::key_owner(std::string_view secret_key_hash) const
   if (!record) return std::nullopt;
   KeyOwner k;
   int found = 0;
-  for_each_member(*record, [&](std::string_view key, std::string_view value) {
+  const bool read = record_bytes::for_each_member(*record, [&](std::string_view key, std::size_t b, std::size_t e) {
+    const std::string_view value = std::string_view(*record).substr(b, e - b);
     if (key == "account") {
-      k.account = string_value(value);
+      k.account = record_bytes::string_value(value);
       ++found;
     } else if (key == "business") {
-      k.business = string_value(value);
+      k.business = record_bytes::string_value(value);
       ++found;
     } else if (key == "live") {
       KOBO_ASSERT(value == "true" || value == "false", "a key record's live is not a boolean");
@@ -172,14 +115,16 @@ std::optional<KeyOwner> Views::key_owner(std::string_view secret_key_hash) const
     }
     return true;
   });
-  KOBO_ASSERT(found == 3, "a key record lacks business, account or live");
+  KOBO_ASSERT(read && found == 3, "a key record lacks business, account or live");
   // Only a live key needs the account's live flag; test keys, most requests, skip that read.
   if (!k.live) return k;
   if (const auto account = get(view_keys::account(k.account))) {
-    for_each_member(*account, [&](std::string_view key, std::string_view value) {
-      if (key == "live") k.account_live = value == "true";
-      return key < "live";
-    });
+    const bool account_read =
+        record_bytes::for_each_member(*account, [&](std::string_view key, std::size_t b, std::size_t e) {
+          if (key == "live") k.account_live = std::string_view(*account).substr(b, e - b) == "true";
+          return key < "live";
+        });
+    KOBO_ASSERT(account_read, "an account record is not what dump_json writes");
   }
   return k;
 }

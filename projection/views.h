@@ -79,6 +79,7 @@ struct ViewPosition {
   Seq last_seq{0};
   std::string last_hash;
   Epoch epoch{0};
+  bool operator==(const ViewPosition&) const = default;
 };
 
 class Views {
