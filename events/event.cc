@@ -71,13 +71,19 @@ bool is_hex64(const std::string& s) {
 // re-encoding: any edited byte fails it, and the bytes it covers are the bytes just decoded.
 // Whether those bytes are also in canonical form is in_canonical_form()'s question.
 constexpr std::string_view kWireHashPrefix = "{\"hash\":\"";
-constexpr std::size_t kWireBodyAt = kWireHashPrefix.size() + 64 + 2;  // past `<hash>",`
+
+// What follows `{"hash":"<hash>",` in `bytes`, or nullopt when they do not start so.
+std::optional<std::string_view> wire_body(std::string_view bytes, const std::string& hash) {
+  const std::size_t body_at = kWireHashPrefix.size() + hash.size() + 2;
+  if (bytes.size() <= body_at || !bytes.starts_with(kWireHashPrefix) ||
+      bytes.substr(kWireHashPrefix.size(), hash.size()) != hash || bytes.substr(body_at - 2, 2) != "\",")
+    return std::nullopt;
+  return bytes.substr(body_at);
+}
 
 bool hash_covers_bytes(std::string_view bytes, const Event& e) {
-  if (bytes.size() <= kWireBodyAt || !bytes.starts_with(kWireHashPrefix) ||
-      bytes.substr(kWireHashPrefix.size(), 64) != e.hash || bytes.substr(kWireBodyAt - 2, 2) != "\",")
-    return false;
-  return to_hex(sha256({e.prev_hash, "{", bytes.substr(kWireBodyAt)})) == e.hash;
+  const auto body = wire_body(bytes, e.hash);
+  return body && to_hex(sha256({e.prev_hash, "{", *body})) == e.hash;
 }
 
 }  // namespace
@@ -106,7 +112,7 @@ std::string seal(Event& e) {
   // Keys are sorted in the canonical form; the hash is prefixed so it need not be re-encoded.
   std::string wire;
   wire.reserve(canonical.size() + 76);
-  wire += "{\"hash\":\"";
+  wire += kWireHashPrefix;
   wire += e.hash;
   wire += "\",";
   wire.append(canonical, 1);
@@ -200,9 +206,8 @@ Result<Event> decode_event(std::string_view bytes) { return decode(bytes, /*veri
 Result<Event> decode_event_unverified(std::string_view bytes) { return decode(bytes, /*verify_hash=*/false); }
 
 bool in_canonical_form(const Event& e, std::string_view bytes) {
-  return bytes.size() > kWireBodyAt && bytes.starts_with(kWireHashPrefix) &&
-         bytes.substr(kWireHashPrefix.size(), 64) == e.hash && bytes.substr(kWireBodyAt - 2, 2) == "\"," &&
-         canonical_without_hash(e).substr(1) == bytes.substr(kWireBodyAt);
+  const auto body = wire_body(bytes, e.hash);
+  return body && std::string_view(canonical_without_hash(e)).substr(1) == *body;
 }
 
 }  // namespace kobo
