@@ -60,8 +60,7 @@ struct Decision {
   std::vector<EventDraft> events;
   nlohmann::json record;     // what the caller is answered with, unless `record_in` says where it is
   // The record is carried by an event (a transaction a Debited or Credited event holds): the
-  // writer takes it from the event once sealed instead of the decision copying it, since a copy
-  // of a transaction and its destruction cost a quarter of deciding a transfer.
+  // writer takes it from the event once sealed, rather than the decision copying the tree.
   std::optional<EventMember> record_in;
   bool replayed = false;     // an idempotent repeat: no events, `transaction` names the original
   std::string transaction;

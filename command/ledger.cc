@@ -315,7 +315,7 @@ void Ledger::process(std::vector<Pending>& batch) {
       const Seq command_seq(st.chain.last_seq().value + 1);
       const auto size = static_cast<std::uint32_t>(d.events.size());
       for (auto& draft : d.events) events.push_back(place(st, draft, command_seq, size, now));
-      if (d.record_in) o.record = std::move(d.events[d.record_in->event].data[d.record_in->member]);
+      if (d.record_in) o.record = std::move(d.events.at(d.record_in->event).data.at(d.record_in->member));
       if (std::holds_alternative<CreateBusiness>(batch[i].command)) ++businesses_added;
       for (auto& f : d.schedule) follow_ups.push_back(std::move(f));
     }

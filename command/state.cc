@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/assert.h"
+#include "common/crypto.h"
 
 using nlohmann::json;
 
@@ -42,15 +43,12 @@ std::optional<WalletKey> pack_uuid(std::string_view uuid) {
 }
 
 std::string unpack_uuid(const WalletKey& k) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(kUuidLength);
-  for (int digit = 0; digit < 32; ++digit) {
-    if (std::ranges::find(kUuidDashes, out.size()) != std::end(kUuidDashes)) out += '-';
-    const std::uint64_t half = digit < 16 ? k.hi : k.lo;
-    out += kHex[(half >> (4 * (15 - digit % 16))) & 0xf];
+  UuidBytes b;
+  for (std::size_t i = 0; i < 8; ++i) {
+    b[i] = static_cast<std::uint8_t>(k.hi >> (8 * (7 - i)));
+    b[8 + i] = static_cast<std::uint8_t>(k.lo >> (8 * (7 - i)));
   }
-  return out;
+  return format_uuid(b);
 }
 
 // The name index's key. A collision only costs a comparison: name_taken() confirms every hit.

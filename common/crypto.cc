@@ -109,14 +109,18 @@ std::string random_hex(std::size_t bytes) {
 }
 
 std::string uuid_v4() {
-  unsigned char b[16];
-  random_bytes(b, sizeof b);
-  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
-  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
+  UuidBytes b;
+  random_bytes(b.data(), b.size());
+  b[6] = static_cast<std::uint8_t>((b[6] & 0x0f) | 0x40);
+  b[8] = static_cast<std::uint8_t>((b[8] & 0x3f) | 0x80);
+  return format_uuid(b);
+}
+
+std::string format_uuid(const UuidBytes& b) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string s(36, '-');
   std::size_t at = 0;
-  for (std::size_t i = 0; i < sizeof b; ++i) {
+  for (std::size_t i = 0; i < b.size(); ++i) {
     if (i == 4 || i == 6 || i == 8 || i == 10) ++at;  // the dashes of 8-4-4-4-12
     s[at++] = kDigits[b[i] >> 4];
     s[at++] = kDigits[b[i] & 0xf];

@@ -27,6 +27,9 @@ inline std::string to_hex(const Sha256& d) { return to_hex(d.data(), d.size()); 
 std::string random_hex(std::size_t bytes);
 // A random UUID v4 in its canonical 8-4-4-4-12 lowercase form.
 std::string uuid_v4();
+// Any 128 bits in that form.
+using UuidBytes = std::array<std::uint8_t, 16>;
+std::string format_uuid(const UuidBytes& b);
 
 // Constant-time equality of two equally long strings (false when lengths differ).
 bool constant_time_equal(std::string_view a, std::string_view b);

@@ -51,6 +51,12 @@ TEST(RandomIds, UuidsAreCanonicalVersion4AndDistinct) {
   }
 }
 
+TEST(RandomIds, FormatUuidWritesBytesInOrderWithTheDashesOf8_4_4_4_12) {
+  UuidBytes b;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint8_t>(i * 17);
+  EXPECT_EQ(format_uuid(b), "00112233-4455-6677-8899-aabbccddeeff");
+}
+
 TEST(RandomIds, HexHasTheAskedLengthAndDiffers) {
   const std::string a = random_hex(32), b = random_hex(5000);  // the second spans pool refills
   EXPECT_EQ(a.size(), 64u);
