@@ -30,10 +30,11 @@ std::string create_wallet(Ledger& l, const std::string& name) {
   return o.record.at("publicId").get<std::string>();
 }
 
-void fund(Ledger& l, const Outcome& wallet, std::int64_t amount) {
-  const Outcome o = l.execute(IncomingCredit{kCaller, wallet.record.at("accountNumber"), Kobo(amount), "f", "S",
-                                             "0000014579", "058", "GTB", "000013"});
-  ASSERT_TRUE(o.ok());
+Outcome fund(Ledger& l, const Outcome& wallet, std::int64_t amount) {
+  Outcome o = l.execute(IncomingCredit{kCaller, wallet.record.at("accountNumber"), Kobo(amount), "f", "S",
+                                       "0000014579", "058", "GTB", "000013"});
+  EXPECT_TRUE(o.ok()) << to_string(o.rejection);
+  return o;
 }
 
 WalletTransfer transfer(const std::string& src, const std::string& dst, std::int64_t amount, std::string ref) {
@@ -73,8 +74,7 @@ TEST(Ledger, AnswersATransactionWithTheRecordItsEventCarries) {
   ASSERT_TRUE(l.start().ok());
   const Outcome w = l.execute(CreateWallet{kCaller, "src", "secondary", {}, {}});
   const std::string src = w.record.at("publicId"), dst = create_wallet(l, "dst");
-  const Outcome funded = l.execute(IncomingCredit{kCaller, w.record.at("accountNumber"), Kobo(40'000), "f", "S",
-                                                  "0000014579", "058", "GTB", "000013"});
+  const Outcome funded = fund(l, w, 40'000);
   const Outcome sent = l.execute(transfer(src, dst, 25'000, "r1"));
   ASSERT_TRUE(funded.ok() && sent.ok());
   std::map<std::string, nlohmann::json> logged;  // publicId -> the transaction an event carries
