@@ -77,6 +77,19 @@ std::optional<std::string_view> Request::query_param(std::string_view name) cons
   return std::nullopt;
 }
 
+bool parse_target(std::string_view target, Request& req) {
+  // Clients send `createdAt[startDate]=…` with the brackets unencoded; RFC 3986 reserves
+  // them, so they are encoded before the strict parse rather than refused.
+  std::string raw_target(target);
+  for (std::size_t i = 0; i < raw_target.size(); ++i)  // not find_first_of: that is a memchr per byte
+    if (raw_target[i] == '[' || raw_target[i] == ']') raw_target.replace(i, 1, raw_target[i] == '[' ? "%5B" : "%5D");
+  auto parsed = boost::urls::parse_origin_form(raw_target);
+  if (!parsed) return false;
+  req.path = parsed->path();
+  for (const auto& param : parsed->params()) req.query.emplace_back(param.key, param.value);
+  return true;
+}
+
 struct Server::Core {
   Core(ServerOptions o, Handler h)
       : options(std::move(o)),
@@ -242,15 +255,7 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
 
     Request req;
     req.method = message.method();
-    // Clients send `createdAt[startDate]=…` with the brackets unencoded; RFC 3986 reserves
-    // them, so they are encoded before the strict parse rather than refused.
-    std::string raw_target(message.target());
-    for (std::size_t i = 0; i < raw_target.size(); ++i)  // not find_first_of: that is a memchr per byte
-      if (raw_target[i] == '[' || raw_target[i] == ']') raw_target.replace(i, 1, raw_target[i] == '[' ? "%5B" : "%5D");
-    auto target = boost::urls::parse_origin_form(raw_target);
-    if (!target) return fail(bad_request());
-    req.path = target->path();
-    for (const auto& param : target->params()) req.query.emplace_back(param.key, param.value);
+    if (!parse_target(message.target(), req)) return fail(bad_request());
     req.headers = std::move(static_cast<bhttp::fields&>(message));
     req.body = std::move(message.body());
 

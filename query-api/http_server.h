@@ -62,6 +62,11 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
+// Splits a request target (origin form, as the request line has it) into `req.path` and
+// `req.query`, percent-decoded as described there; false when it is malformed (400). The
+// server's own parse, a separate function so that it can be fuzzed (fuzz/).
+[[nodiscard]] bool parse_target(std::string_view target, Request& req);
+
 // Call exactly once, from any thread. Calling it twice is a programmer error (asserts). Dropping
 // every copy without calling it answers 500 and logs, so a lost responder never hangs a client.
 using Responder = std::function<void(Response)>;
