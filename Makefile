@@ -7,7 +7,7 @@ LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./data
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test kafka asan tsan bench clean
+.PHONY: all deps build run test kafka asan tsan bench fuzz clean
 
 all: build
 
@@ -48,5 +48,15 @@ bench: kafka
 	@cmake --build build-bench -j$(JOBS) --target kobo kobo_make_log kobo_engine_bench
 	bench/run.sh build-bench
 
+# libFuzzer with Debian's clang (ASan+UBSan) in its own build dir: builds only the fuzz targets
+# and the libraries they need, then runs each for FUZZ_SECONDS (fuzz/run.sh, fuzz/README.md).
+FUZZ_SECONDS ?= 60
+fuzz:
+	@tools/install-deps.sh build fuzz
+	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DKOBO_FUZZ=ON >/dev/null
+	@cmake --build build-fuzz -j$(JOBS) --target fuzz_targets
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh build-fuzz
+
 clean:
-	rm -rf build build-asan build-tsan build-bench
+	rm -rf build build-asan build-tsan build-bench build-fuzz

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Kobo Ledger builds and tests with, only those missing.
 # Idempotent: a machine that has them all returns at once without touching apt.
-# Usage: tools/install-deps.sh [build|kafka|bench]...   (default: build)
+# Usage: tools/install-deps.sh [build|kafka|bench|fuzz]...   (default: build)
 set -euo pipefail
 
 build_pkgs=(
@@ -13,6 +13,8 @@ build_pkgs=(
 )
 kafka_pkgs=(default-jre-headless maven kcat)
 bench_pkgs=(libbenchmark-dev wrk)
+# make fuzz: Debian's clang, and libclang-rt for libFuzzer and the sanitizer runtimes.
+fuzz_pkgs=(clang libclang-rt-14-dev)
 
 wanted=()
 for group in "${@:-build}"; do
@@ -20,7 +22,8 @@ for group in "${@:-build}"; do
     build) wanted+=("${build_pkgs[@]}") ;;
     kafka) wanted+=("${kafka_pkgs[@]}") ;;
     bench) wanted+=("${bench_pkgs[@]}") ;;
-    *) echo "install-deps: unknown group '$group' (build, kafka, bench)" >&2; exit 2 ;;
+    fuzz) wanted+=("${fuzz_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$group' (build, kafka, bench, fuzz)" >&2; exit 2 ;;
   esac
 done
 
