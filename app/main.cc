@@ -16,6 +16,7 @@
 #include "app/events_cli.h"
 #include "command/ledger.h"
 #include "common/crypto.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "events/embedded_log.h"
 #include "events/kafka_log.h"
@@ -111,22 +112,10 @@ Result<std::unique_ptr<EventLog>> open_serve_log(const ServeOptions& o, const fs
   return open_kafka_log(ko);
 }
 
-// Written before the business is appended (write, fsync, rename), so a crash in between
-// reuses these keys on the next start instead of losing them.
+// Written before the business is appended, so a crash in between reuses these keys on the next
+// start instead of losing them. Atomically, and 0600 from its first byte: it holds secret keys.
 Status write_credentials(const fs::path& path, const Credentials& c) {
-  const fs::path tmp = path.string() + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) return Status::error("cannot write " + tmp.string());
-  ::fchmod(::fileno(f), 0600);
-  const std::string text = to_json(c).dump(2) + "\n";
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 &&
-                  ::fsync(::fileno(f)) == 0;
-  std::fclose(f);
-  if (!ok) return Status::error("cannot write " + tmp.string());
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::error("cannot rename " + tmp.string() + ": " + ec.message());
-  return {};
+  return write_file_atomically(path, to_json(c).dump(2) + "\n", 0600);
 }
 
 Result<Credentials> read_credentials(const fs::path& path) {

@@ -1,12 +1,11 @@
 // webhook_signature and SigningKeyStore (webhooks.h).
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "common/crypto.h"
+#include "common/file.h"
 #include "webhooks/webhooks.h"
 
 namespace kobo {
@@ -28,26 +27,6 @@ bool safe_file_name(std::string_view account) {
   return true;
 }
 
-Status write_file_0600(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::error("cannot write " + tmp.string());
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok) return Status::error("cannot write " + tmp.string());
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::error("cannot rename " + tmp.string() + ": " + ec.message());
-  // The rename is durable once the directory is.
-  const int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    const bool synced = ::fsync(dir) == 0;
-    ::close(dir);
-    if (!synced) return Status::error("cannot fsync " + path.parent_path().string());
-  }
-  return {};
-}
-
 }  // namespace
 
 Result<std::unique_ptr<SigningKeyStore>> SigningKeyStore::open(const std::string& dir) {
@@ -62,7 +41,7 @@ Status SigningKeyStore::put(std::string_view account, std::string_view test_secr
                             std::string_view live_secret_key) {
   KOBO_ASSERT(safe_file_name(account), "signing keys are stored for account ids only");
   const std::string text = json{{"test", test_secret_key}, {"live", live_secret_key}}.dump() + "\n";
-  return write_file_0600(fs::path(dir_) / (std::string(account) + ".json"), text);
+  return write_file_atomically(fs::path(dir_) / (std::string(account) + ".json"), text, 0600);
 }
 
 std::optional<std::string> SigningKeyStore::get(std::string_view account, bool live) const {
