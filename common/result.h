@@ -11,10 +11,16 @@
 
 namespace kobo {
 
+// What kind of operating error a Status is, where a caller acts on the kind: a full disk is
+// answered 507 and clears by itself when space returns; anything else is 503.
+enum class ErrorKind { other, no_space };
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  static Status error(std::string message) { return Status(std::move(message)); }
+  static Status error(std::string message, ErrorKind kind = ErrorKind::other) {
+    return Status(std::move(message), kind);
+  }
 
   bool ok() const { return !message_.has_value(); }
   explicit operator bool() const { return ok(); }
@@ -22,10 +28,12 @@ class [[nodiscard]] Status {
     KOBO_ASSERT(!ok(), "message() of an ok Status");
     return *message_;
   }
+  ErrorKind kind() const { return kind_; }
 
  private:
-  explicit Status(std::string message) : message_(std::move(message)) {}
+  Status(std::string message, ErrorKind kind) : message_(std::move(message)), kind_(kind) {}
   std::optional<std::string> message_;
+  ErrorKind kind_ = ErrorKind::other;
 };
 
 template <typename T>

@@ -1,14 +1,17 @@
 #include "events/embedded_log.h"
 
 #include <rocksdb/db.h>
+#include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <shared_mutex>
 
 #include "events/append_signal.h"
+#include "events/rocksdb_logger.h"
 
 namespace kobo {
 namespace {
@@ -33,11 +36,19 @@ std::string event_key(Partition p, Offset o) {
   return k;
 }
 
+// Free space a log that ran out of it waits for before it writes again.
+constexpr std::uintmax_t kFreeBytesToResume = 4 << 20;
+
 class EmbeddedLogImpl final : public EventLog {
  public:
-  EmbeddedLogImpl(std::unique_ptr<rocksdb::DB> db, std::uint32_t partitions, bool sync,
-                  std::vector<Offset> ends)
-      : db_(std::move(db)), partitions_(partitions), sync_(sync), ends_(partitions) {
+  EmbeddedLogImpl(std::unique_ptr<rocksdb::DB> db, rocksdb::Options options, std::string path,
+                  std::uint32_t partitions, bool sync, std::vector<Offset> ends)
+      : db_(std::move(db)),
+        options_(std::move(options)),
+        path_(std::move(path)),
+        partitions_(partitions),
+        sync_(sync),
+        ends_(partitions) {
     for (std::uint32_t p = 0; p < partitions; ++p) ends_[p].store(ends[p].value);
   }
 
@@ -53,12 +64,48 @@ class EmbeddedLogImpl final : public EventLog {
       const auto s = wb.Put(event_key(e.partition, Offset(next[e.partition.value]++)), e.bytes);
       if (!s.ok()) return Status::error("log batch: " + s.ToString());
     }
+    // After a failed write RocksDB holds a background error, and writing again before
+    // Resume() would trip its own assertion: the log refuses until reset_writer() clears it.
+    if (write_failed_) return Status::error("log append: the log is not writable since an earlier failure", failed_kind_);
     rocksdb::WriteOptions wo;
     wo.sync = sync_;
+    std::shared_lock db_lock(db_mu_);
     const auto s = db_->Write(wo, &wb);
-    if (!s.ok()) return Status::error("log append: " + s.ToString());
+    if (!s.ok()) {
+      write_failed_ = true;
+      failed_kind_ = s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other;
+      return Status::error("log append: " + s.ToString(), failed_kind_);
+    }
     for (std::uint32_t p = 0; p < partitions_; ++p) ends_[p].store(next[p]);
     signal_.notify();
+    return {};
+  }
+
+  // Clears a failed write (a full disk that has room again, an I/O error that passed) by
+  // reopening the database: RocksDB's own Resume() after a failed WAL write trips an assertion
+  // in the WAL writer (the SIGABRT of issue 14), while a reopen starts a new WAL and recovers
+  // from the old one exactly what was durable. Readers wait out the swap; while the database
+  // cannot be opened they read nothing.
+  Status reset_writer() override {
+    std::lock_guard lock(append_mu_);
+    if (!write_failed_) return {};
+    // After a full disk, wait for room rather than reopen into the next failure: the writer
+    // stays unavailable (507) and not ready until then, instead of flapping.
+    if (failed_kind_ == ErrorKind::no_space) {
+      std::error_code ec;
+      const auto space = std::filesystem::space(path_, ec);
+      if (!ec && space.available < kFreeBytesToResume)
+        return Status::error("log: the disk has " + std::to_string(space.available) + " bytes free; writes resume at " +
+                                 std::to_string(kFreeBytesToResume),
+                             ErrorKind::no_space);
+    }
+    std::unique_lock db_lock(db_mu_);
+    db_.reset();
+    rocksdb::DB* raw = nullptr;
+    const auto s = rocksdb::DB::Open(options_, path_, &raw);
+    if (!s.ok()) return Status::error("log reopen: " + s.ToString(), s.IsNoSpace() ? ErrorKind::no_space : failed_kind_);
+    db_.reset(raw);
+    write_failed_ = false;
     return {};
   }
 
@@ -70,15 +117,28 @@ class EmbeddedLogImpl final : public EventLog {
     return out;
   }
 
-  rocksdb::DB& db() { return *db_; }
+  // Runs f(db) under the lock a reopen takes; false when the database is closed (a reopen
+  // that has not succeeded yet).
+  template <typename F>
+  bool with_db(F&& f) {
+    std::shared_lock lock(db_mu_);
+    if (!db_) return false;
+    f(*db_);
+    return true;
+  }
   std::uint64_t end(std::uint32_t p) const { return ends_[p].load(); }
   const AppendSignal& signal() const { return signal_; }
 
  private:
+  std::shared_mutex db_mu_;  // exclusive only while reset_writer() reopens the database
   std::unique_ptr<rocksdb::DB> db_;
+  const rocksdb::Options options_;
+  const std::string path_;
   const std::uint32_t partitions_;
   const bool sync_;
   std::mutex append_mu_;
+  bool write_failed_ = false;  // guarded by append_mu_
+  ErrorKind failed_kind_ = ErrorKind::other;
   std::vector<std::atomic<std::uint64_t>> ends_;
   AppendSignal signal_;
 };
@@ -107,17 +167,19 @@ class EmbeddedReader final : public LogReader {
     for (std::uint32_t p = 0; p < pos_.size() && budget > 0; ++p) {
       const std::uint64_t end = log_.end(p);
       if (pos_[p].value >= end) continue;
-      std::unique_ptr<rocksdb::Iterator> it(log_.db().NewIterator(rocksdb::ReadOptions()));
-      for (it->Seek(event_key(Partition(p), pos_[p])); it->Valid() && budget > 0 && pos_[p].value < end;
-           it->Next()) {
-        const auto key = it->key();
-        if (key.size() != 13 || key[0] != kEventPrefix || get_be(key.data() + 1, 4) != p) break;
-        const std::uint64_t offset = get_be(key.data() + 5, 8);
-        KOBO_ASSERT(offset == pos_[p].value, "embedded log offsets are dense");
-        out.push_back(LogRecord{Partition(p), Offset(offset), it->value().ToString()});
-        pos_[p] = Offset(offset + 1);
-        --budget;
-      }
+      log_.with_db([&](rocksdb::DB& db) {
+        std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
+        for (it->Seek(event_key(Partition(p), pos_[p])); it->Valid() && budget > 0 && pos_[p].value < end;
+             it->Next()) {
+          const auto key = it->key();
+          if (key.size() != 13 || key[0] != kEventPrefix || get_be(key.data() + 1, 4) != p) break;
+          const std::uint64_t offset = get_be(key.data() + 5, 8);
+          KOBO_ASSERT(offset == pos_[p].value, "embedded log offsets are dense");
+          out.push_back(LogRecord{Partition(p), Offset(offset), it->value().ToString()});
+          pos_[p] = Offset(offset + 1);
+          --budget;
+        }
+      });
     }
   }
 
@@ -140,7 +202,17 @@ Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& op
   if (ec) return Status::error("create " + options.path + ": " + ec.message());
   rocksdb::Options o;
   o.create_if_missing = options.create_if_missing;
-  o.compression = rocksdb::kNoCompression;
+  // Events are JSON that repeats its member names, ids and hashes' prefixes: blocks compress
+  // well. LZ4 where data is still being compacted, zstd where it comes to rest.
+  o.compression = rocksdb::kLZ4Compression;
+  o.bottommost_compression = rocksdb::kZSTD;
+  // A write error is cleared by reset_writer() (the writer retries it every second), not by
+  // RocksDB's own recovery thread, which would answer Resume() "busy" while it tries.
+  o.max_bgerror_resume_count = 0;
+  o.info_log = rocksdb_logger("log");
+  rocksdb::BlockBasedTableOptions table;
+  table.block_size = 16 * 1024;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::DB* raw = nullptr;
   const auto s = rocksdb::DB::Open(o, options.path, &raw);
   if (!s.ok()) return Status::error("open log " + options.path + ": " + s.ToString());
@@ -174,7 +246,7 @@ Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& op
   }
   if (!it->status().ok()) return Status::error("log scan: " + it->status().ToString());
   return std::unique_ptr<EventLog>(
-      std::make_unique<EmbeddedLogImpl>(std::move(db), partitions, options.sync, std::move(ends)));
+      std::make_unique<EmbeddedLogImpl>(std::move(db), o, options.path, partitions, options.sync, std::move(ends)));
 }
 
 }  // namespace kobo
