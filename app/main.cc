@@ -205,7 +205,7 @@ int serve_projector(const ServeOptions& o, EventLog& log, Views& views, const st
     return 1;
   }
   http::Router router;
-  add_operational_routes(router, [&projector] { return projector.healthy(); });
+  add_operational_routes(router, [&projector] { return projector.fault(); });
   http::ServerOptions so;
   so.address = listen.first;
   so.port = listen.second;

@@ -164,6 +164,7 @@ enum class Rejection {
   amount_mismatch,               // a payment to a collection wallet of another amount
   collection_inactive,           // a payment to a used or expired collection wallet
   unavailable,                   // the log could not be written; nothing was acknowledged
+  storage_full,                  // as unavailable, because the log's disk is full (HTTP 507)
 };
 
 std::string_view to_string(Rejection r);

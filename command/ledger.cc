@@ -21,6 +21,8 @@ struct LedgerMetrics {
       metrics::registry().histogram("kobo_log_append_duration_seconds", "Durable append latency");
   metrics::Counter& append_failures =
       metrics::registry().counter("kobo_log_append_failures_total", "Appends that failed");
+  metrics::Counter& append_failures_no_space = metrics::registry().counter(
+      "kobo_log_append_failures_no_space_total", "Appends that failed because the log's disk is full");
   metrics::Counter& rejected_full =
       metrics::registry().counter("kobo_writer_queue_full_total", "Commands refused because the queue was full");
   metrics::Gauge& queue_depth = metrics::registry().gauge("kobo_writer_queue_depth", "Commands waiting");
@@ -31,9 +33,9 @@ LedgerMetrics& ledger_metrics() {
   return m;
 }
 
-Outcome unavailable(std::string detail) {
+Outcome unavailable(std::string detail, ErrorKind kind = ErrorKind::other) {
   Outcome o;
-  o.rejection = Rejection::unavailable;
+  o.rejection = kind == ErrorKind::no_space ? Rejection::storage_full : Rejection::unavailable;
   o.detail = std::move(detail);
   return o;
 }
@@ -57,6 +59,7 @@ std::string_view to_string(Rejection r) {
     case Rejection::amount_mismatch: return "amount_mismatch";
     case Rejection::collection_inactive: return "collection_inactive";
     case Rejection::unavailable: return "unavailable";
+    case Rejection::storage_full: return "storage_full";
   }
   return "unknown";
 }
@@ -238,9 +241,22 @@ void Ledger::take_due(std::vector<Pending>& batch) {
 // says, so nothing is decided on top of events that may not exist. Until that works, every
 // command is answered `unavailable` and run() tries again every second; a fenced writer never
 // writes again.
+std::string Ledger::fault() const {
+  std::lock_guard lock(fault_mu_);
+  return healthy_.load() ? std::string() : fault_;
+}
+
+void Ledger::set_fault(const Status& s) {
+  std::lock_guard lock(fault_mu_);
+  fault_kind_ = s.kind();
+  fault_ = s.kind() == ErrorKind::no_space ? "the event log's disk is full: " + s.message()
+                                           : "the event log cannot be written: " + s.message();
+}
+
 void Ledger::recover() {
   healthy_.store(false);
   if (log_.fenced()) {
+    set_fault(Status::error("another writer has taken the log"));
     log::error("another writer has taken the log; this writer stops accepting commands");
     return;
   }
@@ -248,10 +264,12 @@ void Ledger::recover() {
   // answered (unavailable) in between rather than waiting behind attempt after attempt.
   const auto retry_later = [this] { next_recovery_ = std::chrono::steady_clock::now() + std::chrono::seconds(1); };
   if (auto s = log_.reset_writer(); !s) {
+    set_fault(s);
     log::warn("the log cannot be written yet; retrying", {{"error", s.message()}});
     return retry_later();
   }
   if (auto s = replay(); !s) {
+    set_fault(s);
     log::warn("the log cannot be re-read yet; retrying", {{"error", s.message()}});
     return retry_later();
   }
@@ -296,8 +314,15 @@ void Ledger::process(std::vector<Pending>& batch) {
   std::size_t businesses_added = 0;
 
   if (!healthy_.load()) {
+    std::string detail;
+    ErrorKind kind = ErrorKind::other;
+    {
+      std::lock_guard lock(fault_mu_);
+      detail = fault_;
+      kind = fault_kind_;
+    }
     for (auto& p : batch)
-      if (p.done) p.done(unavailable("the event log cannot be written"));
+      if (p.done) p.done(unavailable(detail, kind));
     return;
   }
 
@@ -329,10 +354,12 @@ void Ledger::process(std::vector<Pending>& batch) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (!s) {
       ledger_metrics().append_failures.inc();
+      if (s.kind() == ErrorKind::no_space) ledger_metrics().append_failures_no_space.inc();
+      set_fault(s);
       log::error("append failed; answering the batch unavailable and re-reading the log",
                  {{"error", s.message()}, {"events", events.size()}});
       // Even a rejection may rest on an earlier command of the batch whose fate is now unknown.
-      for (auto& o : outcomes) o = unavailable("the event log could not be written");
+      for (auto& o : outcomes) o = unavailable("the event log could not be written: " + s.message(), s.kind());
       follow_ups.clear();
       recover();
     } else {

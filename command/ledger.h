@@ -64,6 +64,9 @@ class Ledger {
   // Thread-safe. False while the writer cannot write (an append failed and the log is not yet
   // settled and re-read), and for good once another writer has fenced it; /readyz reports it.
   bool healthy() const { return healthy_.load(); }
+  // Thread-safe. Why the writer is not healthy ("the event log's disk is full: …"); empty
+  // while it is.
+  std::string fault() const;
 
  private:
   struct Pending {
@@ -87,6 +90,10 @@ class Ledger {
   std::unique_ptr<std::atomic<std::uint64_t>[]> durable_seq_;
   std::atomic<std::size_t> business_count_{0};
   std::atomic<bool> healthy_{true};
+  mutable std::mutex fault_mu_;
+  std::string fault_;                      // guarded by fault_mu_; why healthy_ is false
+  ErrorKind fault_kind_ = ErrorKind::other;  // guarded by fault_mu_
+  void set_fault(const Status& s);
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -50,6 +50,7 @@ http::Response rejection_response(Rejection r) {
     case Rejection::amount_mismatch: return http::error(400, "Amount mismatch");
     case Rejection::collection_inactive: return http::error(400, "Collection account is not active");
     case Rejection::unavailable: return http::error(503, "Service unavailable");
+    case Rejection::storage_full: return http::error(507, "Insufficient storage");
   }
   KOBO_ASSERT(false, "no HTTP answer for an accepted command");
   return http::internal_error();
@@ -724,16 +725,22 @@ void Api::add_routes(http::Router& router) {
     router.post("/v1/webhook-deliveries/{id}/retry", bind(&Handlers::retry_webhook_delivery));
   }
 
-  add_operational_routes(router, [this] { return ledger_.healthy() && projector_.healthy() && caught_up(); });
+  add_operational_routes(router, [this]() -> std::string {
+    if (auto fault = ledger_.fault(); !fault.empty()) return fault;
+    if (auto fault = projector_.fault(); !fault.empty()) return fault;
+    if (!caught_up()) return "the views have not caught up with the log yet";
+    return {};
+  });
 }
 
-void add_operational_routes(http::Router& router, std::function<bool()> ready) {
+void add_operational_routes(http::Router& router, std::function<std::string()> not_ready) {
   router.get("/healthz", [](Request&&, const PathParams&, Responder respond) {
     respond(Response{200, R"({"status":"ok"})", "application/json", {}});
   });
-  router.get("/readyz", [ready = std::move(ready)](Request&&, const PathParams&, Responder respond) {
-    respond(ready() ? Response{200, R"({"status":"ready"})", "application/json", {}}
-                    : Response{503, R"({"status":"not ready"})", "application/json", {}});
+  router.get("/readyz", [not_ready = std::move(not_ready)](Request&&, const PathParams&, Responder respond) {
+    const std::string reason = not_ready();
+    if (reason.empty()) return respond(Response{200, R"({"status":"ready"})", "application/json", {}});
+    respond(Response{503, json{{"status", "not ready"}, {"reason", reason}}.dump(), "application/json", {}});
   });
   router.get("/metrics", [](Request&&, const PathParams&, Responder respond) {
     respond(Response{200, metrics::registry().render(), "text/plain; version=0.0.4", {}});

@@ -52,7 +52,9 @@ class Api {
 };
 
 // /healthz (the process runs), /readyz (503 while `ready` says no) and /metrics.
-void add_operational_routes(http::Router& router, std::function<bool()> ready);
+// /healthz, /readyz and /metrics. `not_ready` says why the node is not ready, or "" when it is;
+// /readyz answers 503 with that reason.
+void add_operational_routes(http::Router& router, std::function<std::string()> not_ready);
 
 // The one table from domain rejections to HTTP answers.
 http::Response rejection_response(Rejection r);
