@@ -60,8 +60,7 @@ class Projector::Batch {
     if (!writes_.empty()) {
       rocksdb::WriteBatch wb;
       for (const auto& [key, value] : writes_) KOBO_ASSERT(wb.Put(key, value).ok(), "WriteBatch put");
-      const auto s = views_.db().Write(rocksdb::WriteOptions(), &wb);
-      if (!s.ok()) return Status::error("views write: " + s.ToString());
+      if (auto s = views_.write(wb); !s) return s;  // the batch stays, to be written again
     }
     const UnixMs now = now_ms();
     for (const UnixMs t : appended_at_) projector_metrics().lag_seconds.observe(static_cast<double>(now - t) / 1000.0);
@@ -77,11 +76,10 @@ class Projector::Batch {
   std::string& edit(const std::string& key, const char* missing) {
     auto it = writes_.find(key);
     if (it == writes_.end()) {
-      std::string value;
-      const auto s = views_.db().Get(rocksdb::ReadOptions(), key, &value);
-      KOBO_ASSERT(!s.IsNotFound(), missing);
-      KOBO_ASSERT(s.ok(), "views read failed");
-      it = writes_.emplace(key, std::move(value)).first;
+      auto value = views_.read(key);
+      KOBO_ASSERT(value.ok(), "views read failed");
+      KOBO_ASSERT(value.value().has_value(), missing);
+      it = writes_.emplace(key, std::move(*value.value())).first;
     }
     return it->second;
   }
@@ -353,15 +351,60 @@ bool Projector::wait_applied(Partition p, Seq seq, std::chrono::milliseconds tim
          applied_seq(p) >= seq;
 }
 
+std::string Projector::fault() const {
+  std::lock_guard lock(fault_mu_);
+  return fault_;
+}
+
+void Projector::set_fault(std::string fault) {
+  std::lock_guard lock(fault_mu_);
+  fault_ = std::move(fault);
+}
+
 void Projector::run() {
   while (!stopping_.load()) {
+    if (batch_unwritten_) {
+      // The views could not be written (a full disk, an I/O error): the batch waits, the views
+      // are reopened to clear RocksDB's error, and the same batch is written again, every
+      // second until it goes through. Reads go on meanwhile; the views only lag.
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      Status s = views_.reopen();
+      if (s) s = batch_->flush();
+      if (!s) {
+        set_fault(std::string(s.kind() == ErrorKind::no_space ? "the views' disk is full: " : "the views cannot be written: ") +
+                  s.message());
+        continue;
+      }
+      batch_unwritten_ = false;
+      set_fault({});
+      log::info("the views are written again");
+      publish_applied();
+      continue;
+    }
     if (auto s = step(std::chrono::milliseconds(100)); !s) {
+      if (batch_unwritten_) {
+        log::warn("the views cannot be written; retrying", {{"error", s.message()}});
+        set_fault(std::string(s.kind() == ErrorKind::no_space ? "the views' disk is full: " : "the views cannot be written: ") +
+                  s.message());
+        continue;
+      }
       log::error("projection stopped: the log cannot be applied", {{"error", s.message()}});
+      set_fault("the projection stopped: " + s.message());
       healthy_.store(false);
       cv_.notify_all();
       return;
     }
   }
+}
+
+void Projector::publish_applied() {
+  {
+    std::lock_guard lock(mu_);
+    const auto& cursors = follower_->cursors();
+    for (std::uint32_t p = 0; p < cursors.size(); ++p)
+      applied_[p].store(cursors[p].chain.last_seq().value, std::memory_order_release);
+  }
+  cv_.notify_all();
 }
 
 Status Projector::open_follower() {
@@ -429,14 +472,10 @@ Status Projector::step(std::chrono::milliseconds wait, const std::vector<Offset>
   projector_metrics().batch_events.observe(static_cast<double>(batch_->events()));
   if (auto s = batch_->flush(); !s) {
     positions_written_.clear();
+    batch_unwritten_ = true;
     return s;
   }
-  {
-    std::lock_guard lock(mu_);
-    for (std::uint32_t p = 0; p < cursors.size(); ++p)
-      applied_[p].store(cursors[p].chain.last_seq().value, std::memory_order_release);
-  }
-  cv_.notify_all();
+  publish_applied();
   return {};
 }
 

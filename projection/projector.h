@@ -39,6 +39,9 @@ class Projector {
   bool wait_applied(Partition p, Seq seq, std::chrono::milliseconds timeout) const;
   // Thread-safe. False once the projector stopped on a log it cannot accept.
   bool healthy() const { return healthy_.load(); }
+  // Thread-safe. Why the views are not being kept up to date ("the views' disk is full: …"),
+  // or "" while they are. A write fault clears itself once the views can be written again.
+  std::string fault() const;
 
   // Applies everything currently in the log and returns (no thread). For `kobo replay` and tests.
   [[nodiscard]] Status catch_up();
@@ -62,6 +65,11 @@ class Projector {
   // The positions the last flush wrote (empty before the first flush after open_follower).
   std::vector<ViewPosition> positions_written_;
   std::atomic<bool> healthy_{true};
+  bool batch_unwritten_ = false;  // projector thread only: a flush failed and is retried
+  mutable std::mutex fault_mu_;
+  std::string fault_;  // guarded by fault_mu_
+  void set_fault(std::string fault);
+  void publish_applied();
   std::atomic<bool> stopping_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

@@ -6,8 +6,11 @@
 
 #include <charconv>
 #include <filesystem>
+#include <mutex>
+#include <shared_mutex>
 
 #include "common/json_dump.h"
+#include "events/rocksdb_logger.h"
 #include "projection/record_bytes.h"
 #include "projection/view_keys.h"
 
@@ -15,14 +18,22 @@ namespace kobo {
 
 using nlohmann::json;
 
-Views::Views(std::unique_ptr<rocksdb::DB> db, std::uint32_t partitions)
-    : db_(std::move(db)), partitions_(partitions) {}
+Views::DbLock::DbLock() {
+  pthread_rwlockattr_t attr;
+  pthread_rwlockattr_init(&attr);
+  pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_READER_NP);
+  pthread_rwlock_init(&lock_, &attr);
+  pthread_rwlockattr_destroy(&attr);
+}
+Views::DbLock::~DbLock() { pthread_rwlock_destroy(&lock_); }
+
+Views::Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions)
+    : path_(std::move(path)), db_(std::move(db)), partitions_(partitions) {}
 Views::~Views() = default;
 
-Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_t partitions) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return Status::error("create " + path + ": " + ec.message());
+namespace {
+
+rocksdb::Options views_options() {
   rocksdb::Options o;
   o.create_if_missing = true;
   rocksdb::BlockBasedTableOptions t;
@@ -32,13 +43,57 @@ Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_
   // a memtable insert starts its search where the previous key of that tag went instead of at
   // the top of the skip list.
   o.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(1));
+  // RocksDB's file logger would write beside the views and abort once a full disk failed it.
+  o.info_log = rocksdb_logger("views");
+  o.max_bgerror_resume_count = 0;  // reopen() clears a write error
+  return o;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_t partitions) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return Status::error("create " + path + ": " + ec.message());
   rocksdb::DB* raw = nullptr;
-  const auto s = rocksdb::DB::Open(o, path, &raw);
+  const auto s = rocksdb::DB::Open(views_options(), path, &raw);
   if (!s.ok()) return Status::error("open views " + path + ": " + s.ToString());
-  return std::unique_ptr<Views>(new Views(std::unique_ptr<rocksdb::DB>(raw), partitions));
+  return std::unique_ptr<Views>(new Views(std::unique_ptr<rocksdb::DB>(raw), path, partitions));
+}
+
+Status Views::write(rocksdb::WriteBatch& batch) {
+  std::shared_lock lock(db_lock_);
+  const auto s = db_->Write(rocksdb::WriteOptions(), &batch);
+  if (!s.ok()) return Status::error("views write: " + s.ToString(), s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
+  return {};
+}
+
+Result<std::optional<std::string>> Views::read(const std::string& key) const {
+  std::shared_lock lock(db_lock_);
+  std::string value;
+  const auto s = db_->Get(rocksdb::ReadOptions(), key, &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  if (!s.ok()) return Status::error("views read: " + s.ToString());
+  return std::optional<std::string>(std::move(value));
+}
+
+Status Views::reopen() {
+  std::unique_lock lock(db_lock_);
+  db_.reset();
+  rocksdb::DB* raw = nullptr;
+  const auto s = rocksdb::DB::Open(views_options(), path_, &raw);
+  if (!s.ok()) {
+    // Leave no closed database behind: reads go on against the last state reopened read-only.
+    rocksdb::DB* ro = nullptr;
+    if (rocksdb::DB::OpenForReadOnly(views_options(), path_, &ro).ok()) db_.reset(ro);
+    return Status::error("reopen views: " + s.ToString(), s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
+  }
+  db_.reset(raw);
+  return {};
 }
 
 std::optional<std::string> Views::get(const std::string& key) const {
+  std::shared_lock lock(db_lock_);
   std::string value;
   const auto s = db_->Get(rocksdb::ReadOptions(), key, &value);
   if (s.IsNotFound()) return std::nullopt;
@@ -138,6 +193,7 @@ std::optional<json> Views::account(std::string_view business, std::string_view p
 Page Views::accounts(std::string_view business, const AccountFilter& filter, const PageRequest& page) const {
   Page out;
   const std::string prefix = "a" + std::string(business) + "|";
+  std::shared_lock lock(db_lock_);
   scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
     auto a = get_json(view_keys::account(id));
     KOBO_ASSERT(a.has_value(), "account index points at a missing account");
@@ -165,6 +221,7 @@ Page Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter, c
   Page out;
   if (filter.live && *filter.live != scope.live) return out;
   const std::string prefix = view_keys::scoped('d', scope.business, scope.live);
+  std::shared_lock lock(db_lock_);
   scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
     auto b = get_json(view_keys::bank_account(id));
     KOBO_ASSERT(b.has_value(), "bank account index points at a missing record");
@@ -179,7 +236,10 @@ Page Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter, c
 
 std::optional<json> Views::wallet_by_account_number(std::string_view number) const {
   std::string id;
-  if (!db_->Get(rocksdb::ReadOptions(), view_keys::account_number(number), &id).ok()) return std::nullopt;
+  {
+    std::shared_lock lock(db_lock_);
+    if (!db_->Get(rocksdb::ReadOptions(), view_keys::account_number(number), &id).ok()) return std::nullopt;
+  }
   return get_json(view_keys::wallet(id));
 }
 
@@ -191,6 +251,7 @@ Page Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRe
   Page out;
   if (filter.live && *filter.live != scope.live) return out;
   const std::string prefix = view_keys::scoped('w', scope.business, scope.live);
+  std::shared_lock lock(db_lock_);
   scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
     auto w = get_json(view_keys::wallet(id));
     KOBO_ASSERT(w.has_value(), "wallet index points at a missing wallet");
@@ -206,8 +267,11 @@ Page Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRe
 std::optional<std::string> Views::transaction_by_reference_text(const Scope& scope, std::string_view account,
                                                                 std::string_view reference) const {
   std::string id;
-  const auto s = db_->Get(rocksdb::ReadOptions(), view_keys::transaction_reference(account, scope.live, reference), &id);
-  if (!s.ok()) return std::nullopt;
+  {
+    std::shared_lock lock(db_lock_);
+    const auto s = db_->Get(rocksdb::ReadOptions(), view_keys::transaction_reference(account, scope.live, reference), &id);
+    if (!s.ok()) return std::nullopt;
+  }
   return get_scoped(view_keys::transaction(id), scope);
 }
 
@@ -227,7 +291,12 @@ std::optional<std::string> Views::transaction_text(const Scope& scope, std::stri
   const auto* end = id_or_reference.data() + id_or_reference.size();
   if (auto [p, ec] = std::from_chars(id_or_reference.data(), end, numeric); ec == std::errc() && p == end) {
     std::string id;
-    if (db_->Get(rocksdb::ReadOptions(), view_keys::transaction_id(scope.business, scope.live, numeric), &id).ok()) {
+    bool found = false;
+    {
+      std::shared_lock lock(db_lock_);
+      found = db_->Get(rocksdb::ReadOptions(), view_keys::transaction_id(scope.business, scope.live, numeric), &id).ok();
+    }
+    if (found) {
       if (auto t = get_scoped(view_keys::transaction(id), scope)) return t;
     }
   }
@@ -244,6 +313,7 @@ Page Views::transactions(const Scope& scope, const TransactionFilter& filter, co
   if (!filter.created_until) upper += std::string(8, '\xff');
   if (filter.created_from) view_keys::put_be(lower, static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_from, 0)));
   std::vector<std::string> ids;
+  std::shared_lock lock(db_lock_);
   scan_newest_first(*db_, prefix, upper, lower, [&](std::string_view, std::string_view value) {
     const json row = json::parse(value);
     if (filter.entry && row.at("entry") != *filter.entry) return true;

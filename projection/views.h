@@ -6,6 +6,8 @@
 // Thread safety: all const methods may be called from any thread concurrently with the
 // projector's writes; a read sees whole commands only (one command is one WriteBatch).
 
+#include <pthread.h>
+
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -19,6 +21,7 @@
 
 namespace rocksdb {
 class DB;
+class WriteBatch;
 }
 
 namespace kobo {
@@ -118,15 +121,44 @@ class Views {
 
   std::vector<ViewPosition> positions() const;
   std::uint32_t partitions() const { return partitions_; }
+
+  // The projector's access: a batch written at once, and a key read for it.
+  [[nodiscard]] Status write(rocksdb::WriteBatch& batch);
+  // The value of `key`; nullopt when there is none. A read error is an error, never a crash.
+  [[nodiscard]] Result<std::optional<std::string>> read(const std::string& key) const;
+  // After a failed write (a full disk, an I/O error): closes the database and opens it again,
+  // which clears RocksDB's background error (its Resume() stays "busy" after a failed WAL
+  // write). Reads in flight finish first; reads that come meanwhile wait for the new one.
+  [[nodiscard]] Status reopen();
+  // For offline tools only (rebuild and compare): no reopen may run meanwhile.
   rocksdb::DB& db() const { return *db_; }
 
  private:
-  Views(std::unique_ptr<rocksdb::DB> db, std::uint32_t partitions);
+  Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions);
+  // Shared for every use of db_, exclusive to swap it. Reader-preferring POSIX rwlock: a read
+  // that reads again (a list fetching its records) takes it recursively, which POSIX allows and
+  // which a waiting reopen() cannot block.
+  class DbLock {
+   public:
+    DbLock();
+    ~DbLock();
+    DbLock(const DbLock&) = delete;
+    DbLock& operator=(const DbLock&) = delete;
+    void lock_shared() const { pthread_rwlock_rdlock(&lock_); }
+    void unlock_shared() const { pthread_rwlock_unlock(&lock_); }
+    void lock() const { pthread_rwlock_wrlock(&lock_); }
+    void unlock() const { pthread_rwlock_unlock(&lock_); }
+
+   private:
+    mutable pthread_rwlock_t lock_;
+  };
+  mutable DbLock db_lock_;
+  const std::string path_;
   std::optional<std::string> get(const std::string& key) const;
   std::optional<nlohmann::json> get_json(const std::string& key) const;
   std::optional<std::string> get_scoped(const std::string& key, const Scope& scope) const;
 
-  std::unique_ptr<rocksdb::DB> db_;
+  std::unique_ptr<rocksdb::DB> db_;  // guarded by db_lock_
   std::uint32_t partitions_;
 };
 

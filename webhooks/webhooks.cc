@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "events/log_follower.h"
+#include "events/rocksdb_logger.h"
 #include "webhooks/http_post.h"
 
 namespace kobo {
@@ -531,6 +532,8 @@ Result<std::unique_ptr<Webhooks>> Webhooks::open(const std::string& path, EventL
   if (ec) return Status::error("create " + path + ": " + ec.message());
   rocksdb::Options o;
   o.create_if_missing = true;
+  // RocksDB's file logger would write beside the data and abort once a full disk failed it.
+  o.info_log = rocksdb_logger("webhooks");
   rocksdb::DB* raw = nullptr;
   const auto s = rocksdb::DB::Open(o, path, &raw);
   if (!s.ok()) return Status::error("open webhooks " + path + ": " + s.ToString());
