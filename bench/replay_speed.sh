@@ -19,9 +19,24 @@ echo "== writing $events events through the Ledger (fsync off)" >&2
 
 echo "== kobo replay (rebuild every view from the log)" >&2
 "$build/kobo" replay --data-dir "$dir" | tee "$dir/replay.out" >&2
+
+# What a transfer costs: the bytes of events `kobo events` prints per settled wallet transfer
+# (every event of the log, its few wallet openings included, over the transfers: one
+# WalletTransferSettled each on contract v2, a Debited, a Credited and a TransactionStatusChanged
+# on v1), and the disk of the log and the views (compressed RocksDB, WAL included) per transfer.
+"$build/kobo" events --data-dir "$dir" >"$dir/events.jsonl"
+read -r transfers event_bytes < <(awk '{b += length($0) + 1} /"type":"(WalletTransferSettled|TransactionStatusChanged)"/ {n++}
+  END {printf "%d %.0f\n", n, n ? b / n : 0}' "$dir/events.jsonl")
+rm -f "$dir/events.jsonl"
+log_bytes=$(du -sb "$dir/log" | cut -f1)
+views_bytes=$(du -sb "$dir/views" | cut -f1)
+per() { python3 -c "print(round($1 / max($2, 1)))"; }
+echo "transfers in the log: $transfers; event $event_bytes B; log $(per "$log_bytes" "$transfers") B and views $(per "$views_bytes" "$transfers") B per transfer on disk" >&2
 echo "RESULT writer_replay_eps=$(sed -n 's/^writer start-up replay: .*(\([0-9]*\) events\/s)/\1/p' "$dir/make_log.out")" \
      "views_replay_eps=$(sed -n 's/.*(\([0-9]*\) events\/s)$/\1/p' "$dir/replay.out")" \
-     "log_write_eps=$(sed -n 's/^wrote .*(\([0-9]*\) events\/s).*/\1/p' "$dir/make_log.out")"
+     "log_write_eps=$(sed -n 's/^wrote .*(\([0-9]*\) events\/s).*/\1/p' "$dir/make_log.out")" \
+     "transfer_event_bytes=$event_bytes log_bytes_per_transfer=$(per "$log_bytes" "$transfers")" \
+     "views_bytes_per_transfer=$(per "$views_bytes" "$transfers")"
 [ "${AUDIT:-0}" = 1 ] || exit 0
 
 echo "== kobo audit (all checks; views compared with a second rebuild)" >&2

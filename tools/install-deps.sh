@@ -12,7 +12,7 @@ build_pkgs=(
   python3 python3-jsonschema python3-yaml curl
 )
 kafka_pkgs=(default-jre-headless maven kcat)
-bench_pkgs=(libbenchmark-dev wrk)
+bench_pkgs=(libbenchmark-dev wrk nginx-light postgresql-15)
 # make fuzz: Debian's clang, and libclang-rt for libFuzzer and the sanitizer runtimes.
 fuzz_pkgs=(clang libclang-rt-14-dev)
 
