@@ -46,6 +46,7 @@ Response validation_error(const nlohmann::json& messages);
 // The fixed answers the HTTP layer itself gives.
 inline Response bad_request() { return error(400, "Bad request"); }
 inline Response route_not_found() { return error(404, "Route not found"); }
+inline Response method_not_allowed() { return error(405, "Method not allowed"); }
 inline Response payload_too_large() { return error(413, "Payload too large"); }
 inline Response internal_error() { return error(500, "Internal server error"); }
 

@@ -1,5 +1,6 @@
 #include "query-api/router.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -132,6 +133,18 @@ struct Router::Node {
     }
     return nullptr;
   }
+
+  // The methods of every route whose pattern matches the path, whatever the method.
+  void methods_matching(const std::vector<std::string_view>& segments, std::size_t i,
+                        std::vector<bhttp::verb>& out) const {
+    if (i == segments.size()) {
+      for (const Route* r : routes)
+        if (std::find(out.begin(), out.end(), r->method) == out.end()) out.push_back(r->method);
+      return;
+    }
+    if (auto it = literals.find(segments[i]); it != literals.end()) it->second->methods_matching(segments, i + 1, out);
+    if (param && !segments[i].empty()) param->methods_matching(segments, i + 1, out);
+  }
 };
 
 Router::Router()
@@ -206,9 +219,24 @@ void Router::dispatch(Request&& request, Responder responder) const {
   std::vector<std::string_view> values;
   const Route* route = root_->match(segments, 0, request.method, values);
   if (route == nullptr) {
-    unmatched_->requests(request.method, 404).inc();
+    // A known path asked with another method is 405 with the methods it has (RFC 9110 15.5.6);
+    // only an unknown path is 404 `Route not found`.
+    std::vector<bhttp::verb> allowed;
+    root_->methods_matching(segments, 0, allowed);
+    Response answer = route_not_found();
+    if (!allowed.empty()) {
+      std::sort(allowed.begin(), allowed.end());
+      std::string allow;
+      for (const bhttp::verb m : allowed) {
+        if (!allow.empty()) allow += ", ";
+        allow += bhttp::to_string(m);
+      }
+      answer = method_not_allowed();
+      answer.headers.emplace_back("Allow", std::move(allow));
+    }
+    unmatched_->requests(request.method, answer.status).inc();
     unmatched_->duration.observe(std::chrono::duration<double>(Clock::now() - start).count());
-    responder(route_not_found());
+    responder(std::move(answer));
     return;
   }
 

@@ -139,13 +139,29 @@ TEST_F(RouterTest, UnknownPathIs404RouteNotFound) {
   }
 }
 
-TEST_F(RouterTest, WrongMethodIs404RouteNotFound) {
+TEST_F(RouterTest, KnownPathWithAnotherMethodIs405WithAllow) {
   start();
   const HttpResult r = client_->request(bhttp::verb::delete_, "/v1/virtual-accounts/vba-1");
+  EXPECT_EQ(r.status, 405u);
+  EXPECT_EQ(r.json["meta"]["statusCode"], 405);
+  EXPECT_EQ(r.json["meta"]["error"]["message"], "Method not allowed");
+  EXPECT_EQ(r.header("allow"), "GET");
+  // Every route matching the path counts: a literal and a parameter route alike.
+  const HttpResult both = client_->request(bhttp::verb::trace, "/v1/virtual-accounts");
+  EXPECT_EQ(both.status, 405u);
+  EXPECT_EQ(both.header("allow"), "GET, POST");
+  EXPECT_EQ(client_->post("/v1/virtual-accounts/vba-1", json::object()).header("allow"), "GET");
+  EXPECT_EQ(client_->patch("/v1/transactions/banks", json::object()).status, 405u);
+  EXPECT_EQ(client_->post("/v1/transactions/x/verify", json::object()).header("allow"), "GET");
+}
+
+TEST_F(RouterTest, UnknownPathIs404WhateverTheMethod) {
+  start();
+  const HttpResult r = client_->request(bhttp::verb::delete_, "/v1/nowhere/vba-1");
   EXPECT_EQ(r.status, 404u);
   EXPECT_EQ(r.json["meta"]["error"]["message"], "Route not found");
-  EXPECT_EQ(client_->post("/v1/virtual-accounts/vba-1", json::object()).status, 404u);
-  EXPECT_EQ(client_->patch("/v1/transactions/banks", json::object()).status, 404u);
+  EXPECT_EQ(r.header("allow"), "");
+  EXPECT_EQ(client_->post("/v1/virtual-accounts/vba-1/more", json::object()).status, 404u);
 }
 
 TEST_F(RouterTest, CountsRequestsByRouteMethodAndStatus) {

@@ -195,12 +195,8 @@ TEST_F(Errors, UnknownRoutesAre404RouteNotFound) {
       {bhttp::verb::get, "/v1"},
       {bhttp::verb::get, "/v1/nothing-here"},
       {bhttp::verb::get, "/v2/virtual-accounts"},
-      {bhttp::verb::delete_, "/v1/virtual-accounts"},
-      {bhttp::verb::put, "/v1/transactions/transfer"},
       {bhttp::verb::post, "/v1/virtual-accounts/vba-x/extra"},
-      {bhttp::verb::post, "/v1/transactions"},
       {bhttp::verb::get, "/v1/transactions/a/b/c"},
-      {bhttp::verb::patch, "/v1/virtual-accounts"},
   };
   const Counts before = counts();
   for (const auto& [method, target] : routes) {
@@ -208,6 +204,27 @@ TEST_F(Errors, UnknownRoutesAre404RouteNotFound) {
     std::optional<std::string> body;
     if (method != bhttp::verb::get && method != bhttp::verb::delete_) body = "{}";
     expect_error(http().request(method, target, body, {{"x-service-key", key()}}), 404, "Route not found");
+  }
+  EXPECT_EQ(counts(), before);
+}
+
+TEST_F(Errors, AKnownPathWithAnotherMethodIs405WithAllow) {
+  const std::vector<std::tuple<bhttp::verb, std::string, std::string>> routes = {
+      {bhttp::verb::delete_, "/v1/virtual-accounts", "GET, POST"},
+      {bhttp::verb::trace, "/v1/virtual-accounts", "GET, POST"},
+      {bhttp::verb::put, "/v1/transactions/transfer", "GET, POST"},  // GET: /v1/transactions/{id}
+      {bhttp::verb::post, "/v1/transactions", "GET"},
+      {bhttp::verb::patch, "/v1/virtual-accounts", "GET, POST"},
+      {bhttp::verb::delete_, "/v1/accounts/acc-x", "PATCH"},
+  };
+  const Counts before = counts();
+  for (const auto& [method, target, allow] : routes) {
+    SCOPED_TRACE(std::string(bhttp::to_string(method)) + " " + target);
+    std::optional<std::string> body;
+    if (method != bhttp::verb::get && method != bhttp::verb::delete_ && method != bhttp::verb::trace) body = "{}";
+    const HttpResult r = http().request(method, target, body, {{"x-service-key", key()}});
+    expect_error(r, 405, "Method not allowed");
+    EXPECT_EQ(r.header("allow"), allow);
   }
   EXPECT_EQ(counts(), before);
 }
