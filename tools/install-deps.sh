@@ -9,7 +9,7 @@ build_pkgs=(
   libboost1.81-dev libboost-url1.81-dev
   librocksdb-dev librdkafka-dev nlohmann-json3-dev libsimdjson-dev libssl-dev
   libgtest-dev libgmock-dev libcli11-dev
-  python3 python3-jsonschema python3-yaml curl
+  python3 python3-jsonschema python3-yaml python3-venv curl
 )
 kafka_pkgs=(default-jre-headless maven kcat)
 bench_pkgs=(libbenchmark-dev wrk nginx-light postgresql-15)
