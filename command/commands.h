@@ -165,6 +165,9 @@ enum class Rejection {
   collection_inactive,           // a payment to a used or expired collection wallet
   unavailable,                   // the log could not be written; nothing was acknowledged
   storage_full,                  // as unavailable, because the log's disk is full (HTTP 507)
+  out_of_range,                  // an amount that is not positive, or one that would overflow a
+                                 // balance; an expiry out of range (HTTP validation stops these
+                                 // first: this guards the writer from any other caller)
 };
 
 std::string_view to_string(Rejection r);

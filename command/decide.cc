@@ -10,7 +10,24 @@ namespace {
 
 using nlohmann::json;
 
-std::string object_id() { return random_hex(12); }  // `_id`: 24 lowercase hex
+// The id source of the decide() call under way: every id a decision assigns is drawn from it,
+// so the decision is a function of its inputs. Installed by decide() for the call's duration.
+thread_local IdSource* current_ids = nullptr;
+
+IdSource& ids() {
+  KOBO_ASSERT(current_ids != nullptr, "an id drawn outside decide()");
+  return *current_ids;
+}
+
+class UsingIds {
+ public:
+  explicit UsingIds(IdSource& source) { current_ids = &source; }
+  ~UsingIds() { current_ids = nullptr; }
+  UsingIds(const UsingIds&) = delete;
+  UsingIds& operator=(const UsingIds&) = delete;
+};
+
+std::string object_id() { return ids().hex(12); }  // `_id`: 24 lowercase hex
 
 Decision reject(Rejection r) {
   Decision d;
@@ -29,7 +46,7 @@ std::string session_id(std::string_view institution, UnixMs now) {
   std::string stamp = t.substr(2, 2) + t.substr(5, 2) + t.substr(8, 2) + t.substr(11, 2) + t.substr(14, 2) +
                       t.substr(17, 2);
   std::string digits;
-  for (char c : random_hex(6)) digits += static_cast<char>('0' + (c % 10));
+  for (char c : ids().hex(6)) digits += static_cast<char>('0' + (c % 10));
   std::string inst(institution.substr(0, 6));
   inst.insert(0, 6 - inst.size(), '0');
   return inst + stamp + digits;
@@ -77,9 +94,9 @@ json transaction_base(const Caller& c, const LedgerConfig& config, std::int64_t 
       ("metadata", json::object())
       ("narration", narration)
       ("processor", config.processor)
-      ("publicId", "trx-" + uuid_v4())
+      ("publicId", "trx-" + ids().uuid())
       ("requestSrc", "api")
-      ("tRef", random_hex(10))
+      ("tRef", ids().hex(10))
       ("tags", json::array())
       ("updatedAt", ts);
   return t;
@@ -150,7 +167,7 @@ json bank_account_record(const PartitionState& s, const AddBankAccount& c, const
       {"accountNumber", c.account_number},
       {"bankName", c.bank_name},
       {"bankCode", c.bank_code},
-      {"reference", "bkr-" + uuid_v4()},
+      {"reference", "bkr-" + ids().uuid()},
       {"live", c.caller.live},
       {"processor", config.processor},
       {"currency", "NGN"},
@@ -184,7 +201,7 @@ json new_wallet(const PartitionState& s, const Caller& caller, const std::string
   json wallet{
       {"_id", object_id()},
       {"id", interleaved_id(s.wallets_created, s.partition, config.partitions)},
-      {"publicId", "vba-" + uuid_v4()},
+      {"publicId", "vba-" + ids().uuid()},
       {"auth", caller.business},
       {"account", caller.account},
       {"accountName", name},
@@ -250,20 +267,30 @@ std::optional<Decision> check_reference(const PartitionState& s, const Caller& c
   return d;
 }
 
+// The longest a collection wallet may stay open: far beyond what the API accepts, and far
+// from overflowing a time in milliseconds.
+constexpr std::int64_t kCollectionExpirySecondsMax = 100LL * 366 * 24 * 3600;
+
+// Whether `balance + delta` stays within the range of kobo (amounts from outside the HTTP
+// validation, the simulation say, must never overflow a balance).
+bool fits(Kobo balance, Kobo delta) { return checked_add(balance, delta).has_value(); }
+
 Decision decide_wallet_transfer(const PartitionState& s, const WalletTransfer& c, const LedgerConfig& config,
                                 UnixMs now) {
+  if (c.amount.value <= 0) return reject(Rejection::out_of_range);
   if (auto replay = check_reference(s, c.caller, c.reference, c.fingerprint)) return std::move(*replay);
-  const std::string reference = c.reference.value_or("ref-" + uuid_v4());
+  const std::string reference = c.reference.value_or("ref-" + ids().uuid());
   const WalletState* src = caller_wallet(s, c.caller, c.source);
   if (src == nullptr) return reject(Rejection::source_not_found);
   const WalletState* dst = caller_wallet(s, c.caller, c.destination);
   if (dst == nullptr) return reject(Rejection::destination_not_found);
   if (c.source == c.destination) return reject(Rejection::same_source_and_destination);
   if (src->balance < c.amount) return reject(Rejection::insufficient_funds);
+  if (!fits(dst->balance, c.amount)) return reject(Rejection::out_of_range);
 
   const Kobo src_after = src->balance - c.amount;
   const Kobo dst_after = dst->balance + c.amount;
-  const std::string link_ref = uuid_v4();
+  const std::string link_ref = ids().uuid();
   json debit = transaction_base(c.caller, config, interleaved_id(s.transactions_created, s.partition, config.partitions),
                                 "debit", c.amount, src_after, c.narration, now);
   json credit =
@@ -281,7 +308,7 @@ Decision decide_wallet_transfer(const PartitionState& s, const WalletTransfer& c
   }
   debit["reference"] = reference;
   debit["status"] = "pending";
-  credit["reference"] = "ref-" + uuid_v4();
+  credit["reference"] = "ref-" + ids().uuid();
   credit["debitReference"] = reference;
   credit["status"] = "success";
   debit["meta"] = {{"isThirdParty", false}, {"rate", rate(c.amount)}, {"credit", mirror(credit)}};
@@ -303,12 +330,16 @@ Decision decide_wallet_transfer(const PartitionState& s, const WalletTransfer& c
 
 Decision decide_bank_transfer(const PartitionState& s, const BankTransfer& c, const LedgerConfig& config,
                               UnixMs now) {
+  if (c.amount.value <= 0) return reject(Rejection::out_of_range);
   if (auto replay = check_reference(s, c.caller, c.reference, c.fingerprint)) return std::move(*replay);
-  const std::string reference = c.reference.value_or("ref-" + uuid_v4());
+  const std::string reference = c.reference.value_or("ref-" + ids().uuid());
   const WalletState* src = caller_wallet(s, c.caller, c.source);
   if (src == nullptr) return reject(Rejection::source_not_found);
   const Kobo fee = transfer_fee(config, c.amount);
-  const Kobo actual = c.amount + fee;
+  const auto checked_actual = checked_add(c.amount, fee);
+  if (!checked_actual || !fits(s.balance_of(kPayoutSuspense), c.amount) || !fits(s.balance_of(kFeeAccount), fee))
+    return reject(Rejection::out_of_range);
+  const Kobo actual = *checked_actual;
   if (src->balance < actual) return reject(Rejection::insufficient_funds);
 
   Decision d;
@@ -341,11 +372,11 @@ Decision decide_bank_transfer(const PartitionState& s, const BankTransfer& c, co
                               {"clientIds", json::object()},
                               {"nameEnquiryRef", c.name_enquiry_ref}};
   debit["fee"] = fee.value;
-  debit["feeReference"] = "fee-" + uuid_v4();
+  debit["feeReference"] = "fee-" + ids().uuid();
   debit["actualAmount"] = actual.value;
   debit["clientTransaction"] = {{"fee", fee.value}, {"actualAmount", actual.value}};
   debit["reference"] = reference;
-  debit["linkRef"] = uuid_v4();
+  debit["linkRef"] = ids().uuid();
   debit["status"] = "pending";
   debit["metadata"] = c.metadata;
   json credit_side = mirror(debit);
@@ -424,7 +455,7 @@ Decision decide_advance_payout(const PartitionState& s, const AdvancePayout& c, 
     credit["destination"] = p.source;
     credit["destinationType"] = "VirtualAccount";
     credit["destinationData"] = wallet_snapshot(p.source, *w, config);
-    credit["reference"] = "rev-" + uuid_v4();
+    credit["reference"] = "rev-" + ids().uuid();
     credit["debitReference"] = p.reference;
     credit["linkRef"] = p.link_ref;
     credit["status"] = "success";
@@ -453,13 +484,13 @@ void credit_incoming(const PartitionState& s, const IncomingCredit& c, const std
   const Kobo dst_after = dst->balance + c.amount;
   const Kobo inbound_after = s.balance_of(kInboundSettlement) - c.amount;
   const std::string ts = format_iso8601(now);
-  const std::string reference = "ref-" + uuid_v4();
+  const std::string reference = "ref-" + ids().uuid();
   const std::string session = session_id(c.sender_bank_nibss_code, now);
   json source{
       {"id", interleaved_id(s.transactions_created, s.partition, config.partitions)},
       {"processor", config.processor},
       {"type", "bank_account"},
-      {"publicId", "src-" + uuid_v4()},
+      {"publicId", "src-" + ids().uuid()},
       {"createdAt", ts},
       {"updatedAt", ts},
       {"channel", "NIP"},
@@ -482,7 +513,7 @@ void credit_incoming(const PartitionState& s, const IncomingCredit& c, const std
   credit["destinationType"] = "VirtualAccount";
   credit["destinationData"] = wallet_snapshot(wallet_id, *dst, config);
   credit["reference"] = reference;
-  credit["linkRef"] = uuid_v4();
+  credit["linkRef"] = ids().uuid();
   credit["status"] = "success";
   json mirrored = mirror(credit);
   mirrored["auth"] = c.caller.business;
@@ -531,7 +562,7 @@ void sweep(const PartitionState& s, const Caller& caller, const std::string& tra
   KOBO_ASSERT(settlement != nullptr, "a transit wallet settles to a wallet that exists");
   const Kobo transit_after = transit.balance - amount;  // `transit` is as credited just before
   const Kobo settlement_after = settlement->balance + amount;
-  const std::string link_ref = uuid_v4();
+  const std::string link_ref = ids().uuid();
   // Ids after the incoming credit's record, which this command also creates.
   json debit = transaction_base(caller, config, interleaved_id(s.transactions_created + 1, s.partition, config.partitions),
                                 "debit", amount, transit_after, "Transit settlement", now);
@@ -548,8 +579,8 @@ void sweep(const PartitionState& s, const Caller& caller, const std::string& tra
     (*t)["status"] = "success";
     (*t)["tags"] = json::array({"sweep"});
   }
-  debit["reference"] = "swp-" + uuid_v4();
-  credit["reference"] = "swp-" + uuid_v4();
+  debit["reference"] = "swp-" + ids().uuid();
+  credit["reference"] = "swp-" + ids().uuid();
   credit["debitReference"] = debit["reference"];
   debit["meta"] = {{"isThirdParty", false}, {"rate", rate(amount)}, {"credit", mirror(credit)}};
   credit["meta"] = {{"isThirdParty", false}, {"rate", rate(amount)}, {"credit", mirror(debit)}};
@@ -563,6 +594,7 @@ void sweep(const PartitionState& s, const Caller& caller, const std::string& tra
 
 Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c, const LedgerConfig& config,
                                 UnixMs now) {
+  if (c.amount.value <= 0 || !fits(s.balance_of(kInboundSettlement), -c.amount)) return reject(Rejection::out_of_range);
   Decision d;
   if (const auto col = s.collections.find(c.account_number); col != s.collections.end()) {
     const CollectionState& cs = col->second;
@@ -571,6 +603,7 @@ Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c
     if (c.amount != cs.amount) return reject(Rejection::amount_mismatch);
     const WalletState* dst = caller_wallet(s, c.caller, cs.destination);
     KOBO_ASSERT(dst != nullptr, "a collection wallet pays into a wallet that exists");
+    if (!fits(dst->balance, c.amount)) return reject(Rejection::out_of_range);
     credit_incoming(s, c, cs.destination, dst, config, now, d);
     d.events.back().data["transaction"]["metadata"] = {{"collectionAccount", cs.public_id}};
     d.events.push_back({EventType::collection_status_changed, c.caller.business, c.caller.live,
@@ -582,6 +615,11 @@ Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c
   if (!wallet_id) return reject(Rejection::account_not_found);
   const WalletState* dst = caller_wallet(s, c.caller, *wallet_id);
   if (dst == nullptr) return reject(Rejection::account_not_found);
+  if (!fits(dst->balance, c.amount)) return reject(Rejection::out_of_range);
+  if (const auto transit = s.transit_settlement.find(*wallet_id); transit != s.transit_settlement.end()) {
+    const WalletState* settlement = s.wallets.find(transit->second);
+    if (settlement != nullptr && !fits(settlement->balance, c.amount)) return reject(Rejection::out_of_range);
+  }
   credit_incoming(s, c, *wallet_id, dst, config, now, d);
   if (const auto transit = s.transit_settlement.find(*wallet_id); transit != s.transit_settlement.end()) {
     WalletState credited = *dst;
@@ -593,6 +631,8 @@ Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c
 
 Decision decide_create_collection(const PartitionState& s, const CreateCollection& c, const LedgerConfig& config,
                                   UnixMs now) {
+  if (c.amount.value <= 0 || c.expire_in_s < 0 || c.expire_in_s > kCollectionExpirySecondsMax)
+    return reject(Rejection::out_of_range);
   const WalletState* dst = caller_wallet(s, c.caller, c.destination);
   if (dst == nullptr) return reject(Rejection::destination_not_found);
   if (c.reference && s.collection_references.contains(scope_key(c.caller.account, c.caller.live) + *c.reference))
@@ -602,7 +642,7 @@ Decision decide_create_collection(const PartitionState& s, const CreateCollectio
   json collection{
       {"_id", object_id()},
       {"id", interleaved_id(s.account_numbers_issued, s.partition, config.partitions)},
-      {"publicId", "vba-" + uuid_v4()},
+      {"publicId", "vba-" + ids().uuid()},
       {"auth", c.caller.business},
       {"account", c.caller.account},
       {"reference", c.reference ? json(*c.reference) : json(nullptr)},
@@ -718,7 +758,9 @@ const nlohmann::json& record_of(const Decision& d) {
   return d.events.at(d.record_in->event).data.at(d.record_in->member);
 }
 
-Decision decide(const PartitionState& state, const Command& command, const LedgerConfig& config, UnixMs now) {
+Decision decide(const PartitionState& state, const Command& command, const LedgerConfig& config, UnixMs now,
+                IdSource& id_source) {
+  const UsingIds using_ids(id_source);
   return std::visit(
       [&](const auto& c) -> Decision {
         using T = std::decay_t<decltype(c)>;

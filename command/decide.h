@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "command/commands.h"
+#include "command/id_source.h"
 #include "command/state.h"
 #include "common/time.h"
 
@@ -76,7 +77,10 @@ Scheduled next_rail_step(const std::string& transaction, const PayoutState& payo
 // The follow-ups a partition owes after a restart: settlements and rail steps of work in flight.
 std::vector<Scheduled> resume_schedule(const PartitionState& state, const LedgerConfig& config);
 
-Decision decide(const PartitionState& state, const Command& command, const LedgerConfig& config, UnixMs now);
+// Deterministic: every id the decision assigns is drawn from `ids` and the time is `now`, so the
+// same state, command, time and id source give the same decision, byte for byte.
+Decision decide(const PartitionState& state, const Command& command, const LedgerConfig& config, UnixMs now,
+                IdSource& ids);
 
 // The record a decision answers with, wherever it is held.
 const nlohmann::json& record_of(const Decision& d);

@@ -60,6 +60,7 @@ std::string_view to_string(Rejection r) {
     case Rejection::collection_inactive: return "collection_inactive";
     case Rejection::unavailable: return "unavailable";
     case Rejection::storage_full: return "storage_full";
+    case Rejection::out_of_range: return "out_of_range";
   }
   return "unknown";
 }
@@ -67,6 +68,7 @@ std::string_view to_string(Rejection r) {
 Ledger::Ledger(EventLog& log, LedgerOptions options)
     : log_(log),
       options_(std::move(options)),
+      ids_(options_.ids ? options_.ids : std::make_shared<RandomIds>()),
       durable_seq_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())) {
   KOBO_ASSERT(log.partitions() == options_.config.partitions, "ledger and log disagree on partitions");
 }
@@ -329,7 +331,7 @@ void Ledger::process(std::vector<Pending>& batch) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Partition p = route(batch[i].command);
     PartitionState& st = states_[p.value];
-    Decision d = decide(st, batch[i].command, options_.config, now);
+    Decision d = decide(st, batch[i].command, options_.config, now, *ids_);
     Outcome& o = outcomes[i];
     o.partition = p;
     o.rejection = d.rejection;

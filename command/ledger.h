@@ -34,6 +34,9 @@ struct LedgerOptions {
   LedgerConfig config;
   std::size_t queue_max = 65'536;  // commands waiting; a full queue answers `unavailable`
   std::size_t batch_max = 8'192;   // commands decided and appended together
+  // Where decide() draws the ids it assigns; null: secure random ids. Tests and simulations
+  // give a seeded one to replay a run exactly.
+  std::shared_ptr<IdSource> ids;
 };
 
 class Ledger {
@@ -86,6 +89,7 @@ class Ledger {
 
   EventLog& log_;
   const LedgerOptions options_;
+  const std::shared_ptr<IdSource> ids_;  // writer thread only
   std::vector<PartitionState> states_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> durable_seq_;
   std::atomic<std::size_t> business_count_{0};

@@ -75,11 +75,9 @@ std::string to_hex(const std::uint8_t* data, std::size_t size) {
   return s;
 }
 
-namespace {
-
-// Secure random bytes drawn from RAND_bytes a page at a time: one DRBG call per id costs more
-// than the id. Bytes are handed out once and the page is wiped as it is used up.
-void random_bytes(unsigned char* out, std::size_t n) {
+// Drawn from RAND_bytes a page at a time: one DRBG call per id costs more than the id. Bytes
+// are handed out once and the page is wiped as it is used up.
+void random_bytes(std::uint8_t* out, std::size_t n) {
   struct Pool {
     std::array<unsigned char, 4096> bytes{};
     std::size_t used = 4096;
@@ -100,11 +98,9 @@ void random_bytes(unsigned char* out, std::size_t n) {
   }
 }
 
-}  // namespace
-
 std::string random_hex(std::size_t bytes) {
   std::string raw(bytes, '\0');
-  random_bytes(reinterpret_cast<unsigned char*>(raw.data()), bytes);
+  random_bytes(reinterpret_cast<std::uint8_t*>(raw.data()), bytes);
   return to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size());
 }
 

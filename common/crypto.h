@@ -23,6 +23,8 @@ std::string hmac_sha512_hex(std::string_view key, std::string_view data);
 std::string to_hex(const std::uint8_t* data, std::size_t size);
 inline std::string to_hex(const Sha256& d) { return to_hex(d.data(), d.size()); }
 
+// `n` cryptographically secure random bytes. Thread-safe.
+void random_bytes(std::uint8_t* out, std::size_t n);
 // Cryptographically secure random bytes, hex encoded (2 * bytes characters).
 std::string random_hex(std::size_t bytes);
 // A random UUID v4 in its canonical 8-4-4-4-12 lowercase form.

@@ -5,6 +5,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 namespace kobo {
 
@@ -37,6 +38,13 @@ struct Kobo {
   constexpr Kobo& operator+=(Kobo o) { value += o.value; return *this; }
   constexpr Kobo& operator-=(Kobo o) { value -= o.value; return *this; }
 };
+
+// a + b, or nullopt where it would overflow: money arithmetic on input goes through this.
+constexpr std::optional<Kobo> checked_add(Kobo a, Kobo b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a.value, b.value, &r)) return std::nullopt;
+  return Kobo(r);
+}
 
 }  // namespace kobo
 

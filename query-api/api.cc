@@ -51,6 +51,7 @@ http::Response rejection_response(Rejection r) {
     case Rejection::collection_inactive: return http::error(400, "Collection account is not active");
     case Rejection::unavailable: return http::error(503, "Service unavailable");
     case Rejection::storage_full: return http::error(507, "Insufficient storage");
+    case Rejection::out_of_range: return http::error(400, "Amount out of range");
   }
   KOBO_ASSERT(false, "no HTTP answer for an accepted command");
   return http::internal_error();

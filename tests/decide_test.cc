@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 #include "command/nuban.h"
 
@@ -19,12 +20,15 @@ const Caller kAliceLive{"biz-a", "acc-a", true};
 const Caller kBob{"biz-b", "acc-b", false};
 
 // Decides and applies commands the way the writer does, without a log.
+// Each event is also sealed into a hash chain, as the writer appends it: `log()` is the bytes.
 class Partition0 {
  public:
-  Partition0() { state_.partition = Partition(0); }
+  explicit Partition0(std::uint64_t seed = 1) : ids_(seed) { state_.partition = Partition(0); }
 
-  Decision run(const Command& c) {
-    Decision d = decide(state_, c, kConfig, kNow);
+  Decision decide(const Command& c, UnixMs now = kNow) { return kobo::decide(state_, c, kConfig, now, ids_); }
+
+  Decision run(const Command& c, UnixMs now = kNow) {
+    Decision d = decide(c, now);
     const Seq first(next_seq_);
     const auto n = static_cast<std::uint32_t>(d.events.size());
     for (auto& draft : d.events) {
@@ -35,11 +39,17 @@ class Partition0 {
       e.type = draft.type;
       e.business = draft.business;
       e.live = draft.live;
+      e.time = now;
       e.data = draft.data;
+      e.prev_hash = last_hash_;
+      log_.push_back(seal(e));
+      last_hash_ = e.hash;
       apply(state_, e);
     }
     return d;
   }
+
+  const std::vector<std::string>& log() const { return log_; }
 
   std::string wallet(const Caller& c, const std::string& name, const std::string& category = "primary") {
     const Decision d = run(CreateWallet{c, name, category, std::nullopt, std::nullopt});
@@ -57,7 +67,10 @@ class Partition0 {
 
  private:
   PartitionState state_;
+  SeededIds ids_;
   std::uint64_t next_seq_ = 1;
+  std::string last_hash_ = kGenesisHash;
+  std::vector<std::string> log_;
 };
 
 WalletTransfer transfer(const Caller& c, std::string src, std::string dst, std::int64_t amount,
@@ -90,7 +103,10 @@ TEST(WalletTransfer, RejectionsInOrderOfPrecedence) {
     Rejection expected;
   };
   const std::vector<Row> rows{
-      {"a used reference with another body beats everything", transfer(kAlice, "vba-nope", a2, 10'000, "used", "f2"),
+      {"a negative amount, which no HTTP request can send but no caller may abort the writer with",
+       transfer(kAlice, a1, a2, -10'000, "used", "f2"), Rejection::out_of_range},
+      {"a zero amount", transfer(kAlice, a1, a2, 0), Rejection::out_of_range},
+      {"a used reference with another body", transfer(kAlice, "vba-nope", a2, 10'000, "used", "f2"),
        Rejection::duplicate_reference},
       {"unknown source", transfer(kAlice, "vba-nope", "vba-nope2", 10'000), Rejection::source_not_found},
       {"another business's source", transfer(kAlice, b1, a2, 10'000), Rejection::source_not_found},
@@ -104,7 +120,7 @@ TEST(WalletTransfer, RejectionsInOrderOfPrecedence) {
       {"exactly the balance", transfer(kAlice, a1, a2, 40'000), Rejection::none},
   };
   for (const Row& row : rows) {
-    const Decision d = decide(p.state(), row.command, kConfig, kNow);
+    const Decision d = p.decide(row.command);
     EXPECT_EQ(d.rejection, row.expected) << row.why;
     if (row.expected != Rejection::none) {
       EXPECT_TRUE(d.events.empty()) << row.why << ": a rejection writes nothing";
@@ -175,7 +191,7 @@ TEST(CreateWallet, RejectionsInOrderOfPrecedence) {
       {"the limit is per mode", {kAliceLive, "p5", "primary", {}, {}}, Rejection::none},
       {"names are per account and mode", {kBob, "p0", "primary", {}, {}}, Rejection::none},
   };
-  for (const Row& row : rows) EXPECT_EQ(decide(p.state(), row.command, kConfig, kNow).rejection, row.expected) << row.why;
+  for (const Row& row : rows) EXPECT_EQ(p.decide(row.command).rejection, row.expected) << row.why;
 }
 
 TEST(CreateWallet, IssuesDistinctValidNubanNumbers) {
@@ -199,10 +215,10 @@ TEST(IncomingCredit, RejectionsInOrderOfPrecedence) {
   auto credit = [](const Caller& c, std::string n) {
     return IncomingCredit{c, std::move(n), Kobo(100), "x", "S", "0000014579", "058", "GTB", "000013"};
   };
-  EXPECT_EQ(decide(p.state(), credit(kAlice, "0000000000"), kConfig, kNow).rejection, Rejection::account_not_found);
-  EXPECT_EQ(decide(p.state(), credit(kAlice, number(b1)), kConfig, kNow).rejection, Rejection::account_not_found);
-  EXPECT_EQ(decide(p.state(), credit(kAliceLive, number(a1)), kConfig, kNow).rejection, Rejection::account_not_found);
-  EXPECT_EQ(decide(p.state(), credit(kAlice, number(a1)), kConfig, kNow).rejection, Rejection::none);
+  EXPECT_EQ(p.decide(credit(kAlice, "0000000000")).rejection, Rejection::account_not_found);
+  EXPECT_EQ(p.decide(credit(kAlice, number(b1))).rejection, Rejection::account_not_found);
+  EXPECT_EQ(p.decide(credit(kAliceLive, number(a1))).rejection, Rejection::account_not_found);
+  EXPECT_EQ(p.decide(credit(kAlice, number(a1))).rejection, Rejection::none);
 }
 
 TEST(IncomingCredit, DebitsInboundSettlementSoThePartitionBalances) {
@@ -225,6 +241,51 @@ TEST(Nuban, MatchesTheDesignTestVectors) {
   EXPECT_FALSE(nuban::is_valid("000044", "012345678"));
   EXPECT_FALSE(nuban::is_valid("000044", "01234567a4"));
   EXPECT_EQ(nuban::account_number("000011", 1457), "0000014579");
+}
+
+TEST(Amounts, ThatWouldOverflowABalanceAreRejectedNotApplied) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1"), a2 = p.wallet(kAlice, "a2");
+  p.fund(kAlice, a1, kMax - 10);
+  const std::string number = format_account_number(p.state().wallets.find(a1)->account_number);
+  // The inbound settlement account is at -(kMax - 10): one more credit of 11 would overflow it,
+  // and a1 itself too.
+  EXPECT_EQ(p.decide(IncomingCredit{kAlice, number, Kobo(11), "x", "S", "0000014579", "058", "GTB", "000013"}).rejection,
+            Rejection::out_of_range);
+  p.fund(kAlice, a2, 5);
+  EXPECT_EQ(p.decide(transfer(kAlice, a2, a1, 5)).rejection, Rejection::none);
+  p.run(transfer(kAlice, a2, a1, 5));
+  EXPECT_EQ(p.decide(transfer(kAlice, a1, a2, kMax - 5)).rejection, Rejection::none);
+  EXPECT_EQ(p.decide(IncomingCredit{kAlice, number, Kobo(-5), "x", "S", "0000014579", "058", "GTB", "000013"}).rejection,
+            Rejection::out_of_range);
+  EXPECT_EQ(p.state().total.value, 0);
+}
+
+// The same commands through decide() and apply() with the same seed and times give the same
+// log, byte for byte; another seed gives another (the ids differ), same balances.
+TEST(Decide, IsDeterministicGivenTheSeedAndTheTime) {
+  const auto run = [](std::uint64_t seed) {
+    Partition0 p(seed);
+    std::vector<std::string> wallets;
+    for (int i = 0; i < 6; ++i) wallets.push_back(p.wallet(i % 2 ? kAlice : kAliceLive, "w" + std::to_string(i)));
+    for (int i = 0; i < 6; ++i) p.fund(i % 2 ? kAlice : kAliceLive, wallets[static_cast<std::size_t>(i)], 1'000'000);
+    std::uint64_t x = 42;  // the same commands whatever the seed: only the ids come from it
+    for (int i = 0; i < 300; ++i) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;  // the stream of commands, from the seed
+      const std::size_t a = 1 + 2 * ((x >> 33) % 3), b = 1 + 2 * ((x >> 40) % 3);
+      const std::optional<std::string> ref =
+          i % 3 == 0 ? std::optional<std::string>() : std::optional<std::string>("ref-" + std::to_string(i));
+      WalletTransfer t = transfer(kAlice, wallets[a], wallets[b], 10'000 + static_cast<std::int64_t>((x >> 20) % 5000));
+      t.reference = ref;
+      p.run(t, kNow + i);
+    }
+    return p.log();
+  };
+  const auto first = run(7), again = run(7), other = run(8);
+  ASSERT_GT(first.size(), 300u);
+  EXPECT_EQ(first, again);
+  EXPECT_NE(first, other);
 }
 
 }  // namespace

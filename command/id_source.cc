@@ -1,0 +1,32 @@
+#include "command/id_source.h"
+
+#include <array>
+
+#include "common/crypto.h"
+
+namespace kobo {
+
+std::string IdSource::uuid() {
+  UuidBytes b;
+  fill(b.data(), b.size());
+  b[6] = static_cast<std::uint8_t>((b[6] & 0x0f) | 0x40);  // version 4
+  b[8] = static_cast<std::uint8_t>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  return format_uuid(b);
+}
+
+std::string IdSource::hex(std::size_t bytes) {
+  std::string raw(bytes, '\0');
+  fill(reinterpret_cast<std::uint8_t*>(raw.data()), bytes);
+  return to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size());
+}
+
+void RandomIds::fill(std::uint8_t* out, std::size_t n) { random_bytes(out, n); }
+
+void SeededIds::fill(std::uint8_t* out, std::size_t n) {
+  for (std::size_t done = 0; done < n;) {
+    const Sha256 block = sha256(std::to_string(seed_) + "|" + std::to_string(counter_++));
+    for (std::size_t i = 0; i < block.size() && done < n; ++i) out[done++] = block[i];
+  }
+}
+
+}  // namespace kobo

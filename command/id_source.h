@@ -1,0 +1,41 @@
+#pragma once
+// Where decide() gets the ids it assigns (publicIds, references, `_id`s): an input, like the
+// time, so that a decision is a pure function of (state, command, time, ids) and a seeded
+// source replays a run exactly (STYLE "Pure cores, injected edges").
+//
+// Not thread-safe: a source belongs to one writer thread.
+
+#include <cstdint>
+#include <string>
+
+namespace kobo {
+
+class IdSource {
+ public:
+  virtual ~IdSource() = default;
+  // `n` fresh bytes.
+  virtual void fill(std::uint8_t* out, std::size_t n) = 0;
+
+  std::string uuid();                // a UUID v4 in its 8-4-4-4-12 lowercase form
+  std::string hex(std::size_t bytes);  // 2 * bytes lowercase hex digits
+};
+
+// Cryptographically secure random bytes: what the service runs with.
+class RandomIds final : public IdSource {
+ public:
+  void fill(std::uint8_t* out, std::size_t n) override;
+};
+
+// Bytes of SHA-256 in counter mode over a seed: the same seed, the same ids, for tests and
+// simulation.
+class SeededIds final : public IdSource {
+ public:
+  explicit SeededIds(std::uint64_t seed) : seed_(seed) {}
+  void fill(std::uint8_t* out, std::size_t n) override;
+
+ private:
+  std::uint64_t seed_;
+  std::uint64_t counter_ = 0;
+};
+
+}  // namespace kobo
