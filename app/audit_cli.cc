@@ -30,16 +30,8 @@ int cannot_run(std::string_view command, const std::string& message) {
   return kExitCannotRun;
 }
 
-// The log a command reads: the Kafka topic when brokers are given, else D/log.
 Result<std::unique_ptr<EventLog>> open_log(const fs::path& data_dir, const AuditCommands::LogFlags& flags) {
-  if (!flags.kafka_brokers.empty()) {
-    KafkaLogOptions k;
-    k.brokers = flags.kafka_brokers;
-    k.topic = flags.kafka_topic;
-    k.writer = false;
-    return open_kafka_log(k);
-  }
-  return open_existing_log(data_dir);
+  return open_log_to_read(data_dir, flags.kafka_brokers, flags.kafka_topic);
 }
 
 bool show_progress(bool flag) { return flag || ::isatty(STDERR_FILENO) == 1; }

@@ -1,12 +1,16 @@
 #pragma once
-// `kobo events`: the events of a data dir's log as JSON lines, for analysts, auditors and the
-// schema test (tests/schemas/validate_events.py).
+// `kobo events`: the events of a log as JSON lines, exactly as stored, for analysts, auditors
+// and the schema test (tests/schemas/validate_events.py).
 //
-//   kobo events --data-dir D [--partition N]
-//     prints every record of D/log (or of partition N) exactly as stored, one per line, in
-//     partition order and, within a partition, in log order. It does not verify the hash chain
-//     (`kobo audit` does). Exit 0 when all were printed, 2 when it cannot run (no log, a server
-//     holds the dir, no such partition).
+//   kobo events (--data-dir D | --kafka-brokers B [--kafka-topic T]) [--partition N]
+//               [--from SEQ] [--follow]
+//     prints every record of the log (or of partition N), one per line: in partition order and,
+//     within a partition, in log order; then, with --follow, every record appended after that as
+//     it arrives, until SIGINT or SIGTERM. --from SEQ skips each partition's records before seq
+//     SEQ. The embedded log is read beside a server that may be running on it (a RocksDB
+//     secondary instance: no lock, nothing written). It does not verify the hash chain (`kobo
+//     audit` does). Exit 0 when all were printed (or --follow was stopped), 2 when it cannot run
+//     (no log, no such partition, a broker that does not answer).
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -28,7 +32,11 @@ class EventsCommand {
  private:
   CLI::App* events_ = nullptr;
   std::string data_dir_;
+  std::string kafka_brokers_;
+  std::string kafka_topic_ = "kobo.ledger.events";
   std::optional<std::uint32_t> partition_;
+  std::uint64_t from_seq_ = 1;
+  bool follow_ = false;
 };
 
 }  // namespace kobo

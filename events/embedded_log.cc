@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <mutex>
 #include <shared_mutex>
+#include <thread>
 
 #include "events/append_signal.h"
 #include "events/rocksdb_logger.h"
@@ -42,19 +43,46 @@ constexpr std::uintmax_t kFreeBytesToResume = 4 << 20;
 class EmbeddedLogImpl final : public EventLog {
  public:
   EmbeddedLogImpl(std::unique_ptr<rocksdb::DB> db, rocksdb::Options options, std::string path,
-                  std::uint32_t partitions, bool sync, std::vector<Offset> ends)
+                  std::uint32_t partitions, bool sync, std::string secondary_dir)
       : db_(std::move(db)),
         options_(std::move(options)),
         path_(std::move(path)),
+        secondary_dir_(std::move(secondary_dir)),
         partitions_(partitions),
         sync_(sync),
-        ends_(partitions) {
-    for (std::uint32_t p = 0; p < partitions; ++p) ends_[p].store(ends[p].value);
+        ends_(partitions) {}
+
+  ~EmbeddedLogImpl() override {
+    db_.reset();
+    if (!secondary_dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(secondary_dir_, ec);
+    }
   }
+
+  // Where each partition ends, from the database: at open, and for a read-only log each time
+  // it catches up with the writer.
+  Status scan_ends() {
+    std::shared_lock lock(db_mu_);
+    if (!secondary_dir_.empty()) {
+      const auto s = db_->TryCatchUpWithPrimary();
+      if (!s.ok()) return Status::error("log catch-up: " + s.ToString());
+    }
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    for (std::uint32_t p = 0; p < partitions_; ++p) {
+      it->SeekForPrev(event_key(Partition(p), Offset(UINT64_MAX)));
+      if (it->Valid() && it->key().size() == 13 && it->key()[0] == kEventPrefix && get_be(it->key().data() + 1, 4) == p)
+        ends_[p].store(get_be(it->key().data() + 5, 8) + 1);
+    }
+    if (!it->status().ok()) return Status::error("log scan: " + it->status().ToString());
+    return {};
+  }
+  bool read_only() const { return !secondary_dir_.empty(); }
 
   std::uint32_t partitions() const override { return partitions_; }
 
   Status append(std::span<const EncodedEvent> batch) override {
+    if (read_only()) return Status::error("log append: this log was opened read-only");
     std::lock_guard lock(append_mu_);
     std::vector<std::uint64_t> next(partitions_);
     for (std::uint32_t p = 0; p < partitions_; ++p) next[p] = ends_[p].load();
@@ -112,6 +140,9 @@ class EmbeddedLogImpl final : public EventLog {
   Result<std::unique_ptr<LogReader>> open_reader(std::vector<Offset> start) override;
 
   Result<std::vector<Offset>> end_offsets() override {
+    if (read_only()) {
+      if (auto s = scan_ends(); !s) return s;
+    }
     std::vector<Offset> out;
     for (std::uint32_t p = 0; p < partitions_; ++p) out.emplace_back(ends_[p].load());
     return out;
@@ -134,6 +165,7 @@ class EmbeddedLogImpl final : public EventLog {
   std::unique_ptr<rocksdb::DB> db_;
   const rocksdb::Options options_;
   const std::string path_;
+  const std::string secondary_dir_;  // non-empty: a read-only secondary instance
   const std::uint32_t partitions_;
   const bool sync_;
   std::mutex append_mu_;
@@ -149,8 +181,18 @@ class EmbeddedReader final : public LogReader {
 
   Status poll(std::size_t max_records, std::chrono::milliseconds timeout,
               std::vector<LogRecord>& out) override {
-    const std::uint64_t generation = log_.signal().generation();
     const std::size_t before = out.size();
+    if (log_.read_only()) {
+      // Another process appends: catch up with it, and wait by polling.
+      const auto until = std::chrono::steady_clock::now() + timeout;
+      for (;;) {
+        if (auto s = log_.scan_ends(); !s) return s;
+        read_available(max_records, out);
+        if (out.size() != before || std::chrono::steady_clock::now() >= until) return {};
+        std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(timeout, std::chrono::milliseconds(50)));
+      }
+    }
+    const std::uint64_t generation = log_.signal().generation();
     read_available(max_records, out);
     if (out.size() == before && timeout.count() > 0) {
       log_.signal().wait_past(generation, timeout);
@@ -214,8 +256,21 @@ Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& op
   table.block_size = 16 * 1024;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::DB* raw = nullptr;
-  const auto s = rocksdb::DB::Open(o, options.path, &raw);
-  if (!s.ok()) return Status::error("open log " + options.path + ": " + s.ToString());
+  std::string secondary_dir;
+  if (options.read_only) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "kobo-log-reader-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) return Status::error("log reader: cannot make a temporary directory");
+    secondary_dir = tmpl;
+    o.max_open_files = -1;  // a secondary instance must keep every file open
+    const auto s = rocksdb::DB::OpenAsSecondary(o, options.path, secondary_dir, &raw);
+    if (!s.ok()) {
+      std::filesystem::remove_all(secondary_dir, ec);
+      return Status::error("open log " + options.path + " to read: " + s.ToString());
+    }
+  } else {
+    const auto s = rocksdb::DB::Open(o, options.path, &raw);
+    if (!s.ok()) return Status::error("open log " + options.path + ": " + s.ToString());
+  }
   std::unique_ptr<rocksdb::DB> db(raw);
 
   std::string stored;
@@ -227,7 +282,8 @@ Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& op
       return Status::error("log " + options.path + " has " + stored + " partitions, not " +
                            std::to_string(partitions));
   } else if (g.IsNotFound()) {
-    if (partitions == 0) return Status::error("log " + options.path + " does not say how many partitions it has");
+    if (partitions == 0 || options.read_only)
+      return Status::error("log " + options.path + " does not say how many partitions it has");
     rocksdb::WriteOptions wo;
     wo.sync = true;
     const auto w = db->Put(wo, kPartitionsKey, std::to_string(partitions));
@@ -236,17 +292,10 @@ Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& op
     return Status::error("log meta: " + g.ToString());
   }
 
-  std::vector<Offset> ends(partitions, Offset(0));
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-  for (std::uint32_t p = 0; p < partitions; ++p) {
-    it->SeekForPrev(event_key(Partition(p), Offset(UINT64_MAX)));
-    if (it->Valid() && it->key().size() == 13 && it->key()[0] == kEventPrefix &&
-        get_be(it->key().data() + 1, 4) == p)
-      ends[p] = Offset(get_be(it->key().data() + 5, 8) + 1);
-  }
-  if (!it->status().ok()) return Status::error("log scan: " + it->status().ToString());
-  return std::unique_ptr<EventLog>(
-      std::make_unique<EmbeddedLogImpl>(std::move(db), o, options.path, partitions, options.sync, std::move(ends)));
+  auto log = std::make_unique<EmbeddedLogImpl>(std::move(db), o, options.path, partitions, options.sync,
+                                               std::move(secondary_dir));
+  if (auto s = log->scan_ends(); !s) return s;
+  return std::unique_ptr<EventLog>(std::move(log));
 }
 
 }  // namespace kobo

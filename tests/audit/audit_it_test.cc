@@ -147,11 +147,13 @@ TEST_F(AuditCommand, RefusesADataDirThatARunningServerHolds) {
   KoboOptions options = kobo_options();
   options.data_dir = dir;
   KoboProcess running(options);
-  for (const std::string command : {"audit", "replay", "events"}) {
+  for (const std::string command : {"audit", "replay"}) {
     const RunResult r = run_kobo(binary(), {command, "--data-dir", dir.string()});
     EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
     EXPECT_NE(r.output.find("stop `kobo serve`"), std::string::npos) << command << "\n" << r.output;
   }
+  // `kobo events` reads beside the server instead (a secondary instance takes no lock).
+  EXPECT_EQ(run_kobo(binary(), {"events", "--data-dir", dir.string()}).exit_code, 0);
   EXPECT_EQ(running.client().get("/healthz").status, 200u) << "the server must not notice";
   EXPECT_EQ(running.terminate(), 0);
   EXPECT_EQ(run_kobo(binary(), {"audit", "--data-dir", dir.string()}).exit_code, 0);
