@@ -5,52 +5,25 @@
 // there after a reopen.
 
 #include <gtest/gtest.h>
-#include <sys/mount.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "events/embedded_log.h"
+#include "tests/support/small_disk.h"
 
 namespace kobo {
 namespace {
 
-namespace fs = std::filesystem;
-
 class SmallDisk : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
-    dir_ = fs::temp_directory_path() / ("kobo-small-disk-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    ASSERT_EQ(mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=16m"), 0) << "mount tmpfs: " << errno;
-    mounted_ = true;
-  }
-  void TearDown() override {
-    if (mounted_) umount2(dir_.c_str(), MNT_DETACH);
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    if (!testing::SmallDisk::can_mount()) GTEST_SKIP() << "mounting a tmpfs needs root";
+    ASSERT_TRUE(disk_.mounted()) << "mount tmpfs: errno " << disk_.mount_error();
   }
 
-  // Fills the disk but for about `leave` bytes with a file that can be deleted to make room.
-  void fill(std::uintmax_t leave) {
-    const auto space = fs::space(dir_);
-    ASSERT_GT(space.available, leave);
-    std::ofstream f(dir_ / "filler", std::ios::binary);
-    const std::string block(64 * 1024, 'x');
-    for (std::uintmax_t left = space.available - leave; left > 0;) {
-      const auto n = std::min<std::uintmax_t>(left, block.size());
-      f.write(block.data(), static_cast<std::streamsize>(n));
-      if (!f) break;
-      left -= n;
-    }
-  }
-
-  fs::path dir_;
-  bool mounted_ = false;
+  testing::SmallDisk disk_{"small-disk", "16m"};
 };
 
 EncodedEvent record(std::uint64_t n) {
@@ -60,11 +33,11 @@ EncodedEvent record(std::uint64_t n) {
 }
 
 TEST_F(SmallDisk, AFullDiskFailsAppendsWithoutCrashingAndResumesWhenSpaceReturns) {
-  const std::string path = (dir_ / "log").string();
+  const std::string path = (disk_.path() / "log").string();
   auto opened = open_embedded_log({.path = path, .partitions = 1});
   ASSERT_TRUE(opened.ok()) << opened.status().message();
   auto& log = *opened.value();
-  fill(256 * 1024);
+  ASSERT_TRUE(disk_.fill(256 * 1024));
 
   std::uint64_t acknowledged = 0;
   Status failure;
@@ -98,7 +71,7 @@ TEST_F(SmallDisk, AFullDiskFailsAppendsWithoutCrashingAndResumesWhenSpaceReturns
 
   const EncodedEvent next = record(acknowledged);
 
-  fs::remove(dir_ / "filler");
+  disk_.unfill();
   Status resumed = log.reset_writer();
   for (int i = 0; i < 50 && !resumed.ok(); ++i) {
     usleep(100'000);

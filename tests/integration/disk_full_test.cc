@@ -6,54 +6,28 @@
 // no refused one is, and the balances equal the client's model. Needs root to mount a tmpfs.
 
 #include <gtest/gtest.h>
-#include <sys/mount.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 
 #include "tests/integration/harness.h"
+#include "tests/support/small_disk.h"
 
 namespace kobo::it {
 namespace {
 
-namespace fs = std::filesystem;
-
 class DiskFull : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
-    mount_ = fs::temp_directory_path() / ("kobo-disk-full-" + std::to_string(getpid()));
-    fs::create_directories(mount_);
-    ASSERT_EQ(mount("tmpfs", mount_.c_str(), "tmpfs", 0, "size=48m"), 0) << "mount tmpfs: errno " << errno;
+    if (!kobo::testing::SmallDisk::can_mount()) GTEST_SKIP() << "mounting a tmpfs needs root";
+    ASSERT_TRUE(disk_.mounted()) << "mount tmpfs: errno " << disk_.mount_error();
   }
   void TearDown() override {
     if (server_) keep_data_dir_if_failed(*server_);
-    server_.reset();
-    if (!mount_.empty()) {
-      umount2(mount_.c_str(), MNT_DETACH);
-      std::error_code ec;
-      fs::remove_all(mount_, ec);
-    }
+    server_.reset();  // before the disk goes
   }
 
-  // Fills the disk but for about `leave` bytes with a file that can be deleted to make room.
-  void fill(std::uintmax_t leave) {
-    const auto space = fs::space(mount_);
-    ASSERT_GT(space.available, leave);
-    std::ofstream f(mount_ / "filler", std::ios::binary);
-    const std::string block(64 * 1024, 'x');
-    for (std::uintmax_t left = space.available - leave; left > 0;) {
-      const auto n = std::min<std::uintmax_t>(left, block.size());
-      f.write(block.data(), static_cast<std::streamsize>(n));
-      if (!f) break;
-      left -= n;
-    }
-  }
-
-  fs::path mount_;
+  kobo::testing::SmallDisk disk_{"disk-full", "48m"};
   std::unique_ptr<KoboProcess> server_;
 };
 
@@ -66,7 +40,7 @@ std::int64_t metric(HttpClient& http, const std::string& name) {
 
 TEST_F(DiskFull, WritesAnswer507ReadsGoOnAndWritesResumeWhenSpaceReturns) {
   KoboOptions options = kobo_options();
-  options.data_dir = mount_ / "data";
+  options.data_dir = disk_.path() / "data";
   options.embedded_only = true;
   server_ = std::make_unique<KoboProcess>(options);
   HttpClient& http = server_->client();
@@ -79,7 +53,7 @@ TEST_F(DiskFull, WritesAnswer507ReadsGoOnAndWritesResumeWhenSpaceReturns) {
   fund(http, key, b, kFunding);
   std::map<std::string, std::int64_t> model{{ida, kFunding}, {idb, kFunding}};
 
-  fill(1 << 20);
+  ASSERT_TRUE(disk_.fill(1 << 20));
   std::set<std::string> acknowledged, refused;
   int full_answers = 0;
   auto send = [&](int i) {
@@ -112,7 +86,7 @@ TEST_F(DiskFull, WritesAnswer507ReadsGoOnAndWritesResumeWhenSpaceReturns) {
   EXPECT_NE(ready.body.find("disk is full"), std::string::npos) << ready.body;
 
   // Space returns: writes succeed again in the same process.
-  fs::remove(mount_ / "filler");
+  disk_.unfill();
   bool resumed = wait_until(
       [&] {
         send(i++);

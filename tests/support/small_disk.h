@@ -1,0 +1,64 @@
+#pragma once
+// A small tmpfs for tests of a disk that fills up (DESIGN guarantee 8): mounted in a fresh
+// temporary directory, filled on request with a file that can be removed to make room, and
+// unmounted by the destructor. Mounting needs root: `available()` is false otherwise, and the
+// test skips.
+
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace kobo::testing {
+
+class SmallDisk {
+ public:
+  // `size` as mount(8) takes it, e.g. "16m".
+  SmallDisk(const std::string& name, const std::string& size) {
+    if (geteuid() != 0) return;
+    path_ = std::filesystem::temp_directory_path() / ("kobo-" + name + "-" + std::to_string(getpid()));
+    std::filesystem::create_directories(path_);
+    mounted_ = mount("tmpfs", path_.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
+    if (!mounted_) error_ = errno;
+  }
+  ~SmallDisk() {
+    if (mounted_) umount2(path_.c_str(), MNT_DETACH);
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  SmallDisk(const SmallDisk&) = delete;
+  SmallDisk& operator=(const SmallDisk&) = delete;
+
+  static bool can_mount() { return geteuid() == 0; }
+  bool mounted() const { return mounted_; }
+  int mount_error() const { return error_; }
+  const std::filesystem::path& path() const { return path_; }
+
+  // Fills the disk but for about `leave` bytes; false when it has less free than that already.
+  bool fill(std::uintmax_t leave) const {
+    const auto space = std::filesystem::space(path_);
+    if (space.available <= leave) return false;
+    std::ofstream f(path_ / "filler", std::ios::binary);
+    const std::string block(64 * 1024, 'x');
+    for (std::uintmax_t left = space.available - leave; left > 0;) {
+      const auto n = std::min<std::uintmax_t>(left, block.size());
+      f.write(block.data(), static_cast<std::streamsize>(n));
+      if (!f) break;
+      left -= n;
+    }
+    return true;
+  }
+  // Gives the room back.
+  void unfill() const { std::filesystem::remove(path_ / "filler"); }
+
+ private:
+  std::filesystem::path path_;
+  bool mounted_ = false;
+  int error_ = 0;
+};
+
+}  // namespace kobo::testing
