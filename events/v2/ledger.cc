@@ -1,0 +1,257 @@
+#include "events/v2/ledger.h"
+
+#include "common/crypto.h"
+#include "common/json_dump.h"
+
+namespace kobo::v2 {
+namespace {
+
+constexpr std::string_view kWalletPrefix = "vba-";
+
+constexpr std::array<std::pair<SystemAccount, std::string_view>, 4> kSystemAccountNames{{
+    {SystemAccount::inbound_settlement, "sys:inbound-settlement"},
+    {SystemAccount::fees, "sys:fees"},
+    {SystemAccount::payout_suspense, "sys:payout-suspense"},
+    {SystemAccount::outbound_settlement, "sys:outbound-settlement"},
+}};
+
+template <typename T>
+const T* as(const EventData& d) {
+  return std::get_if<T>(&d);
+}
+
+std::uint64_t id_at(const std::vector<std::uint64_t>& ids, std::size_t k) { return k < ids.size() ? ids[k] : 0; }
+
+}  // namespace
+
+std::string_view account_name(SystemAccount a) {
+  for (const auto& [account, name] : kSystemAccountNames)
+    if (account == a) return name;
+  KOBO_ASSERT(false, "a system account without a name");
+  return {};
+}
+
+std::optional<SystemAccount> system_account_from_name(std::string_view name) {
+  for (const auto& [account, n] : kSystemAccountNames)
+    if (n == name) return account;
+  return std::nullopt;
+}
+
+bool is_wallet_account(std::string_view account) { return account.starts_with(kWalletPrefix); }
+
+std::string scope_key(std::string_view owner, bool live) {
+  std::string k(owner);
+  k += live ? "|l|" : "|t|";
+  return k;
+}
+
+std::string_view to_string(PostingFault f) {
+  switch (f) {
+    case PostingFault::none: return "none";
+    case PostingFault::unknown_account: return "posting to an unknown ledger account";
+    case PostingFault::overflow: return "the balance would overflow";
+    case PostingFault::balance_disagrees: return "the stated balance disagrees with the balance before plus the amount";
+    case PostingFault::negative_wallet: return "a wallet's balance would go below zero";
+  }
+  return "?";
+}
+
+PostingResult post(Kobo before, const Posting& p) {
+  if (!is_wallet_account(p.account) && !system_account_from_name(p.account))
+    return {before, PostingFault::unknown_account};
+  const auto after = checked_add(before, p.amount);
+  if (!after) return {before, PostingFault::overflow};
+  if (*after != p.balance) return {*after, PostingFault::balance_disagrees};
+  if (is_wallet_account(p.account) && after->value < 0) return {*after, PostingFault::negative_wallet};
+  return {*after, PostingFault::none};
+}
+
+const std::vector<Posting>* postings_of(const EventData& d) {
+  return std::visit(
+      [](const auto& x) -> const std::vector<Posting>* {
+        if constexpr (requires { x.postings; }) return &x.postings;
+        else return nullptr;
+      },
+      d);
+}
+
+std::string_view to_string(Entry e) { return e == Entry::debit ? "debit" : "credit"; }
+
+std::string_view to_string(TransactionKind k) {
+  switch (k) {
+    case TransactionKind::wallet_transfer_debit: return "wallet_transfer_debit";
+    case TransactionKind::wallet_transfer_credit: return "wallet_transfer_credit";
+    case TransactionKind::payout: return "payout";
+    case TransactionKind::payout_reversal: return "payout_reversal";
+    case TransactionKind::incoming_credit: return "incoming_credit";
+    case TransactionKind::sweep_debit: return "sweep_debit";
+    case TransactionKind::sweep_credit: return "sweep_credit";
+  }
+  return "?";
+}
+
+Entry entry_of(TransactionKind k) {
+  switch (k) {
+    case TransactionKind::wallet_transfer_debit:
+    case TransactionKind::payout:
+    case TransactionKind::sweep_debit:
+      return Entry::debit;
+    default:
+      return Entry::credit;
+  }
+}
+
+std::vector<CreatedTransaction> transactions_created(const EventData& d) {
+  std::vector<CreatedTransaction> out;
+  // The wallet postings of an event, in order, are its records: the k-th gets ids[k] and the
+  // k-th id derived from the event's transaction.
+  const auto add = [&](TransactionKind kind, const TransactionId& first, const std::vector<std::uint64_t>& ids,
+                       const Posting& p, TransactionStatus status) -> CreatedTransaction& {
+    const std::size_t k = out.size();
+    CreatedTransaction t;
+    t.kind = kind;
+    t.id = nth_transaction_id(first, k);
+    t.number = id_at(ids, k);
+    t.posting = &p;
+    t.status = status;
+    return out.emplace_back(std::move(t));
+  };
+  const auto wallet_postings = [](const std::vector<Posting>& postings) {
+    std::vector<const Posting*> w;
+    for (const Posting& p : postings)
+      if (is_wallet_account(p.account)) w.push_back(&p);
+    return w;
+  };
+
+  if (const auto* transfer = as<WalletTransferSettled>(d)) {
+    const auto* x = transfer;
+    const auto w = wallet_postings(x->postings);
+    if (w.size() != 2) return out;
+    auto& debit = add(TransactionKind::wallet_transfer_debit, x->transaction, x->ids, *w[0], TransactionStatus::success);
+    debit.reference = x->reference;
+    debit.link_ref = link_ref_of(x->transaction);
+    auto& credit = add(TransactionKind::wallet_transfer_credit, x->transaction, x->ids, *w[1], TransactionStatus::success);
+    credit.reference = derived_reference("ref-", credit.id);
+    credit.debit_reference = x->reference;
+    credit.link_ref = link_ref_of(x->transaction);
+  } else if (const auto* payout_event = as<BankTransferInitiated>(d)) {
+    const auto* x = payout_event;
+    const auto w = wallet_postings(x->postings);
+    if (w.size() != 1) return out;
+    auto& payout = add(TransactionKind::payout, x->transaction, x->ids, *w[0], TransactionStatus::pending);
+    payout.reference = x->reference;
+    payout.link_ref = link_ref_of(x->transaction);
+  } else if (const auto* failed = as<PayoutFailed>(d)) {
+    const auto* x = failed;
+    const auto w = wallet_postings(x->postings);
+    if (w.size() != 1) return out;
+    // The reversal is the payout's second record: the payout itself is the first.
+    CreatedTransaction t;
+    t.kind = TransactionKind::payout_reversal;
+    t.id = nth_transaction_id(x->transaction, 1);
+    t.number = id_at(x->ids, 0);
+    t.posting = w[0];
+    t.status = TransactionStatus::success;
+    t.reference = derived_reference("rev-", t.id);
+    t.link_ref = link_ref_of(x->transaction);  // debit_reference: the payout's, which its reader holds
+    out.push_back(std::move(t));
+  } else if (const auto* incoming = as<IncomingCreditReceived>(d)) {
+    const auto* x = incoming;
+    const auto w = wallet_postings(x->postings);
+    if (w.size() != 1 && w.size() != 3) return out;
+    auto& credit = add(TransactionKind::incoming_credit, x->transaction, x->ids, *w[0], TransactionStatus::success);
+    credit.reference = derived_reference("ref-", credit.id);
+    credit.link_ref = link_ref_of(x->transaction);
+    if (w.size() == 3) {
+      auto& debit = add(TransactionKind::sweep_debit, x->transaction, x->ids, *w[1], TransactionStatus::success);
+      debit.reference = derived_reference("swp-", debit.id);
+      debit.link_ref = link_ref_of(debit.id);
+      const std::string sweep_reference = debit.reference;
+      const std::string sweep_link = debit.link_ref;
+      auto& swept = add(TransactionKind::sweep_credit, x->transaction, x->ids, *w[2], TransactionStatus::success);
+      swept.reference = derived_reference("swp-", swept.id);
+      swept.debit_reference = sweep_reference;
+      swept.link_ref = sweep_link;
+    }
+  }
+  return out;
+}
+
+std::optional<StatusChange> status_change(const EventData& d) {
+  using S = TransactionStatus;
+  if (const auto* x = as<PayoutProcessing>(d)) return StatusChange{x->transaction, S::pending, S::processing};
+  if (const auto* x = as<PayoutSucceeded>(d)) return StatusChange{x->transaction, S::processing, S::success};
+  if (const auto* x = as<PayoutFailed>(d)) return StatusChange{x->transaction, S::processing, S::failed};
+  return std::nullopt;
+}
+
+std::vector<FinalizedTransaction> transactions_finalized(const EventData& d) {
+  std::vector<FinalizedTransaction> out;
+  // A payout's change comes first: it is the older record.
+  if (const auto c = status_change(d); c && (c->to == TransactionStatus::success || c->to == TransactionStatus::failed))
+    out.push_back({c->transaction, Entry::debit, c->to});
+  for (const auto& t : transactions_created(d))
+    if (t.status == TransactionStatus::success || t.status == TransactionStatus::failed)
+      out.push_back({t.id, entry_of(t.kind), t.status});
+  return out;
+}
+
+std::string request_fingerprint(const WalletTransferRequest& r) {
+  std::string canonical = "wallet-transfer|";
+  append_json_string(canonical, r.source);
+  append_json_string(canonical, r.destination);
+  canonical += std::to_string(r.amount.value);
+  append_json_string(canonical, r.narration);
+  if (r.name_enquiry_ref) append_json_string(canonical, *r.name_enquiry_ref);
+  return sha256_hex(canonical);
+}
+
+std::string request_fingerprint(const BankTransferRequest& r) {
+  std::string canonical = "bank-transfer|";
+  append_json_string(canonical, r.source);
+  append_json_string(canonical, r.account_number);
+  append_json_string(canonical, r.bank_code);
+  canonical += std::to_string(r.amount.value);
+  append_json_string(canonical, r.narration);
+  canonical += r.metadata;
+  canonical += r.save_beneficiary ? "|save" : "|";
+  return sha256_hex(canonical);
+}
+
+WalletTransferRequest request_of(const WalletTransferSettled& e) {
+  KOBO_ASSERT(e.postings.size() == 2, "a wallet transfer has two postings");
+  WalletTransferRequest r{e.postings[0].account, e.postings[1].account, e.postings[1].amount, e.narration, std::nullopt};
+  if (e.name_enquiry_ref) r.name_enquiry_ref = *e.name_enquiry_ref;
+  return r;
+}
+
+BankTransferRequest request_of(const BankTransferInitiated& e) {
+  KOBO_ASSERT(e.postings.size() == 3, "a bank transfer has three postings");
+  return BankTransferRequest{e.postings[0].account, e.beneficiary.account_number, e.beneficiary.bank_code,
+                             e.postings[1].amount,  e.narration,                  e.metadata.text,
+                             e.save_beneficiary.value_or(false)};
+}
+
+std::string derived_uuid(std::string_view seed) {
+  const Sha256 h = sha256(seed);
+  UuidBytes b{};
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = h[i];
+  b[6] = static_cast<std::uint8_t>((b[6] & 0x0f) | 0x40);  // version 4
+  b[8] = static_cast<std::uint8_t>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  return format_uuid(b);
+}
+
+std::string object_id_of(std::string_view public_id) { return to_hex(sha256(public_id)).substr(0, 24); }
+
+TransactionId nth_transaction_id(const TransactionId& first, std::size_t k) {
+  if (k == 0) return first;
+  return TransactionId("trx-" + derived_uuid(first.value + "#" + std::to_string(k)));
+}
+
+std::string derived_reference(std::string_view prefix, const TransactionId& id) {
+  return std::string(prefix) + derived_uuid(std::string(prefix) + id.value);
+}
+
+std::string link_ref_of(const TransactionId& first) { return derived_uuid("link|" + first.value); }
+
+}  // namespace kobo::v2

@@ -1,0 +1,157 @@
+#pragma once
+// The ledger's rules over events, each written once for every reader (the writer's state, the
+// projector, the audit model, the webhooks consumer):
+//
+// - the system accounts' names (DESIGN "Double entry");
+// - the posting rule: how a posting moves a balance and what it must agree with;
+// - the transaction records an event creates and changes, with their kind: which the views
+//   show, which reach a final state (webhooks), which a reference names (idempotency);
+// - how the ids a record shows but the event does not hold derive from the event (a pure
+//   function of the log, so views rebuilt from the log are byte-identical to the live ones).
+//
+// Pure functions; thread-safe.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "events/v2/event.h"
+
+namespace kobo::v2 {
+
+// ---- ledger accounts -------------------------------------------------------------------------
+
+// Ledger accounts that are not wallets; one of each per partition.
+enum class SystemAccount { inbound_settlement, fees, payout_suspense, outbound_settlement };
+inline constexpr std::array<SystemAccount, 4> kSystemAccounts{
+    SystemAccount::inbound_settlement, SystemAccount::fees, SystemAccount::payout_suspense,
+    SystemAccount::outbound_settlement};
+// "sys:inbound-settlement", "sys:fees", "sys:payout-suspense", "sys:outbound-settlement".
+std::string_view account_name(SystemAccount a);
+std::optional<SystemAccount> system_account_from_name(std::string_view name);
+// Whether a posting's account is a wallet (vba-…); anything else must be a system account.
+bool is_wallet_account(std::string_view account);
+
+// "acc-…|t|" or "acc-…|l|": the prefix of every key scoped to an owner (an account or a
+// business) and a mode. References, wallet names and the views' listing keys all use it.
+std::string scope_key(std::string_view owner, bool live);
+
+// ---- the posting rule ------------------------------------------------------------------------
+
+enum class PostingFault {
+  none,
+  unknown_account,     // neither a wallet the reader knows nor a system account
+  overflow,            // the balance would leave the range of kobo
+  balance_disagrees,   // the stated balance is not the balance before plus the amount
+  negative_wallet,     // a wallet's balance would go below zero
+};
+std::string_view to_string(PostingFault f);
+
+// The balance after `p` given the balance before it, and what is wrong with the posting if
+// anything. Every reader moves balances with this and nothing else.
+struct PostingResult {
+  Kobo balance;
+  PostingFault fault = PostingFault::none;
+};
+PostingResult post(Kobo before, const Posting& p);
+
+// The postings an event carries (empty for events that move no money).
+const std::vector<Posting>* postings_of(const EventData& d);
+
+// ---- transaction records ---------------------------------------------------------------------
+
+enum class Entry { debit, credit };
+std::string_view to_string(Entry e);
+
+// What a transaction record is, from the event that created it: one kind per wallet posting.
+enum class TransactionKind {
+  wallet_transfer_debit,   // WalletTransferSettled, the source's posting
+  wallet_transfer_credit,  // WalletTransferSettled, the destination's posting
+  payout,                  // BankTransferInitiated: the debit to another bank
+  payout_reversal,         // PayoutFailed: the source credited back
+  incoming_credit,         // IncomingCreditReceived: the wallet (or collection's destination) credited
+  sweep_debit,             // IncomingCreditReceived to a transit wallet: the transit wallet's sweep
+  sweep_credit,            // ... and the settlement wallet's credit
+};
+std::string_view to_string(TransactionKind k);
+Entry entry_of(TransactionKind k);
+
+// A transaction record an event creates: one per wallet posting, in posting order.
+struct CreatedTransaction {
+  TransactionKind kind;
+  TransactionId id;            // publicId (trx-…)
+  std::uint64_t number = 0;    // integer id
+  const Posting* posting = nullptr;  // the wallet's posting; points into the event
+  TransactionStatus status = TransactionStatus::success;  // as created
+  std::string reference;       // the record's own reference
+  std::optional<std::string> debit_reference;  // a credit's: the reference of the debit it answers
+  std::string link_ref;        // joins the records of one movement of money
+};
+
+// The transaction records `d` creates (empty for events that create none).
+std::vector<CreatedTransaction> transactions_created(const EventData& d);
+
+// A status an event gives an existing transaction (PayoutProcessing, PayoutSucceeded,
+// PayoutFailed); nullopt for other events.
+struct StatusChange {
+  TransactionId transaction;
+  TransactionStatus from;
+  TransactionStatus to;
+};
+std::optional<StatusChange> status_change(const EventData& d);
+
+// The transactions an event brings to a final state (success or failed), with their entry:
+// what webhooks announce.
+struct FinalizedTransaction {
+  TransactionId id;
+  Entry entry;
+  TransactionStatus status;
+};
+std::vector<FinalizedTransaction> transactions_finalized(const EventData& d);
+
+// ---- idempotency -----------------------------------------------------------------------------
+
+// What makes two transfer requests with one reference "the same body" (DESIGN section 2,
+// idempotency): every field that moves money. The writer computes it from a command and from
+// the event a reference first produced, so the log need not hold it. (sourceType,
+// destinationType and currency are validated to one value each, so they add nothing.)
+struct WalletTransferRequest {
+  std::string_view source;
+  std::string_view destination;
+  Kobo amount;
+  std::string_view narration;
+  std::optional<std::string_view> name_enquiry_ref;
+};
+struct BankTransferRequest {
+  std::string_view source;
+  std::string_view account_number;
+  std::string_view bank_code;
+  Kobo amount;
+  std::string_view narration;
+  std::string_view metadata;  // canonical JSON text
+  bool save_beneficiary = false;
+};
+// Hex SHA-256 of the request's canonical form.
+std::string request_fingerprint(const WalletTransferRequest& r);
+std::string request_fingerprint(const BankTransferRequest& r);
+// The request an event answers (its postings must be well formed: validate()).
+WalletTransferRequest request_of(const WalletTransferSettled& e);
+BankTransferRequest request_of(const BankTransferInitiated& e);
+
+// ---- derived ids -----------------------------------------------------------------------------
+
+// A UUID v4-shaped text derived from `seed` by SHA-256: the same seed, the same id.
+std::string derived_uuid(std::string_view seed);
+// `_id`: 24 lowercase hex digits derived from a record's publicId.
+std::string object_id_of(std::string_view public_id);
+// The publicId of the k-th transaction record of a money event whose first record is `first`.
+TransactionId nth_transaction_id(const TransactionId& first, std::size_t k);
+// The reference of a transaction record the caller did not name: `prefix` + a derived uuid.
+std::string derived_reference(std::string_view prefix, const TransactionId& id);
+// The linkRef that joins the records of one movement of money.
+std::string link_ref_of(const TransactionId& first);
+
+}  // namespace kobo::v2

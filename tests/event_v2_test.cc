@@ -1,0 +1,198 @@
+// Event contract v2 (DESIGN 4.1, events/v2/): the codec round-trips every kind of fact in
+// canonical form, refuses what is not a v2 event (another schemaVersion, an edited byte, an
+// unknown or missing member, unbalanced postings), a settled wallet transfer fits the 800-byte
+// budget, and the rules of events/v2/ledger.h classify and derive ids deterministically.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "events/v2/event.h"
+#include "events/v2/ledger.h"
+
+namespace kobo::v2 {
+namespace {
+
+const std::string kBusiness = "biz-f4b1d949-d41a-4b76-b1f2-d50798fba61a";
+const AccountId kAccount("acc-0e1525c8-d41a-4b76-b1f2-d50798fba61a");
+const std::string kSource = "vba-11111111-d41a-4b76-b1f2-d50798fba61a";
+const std::string kDestination = "vba-22222222-d41a-4b76-b1f2-d50798fba61a";
+const TransactionId kTransaction("trx-9edb3ded-d41a-4b76-b1f2-d50798fba61a");
+
+Event envelope(EventData data, std::uint64_t seq = 7) {
+  Event e;
+  e.partition = Partition(3);
+  e.seq = Seq(seq);
+  e.command_seq = Seq(seq);
+  e.epoch = Epoch(1);
+  e.business = std::holds_alternative<WriterStarted>(data) ? "" : kBusiness;
+  e.time = 1'764'000'000'123;
+  e.prev_hash = kGenesisHash;
+  e.data = std::move(data);
+  return e;
+}
+
+WalletTransferSettled wallet_transfer() {
+  WalletTransferSettled t;
+  t.account = kAccount;
+  t.transaction = kTransaction;
+  t.ids = {19, 25};
+  t.reference = "order-2026-11-24-0001";
+  t.narration = "Payment for goods and services";
+  t.postings = {{kSource, Kobo(-100'000), Kobo(400'000)}, {kDestination, Kobo(100'000), Kobo(100'000)}};
+  return t;
+}
+
+std::vector<EventData> one_of_each() {
+  WalletOpened w;
+  w.account = kAccount;
+  w.account_number = "0000000044";
+  w.bank_code = "099999";
+  w.bank_name = "Kobo Sandbox MFB";
+  w.category = WalletCategory::secondary;
+  w.id = 4;
+  w.mobile = Mobile{"NG", "+2348012345678"};
+  w.name = "Ada \"Obi\" \xc3\xa9";  // escapes and UTF-8 survive
+  w.wallet = WalletId(kSource);
+  BankTransferInitiated b;
+  b.account = kAccount;
+  b.transaction = kTransaction;
+  b.ids = {3};
+  b.reference = "r";
+  b.narration = "n";
+  b.metadata.text = R"({"a":[1,2,{"b":null}],"sandboxOutcome":"failed"})";
+  b.save_beneficiary = true;
+  b.beneficiary = Beneficiary{"Ada", "0123456784", BankAccountId("bka-1"), "058", "GTBank", 0, "ner-1"};
+  b.postings = {{kSource, Kobo(-1'075 - 500'000), Kobo(0)},
+                {"sys:payout-suspense", Kobo(500'000), Kobo(500'000)},
+                {"sys:fees", Kobo(1'075), Kobo(1'075)}};
+  IncomingCreditReceived in;
+  in.account = kAccount;
+  in.transaction = kTransaction;
+  in.ids = {1, 7, 13};
+  in.narration = "n";
+  in.sender = Sender{"S", "0000014579", "058", "GTB", "000013"};
+  in.postings = {{"sys:inbound-settlement", Kobo(-5), Kobo(-5)}, {kSource, Kobo(5), Kobo(5)},
+                 {kSource, Kobo(-5), Kobo(0)}, {kDestination, Kobo(5), Kobo(5)}};
+  CollectionWalletOpened c;
+  c.account = kAccount;
+  c.account_number = "0000000011";
+  c.amount = Kobo(10'000);
+  c.bank_code = "099999";
+  c.bank_name = "Kobo Sandbox MFB";
+  c.destination = WalletId(kDestination);
+  c.expires_at = Timestamp{1'764'000'900'000};
+  c.id = 5;
+  c.name = "c";
+  c.wallet = WalletId("vba-33333333-d41a-4b76-b1f2-d50798fba61a");
+  return {WriterStarted{Epoch(2)}, w, wallet_transfer(), b, in, c,
+          PayoutFailed{{9}, {{"sys:payout-suspense", Kobo(-500'000), Kobo(0)},
+                             {"sys:fees", Kobo(-1'075), Kobo(0)},
+                             {kSource, Kobo(501'075), Kobo(501'075)}}, kTransaction},
+          AccountUpdated{kAccount, true, std::vector<std::string>{"https://example.com/hook"}}};
+}
+
+TEST(EventV2, RoundTripsEveryKindOfFactInCanonicalForm) {
+  for (EventData& d : one_of_each()) {
+    Event e = envelope(d);
+    const std::string wire = seal(e);
+    SCOPED_TRACE(wire);
+    auto decoded = decode_event(wire);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+    EXPECT_EQ(decoded.value().data, e.data);
+    EXPECT_EQ(decoded.value().type(), e.type());
+    EXPECT_EQ(decoded.value().hash, e.hash);
+    EXPECT_TRUE(in_canonical_form(decoded.value(), wire));
+  }
+}
+
+TEST(EventV2, ASettledWalletTransferIsOneEventWithinTheBudget) {
+  Event e = envelope(wallet_transfer());
+  const std::string wire = seal(e);
+  EXPECT_LE(wire.size(), 800u) << wire;
+  // Nothing derivable is stored: no snapshots, no _id, no mirror, no fingerprint.
+  for (const char* absent : {"_id", "sourceData", "meta", "fingerprint", "commandSeq"})
+    EXPECT_EQ(wire.find(absent), std::string::npos) << absent;
+}
+
+TEST(EventV2, RefusesAnotherSchemaVersionNamingIt) {
+  Event e = envelope(wallet_transfer());
+  std::string wire = seal(e);
+  wire.replace(wire.find("\"schemaVersion\":2"), 17, "\"schemaVersion\":1");
+  const auto decoded = decode_event(wire);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.status().message().find("schemaVersion 1 is not supported"), std::string::npos)
+      << decoded.status().message();
+}
+
+TEST(EventV2, RefusesWhatIsNotAValidEvent) {
+  Event e = envelope(wallet_transfer());
+  const std::string wire = seal(e);
+  struct Row {
+    const char* why;
+    std::string from, to;
+    const char* says;
+  };
+  const std::vector<Row> rows{
+      {"an edited byte", "order-2026", "order-2027", "hash mismatch"},
+      {"an unknown member", "\"ids\":", "\"idz\":", "unknown member idz"},
+      {"a member of the wrong type", "\"ids\":[19,25]", "\"ids\":\"19\"", "ids is not an array"},
+  };
+  for (const Row& row : rows) {
+    std::string edited = wire;
+    edited.replace(edited.find(row.from), row.from.size(), row.to);
+    const auto decoded = decode_event(edited);
+    ASSERT_FALSE(decoded.ok()) << row.why;
+    EXPECT_NE(decoded.status().message().find(row.says), std::string::npos) << row.why << ": "
+                                                                             << decoded.status().message();
+  }
+  // Unbalanced postings are refused even with a hash that holds over them.
+  WalletTransferSettled unbalanced = wallet_transfer();
+  unbalanced.postings[1].amount = Kobo(99'999);
+  Event bad = envelope(unbalanced);
+  EXPECT_FALSE(validate(bad).ok());
+  const auto missing = decode_event(R"({"hash":"x"})");
+  EXPECT_FALSE(missing.ok());
+}
+
+TEST(EventV2, EveryWalletPostingIsOneTransactionRecordWithDerivedIds) {
+  const WalletTransferSettled t = wallet_transfer();
+  const auto created = transactions_created(t);
+  ASSERT_EQ(created.size(), 2u);
+  EXPECT_EQ(created[0].kind, TransactionKind::wallet_transfer_debit);
+  EXPECT_EQ(created[0].id, kTransaction);
+  EXPECT_EQ(created[0].number, 19u);
+  EXPECT_EQ(created[0].reference, t.reference);
+  EXPECT_EQ(created[1].kind, TransactionKind::wallet_transfer_credit);
+  EXPECT_EQ(created[1].number, 25u);
+  EXPECT_EQ(created[1].debit_reference, t.reference);
+  EXPECT_EQ(created[0].link_ref, created[1].link_ref);
+  EXPECT_EQ(created[1].id, nth_transaction_id(kTransaction, 1)) << "derived, so a rebuild derives the same";
+  EXPECT_NE(created[1].id, kTransaction);
+  EXPECT_EQ(object_id_of(kTransaction.value).size(), 24u);
+  const auto finals = transactions_finalized(t);
+  ASSERT_EQ(finals.size(), 2u);
+  EXPECT_EQ(finals[0].entry, Entry::debit);
+  EXPECT_EQ(finals[1].entry, Entry::credit);
+}
+
+TEST(EventV2, ThePostingRuleIsOneFunction) {
+  EXPECT_EQ(post(Kobo(100), {kSource, Kobo(-40), Kobo(60)}).fault, PostingFault::none);
+  EXPECT_EQ(post(Kobo(100), {kSource, Kobo(-40), Kobo(61)}).fault, PostingFault::balance_disagrees);
+  EXPECT_EQ(post(Kobo(10), {kSource, Kobo(-40), Kobo(-30)}).fault, PostingFault::negative_wallet);
+  EXPECT_EQ(post(Kobo(10), {"sys:fees", Kobo(-40), Kobo(-30)}).fault, PostingFault::none) << "system accounts go negative";
+  EXPECT_EQ(post(Kobo(0), {"sys:nowhere", Kobo(1), Kobo(1)}).fault, PostingFault::unknown_account);
+  EXPECT_EQ(post(Kobo(std::numeric_limits<std::int64_t>::max()), {kSource, Kobo(1), Kobo(0)}).fault,
+            PostingFault::overflow);
+}
+
+TEST(EventV2, TheRequestFingerprintIsDerivedFromTheFact) {
+  const WalletTransferSettled t = wallet_transfer();
+  const WalletTransferRequest same{kSource, kDestination, Kobo(100'000), t.narration, std::nullopt};
+  EXPECT_EQ(request_fingerprint(request_of(t)), request_fingerprint(same));
+  WalletTransferRequest other = same;
+  other.amount = Kobo(100'001);
+  EXPECT_NE(request_fingerprint(request_of(t)), request_fingerprint(other));
+}
+
+}  // namespace
+}  // namespace kobo::v2
