@@ -7,7 +7,7 @@ LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./data
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test kafka asan tsan bench fuzz clean
+.PHONY: all deps build run test kafka asan tsan bench fuzz sim clean
 
 all: build
 
@@ -30,6 +30,14 @@ kafka:
 test: build kafka
 	ctest --test-dir build --output-on-failure -j2 --timeout 900
 
+# The seeded simulation for many seeds (make test runs a few): SEEDS seeds from FIRST_SEED, each
+# SIM_STEPS commands; a failing seed prints how to reproduce it.
+SEEDS ?= 100
+FIRST_SEED ?= 1
+SIM_STEPS ?= 300
+sim: build
+	./build/tests/kobo_sim --seeds $(SEEDS) --first $(FIRST_SEED) --steps $(SIM_STEPS)
+
 # ASan + UBSan build running the whole suite.
 asan: deps kafka
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKOBO_SANITIZE=ON >/dev/null
@@ -37,10 +45,17 @@ asan: deps kafka
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir build-asan --output-on-failure -j2 --timeout 1800
 
+# TSan over the tests where threads meet: the writer and its callers, the projector beside it,
+# the simulation (writer, projector and restarts), the log follower, and HTTP under concurrent
+# load. Only their targets are built, and the audit of the data dirs they leave.
+TSAN_TARGETS ?= kobo command_test projection_test simulation_test log_follower_test it_concurrency_test \
+  audit_integration_data_test
+TSAN_TESTS ?= ^(Ledger|ProjectionTest|Simulation|LogFollower|Concurrency)\.
 tsan: deps kafka
 	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKOBO_TSAN=ON >/dev/null
-	@cmake --build build-tsan -j$(JOBS)
-	ctest --test-dir build-tsan --output-on-failure -j2 --timeout 1800
+	@cmake --build build-tsan -j$(JOBS) --target $(TSAN_TARGETS)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --test-dir build-tsan --output-on-failure -j2 --timeout 1800 -LE kafka -R '$(TSAN_TESTS)'
 
 bench: kafka
 	@tools/install-deps.sh build bench

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "app/data_dir.h"
+#include "events/event.h"
 
 namespace kobo {
 
@@ -40,10 +41,15 @@ std::uint64_t seq_of(std::string_view record) {
 class Printer {
  public:
   Printer(std::optional<std::uint32_t> partition, std::uint64_t from_seq) : partition_(partition), from_seq_(from_seq) {}
-  void print(const LogRecord& r) {
-    if (partition_ && r.partition.value != *partition_) return;
-    if (from_seq_ > 1 && seq_of(r.bytes) < from_seq_) return;
+  // Prints a record as stored; refuses one of another schemaVersion (DESIGN section 4.1).
+  [[nodiscard]] Status print(const LogRecord& r) {
+    if (partition_ && r.partition.value != *partition_) return {};
+    if (auto s = check_schema_version(r.bytes); !s)
+      return Status::error("partition " + std::to_string(r.partition.value) + " offset " +
+                           std::to_string(r.offset.value) + ": " + s.message());
+    if (from_seq_ > 1 && seq_of(r.bytes) < from_seq_) return {};
     std::cout << r.bytes << '\n';
+    return {};
   }
 
  private:
@@ -68,7 +74,8 @@ Status print_partition(EventLog& log, std::uint32_t p, Offset start, const std::
     const Offset before = reader.value()->position(Partition(p));
     if (auto s = reader.value()->poll(kPollRecordsMax, std::chrono::milliseconds(1000), records); !s) return s;
     for (const LogRecord& r : records)
-      if (r.partition.value == p && r.offset < ends[p]) out.print(r);
+      if (r.partition.value == p && r.offset < ends[p])
+        if (auto s = out.print(r); !s) return s;
     if (reader.value()->position(Partition(p)) != before) {
       moved_at = std::chrono::steady_clock::now();
     } else if (std::chrono::steady_clock::now() - moved_at >= patience) {
@@ -89,7 +96,8 @@ Status follow(EventLog& log, const std::vector<Offset>& ends, Printer& out) {
   while (!stop_following.load()) {
     records.clear();
     if (auto s = reader.value()->poll(kPollRecordsMax, std::chrono::milliseconds(200), records); !s) return s;
-    for (const LogRecord& r : records) out.print(r);
+    for (const LogRecord& r : records)
+      if (auto s = out.print(r); !s) return s;
     if (!records.empty()) std::cout.flush();
     if (!std::cout) return Status::error("cannot write to stdout");
   }

@@ -4,6 +4,8 @@
 // It is deliberately not command/state.h: apply() there asserts, because for the writer an
 // inconsistent log is a bug, while for the auditor it is the finding. The model keeps what the
 // checks of audit.h need, per partition, and reports into an AuditReport instead of crashing.
+// It reads the typed events (event contract v2) and moves balances with the one posting rule,
+// post() of events/ledger.h; what records an event creates comes from transactions_created().
 //
 // Not thread-safe: one follower thread feeds it.
 
@@ -32,14 +34,14 @@ class LogAuditor final : public LogVisitor {
 
  private:
   struct Model;  // one partition
-  struct Leg;
   void apply(Model& m, const Event& e);
   void begin_command(Model& m, const Event& e);
   void end_command(Model& m, bool complete);
-  void check_legs(Model& m);
-  void post(Model& m, const Event& e, bool debit);
-  void check_transaction(Model& m, const Event& e, Leg& leg, const nlohmann::json& trx);
+  void post(Model& m, const Event& e, const std::vector<Posting>& postings);
+  void check_movement(Model& m, const Event& e);
+  void check_records(Model& m, const Event& e);
   void change_status(Model& m, const Event& e);
+  void sum_into(Kobo& total, Kobo amount, std::string_view what);
   void violation(Check check, const Event& e, std::string reason);
   void violation(Check check, Partition p, Seq seq, std::string reason);
 

@@ -65,8 +65,9 @@ std::vector<Business> create_funded_wallets(Ledger& ledger, int businesses, int 
       create.emplace_back(CreateWallet{business.caller, "wallet " + std::to_string(w), "secondary", {}, {}});
     for (const Outcome& c : execute_all(ledger, std::move(create))) {
       must(c, "create a wallet");
-      business.wallets.push_back(c.record.at("publicId"));
-      fund.emplace_back(IncomingCredit{business.caller, c.record.at("accountNumber"), Kobo(1'000'000'000'000),
+      business.wallets.push_back(c.id);
+      const auto& opened = std::get<WalletOpened>(c.events.at(0).data);
+      fund.emplace_back(IncomingCredit{business.caller, opened.account_number, Kobo(1'000'000'000'000),
                                        "funding", "Ada Obi", "0123456784", "044", "Access Bank", "000014"});
     }
     for (const Outcome& f : execute_all(ledger, std::move(fund))) must(f, "fund a wallet");
@@ -86,7 +87,6 @@ WalletTransfer random_transfer(const std::vector<Business>& all, std::mt19937_64
   t.destination = b.wallets[to];
   t.amount = amount;
   t.narration = "bench";
-  t.fingerprint = "fp-" + reference;
   t.reference = std::move(reference);
   return t;
 }

@@ -150,7 +150,7 @@ int writer_memory(const std::string& data_dir) {
   // The writer's state is private; the log says how many wallets it holds.
   const auto ends = log->end_offsets();
   for (Offset o : ends.value()) wallets += o.value;
-  wallets -= 6 * 2 + 2;  // WriterStarted of two starts in 6 partitions, BusinessCreated + AccountCreated
+  wallets -= 6 * 2 + 1;  // WriterStarted of two starts in 6 partitions, BusinessRegistered
   ledger.stop();
   const double per_wallet = static_cast<double>(rss_after - rss_before) / static_cast<double>(wallets);
   std::printf("writer memory: %zu wallets replayed in %.1f s; resident +%.1f MiB = %.0f bytes/wallet "

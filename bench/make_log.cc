@@ -5,11 +5,13 @@
 //   kobo_make_log --data-dir D [--events 1000000] [--partitions 6] [--businesses 12] [--wallets 20]
 //
 // It creates the businesses and their wallets, funds every wallet from another bank, then runs
-// wallet transfers between random wallets of one business (each one is three events: the debit,
-// the credit and, moments later, the settlement) until the log holds --events events. Then it
-// starts a second writer on the log and prints how fast its start-up replay read it.
+// wallet transfers between random wallets of one business (each one is one event,
+// WalletTransferSettled) until the log holds --events events. It prints the wire bytes per
+// wallet transfer, then starts a second writer on the log and prints how fast its start-up
+// replay read it.
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +37,37 @@ std::uint64_t log_size(EventLog& log) {
   std::uint64_t n = 0;
   for (Offset o : ends.value()) n += o.value;
   return n;
+}
+
+// The wire bytes of the log's wallet transfers, each one event (DESIGN 4.1: at most 800).
+Status print_transfer_bytes(EventLog& log) {
+  const auto ends = log.end_offsets();
+  if (!ends.ok()) return ends.status();
+  auto reader = log.open_reader(std::vector<Offset>(log.partitions(), Offset(0)));
+  if (!reader.ok()) return reader.status();
+  std::uint64_t total = 0, read = 0, transfers = 0, transfer_bytes = 0, largest = 0;
+  for (Offset o : ends.value()) total += o.value;
+  std::vector<LogRecord> records;
+  while (read < total) {
+    records.clear();
+    if (auto s = reader.value()->poll(65'536, std::chrono::milliseconds(100), records); !s) return s;
+    for (const LogRecord& r : records) {
+      auto e = decode_event_unverified(r.bytes);
+      if (!e.ok()) return e.status();
+      if (e.value().type() == EventType::wallet_transfer_settled) {
+        ++transfers;
+        transfer_bytes += r.bytes.size();
+        largest = std::max<std::uint64_t>(largest, r.bytes.size());
+      }
+    }
+    read += records.size();
+  }
+  if (transfers > 0)
+    std::printf("wallet transfers: %llu, one event each: %.0f bytes on average, %llu at most\n",
+                static_cast<unsigned long long>(transfers),
+                static_cast<double>(transfer_bytes) / static_cast<double>(transfers),
+                static_cast<unsigned long long>(largest));
+  return {};
 }
 
 int run(const std::string& data_dir, std::uint64_t events, std::uint32_t partitions, int businesses, int wallets) {
@@ -70,17 +103,17 @@ int run(const std::string& data_dir, std::uint64_t events, std::uint32_t partiti
       }
       batch.wait();
     }
-    // The settlements of the last transfers follow on the writer thread: wait for the log to rest.
-    for (std::uint64_t last = 0, now = log_size(*log.value()); now != last; now = log_size(*log.value())) {
-      last = now;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
     ledger.stop();
   }
   const std::uint64_t written = log_size(*log.value());
   const double write_s = seconds_since(started);
   std::printf("wrote %llu events in %.1f s (%.0f events/s) to %s/log\n", static_cast<unsigned long long>(written),
               write_s, static_cast<double>(written) / write_s, data_dir.c_str());
+
+  if (auto s = print_transfer_bytes(*log.value()); !s) {
+    std::fprintf(stderr, "kobo_make_log: %s\n", s.message().c_str());
+    return 1;
+  }
 
   // A second writer reads it all back before it takes the partitions: the start-up replay.
   Ledger again(*log.value(), options);

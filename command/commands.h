@@ -2,12 +2,12 @@
 // The commands the single writer accepts, and what it answers. Plain data; decided in decide.h.
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "events/event.h"
 #include "events/types.h"
 
 namespace kobo {
@@ -57,9 +57,11 @@ struct CreateWallet {
   std::string account_name;
   std::string category;  // primary | secondary
   std::optional<std::string> email_address;
-  std::optional<nlohmann::json> mobile;  // {phoneNumber, isoCode}
+  std::optional<Mobile> mobile;
 };
 
+// The same reference with another request is a 409: decide() compares request_fingerprint()
+// (events/ledger.h) of the command with that of the event the reference first produced.
 struct WalletTransfer {
   Caller caller;
   std::string source;
@@ -68,8 +70,6 @@ struct WalletTransfer {
   std::string narration;
   std::optional<std::string> reference;
   std::optional<std::string> name_enquiry_ref;
-  // Hex SHA-256 of the request's canonical body: the same reference with another body is a 409.
-  std::string fingerprint;
 };
 
 // A disposable collection wallet: an account number that accepts exactly `amount` once,
@@ -89,7 +89,7 @@ struct CreateTransitWallet {
   std::string account_name;
   std::string settlement_account;
   std::optional<std::string> email_address;
-  std::optional<nlohmann::json> mobile;
+  std::optional<Mobile> mobile;
 };
 
 // Internal: an unpaid collection wallet reached its expiration.
@@ -113,15 +113,14 @@ struct BankTransfer {
   std::string narration;
   std::optional<std::string> reference;
   bool save_beneficiary = false;
-  nlohmann::json metadata = nlohmann::json::object();
-  std::string fingerprint;
+  RawJson metadata;  // the request's metadata object as canonical JSON (dump_json)
 };
 
 // Internal: the payout rail moved a payout on (pending -> processing -> success | failed).
 struct AdvancePayout {
   Partition partition{0};
   std::string transaction;  // publicId of the debit record
-  std::string status;       // processing | success | failed
+  TransactionStatus status = TransactionStatus::processing;  // processing | success | failed
 };
 
 // Money arriving from another bank (sandbox rail) to one of the caller's wallets.
@@ -137,15 +136,9 @@ struct IncomingCredit {
   std::string sender_bank_nibss_code;
 };
 
-// Internal: a wallet transfer's credit leg is applied; its debit becomes `success`.
-struct SettleTransfer {
-  Partition partition{0};
-  std::string transaction;  // publicId of the debit record
-};
-
 using Command =
     std::variant<CreateBusiness, UpdateAccount, AddBankAccount, CreateWallet, CreateCollection, CreateTransitWallet,
-                 WalletTransfer, BankTransfer, IncomingCredit, SettleTransfer, AdvancePayout, ExpireCollection>;
+                 WalletTransfer, BankTransfer, IncomingCredit, AdvancePayout, ExpireCollection>;
 
 // Domain rejections, mapped to HTTP in one table in query-api/. Values, never exceptions.
 enum class Rejection {
@@ -172,13 +165,16 @@ enum class Rejection {
 
 std::string_view to_string(Rejection r);
 
-// What the writer answers once the command's events are durable (or it was rejected).
+// What the writer answers once the command's events are durable (or it was rejected). The
+// writer renders nothing: query-api shows the record from the events, through projection/.
 struct Outcome {
   Rejection rejection = Rejection::none;
   std::string detail;             // operator-facing reason for `unavailable`
-  nlohmann::json record;          // the record the command produced (wallet, debit transaction, …)
-  bool replayed = false;          // an idempotent repeat: `record` is empty, `transaction` names it
-  std::string transaction;        // publicId of the (original) transaction, for transfers
+  // The publicId of the record the command produced (wallet, collection wallet, debit
+  // transaction, incoming credit, bank account, account), or for a replay the original's.
+  std::string id;
+  bool replayed = false;          // an idempotent repeat: no events; `id` names the original
+  std::vector<Event> events;      // the command's events as appended (sealed); empty when rejected
   Partition partition{0};
   Seq seq{0};                     // the last event of the command, for read-your-writes
 

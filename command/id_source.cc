@@ -14,12 +14,6 @@ std::string IdSource::uuid() {
   return format_uuid(b);
 }
 
-std::string IdSource::hex(std::size_t bytes) {
-  std::string raw(bytes, '\0');
-  fill(reinterpret_cast<std::uint8_t*>(raw.data()), bytes);
-  return to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size());
-}
-
 void RandomIds::fill(std::uint8_t* out, std::size_t n) { random_bytes(out, n); }
 
 void SeededIds::fill(std::uint8_t* out, std::size_t n) {

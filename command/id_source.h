@@ -1,10 +1,12 @@
 #pragma once
-// Where decide() gets the ids it assigns (publicIds, references, `_id`s): an input, like the
-// time, so that a decision is a pure function of (state, command, time, ids) and a seeded
-// source replays a run exactly (STYLE "Pure cores, injected edges").
+// Where decide() gets the ids it assigns (the uuids of new wallets and transactions): an input,
+// like the time, so that a decision is a pure function of (state, command, time, ids) and a
+// seeded source replays a run exactly (STYLE "Pure cores, injected edges"). Every other id a
+// record shows derives from these (events/ledger.h), so nothing else is drawn.
 //
 // Not thread-safe: a source belongs to one writer thread.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -16,11 +18,10 @@ class IdSource {
   // `n` fresh bytes.
   virtual void fill(std::uint8_t* out, std::size_t n) = 0;
 
-  std::string uuid();                // a UUID v4 in its 8-4-4-4-12 lowercase form
-  std::string hex(std::size_t bytes);  // 2 * bytes lowercase hex digits
+  std::string uuid();  // a UUID v4 in its 8-4-4-4-12 lowercase form
 };
 
-// Cryptographically secure random bytes: what the service runs with.
+// Cryptographically secure random bytes (common/crypto.h): what the service runs with.
 class RandomIds final : public IdSource {
  public:
   void fill(std::uint8_t* out, std::size_t n) override;

@@ -84,8 +84,7 @@ Partition Ledger::route(const Command& c) const {
       [&](const auto& cmd) -> Partition {
         using T = std::decay_t<decltype(cmd)>;
         if constexpr (std::is_same_v<T, CreateBusiness>) return partition_of(cmd.business_id);
-        else if constexpr (std::is_same_v<T, SettleTransfer> || std::is_same_v<T, AdvancePayout> ||
-                           std::is_same_v<T, ExpireCollection>)
+        else if constexpr (std::is_same_v<T, AdvancePayout> || std::is_same_v<T, ExpireCollection>)
           return cmd.partition;
         else return partition_of(cmd.caller.business);
       },
@@ -127,27 +126,26 @@ void Ledger::publish_durable() {
 
 namespace {
 
-// Gives a drafted event its place in the partition's chain, seals it, and applies it. The
-// draft gets its data back, for the record a decision may take from it.
-EncodedEvent place(PartitionState& st, EventDraft& draft, Seq command_seq, std::uint32_t command_size,
-                   UnixMs now) {
+// Gives a drafted event its place in the partition's chain, seals it (seal() asserts
+// validate()), and applies it. The sealed event is kept for the command's answer.
+EncodedEvent place(PartitionState& st, EventDraft& draft, Seq command_seq, std::uint32_t command_size, UnixMs now,
+                   std::vector<Event>& sealed) {
   Event e;
   e.partition = st.partition;
   e.seq = Seq(st.chain.last_seq().value + 1);
   e.epoch = st.chain.epoch();
   e.command_seq = command_seq;
   e.command_size = command_size;
-  e.type = draft.type;
   e.business = std::move(draft.business);
   e.live = draft.live;
   e.time = now;
   e.data = std::move(draft.data);
   e.prev_hash = st.chain.last_hash();
-  EncodedEvent out{e.partition, e.seq, e.type, e.business, e.time, seal(e)};
+  EncodedEvent out{e.partition, e.seq, e.type(), e.business, e.time, seal(e)};
   const ChainVerdict v = st.chain.follow(e);
   KOBO_ASSERT(v == ChainVerdict::accept, "the writer's own event must extend its chain");
   apply(st, e);
-  draft.data = std::move(e.data);
+  sealed.push_back(std::move(e));
   return out;
 }
 
@@ -155,7 +153,7 @@ EncodedEvent place(PartitionState& st, EventDraft& draft, Seq command_seq, std::
 
 Status Ledger::append_writer_started() {
   std::vector<EncodedEvent> batch;
-  const UnixMs now = now_ms();
+  const UnixMs now = this->now();
   for (auto& st : states_) {
     // Each writer generation takes the partition with the next epoch.
     const Epoch next(st.chain.epoch().value + 1);
@@ -164,11 +162,10 @@ Status Ledger::append_writer_started() {
     e.seq = Seq(st.chain.last_seq().value + 1);
     e.epoch = next;
     e.command_seq = e.seq;
-    e.type = EventType::writer_started;
     e.time = now;
-    e.data = {{"epoch", next.value}};
+    e.data = WriterStarted{next};
     e.prev_hash = st.chain.last_hash();
-    batch.push_back(EncodedEvent{e.partition, e.seq, e.type, "", now, seal(e)});
+    batch.push_back(EncodedEvent{e.partition, e.seq, e.type(), "", now, seal(e)});
     KOBO_ASSERT(st.chain.follow(e) == ChainVerdict::accept, "WriterStarted must extend the chain");
     apply(st, e);
   }
@@ -223,7 +220,7 @@ Outcome Ledger::execute(Command command) {
   return future.get();
 }
 
-// Work in flight (settlements, rail steps) as the log says it is: after a start, and after a
+// Work in flight (payout rail steps, collection expiries) as the log says it is: after a start, and after a
 // failed append re-read the log.
 void Ledger::resume_scheduled() {
   scheduled_.clear();
@@ -232,7 +229,7 @@ void Ledger::resume_scheduled() {
 }
 
 void Ledger::take_due(std::vector<Pending>& batch) {
-  const UnixMs now = now_ms();
+  const UnixMs now = this->now();
   while (!scheduled_.empty() && scheduled_.begin()->first <= now) {
     batch.push_back(Pending{std::move(scheduled_.begin()->second), nullptr});
     scheduled_.erase(scheduled_.begin());
@@ -264,7 +261,7 @@ void Ledger::recover() {
   }
   // The next attempt is a second after this one ends, so that commands queued meanwhile are
   // answered (unavailable) in between rather than waiting behind attempt after attempt.
-  const auto retry_later = [this] { next_recovery_ = std::chrono::steady_clock::now() + std::chrono::seconds(1); };
+  const auto retry_later = [this] { next_recovery_ = std::chrono::steady_clock::now() + options_.recovery_retry; };
   if (auto s = log_.reset_writer(); !s) {
     set_fault(s);
     log::warn("the log cannot be written yet; retrying", {{"error", s.message()}});
@@ -284,32 +281,40 @@ void Ledger::run() {
   std::vector<Pending> batch;
   for (;;) {
     batch.clear();
-    take_due(batch);
     {
       std::unique_lock lock(mu_);
-      auto ready = [&] { return stopping_ || !queue_.empty() || !batch.empty(); };
+      auto ready = [&] { return stopping_ || !queue_.empty(); };
       if (!healthy_.load() && !log_.fenced()) {
         cv_.wait_until(lock, next_recovery_, ready);
-      } else if (scheduled_.empty()) {
+      } else if (scheduled_.empty() || options_.clock) {
+        // Under a virtual clock time moves only when its driver says, and the driver submits
+        // after moving it: what fell due is taken then, never on a timer of its own.
         cv_.wait(lock, ready);
       } else {
-        const auto wait_ms = std::max<UnixMs>(0, scheduled_.begin()->first - now_ms());
+        const auto wait_ms = std::max<UnixMs>(0, scheduled_.begin()->first - now());
         cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), ready);
       }
       if (stopping_) return;
+    }
+    // What is due goes before what is queued: whatever woke the writer, a command submitted at
+    // time T is decided after everything scheduled up to T, so a run under a virtual clock is
+    // the same run every time.
+    take_due(batch);
+    {
+      std::lock_guard lock(mu_);
       while (!queue_.empty() && batch.size() < options_.batch_max) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
       ledger_metrics().queue_depth.set(static_cast<double>(queue_.size()));
     }
-    process(batch);  // while unhealthy: answers every command unavailable at once
+    if (!batch.empty()) process(batch);  // while unhealthy: answers every command unavailable at once
     if (!healthy_.load() && !log_.fenced() && std::chrono::steady_clock::now() >= next_recovery_) recover();
   }
 }
 
 void Ledger::process(std::vector<Pending>& batch) {
-  const UnixMs now = now_ms();
+  const UnixMs now = this->now();
   std::vector<EncodedEvent> events;
   std::vector<Outcome> outcomes(batch.size());
   std::vector<Scheduled> follow_ups;
@@ -336,13 +341,12 @@ void Ledger::process(std::vector<Pending>& batch) {
     o.partition = p;
     o.rejection = d.rejection;
     o.replayed = d.replayed;
-    o.transaction = std::move(d.transaction);
-    o.record = std::move(d.record);
+    o.id = std::move(d.id);
     if (!d.events.empty()) {
       const Seq command_seq(st.chain.last_seq().value + 1);
       const auto size = static_cast<std::uint32_t>(d.events.size());
-      for (auto& draft : d.events) events.push_back(place(st, draft, command_seq, size, now));
-      if (d.record_in) o.record = std::move(d.events.at(d.record_in->event).data.at(d.record_in->member));
+      o.events.reserve(d.events.size());
+      for (auto& draft : d.events) events.push_back(place(st, draft, command_seq, size, now, o.events));
       if (std::holds_alternative<CreateBusiness>(batch[i].command)) ++businesses_added;
       for (auto& f : d.schedule) follow_ups.push_back(std::move(f));
     }

@@ -34,9 +34,17 @@ struct LedgerOptions {
   LedgerConfig config;
   std::size_t queue_max = 65'536;  // commands waiting; a full queue answers `unavailable`
   std::size_t batch_max = 8'192;   // commands decided and appended together
-  // Where decide() draws the ids it assigns; null: secure random ids. Tests and simulations
-  // give a seeded one to replay a run exactly.
+  // Where decide() draws the ids it assigns; null: secure random ids (RandomIds). Tests and
+  // simulations give a seeded one (SeededIds) to replay a run exactly. Used by the writer
+  // thread only.
   std::shared_ptr<IdSource> ids;
+  // The time decisions are made at; null: the wall clock (now_ms). A simulation drives a virtual
+  // one, so that a seeded run replays exactly (tests/simulation/); under it the writer takes what
+  // fell due only when a command arrives, never on a timer.
+  std::function<UnixMs()> clock;
+  // After a failed append, how long the writer waits between attempts to settle and re-read the
+  // log (commands meanwhile are answered `unavailable`).
+  std::chrono::milliseconds recovery_retry{1000};
 };
 
 class Ledger {
@@ -86,6 +94,7 @@ class Ledger {
   void process(std::vector<Pending>& batch);
   void publish_durable();
   Partition route(const Command& c) const;
+  UnixMs now() const { return options_.clock ? options_.clock() : now_ms(); }
 
   EventLog& log_;
   const LedgerOptions options_;
@@ -103,7 +112,7 @@ class Ledger {
   std::condition_variable cv_;
   std::deque<Pending> queue_;     // guarded by mu_
   bool stopping_ = false;         // guarded by mu_
-  // Writer thread only: internal commands (settlements, payout rail steps) by due time.
+  // Writer thread only: internal commands (payout rail steps, collection expiries) by due time.
   std::multimap<UnixMs, Command> scheduled_;
   std::chrono::steady_clock::time_point next_recovery_{};  // writer thread only
   std::thread thread_;

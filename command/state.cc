@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <utility>
+#include <variant>
 
 #include "common/assert.h"
 #include "common/crypto.h"
-
-using nlohmann::json;
 
 namespace kobo {
 
@@ -133,168 +133,184 @@ void Wallets::add(std::string_view id, const Caller& owner, WalletState w, bool 
 
 Kobo PartitionState::balance_of(std::string_view ledger_account) const {
   if (const WalletState* w = wallets.find(ledger_account)) return w->balance;
-  if (auto s = system_balances.find(std::string(ledger_account)); s != system_balances.end()) return s->second;
+  if (const auto a = system_account_from_name(ledger_account)) return balance_of(*a);
   return Kobo(0);
 }
 
-std::string scope_key(std::string_view account, bool live) {
-  std::string k(account);
-  k += live ? "|l|" : "|t|";
-  return k;
-}
-
-std::int64_t interleaved_id(std::uint64_t n, Partition p, std::uint32_t partitions) {
-  return static_cast<std::int64_t>(n * partitions + p.value + 1);
+std::uint64_t interleaved_id(std::uint64_t n, Partition p, std::uint32_t partitions) {
+  return n * partitions + p.value + 1;
 }
 
 namespace {
 
-void post(PartitionState& s, const Event& e, Kobo delta) {
-  const std::string account = e.data.at("ledgerAccount").get<std::string>();
-  Kobo* balance = nullptr;
-  if (WalletState* w = s.wallets.find(account)) {
-    balance = &w->balance;
-  } else {
-    KOBO_ASSERT(account.starts_with("sys:"), "posting to an unknown ledger account");
-    balance = &s.system_balances[account];
+// Moves the balances of an event's postings, each through the one posting rule.
+void post_all(PartitionState& s, const std::vector<Posting>& postings) {
+  for (const Posting& p : postings) {
+    Kobo* balance = nullptr;
+    if (WalletState* w = s.wallets.find(p.account)) {
+      balance = &w->balance;
+    } else {
+      const auto a = system_account_from_name(p.account);
+      KOBO_ASSERT(a.has_value(), "posting to an unknown ledger account");
+      balance = &s.system_balances[static_cast<std::size_t>(*a)];
+    }
+    const PostingResult r = post(*balance, p);
+    KOBO_ASSERT(r.fault == PostingFault::none, "a posting the writer decided breaks the posting rule");
+    *balance = r.balance;
+    const auto total = checked_add(s.total, p.amount);
+    KOBO_ASSERT(total.has_value(), "the partition's sum overflows");
+    s.total = *total;
   }
-  *balance += delta;
-  s.total += delta;
-  KOBO_ASSERT(balance->value == e.data.at("balance").get<std::int64_t>(),
-              "event balance disagrees with the replayed balance");
-  if (account.starts_with("vba-")) KOBO_ASSERT(balance->value >= 0, "wallet balance below zero");
 }
 
-void record_transaction(PartitionState& s, const nlohmann::json& data) {
-  const auto& trx = data.at("transaction");
-  ++s.transactions_created;
-  if (trx.value("entry", "") == "debit" && trx.at("destinationType") == "VirtualAccount" &&
-      trx.at("status") == "pending")
-    s.pending_settlement.emplace(trx.at("publicId").get<std::string>(), trx.at("destination").get<std::string>());
-  if (trx.value("entry", "") == "debit" && trx.at("destinationType") == "BankAccount") {
-    PayoutState p;
-    p.source = trx.at("source").get<std::string>();
-    p.amount = Kobo(trx.at("amount").get<std::int64_t>());
-    p.fee = Kobo(trx.at("fee").get<std::int64_t>());
-    p.updated_at = parse_iso8601(trx.at("createdAt").get<std::string>()).value_or(0);
-    p.sandbox_fails = trx.value("/metadata/sandboxOutcome"_json_pointer, json()) == "failed";
-    p.business = trx.at("auth").get<std::string>();
-    p.live = trx.at("live").get<bool>();
-    p.reference = trx.at("reference").get<std::string>();
-    p.link_ref = trx.at("linkRef").get<std::string>();
-    p.narration = trx.at("narration").get<std::string>();
-    p.beneficiary = trx.at("destinationData");
-    s.payouts.emplace(trx.at("publicId").get<std::string>(), std::move(p));
-  }
-  const auto& ref = trx.find("reference");
-  if (trx.value("entry", "") == "debit" && ref != trx.end() && ref->is_string()) {
-    const std::string key = scope_key(trx.at("account").get<std::string>(), trx.at("live").get<bool>()) +
-                            ref->get<std::string>();
-    s.references[key] = ReferenceState{data.value("fingerprint", std::string()),
-                                       trx.at("publicId").get<std::string>()};
-  }
+// The records a money event creates count towards the integer ids of the next ones.
+void count_transactions(PartitionState& s, const EventData& d) { s.transactions_created += transactions_created(d).size(); }
+
+void remember_reference(PartitionState& s, const AccountId& account, bool live, const std::string& reference,
+                        std::string fingerprint, const TransactionId& transaction) {
+  s.references[scope_key(account.value, live) + reference] = ReferenceState{std::move(fingerprint), transaction.value};
 }
+
+// Whether a payout's metadata asks the sandbox rail to fail it: read once, when it is accepted.
+bool sandbox_fails(const RawJson& metadata) {
+  const auto j = nlohmann::json::parse(metadata.text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return false;
+  const auto it = j.find("sandboxOutcome");
+  return it != j.end() && it->is_string() && it->get_ref<const std::string&>() == "failed";
+}
+
+void open_wallet(PartitionState& s, const Event& e, const AccountId& account, const std::string& id,
+                 std::uint64_t int_id, const std::string& name, const std::string& account_number, bool named) {
+  WalletState ws;
+  ws.id = int_id;
+  ws.account_name = name;
+  const auto number = parse_account_number(account_number);
+  KOBO_ASSERT(number.has_value(), "a wallet's account number has 10 digits");
+  ws.account_number = *number;
+  s.wallets.add(id, Caller{e.business, account.value, e.live}, std::move(ws), named);
+  ++s.wallets_created;
+  ++s.account_numbers_issued;
+}
+
+void close_collection(PartitionState& s, const WalletId& collection) {
+  const auto number = s.collection_numbers.find(collection.value);
+  KOBO_ASSERT(number != s.collection_numbers.end(), "status change of an unknown collection wallet");
+  auto& c = s.collections.at(number->second);
+  KOBO_ASSERT(c.active, "a collection wallet is paid or expires once");
+  c.active = false;
+}
+
+struct Applier {
+  PartitionState& s;
+  const Event& e;
+
+  void operator()(const WriterStarted&) const {}
+
+  void operator()(const BusinessRegistered& x) const {
+    KOBO_ASSERT(s.businesses.insert(e.business).second, "a business registered twice");
+    KOBO_ASSERT(s.account_business.emplace(x.account.value, e.business).second, "an account registered twice");
+    ++s.accounts_created;
+  }
+
+  void operator()(const AccountUpdated& x) const {
+    KOBO_ASSERT(s.account_business.contains(x.account.value), "update of an unknown account");
+  }
+
+  void operator()(const WalletOpened& x) const {
+    if (x.category == WalletCategory::primary) ++s.primary_wallets[scope_key(x.account.value, e.live)];
+    open_wallet(s, e, x.account, x.wallet.value, x.id, x.name, x.account_number, /*named=*/true);
+  }
+
+  void operator()(const TransitWalletOpened& x) const {
+    KOBO_ASSERT(s.wallets.find(x.settlement_wallet.value) != nullptr, "a transit wallet settles to a known wallet");
+    // A transit wallet's name is exempt from the uniqueness rule.
+    open_wallet(s, e, x.account, x.wallet.value, x.id, x.name, x.account_number, /*named=*/false);
+    s.transit_settlement.emplace(x.wallet.value, x.settlement_wallet.value);
+  }
+
+  void operator()(const CollectionWalletOpened& x) const {
+    CollectionState cs;
+    cs.public_id = x.wallet.value;
+    cs.destination = x.destination.value;
+    cs.amount = x.amount;
+    cs.expires_at = x.expires_at.ms;
+    cs.business = e.business;
+    cs.account = x.account.value;
+    cs.live = e.live;
+    if (x.reference) s.collection_references.insert(scope_key(cs.account, cs.live) + *x.reference);
+    KOBO_ASSERT(!s.wallets.id_with_number(x.account_number), "collection account number reused");
+    s.collection_numbers.emplace(cs.public_id, x.account_number);
+    KOBO_ASSERT(s.collections.emplace(x.account_number, std::move(cs)).second, "collection account number reused");
+    ++s.account_numbers_issued;
+  }
+
+  void operator()(const CollectionWalletExpired& x) const { close_collection(s, x.wallet); }
+
+  void operator()(const BeneficiarySaved& x) const {
+    KOBO_ASSERT(s.bank_accounts.emplace(x.bank_account.value, x.id).second, "bank account added twice");
+    ++s.bank_accounts_created;
+  }
+
+  void operator()(const WalletTransferSettled& x) const {
+    post_all(s, x.postings);
+    count_transactions(s, e.data);
+    remember_reference(s, x.account, e.live, x.reference, request_fingerprint(request_of(x)), x.transaction);
+  }
+
+  void operator()(const BankTransferInitiated& x) const {
+    post_all(s, x.postings);
+    count_transactions(s, e.data);
+    remember_reference(s, x.account, e.live, x.reference, request_fingerprint(request_of(x)), x.transaction);
+    // request_of() asserted the shape: [source, payout suspense, fees].
+    PayoutState p;
+    p.source = x.postings[0].account;
+    p.amount = x.postings[1].amount;
+    p.fee = x.postings[2].amount;
+    p.updated_at = e.time;
+    p.sandbox_fails = sandbox_fails(x.metadata);
+    p.business = e.business;
+    p.live = e.live;
+    KOBO_ASSERT(s.payouts.emplace(x.transaction.value, std::move(p)).second, "a payout initiated twice");
+  }
+
+  void operator()(const PayoutProcessing&) const { change_status(); }
+
+  void operator()(const PayoutSucceeded& x) const {
+    post_all(s, x.postings);
+    change_status();
+  }
+
+  void operator()(const PayoutFailed& x) const {
+    post_all(s, x.postings);
+    count_transactions(s, e.data);
+    change_status();
+  }
+
+  void operator()(const IncomingCreditReceived& x) const {
+    post_all(s, x.postings);
+    count_transactions(s, e.data);
+    if (x.collection) close_collection(s, *x.collection);
+  }
+
+  void change_status() const {
+    const auto c = status_change(e.data);
+    KOBO_ASSERT(c.has_value(), "a payout event changes a status");
+    const auto p = s.payouts.find(c->transaction.value);
+    KOBO_ASSERT(p != s.payouts.end(), "status change of a payout not in flight");
+    KOBO_ASSERT(p->second.status == c->from, "payout moved from a status it was not in");
+    if (c->to == TransactionStatus::success || c->to == TransactionStatus::failed) {
+      s.payouts.erase(p);
+    } else {
+      p->second.status = c->to;
+      p->second.updated_at = e.time;
+    }
+  }
+};
 
 }  // namespace
 
 void apply(PartitionState& s, const Event& e) {
-  const auto& d = e.data;
-  switch (e.type) {
-    case EventType::writer_started:
-      break;
-    case EventType::business_created:
-      s.businesses.insert(d.at("business").at("publicId").get<std::string>());
-      break;
-    case EventType::account_created: {
-      const auto& a = d.at("account");
-      s.account_business[a.at("publicId").get<std::string>()] = a.at("business").get<std::string>();
-      ++s.accounts_created;
-      break;
-    }
-    case EventType::account_updated:
-      KOBO_ASSERT(s.account_business.contains(d.at("accountId").get<std::string>()), "update of an unknown account");
-      break;
-    case EventType::bank_account_added:
-      KOBO_ASSERT(s.bank_accounts
-                      .emplace(d.at("bankAccount").at("publicId").get<std::string>(),
-                               d.at("bankAccount").at("id").get<std::int64_t>())
-                      .second,
-                  "bank account added twice");
-      ++s.bank_accounts_created;
-      break;
-    case EventType::collection_created: {
-      const auto& c = d.at("collection");
-      CollectionState cs;
-      cs.public_id = c.at("publicId").get<std::string>();
-      cs.destination = c.at("destination").get<std::string>();
-      cs.amount = Kobo(c.at("amount").get<std::int64_t>());
-      cs.expires_at = parse_iso8601(c.at("expiration").get<std::string>()).value_or(0);
-      cs.business = c.at("auth").get<std::string>();
-      cs.account = c.at("account").get<std::string>();
-      cs.live = c.at("live").get<bool>();
-      const std::string number = c.at("accountNumber").get<std::string>();
-      if (c.at("reference").is_string())
-        s.collection_references.insert(scope_key(cs.account, cs.live) + c.at("reference").get<std::string>());
-      KOBO_ASSERT(!s.wallets.id_with_number(number), "collection account number reused");
-      s.collection_numbers.emplace(cs.public_id, number);
-      KOBO_ASSERT(s.collections.emplace(number, std::move(cs)).second, "collection account number reused");
-      ++s.account_numbers_issued;
-      break;
-    }
-    case EventType::collection_status_changed: {
-      const auto number = s.collection_numbers.find(d.at("publicId").get<std::string>());
-      KOBO_ASSERT(number != s.collection_numbers.end(), "status change of an unknown collection wallet");
-      auto& c = s.collections.at(number->second);
-      KOBO_ASSERT(c.active && d.at("from") == "pending", "a collection wallet is paid or expires once");
-      c.active = false;
-      break;
-    }
-    case EventType::wallet_created: {
-      const auto& w = d.at("wallet");
-      const Caller owner{w.at("auth").get<std::string>(), w.at("account").get<std::string>(),
-                         w.at("live").get<bool>()};
-      const std::string id = w.at("publicId").get<std::string>();
-      WalletState ws;
-      ws.id = w.at("id").get<std::int64_t>();
-      ws.account_name = w.at("accountName").get<std::string>();
-      const auto number = parse_account_number(w.at("accountNumber").get<std::string>());
-      KOBO_ASSERT(number.has_value(), "a wallet's account number has 10 digits");
-      ws.account_number = *number;
-      const bool transit = w.contains("settlementAccount");  // transit: no name or category rules
-      if (transit) {
-        s.transit_settlement.emplace(id, w.at("settlementAccount").get<std::string>());
-      } else if (w.value("category", "") == "primary") {
-        ++s.primary_wallets[scope_key(owner.account, owner.live)];
-      }
-      s.wallets.add(id, owner, std::move(ws), /*named=*/!transit);
-      ++s.wallets_created;
-      ++s.account_numbers_issued;
-      break;
-    }
-    case EventType::debited:
-      post(s, e, -Kobo(d.at("amount").get<std::int64_t>()));
-      if (d.contains("transaction")) record_transaction(s, d);
-      break;
-    case EventType::credited:
-      post(s, e, Kobo(d.at("amount").get<std::int64_t>()));
-      if (d.contains("transaction")) record_transaction(s, d);
-      break;
-    case EventType::transaction_status_changed: {
-      const std::string id = d.at("publicId").get<std::string>();
-      s.pending_settlement.erase(id);
-      if (auto p = s.payouts.find(id); p != s.payouts.end()) {
-        KOBO_ASSERT(p->second.status == d.at("from"), "payout moved from a status it was not in");
-        const std::string to = d.at("status").get<std::string>();
-        if (to == "success" || to == "failed") {
-          s.payouts.erase(p);
-        } else {
-          p->second.status = to;
-          p->second.updated_at = parse_iso8601(d.at("updatedAt").get<std::string>()).value_or(0);
-        }
-      }
-      break;
-    }
-  }
+  std::visit(Applier{s, e}, e.data);
   if (e.last_of_command()) KOBO_ASSERT(s.total.value == 0, "partition balances do not sum to zero");
 }
 

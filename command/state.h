@@ -5,6 +5,7 @@
 //
 // Owned by the writer thread; not thread-safe.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -14,24 +15,19 @@
 #include <vector>
 
 #include "command/commands.h"
+#include "common/time.h"
 #include "events/chain.h"
 #include "events/event.h"
-#include "common/time.h"
+#include "events/ledger.h"
 #include "events/types.h"
 
 namespace kobo {
-
-// Ledger accounts that are not wallets; one of each per partition (DESIGN "Double entry").
-inline constexpr std::string_view kInboundSettlement = "sys:inbound-settlement";
-inline constexpr std::string_view kFeeAccount = "sys:fees";
-inline constexpr std::string_view kPayoutSuspense = "sys:payout-suspense";
-inline constexpr std::string_view kOutboundSettlement = "sys:outbound-settlement";
 
 // A wallet as the writer needs it to decide. A partition holds up to millions of these, so the
 // fields are compact (issue 7): the owner is an index into Wallets' table of owners, the
 // account number an integer.
 struct WalletState {
-  std::int64_t id = 0;
+  std::uint64_t id = 0;
   std::string account_name;
   std::uint64_t account_number = 0;  // 10 digits: format_account_number() keeps leading zeros
   Kobo balance;
@@ -124,24 +120,22 @@ struct CollectionState {
   bool live = false;
 };
 
-// A bank transfer on the payout rail. Legal moves: pending -> processing -> success | failed.
+// A bank transfer on the payout rail: what the writer needs to move it on and to reverse it.
+// Legal moves: pending -> processing -> success | failed; a payout leaves the state when final.
 struct PayoutState {
-  std::string status = "pending";
-  std::string source;        // the wallet that paid, credited back on failure
+  TransactionStatus status = TransactionStatus::pending;
+  std::string source;          // the wallet that paid, credited back on failure
   Kobo amount;
   Kobo fee;
-  UnixMs updated_at = 0;     // of the last status change
+  UnixMs updated_at = 0;       // of the last status change
   bool sandbox_fails = false;  // metadata.sandboxOutcome == "failed"
-  std::string reference;
-  std::string link_ref;
-  std::string narration;
-  nlohmann::json beneficiary;  // the destinationData snapshot
   std::string business;
   bool live = false;
 };
 
+// What a transfer reference was first used for (DESIGN section 2, idempotency).
 struct ReferenceState {
-  std::string fingerprint;  // of the request that first used the reference
+  std::string fingerprint;  // request_fingerprint() of the request that first used it
   std::string transaction;  // publicId of the transaction it produced
 };
 
@@ -160,28 +154,28 @@ struct PartitionState {
   std::unordered_map<std::string, std::string> account_business;  // acc-… -> biz-…
   Wallets wallets;
   std::unordered_map<std::string, std::string> transit_settlement; // transit vba-… -> vba-… swept to
-  std::unordered_map<std::string, std::int64_t> bank_accounts;     // bka-… -> integer id
+  std::unordered_map<std::string, std::uint64_t> bank_accounts;    // bka-… -> integer id
   std::unordered_map<std::string, CollectionState> collections;    // account number -> collection wallet
   std::unordered_map<std::string, std::string> collection_numbers; // vba-… -> account number
   std::unordered_set<std::string> collection_references;           // scope_key(account, live) + reference
   std::unordered_map<std::string, int> primary_wallets;            // scope_key(account, live) -> count
   std::unordered_map<std::string, ReferenceState> references;      // scope_key(account, live) + reference
-  std::unordered_map<std::string, Kobo> system_balances;           // sys:… -> balance
-  std::unordered_map<std::string, std::string> pending_settlement; // debit trx-… -> credit wallet
+  std::array<Kobo, kSystemAccounts.size()> system_balances{};      // by SystemAccount
   std::unordered_map<std::string, PayoutState> payouts;            // debit trx-… in flight
   Kobo total;  // sum of every balance in the partition: zero after every command
 
+  // A wallet's or a system account's balance (0 for an account that does not exist).
   Kobo balance_of(std::string_view ledger_account) const;
+  Kobo balance_of(SystemAccount a) const { return system_balances[static_cast<std::size_t>(a)]; }
 };
 
-// "acc-…|t|" or "acc-…|l|": the prefix of keys scoped to an account and a mode.
-std::string scope_key(std::string_view account, bool live);
-
 // The integer id of the n-th record (from 0) of a kind in partition p.
-std::int64_t interleaved_id(std::uint64_t n, Partition p, std::uint32_t partitions);
+std::uint64_t interleaved_id(std::uint64_t n, Partition p, std::uint32_t partitions);
 
-// Folds one accepted event into the state. The event has passed the chain check; anything
-// inconsistent here is a bug or a corrupt log that slipped past the hash, so it asserts.
+// Folds one accepted event into the state, reading its typed data. Every posting moves its
+// balance through post() (events/ledger.h). The event has passed the chain check and
+// validate(); anything inconsistent here is a bug or a corrupt log that slipped past the hash,
+// so it asserts.
 void apply(PartitionState& s, const Event& e);
 
 }  // namespace kobo

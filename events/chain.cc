@@ -18,7 +18,7 @@ ChainFollower::ChainFollower(Seq last_seq, std::string last_hash, Epoch epoch)
 ChainVerdict ChainFollower::follow(const Event& e) {
   const bool extends = e.seq.value == last_seq_.value + 1 && e.prev_hash == last_hash_;
   if (extends && e.epoch >= epoch_) {
-    if (e.type == EventType::writer_started && !(e.epoch > epoch_)) return ChainVerdict::broken;
+    if (e.type() == EventType::writer_started && !(e.epoch > epoch_)) return ChainVerdict::broken;
     last_seq_ = e.seq;
     last_hash_ = e.hash;
     epoch_ = e.epoch;

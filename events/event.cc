@@ -3,58 +3,162 @@
 #include <array>
 #include <charconv>
 #include <simdjson.h>
+#include <type_traits>
 
 #include "common/crypto.h"
 #include "common/json_dump.h"
+#include "events/ledger.h"
 
 namespace kobo {
 namespace {
 
-constexpr std::array<std::pair<EventType, std::string_view>, 11> kTypeNames{{
-    {EventType::writer_started, "WriterStarted"},
-    {EventType::business_created, "BusinessCreated"},
-    {EventType::account_created, "AccountCreated"},
-    {EventType::account_updated, "AccountUpdated"},
-    {EventType::wallet_created, "WalletCreated"},
-    {EventType::bank_account_added, "BankAccountAdded"},
-    {EventType::collection_created, "CollectionCreated"},
-    {EventType::collection_status_changed, "CollectionStatusChanged"},
-    {EventType::debited, "Debited"},
-    {EventType::credited, "Credited"},
-    {EventType::transaction_status_changed, "TransactionStatusChanged"},
-}};
+template <typename E, std::size_t N>
+using NameTable = std::array<std::pair<E, std::string_view>, N>;
 
-// The canonical JSON of `e` without its hash: the envelope's members in key order, written
-// directly around e.data (a json envelope built to be dumped cost as much as the dump).
+template <typename E, std::size_t N>
+std::string_view name_in(const NameTable<E, N>& table, E value) {
+  for (const auto& [v, name] : table)
+    if (v == value) return name;
+  KOBO_ASSERT(false, "a value without a name");
+  return {};
+}
+
+template <typename E, std::size_t N>
+std::optional<E> value_in(const NameTable<E, N>& table, std::string_view name) {
+  for (const auto& [v, n] : table)
+    if (n == name) return v;
+  return std::nullopt;
+}
+
+constexpr NameTable<EventType, 14> kTypeNames{{
+    {EventType::writer_started, "WriterStarted"},
+    {EventType::business_registered, "BusinessRegistered"},
+    {EventType::account_updated, "AccountUpdated"},
+    {EventType::wallet_opened, "WalletOpened"},
+    {EventType::transit_wallet_opened, "TransitWalletOpened"},
+    {EventType::collection_wallet_opened, "CollectionWalletOpened"},
+    {EventType::collection_wallet_expired, "CollectionWalletExpired"},
+    {EventType::beneficiary_saved, "BeneficiarySaved"},
+    {EventType::wallet_transfer_settled, "WalletTransferSettled"},
+    {EventType::bank_transfer_initiated, "BankTransferInitiated"},
+    {EventType::payout_processing, "PayoutProcessing"},
+    {EventType::payout_succeeded, "PayoutSucceeded"},
+    {EventType::payout_failed, "PayoutFailed"},
+    {EventType::incoming_credit_received, "IncomingCreditReceived"},
+}};
+static_assert(std::variant_size_v<EventData> == 14, "every event type has a name");
+
+constexpr NameTable<TransactionStatus, 4> kTransactionStatusNames{{{TransactionStatus::pending, "pending"},
+                                                                   {TransactionStatus::processing, "processing"},
+                                                                   {TransactionStatus::success, "success"},
+                                                                   {TransactionStatus::failed, "failed"}}};
+constexpr NameTable<CollectionStatus, 3> kCollectionStatusNames{{{CollectionStatus::pending, "pending"},
+                                                                 {CollectionStatus::success, "success"},
+                                                                 {CollectionStatus::expired, "expired"}}};
+constexpr NameTable<WalletCategory, 2> kCategoryNames{
+    {{WalletCategory::primary, "primary"}, {WalletCategory::secondary, "secondary"}}};
+constexpr NameTable<BeneficiaryType, 3> kBeneficiaryTypeNames{{{BeneficiaryType::vba, "vba"},
+                                                               {BeneficiaryType::external, "external"},
+                                                               {BeneficiaryType::personal, "personal"}}};
+
+// ---- encoding: canonical JSON written member by member, no DOM --------------------------------
+
+template <typename T>
+concept Described = requires(T& x) { T::fields(x, [](const char*, auto&) {}); };
+
+template <typename T>
+struct IsId : std::false_type {};
+template <typename Tag>
+struct IsId<Id<Tag>> : std::true_type {};
+
+template <typename T>
+struct IsOptional : std::false_type {};
+template <typename T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+
+void write_number(std::string& out, std::uint64_t v) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+void write_number(std::string& out, std::int64_t v) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+template <typename T>
+void write(std::string& out, const T& v);
+
+template <Described T>
+void write_object(std::string& out, const T& x) {
+  out += '{';
+  bool first = true;
+  T::fields(x, [&](const char* name, const auto& member) {
+    if constexpr (IsOptional<std::decay_t<decltype(member)>>::value) {
+      if (!member) return;
+    }
+    if (!first) out += ',';
+    first = false;
+    out += '"';
+    out += name;  // member names are plain ASCII
+    out += "\":";
+    write(out, member);
+  });
+  out += '}';
+}
+
+template <typename T>
+void write(std::string& out, const T& v) {
+  if constexpr (std::is_same_v<T, std::string>) append_json_string(out, v);
+  else if constexpr (std::is_same_v<T, bool>) out += v ? "true" : "false";
+  else if constexpr (std::is_same_v<T, std::uint64_t>) write_number(out, v);
+  else if constexpr (std::is_same_v<T, Kobo>) write_number(out, v.value);
+  else if constexpr (std::is_same_v<T, Epoch>) write_number(out, v.value);
+  else if constexpr (std::is_same_v<T, Timestamp>) append_json_string(out, format_iso8601(v.ms));
+  else if constexpr (std::is_same_v<T, RawJson>) out += v.text;
+  else if constexpr (std::is_enum_v<T>) append_json_string(out, to_string(v));
+  else if constexpr (IsOptional<T>::value) write(out, *v);
+  else if constexpr (IsId<T>::value) append_json_string(out, v.value);
+  else if constexpr (Described<T>) write_object(out, v);
+  else {
+    out += '[';
+    bool first = true;
+    for (const auto& item : v) {
+      if (!first) out += ',';
+      first = false;
+      write(out, item);
+    }
+    out += ']';
+  }
+}
+
+// The canonical JSON of `e` without its hash: the envelope's members in key order.
 std::string canonical_without_hash(const Event& e) {
-  const auto number = [](std::string& out, std::uint64_t v) {
-    char buf[24];
-    out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-  };
   std::string out;
-  out.reserve(1024);
+  out.reserve(640);
   out += "{\"business\":";
   append_json_string(out, e.business);
-  out += ",\"commandSeq\":";
-  number(out, e.command_seq.value);
-  out += ",\"commandSize\":";
-  number(out, e.command_size);
+  if (e.command_size != 1) {
+    out += ",\"commandSeq\":";
+    write_number(out, e.command_seq.value);
+    out += ",\"commandSize\":";
+    write_number(out, std::uint64_t{e.command_size});
+  }
   out += ",\"data\":";
-  append_json(out, e.data);
+  std::visit([&](const auto& d) { write_object(out, d); }, e.data);
   out += ",\"epoch\":";
-  number(out, e.epoch.value);
+  write_number(out, e.epoch.value);
   out += e.live ? ",\"live\":true,\"partition\":" : ",\"live\":false,\"partition\":";
-  number(out, e.partition.value);
+  write_number(out, std::uint64_t{e.partition.value});
   out += ",\"prevHash\":";
   append_json_string(out, e.prev_hash);
   out += ",\"schemaVersion\":";
-  out += std::to_string(e.schema_version);
+  write_number(out, static_cast<std::int64_t>(e.schema_version));
   out += ",\"seq\":";
-  number(out, e.seq.value);
+  write_number(out, e.seq.value);
   out += ",\"time\":";
   append_json_string(out, format_iso8601(e.time));
   out += ",\"type\":";
-  append_json_string(out, to_string(e.type));
+  append_json_string(out, to_string(e.type()));
   out += '}';
   return out;
 }
@@ -86,27 +190,273 @@ bool hash_covers_bytes(std::string_view bytes, const Event& e) {
   return body && to_hex(sha256({e.prev_hash, "{", *body})) == e.hash;
 }
 
-}  // namespace
+// ---- decoding: simdjson On Demand, straight into the structs ----------------------------------
 
-std::string_view to_string(EventType t) {
-  for (const auto& [type, name] : kTypeNames)
-    if (type == t) return name;
-  KOBO_ASSERT(false, "unnamed event type");
+namespace od = simdjson::ondemand;
+
+Status malformed(std::string_view what) { return Status::error("malformed event: " + std::string(what)); }
+
+template <typename T>
+Status read(od::value v, T& out, const char* name);
+
+template <Described T>
+Status read_object(od::value v, T& out) {
+  od::object object;
+  if (v.get_object().get(object) != simdjson::SUCCESS) return malformed("expected an object");
+  std::uint64_t seen = 0;
+  for (auto field : object) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) return malformed("bad member name");
+    bool matched = false;
+    Status status;
+    int i = 0;
+    T::fields(out, [&](const char* name, auto& member) {
+      if (!matched && key == name) {
+        matched = true;
+        if (seen & (std::uint64_t{1} << i)) status = malformed(std::string("repeated member ") + name);
+        else status = read(field.value(), member, name);
+        seen |= std::uint64_t{1} << i;
+      }
+      ++i;
+    });
+    if (!matched) return malformed("unknown member " + std::string(key));
+    if (!status) return status;
+  }
+  Status missing;
+  int i = 0;
+  T::fields(out, [&](const char* name, auto& member) {
+    if constexpr (!IsOptional<std::decay_t<decltype(member)>>::value) {
+      if (missing && !(seen & (std::uint64_t{1} << i))) missing = malformed(std::string("missing member ") + name);
+    }
+    ++i;
+  });
+  return missing;
+}
+
+template <typename E>
+Status read_enum(od::value v, E& out, const char* name, std::optional<E> (*parse)(std::string_view)) {
+  std::string_view text;
+  if (v.get_string().get(text) != simdjson::SUCCESS) return malformed(std::string(name) + " is not a string");
+  const auto parsed = parse(text);
+  if (!parsed) return malformed(std::string(name) + " has an unknown value " + std::string(text));
+  out = *parsed;
   return {};
 }
 
-std::optional<EventType> event_type_from_string(std::string_view s) {
-  for (const auto& [type, name] : kTypeNames)
-    if (name == s) return type;
-  return std::nullopt;
+template <typename T>
+Status read(od::value v, T& out, const char* name) {
+  const auto bad = [&](const char* what) { return malformed(std::string(name) + " is not " + what); };
+  if constexpr (std::is_same_v<T, std::string>) {
+    std::string_view s;
+    if (v.get_string().get(s) != simdjson::SUCCESS) return bad("a string");
+    out.assign(s);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (v.get_bool().get(out) != simdjson::SUCCESS) return bad("a boolean");
+  } else if constexpr (std::is_same_v<T, std::uint64_t>) {
+    if (v.get_uint64().get(out) != simdjson::SUCCESS) return bad("a non-negative integer");
+  } else if constexpr (std::is_same_v<T, Kobo>) {
+    if (v.get_int64().get(out.value) != simdjson::SUCCESS) return bad("an integer");
+  } else if constexpr (std::is_same_v<T, Epoch>) {
+    if (v.get_uint64().get(out.value) != simdjson::SUCCESS) return bad("a non-negative integer");
+  } else if constexpr (std::is_same_v<T, Timestamp>) {
+    std::string_view s;
+    if (v.get_string().get(s) != simdjson::SUCCESS) return bad("a time");
+    const auto t = parse_iso8601(s);
+    if (!t || format_iso8601(*t) != s) return bad("a time");
+    out.ms = *t;
+  } else if constexpr (std::is_same_v<T, RawJson>) {
+    od::object object;
+    std::string_view raw;
+    if (v.get_object().get(object) != simdjson::SUCCESS || object.raw_json().get(raw) != simdjson::SUCCESS)
+      return bad("an object");
+    out.text.assign(raw);
+  } else if constexpr (std::is_same_v<T, TransactionStatus>) {
+    return read_enum<T>(v, out, name, transaction_status_from_string);
+  } else if constexpr (std::is_same_v<T, WalletCategory>) {
+    return read_enum<T>(v, out, name, wallet_category_from_string);
+  } else if constexpr (std::is_same_v<T, BeneficiaryType>) {
+    return read_enum<T>(v, out, name, beneficiary_type_from_string);
+  } else if constexpr (IsOptional<T>::value) {
+    return read(v, out.emplace(), name);
+  } else if constexpr (IsId<T>::value) {
+    std::string_view s;
+    if (v.get_string().get(s) != simdjson::SUCCESS) return bad("a string");
+    out.value.assign(s);
+  } else if constexpr (Described<T>) {
+    return read_object(v, out);
+  } else {
+    od::array array;
+    if (v.get_array().get(array) != simdjson::SUCCESS) return bad("an array");
+    for (auto item : array) {
+      od::value element;
+      if (item.get(element) != simdjson::SUCCESS) return bad("an array");
+      if (auto s = read(element, out.emplace_back(), name); !s) return s;
+    }
+  }
+  return {};
+}
+
+// The data of an event of type `type`, from its JSON text (which has padding readable after it).
+Status read_data(od::parser& parser, EventType type, std::string_view text, std::size_t capacity, EventData& out) {
+  od::document doc;
+  if (parser.iterate(text.data(), text.size(), capacity).get(doc) != simdjson::SUCCESS) return malformed("data");
+  od::value root;
+  if (doc.get_value().get(root) != simdjson::SUCCESS) return malformed("data");
+  Status status;
+  // The alternative with the index of `type`.
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((static_cast<std::size_t>(type) == I ? (void)(status = read_object(root, out.emplace<I>())) : (void)0), ...);
+  }(std::make_index_sequence<std::variant_size_v<EventData>>{});
+  if (!status) return status;
+  return {};
+}
+
+Result<Event> decode(std::string_view bytes, bool verify) {
+  thread_local od::parser parser;
+  thread_local std::string padded;
+  padded.assign(bytes);
+  padded.append(simdjson::SIMDJSON_PADDING, '\0');
+
+  Event e;
+  std::string_view data_text;  // points into `padded`
+  std::string type_name, time_text;
+  std::uint64_t seen = 0;
+  {
+    od::document doc;
+    od::object object;
+    if (parser.iterate(padded.data(), bytes.size(), padded.size()).get(doc) != simdjson::SUCCESS ||
+        doc.get_object().get(object) != simdjson::SUCCESS)
+      return Status::error("event is not a JSON object");
+    for (auto field : object) {
+      std::string_view key;
+      if (field.unescaped_key().get(key) != simdjson::SUCCESS) return malformed("bad member name");
+      od::value v;
+      if (field.value().get(v) != simdjson::SUCCESS) return malformed("bad value");
+      Status s;
+      std::uint64_t bit = 0;
+      std::uint64_t number = 0;
+      if (key == "hash") {
+        bit = 1, s = read(v, e.hash, "hash");
+      } else if (key == "business") {
+        bit = 2, s = read(v, e.business, "business");
+      } else if (key == "commandSeq") {
+        bit = 4, s = read(v, e.command_seq.value, "commandSeq");
+      } else if (key == "commandSize") {
+        bit = 8, s = read(v, number, "commandSize");
+        if (s && number > UINT32_MAX) s = malformed("commandSize");
+        e.command_size = static_cast<std::uint32_t>(number);
+      } else if (key == "data") {
+        bit = 16;
+        od::object d;
+        if (v.get_object().get(d) != simdjson::SUCCESS || d.raw_json().get(data_text) != simdjson::SUCCESS)
+          s = malformed("data is not an object");
+      } else if (key == "epoch") {
+        bit = 32, s = read(v, e.epoch, "epoch");
+      } else if (key == "live") {
+        bit = 64, s = read(v, e.live, "live");
+      } else if (key == "partition") {
+        bit = 128, s = read(v, number, "partition");
+        if (s && number > UINT32_MAX) s = malformed("partition");
+        e.partition = Partition(static_cast<std::uint32_t>(number));
+      } else if (key == "prevHash") {
+        bit = 256, s = read(v, e.prev_hash, "prevHash");
+      } else if (key == "schemaVersion") {
+        bit = 512, s = read(v, number, "schemaVersion");
+        e.schema_version = number > 1'000'000 ? -1 : static_cast<int>(number);
+      } else if (key == "seq") {
+        bit = 1024, s = read(v, e.seq.value, "seq");
+      } else if (key == "time") {
+        bit = 2048, s = read(v, time_text, "time");
+      } else if (key == "type") {
+        bit = 4096, s = read(v, type_name, "type");
+      } else {
+        return malformed("unknown member " + std::string(key));
+      }
+      if (!s) return s;
+      if (seen & bit) return malformed("repeated member " + std::string(key));
+      seen |= bit;
+    }
+    if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return malformed("trailing bytes");
+  }
+  // The version first: a log of another version is refused for what it is, not for its types.
+  if (seen & 512 && e.schema_version != kEventSchemaVersion)
+    return unsupported_schema_version(e.schema_version);
+  // commandSeq and commandSize come together, and only for a command of more than one event.
+  if ((seen & 12) == 0) {
+    e.command_seq = e.seq;
+    e.command_size = 1;
+  } else if ((seen & 12) != 12 || e.command_size == 1) {
+    return malformed("commandSeq and commandSize are both present, and only for a command of several events");
+  }
+  if ((seen | 12) != 8191) return malformed("the envelope lacks a member");
+  const auto type = event_type_from_string(type_name);
+  if (!type) return Status::error("unknown event type " + type_name);
+  const auto time = parse_iso8601(time_text);
+  if (!time) return malformed("bad time");
+  e.time = *time;
+  if (!is_hex64(e.hash) || !is_hex64(e.prev_hash)) return malformed("hash or prevHash is not 64 hex digits");
+  if (e.seq.value < 1 || e.command_size < 1 || e.command_seq > e.seq ||
+      e.seq.value >= e.command_seq.value + e.command_size)
+    return Status::error("event outside its command");
+  const std::size_t capacity = padded.size() - static_cast<std::size_t>(data_text.data() - padded.data());
+  if (auto s = read_data(parser, *type, data_text, capacity, e.data); !s) return s;
+  if ((*type == EventType::writer_started) != e.business.empty())
+    return malformed("business must be empty exactly for WriterStarted");
+  if (verify) {
+    if (!hash_covers_bytes(bytes, e)) return Status::error("hash mismatch");
+    if (auto s = validate(e); !s) return s;
+  }
+  return e;
+}
+
+}  // namespace
+
+std::string_view to_string(EventType t) { return name_in(kTypeNames, t); }
+std::optional<EventType> event_type_from_string(std::string_view s) { return value_in(kTypeNames, s); }
+std::string_view to_string(TransactionStatus s) { return name_in(kTransactionStatusNames, s); }
+std::string_view to_string(CollectionStatus s) { return name_in(kCollectionStatusNames, s); }
+std::string_view to_string(WalletCategory c) { return name_in(kCategoryNames, c); }
+std::string_view to_string(BeneficiaryType t) { return name_in(kBeneficiaryTypeNames, t); }
+std::optional<TransactionStatus> transaction_status_from_string(std::string_view s) {
+  return value_in(kTransactionStatusNames, s);
+}
+std::optional<WalletCategory> wallet_category_from_string(std::string_view s) { return value_in(kCategoryNames, s); }
+std::optional<BeneficiaryType> beneficiary_type_from_string(std::string_view s) {
+  return value_in(kBeneficiaryTypeNames, s);
+}
+
+Status validate(const Event& e) {
+  const auto* postings = postings_of(e.data);
+  if (postings == nullptr) return {};
+  Kobo sum;
+  std::size_t wallet_postings = 0;
+  for (const Posting& p : *postings) {
+    if (p.amount.value == 0) return Status::error("a posting of 0 kobo to " + p.account);
+    if (!is_wallet_account(p.account) && !system_account_from_name(p.account))
+      return Status::error("a posting to " + p.account + ", which is neither a wallet nor a system account");
+    const auto next = checked_add(sum, p.amount);
+    if (!next) return Status::error("the postings overflow");
+    sum = *next;
+    if (is_wallet_account(p.account)) ++wallet_postings;
+  }
+  if (postings->empty()) return Status::error("a money event without postings");
+  if (sum.value != 0) return Status::error("the postings sum to " + std::to_string(sum.value) + ", not 0");
+  if (transactions_created(e.data).size() != wallet_postings)
+    return Status::error("not one transaction id per wallet posting");
+  return {};
 }
 
 std::string seal(Event& e) {
+  KOBO_ASSERT(validate(e).ok(), "the writer appends only valid events");
+  return seal_unvalidated(e);
+}
+
+std::string seal_unvalidated(Event& e) {
   KOBO_ASSERT(e.seq.value >= 1, "seq starts at 1");
   KOBO_ASSERT(e.command_seq <= e.seq && e.seq.value < e.command_seq.value + e.command_size,
               "event outside its command");
   KOBO_ASSERT(is_hex64(e.prev_hash), "prevHash must be 64 hex digits");
-  KOBO_ASSERT(e.data.is_object(), "event data must be an object");
+  KOBO_ASSERT(e.schema_version == kEventSchemaVersion, "the writer writes the current schema only");
   const std::string canonical = canonical_without_hash(e);
   e.hash = to_hex(sha256(e.prev_hash, canonical));
   // Keys are sorted in the canonical form; the hash is prefixed so it need not be re-encoded.
@@ -119,95 +469,38 @@ std::string seal(Event& e) {
   return wire;
 }
 
-namespace {
+Result<Event> decode_event(std::string_view bytes) { return decode(bytes, /*verify=*/true); }
 
-nlohmann::json to_json(simdjson::dom::element in) {
-  using simdjson::dom::element_type;
-  switch (in.type()) {
-    case element_type::OBJECT: {
-      nlohmann::json out(nlohmann::json::value_t::object);
-      auto& members = out.get_ref<nlohmann::json::object_t&>();
-      // A repeated key keeps its last value, as nlohmann's own parser does.
-      for (const auto [key, value] : simdjson::dom::object(in)) members[std::string(key)] = to_json(value);
-      return out;
-    }
-    case element_type::ARRAY: {
-      nlohmann::json out(nlohmann::json::value_t::array);
-      auto& items = out.get_ref<nlohmann::json::array_t&>();
-      for (const auto value : simdjson::dom::array(in)) items.push_back(to_json(value));
-      return out;
-    }
-    case element_type::INT64: {
-      // nlohmann keeps a non-negative integer unsigned; so does this, for equal values.
-      const std::int64_t v = in.get_int64().value_unsafe();
-      return v >= 0 ? nlohmann::json(static_cast<std::uint64_t>(v)) : nlohmann::json(v);
-    }
-    case element_type::UINT64: return in.get_uint64().value_unsafe();
-    case element_type::DOUBLE: return in.get_double().value_unsafe();
-    case element_type::STRING: return std::string(in.get_string().value_unsafe());
-    case element_type::BOOL: return in.get_bool().value_unsafe();
-    case element_type::NULL_VALUE: return nullptr;
-  }
-  return nullptr;
-}
-
-// The record as a JSON value. nlohmann's parser reads a byte at a time and was most of the cost
-// of reading the log; simdjson parses the record at once and the tree is built from its result.
-// What simdjson refuses (deeper than 1024 levels, an integer past 64 bits) goes to nlohmann,
-// so the records accepted are the same as ever.
-nlohmann::json parse_record(std::string_view bytes) {
-  thread_local simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (parser.parse(bytes.data(), bytes.size()).get(root) == simdjson::SUCCESS) return to_json(root);
-  return nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
-}
-
-Result<Event> decode(std::string_view bytes, bool verify_hash) {
-  nlohmann::json j = parse_record(bytes);
-  if (!j.is_object()) return Status::error("event is not a JSON object");
-  try {
-    Event e;
-    e.hash = j.at("hash").get<std::string>();
-    j.erase("hash");
-    const auto type = event_type_from_string(j.at("type").get<std::string>());
-    if (!type) return Status::error("unknown event type " + j.at("type").get<std::string>());
-    e.type = *type;
-    e.partition = Partition(j.at("partition").get<std::uint32_t>());
-    e.seq = Seq(j.at("seq").get<std::uint64_t>());
-    e.epoch = Epoch(j.at("epoch").get<std::uint64_t>());
-    e.command_seq = Seq(j.at("commandSeq").get<std::uint64_t>());
-    e.command_size = j.at("commandSize").get<std::uint32_t>();
-    e.schema_version = j.at("schemaVersion").get<int>();
-    e.business = j.at("business").get<std::string>();
-    e.live = j.at("live").get<bool>();
-    const auto time = parse_iso8601(j.at("time").get<std::string>());
-    if (!time) return Status::error("bad event time");
-    e.time = *time;
-    e.prev_hash = j.at("prevHash").get<std::string>();
-    e.data = std::move(j.at("data"));
-    if (!e.data.is_object()) return Status::error("event data is not an object");
-    if (!is_hex64(e.hash) || !is_hex64(e.prev_hash)) return Status::error("malformed hash");
-    if (e.seq.value < 1 || e.command_size < 1 || e.command_seq > e.seq ||
-        e.seq.value >= e.command_seq.value + e.command_size)
-      return Status::error("event outside its command");
-    if (e.schema_version != kEventSchemaVersion)
-      return Status::error("unsupported schemaVersion " + std::to_string(e.schema_version));
-    if (verify_hash && !hash_covers_bytes(bytes, e)) return Status::error("hash mismatch");
-    return e;
-  } catch (const nlohmann::json::exception& ex) {
-    return Status::error(std::string("malformed event: ") + ex.what());
-  }
-}
-
-}  // namespace
-
-Result<Event> decode_event(std::string_view bytes) { return decode(bytes, /*verify_hash=*/true); }
-
-Result<Event> decode_event_unverified(std::string_view bytes) { return decode(bytes, /*verify_hash=*/false); }
+Result<Event> decode_event_unverified(std::string_view bytes) { return decode(bytes, /*verify=*/false); }
 
 bool in_canonical_form(const Event& e, std::string_view bytes) {
   const auto body = wire_body(bytes, e.hash);
   return body && std::string_view(canonical_without_hash(e)).substr(1) == *body;
+}
+
+std::string encode_data(const EventData& d) {
+  std::string out;
+  std::visit([&](const auto& x) { write_object(out, x); }, d);
+  return out;
+}
+
+Status unsupported_schema_version(int found) {
+  return Status::error("event schemaVersion " + std::to_string(found) + " is not supported: this kobo reads schemaVersion " +
+                       std::to_string(kEventSchemaVersion) + " only (there is no migration from older logs)");
+}
+
+Status check_schema_version(std::string_view bytes) {
+  // The envelope's members are in key order and `data` comes before `schemaVersion`, so the
+  // last occurrence is the envelope's, whatever the data holds.
+  constexpr std::string_view kMember = "\"schemaVersion\":";
+  const auto at = bytes.rfind(kMember);
+  if (at == std::string_view::npos) return Status::error("event without a schemaVersion");
+  int version = -1;
+  const char* first = bytes.data() + at + kMember.size();
+  const auto [end, ec] = std::from_chars(first, bytes.data() + bytes.size(), version);
+  if (ec != std::errc() || end == first) return Status::error("event with a malformed schemaVersion");
+  if (version != kEventSchemaVersion) return unsupported_schema_version(version);
+  return {};
 }
 
 }  // namespace kobo

@@ -1,16 +1,26 @@
 #pragma once
-// The event envelope (DESIGN section 4) and its JSON codec.
+// The events of the ledger (DESIGN section 4.1, event contract v2) and their one codec.
 //
-// The wire form of an event is canonical JSON: object keys sorted, no white space, integers
-// only, prefixed by its "hash" member. `hash` is the hex SHA-256 of `prevHash` (hex) followed by
-// the canonical JSON of the event without its hash, so the chain of a partition can be verified
-// from the bytes alone. Schemas: schemas/events/*.schema.json.
+// An event is a fact the writer decided, in ledger terms: the ids it assigned, the ledger
+// accounts with signed amounts and balances after, references, narration, the time. Nothing
+// that can be derived is stored: wallet snapshots, `_id`, mirrors and the other ids a record
+// shows are rendered by projection/ from these facts (events/ledger.h says how ids derive).
+//
+// Each event type is one struct below; `Event::data` holds exactly one of them. Each struct
+// lists its wire members once, in `fields()`, in key order: the encoder writes them in that
+// order and the decoder reads them by that list, so the two cannot disagree.
+//
+// The wire form is canonical JSON (keys sorted, no white space, integers only), prefixed by its
+// "hash" member: `hash` is the hex SHA-256 of `prevHash` (hex) followed by the canonical JSON of
+// the event without its hash, so the chain of a partition can be verified from the bytes alone.
+// Schemas: schemas/events/*.schema.json (schemaVersion 2).
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "common/result.h"
 #include "common/time.h"
@@ -18,60 +28,476 @@
 
 namespace kobo {
 
-enum class EventType {
-  writer_started,              // a writer took the partition; data: {epoch}
-  business_created,            // data: {business}
-  account_created,             // data: {account, secretKeyHashes}
-  account_updated,             // data: {accountId, changes: {webhooks?, live?}, updatedAt}
-  wallet_created,              // data: {wallet}
-  bank_account_added,          // data: {bankAccount}
-  collection_created,          // data: {collection}
-  collection_status_changed,   // data: {publicId, from, status, updatedAt}
-  debited,                     // data: {ledgerAccount, amount, balance, transaction?}
-  credited,                    // data: {ledgerAccount, amount, balance, transaction?}
-  transaction_status_changed,  // data: {publicId, from, status, updatedAt}
+inline constexpr int kEventSchemaVersion = 2;
+inline const std::string kGenesisHash(64, '0');
+
+// ---- values events hold ----------------------------------------------------------------------
+
+// A transaction's status. Legal moves: pending -> processing -> success | failed (payouts); a
+// record created final is success.
+enum class TransactionStatus { pending, processing, success, failed };
+// A collection wallet's status: pending until paid (success) or expired.
+enum class CollectionStatus { pending, success, expired };
+enum class WalletCategory { primary, secondary };
+enum class BeneficiaryType { vba, external, personal };
+
+std::string_view to_string(TransactionStatus s);
+std::string_view to_string(CollectionStatus s);
+std::string_view to_string(WalletCategory c);
+std::string_view to_string(BeneficiaryType t);
+std::optional<TransactionStatus> transaction_status_from_string(std::string_view s);
+std::optional<WalletCategory> wallet_category_from_string(std::string_view s);
+std::optional<BeneficiaryType> beneficiary_type_from_string(std::string_view s);
+
+// A time inside an event's data (the envelope has its own `time`): ISO 8601 on the wire.
+struct Timestamp {
+  UnixMs ms = 0;
+  auto operator<=>(const Timestamp&) const = default;
 };
 
-std::string_view to_string(EventType t);
-std::optional<EventType> event_type_from_string(std::string_view s);
+// A JSON value the ledger stores without reading it (a payout's `metadata`): its canonical text.
+struct RawJson {
+  std::string text = "{}";
+  auto operator<=>(const RawJson&) const = default;
+};
 
-inline constexpr int kEventSchemaVersion = 1;
-inline const std::string kGenesisHash(64, '0');
+// One line of a journal entry. `account` is a wallet (vba-…) or a system account (sys:…,
+// events/ledger.h); `amount` is signed (negative debits the account); `balance` is the account's
+// balance after this line. The postings of an event sum to zero.
+struct Posting {
+  std::string account;
+  Kobo amount;
+  Kobo balance;
+  auto operator<=>(const Posting&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("amount", x.amount);
+    f("balance", x.balance);
+  }
+};
+
+struct Mobile {
+  std::string iso_code;
+  std::string phone_number;
+  auto operator<=>(const Mobile&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("isoCode", x.iso_code);
+    f("phoneNumber", x.phone_number);
+  }
+};
+
+// ---- the catalog -----------------------------------------------------------------------------
+
+// A writer took the partition (DESIGN section 4). Partition-level: no business.
+struct WriterStarted {
+  Epoch epoch;
+  auto operator<=>(const WriterStarted&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("epoch", x.epoch);
+  }
+};
+
+// A business was registered with its default account (first start, the admin API). The
+// business is the envelope's; `id` is the account's integer id.
+struct BusinessRegistered {
+  AccountId account;
+  std::string account_name;
+  std::uint64_t id = 0;
+  std::string live_public_key;
+  std::string live_secret_key_hash;  // hex SHA-256 of the secret key: the log never holds a key
+  std::string name;
+  std::string test_public_key;
+  std::string test_secret_key_hash;
+  auto operator<=>(const BusinessRegistered&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("accountName", x.account_name);
+    f("id", x.id);
+    f("livePublicKey", x.live_public_key);
+    f("liveSecretKeyHash", x.live_secret_key_hash);
+    f("name", x.name);
+    f("testPublicKey", x.test_public_key);
+    f("testSecretKeyHash", x.test_secret_key_hash);
+  }
+};
+
+// An account's settings changed; absent members stayed as they were.
+struct AccountUpdated {
+  AccountId account;
+  std::optional<bool> live;
+  std::optional<std::vector<std::string>> webhooks;
+  auto operator<=>(const AccountUpdated&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("live", x.live);
+    f("webhooks", x.webhooks);
+  }
+};
+
+// A wallet was opened with a new account number of the service's own bank.
+struct WalletOpened {
+  AccountId account;
+  std::string account_number;  // 10 digits
+  std::string bank_code;
+  std::string bank_name;
+  WalletCategory category = WalletCategory::primary;
+  std::optional<std::string> email_address;
+  std::uint64_t id = 0;
+  std::optional<Mobile> mobile;
+  std::string name;
+  WalletId wallet;
+  auto operator<=>(const WalletOpened&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("accountNumber", x.account_number);
+    f("bankCode", x.bank_code);
+    f("bankName", x.bank_name);
+    f("category", x.category);
+    f("emailAddress", x.email_address);
+    f("id", x.id);
+    f("mobile", x.mobile);
+    f("name", x.name);
+    f("wallet", x.wallet);
+  }
+};
+
+// A transit wallet was opened: whatever it receives is swept to `settlementWallet`.
+struct TransitWalletOpened {
+  AccountId account;
+  std::string account_number;
+  std::string bank_code;
+  std::string bank_name;
+  std::optional<std::string> email_address;
+  std::uint64_t id = 0;
+  std::optional<Mobile> mobile;
+  std::string name;
+  WalletId settlement_wallet;
+  WalletId wallet;
+  auto operator<=>(const TransitWalletOpened&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("accountNumber", x.account_number);
+    f("bankCode", x.bank_code);
+    f("bankName", x.bank_name);
+    f("emailAddress", x.email_address);
+    f("id", x.id);
+    f("mobile", x.mobile);
+    f("name", x.name);
+    f("settlementWallet", x.settlement_wallet);
+    f("wallet", x.wallet);
+  }
+};
+
+// A disposable collection wallet was opened: it accepts exactly `amount` once, before
+// `expiresAt`, for `destination`. It is not a ledger account: a payment credits the destination.
+struct CollectionWalletOpened {
+  AccountId account;
+  std::string account_number;
+  Kobo amount;
+  std::string bank_code;
+  std::string bank_name;
+  WalletId destination;
+  Timestamp expires_at;
+  std::uint64_t id = 0;
+  std::string name;
+  std::optional<std::string> reference;
+  WalletId wallet;
+  auto operator<=>(const CollectionWalletOpened&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("accountNumber", x.account_number);
+    f("amount", x.amount);
+    f("bankCode", x.bank_code);
+    f("bankName", x.bank_name);
+    f("destination", x.destination);
+    f("expiresAt", x.expires_at);
+    f("id", x.id);
+    f("name", x.name);
+    f("reference", x.reference);
+    f("wallet", x.wallet);
+  }
+};
+
+// An unpaid collection wallet reached its expiration.
+struct CollectionWalletExpired {
+  WalletId wallet;
+  auto operator<=>(const CollectionWalletExpired&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("wallet", x.wallet);
+  }
+};
+
+// An account at a bank was saved as a beneficiary.
+struct BeneficiarySaved {
+  AccountId account;
+  std::string account_name;
+  std::string account_number;  // as the bank has it: text
+  BankAccountId bank_account;
+  std::string bank_code;
+  std::string bank_name;
+  BeneficiaryType beneficiary_type = BeneficiaryType::external;
+  std::uint64_t id = 0;
+  auto operator<=>(const BeneficiarySaved&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("accountName", x.account_name);
+    f("accountNumber", x.account_number);
+    f("bankAccount", x.bank_account);
+    f("bankCode", x.bank_code);
+    f("bankName", x.bank_name);
+    f("beneficiaryType", x.beneficiary_type);
+    f("id", x.id);
+  }
+};
+
+// Money moved between two wallets of a business: postings [source -amount, destination +amount].
+// Settled as it is appended. `transaction` is the debit's id; `ids` the integer ids of the
+// transaction records, one per wallet posting (events/ledger.h).
+// The request's idempotency fingerprint is not stored: request_fingerprint() in events/ledger.h
+// derives it from these members.
+struct WalletTransferSettled {
+  AccountId account;
+  std::vector<std::uint64_t> ids;
+  std::optional<std::string> name_enquiry_ref;
+  std::string narration;
+  std::vector<Posting> postings;
+  std::string reference;
+  TransactionId transaction;
+  auto operator<=>(const WalletTransferSettled&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("ids", x.ids);
+    f("nameEnquiryRef", x.name_enquiry_ref);
+    f("narration", x.narration);
+    f("postings", x.postings);
+    f("reference", x.reference);
+    f("transaction", x.transaction);
+  }
+};
+
+// Where a payout goes: the bank account the name enquiry resolved.
+struct Beneficiary {
+  std::string account_name;
+  std::string account_number;
+  BankAccountId bank_account;
+  std::string bank_code;
+  std::string bank_name;
+  std::uint64_t id = 0;  // the saved beneficiary's integer id; 0 when it is not saved
+  std::string name_enquiry_ref;
+  auto operator<=>(const Beneficiary&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("accountName", x.account_name);
+    f("accountNumber", x.account_number);
+    f("bankAccount", x.bank_account);
+    f("bankCode", x.bank_code);
+    f("bankName", x.bank_name);
+    f("id", x.id);
+    f("nameEnquiryRef", x.name_enquiry_ref);
+  }
+};
+
+// A payout to another bank was accepted: postings [source -(amount+fee), sys:payout-suspense
+// +amount, sys:fees +fee]. The payout rail moves it on (PayoutProcessing, PayoutSucceeded,
+// PayoutFailed).
+struct BankTransferInitiated {
+  AccountId account;
+  Beneficiary beneficiary;
+  std::vector<std::uint64_t> ids;
+  RawJson metadata;
+  std::string narration;
+  std::vector<Posting> postings;
+  std::string reference;
+  std::optional<bool> save_beneficiary;  // present (true) when the request asked to save it
+  TransactionId transaction;
+  auto operator<=>(const BankTransferInitiated&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("beneficiary", x.beneficiary);
+    f("ids", x.ids);
+    f("metadata", x.metadata);
+    f("narration", x.narration);
+    f("postings", x.postings);
+    f("reference", x.reference);
+    f("saveBeneficiary", x.save_beneficiary);
+    f("transaction", x.transaction);
+  }
+};
+
+// The payout rail took a payout: pending -> processing.
+struct PayoutProcessing {
+  TransactionId transaction;
+  auto operator<=>(const PayoutProcessing&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("transaction", x.transaction);
+  }
+};
+
+// The payout reached the beneficiary's bank: postings [sys:payout-suspense -amount,
+// sys:outbound-settlement +amount]; the payout's status becomes success.
+struct PayoutSucceeded {
+  std::vector<Posting> postings;
+  TransactionId transaction;
+  auto operator<=>(const PayoutSucceeded&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("postings", x.postings);
+    f("transaction", x.transaction);
+  }
+};
+
+// The payout failed and is reversed: postings [sys:payout-suspense -amount, sys:fees -fee,
+// source +(amount+fee)]; the payout's status becomes failed, and the source's posting is the
+// reversal's transaction record (`ids`: its integer id).
+struct PayoutFailed {
+  std::vector<std::uint64_t> ids;
+  std::vector<Posting> postings;
+  TransactionId transaction;
+  auto operator<=>(const PayoutFailed&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("ids", x.ids);
+    f("postings", x.postings);
+    f("transaction", x.transaction);
+  }
+};
+
+// Who sent money from another bank.
+struct Sender {
+  std::string account_name;
+  std::string account_number;
+  std::string bank_code;
+  std::string bank_name;
+  std::string nibss_bank_code;
+  auto operator<=>(const Sender&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("accountName", x.account_name);
+    f("accountNumber", x.account_number);
+    f("bankCode", x.bank_code);
+    f("bankName", x.bank_name);
+    f("nibssBankCode", x.nibss_bank_code);
+  }
+};
+
+// Money arrived from another bank: postings [sys:inbound-settlement -amount, wallet +amount],
+// and for a transit wallet also its sweep [transit -amount, settlement wallet +amount]. A
+// payment to a collection wallet credits its destination and names the collection wallet, which
+// is paid by it (status success).
+struct IncomingCreditReceived {
+  AccountId account;
+  std::optional<WalletId> collection;
+  std::vector<std::uint64_t> ids;
+  std::string narration;
+  std::vector<Posting> postings;
+  Sender sender;
+  TransactionId transaction;
+  auto operator<=>(const IncomingCreditReceived&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("collection", x.collection);
+    f("ids", x.ids);
+    f("narration", x.narration);
+    f("postings", x.postings);
+    f("sender", x.sender);
+    f("transaction", x.transaction);
+  }
+};
+
+// The alternatives of EventData, in the order of EventType.
+using EventData =
+    std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
+                 CollectionWalletOpened, CollectionWalletExpired, BeneficiarySaved, WalletTransferSettled,
+                 BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed, IncomingCreditReceived>;
+
+enum class EventType {
+  writer_started,
+  business_registered,
+  account_updated,
+  wallet_opened,
+  transit_wallet_opened,
+  collection_wallet_opened,
+  collection_wallet_expired,
+  beneficiary_saved,
+  wallet_transfer_settled,
+  bank_transfer_initiated,
+  payout_processing,
+  payout_succeeded,
+  payout_failed,
+  incoming_credit_received,
+};
+
+inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }
+std::string_view to_string(EventType t);  // the wire name: "WalletTransferSettled"
+std::optional<EventType> event_type_from_string(std::string_view s);
 
 struct Event {
   Partition partition{0};
   Seq seq{0};
   Epoch epoch{0};
   // The command this event belongs to: the seq of its first event and how many it has.
-  // A reader applies a command's events together or not at all.
+  // A reader applies a command's events together or not at all. On the wire both are present
+  // only for a command of more than one event (most commands are one fact, one event).
   Seq command_seq{0};
   std::uint32_t command_size = 1;
-  EventType type = EventType::writer_started;
   int schema_version = kEventSchemaVersion;
-  std::string business;  // "biz-…"; empty for partition-level events (writer_started)
+  std::string business;  // "biz-…"; empty for partition-level events (WriterStarted)
   bool live = false;
   UnixMs time = 0;
-  nlohmann::json data = nlohmann::json::object();
+  EventData data;
   std::string prev_hash;  // hex
   std::string hash;       // hex; set by seal()
 
+  EventType type() const { return type_of(data); }
   bool last_of_command() const { return seq.value == command_seq.value + command_size - 1; }
 };
 
-// Computes `hash` from `prev_hash` and the rest, and returns the wire form.
-std::string seal(Event& e);
+// Checks what the codec cannot: the postings of an event sum to zero with no zero amount, and
+// there is one record id per wallet posting (events/ledger.h). The writer asserts it right
+// before appending; decode_event() refuses an event that fails it.
+[[nodiscard]] Status validate(const Event& e);
 
-// Parses the wire form and checks its hash (over the bytes as they are) and envelope. Never
-// trusts the input: a corrupt or edited event is an error, not a crash.
+// Computes `hash` from `prev_hash` and the rest, and returns the wire form. Asserts validate().
+std::string seal(Event& e);
+// seal() of an event that may break validate() (unbalanced postings, missing record ids): what
+// only a forger writes. For the audit's tamper tests and fuzzing; the service never calls it.
+std::string seal_unvalidated(Event& e);
+
+// Parses the wire form and checks its hash (over the bytes as they are), envelope and data.
+// Never trusts the input: a corrupt or edited event is an error, not a crash. A record of
+// another schemaVersion is refused with a message naming the version found.
 Result<Event> decode_event(std::string_view bytes);
 
-// decode_event without the hash check: the event as written, for `kobo audit`, which reports an
-// edited event and goes on reading. Nothing else may trust what it returns.
+// decode_event without the hash check and validate(): the event as written, for `kobo audit`,
+// which reports an edited or unbalanced event and goes on reading. Nothing else may trust what it returns.
 Result<Event> decode_event_unverified(std::string_view bytes);
 
 // Whether `bytes`, which decoded to `e`, are exactly the wire form seal() writes for it. Only a
 // writer that is not ours could write an event whose hash holds but whose bytes are not
 // canonical, so the hot readers skip this re-encoding and `kobo audit` asks it of every event.
 bool in_canonical_form(const Event& e, std::string_view bytes);
+
+// The refusal of a record of schemaVersion `found`, naming it.
+Status unsupported_schema_version(int found);
+// Whether a record as stored says it is of the schemaVersion this kobo reads, without decoding
+// it (for tools that pass records through as they are, like `kobo events`).
+[[nodiscard]] Status check_schema_version(std::string_view bytes);
+
+// The canonical JSON of an event's data alone (for tests and tools).
+std::string encode_data(const EventData& d);
 
 }  // namespace kobo

@@ -48,7 +48,7 @@ struct KafkaLogOptions {
 
 [[nodiscard]] Result<std::unique_ptr<EventLog>> open_kafka_log(const KafkaLogOptions& options);
 
-// "ng.kobo.ledger.Debited": the CloudEvents type of an event type.
+// "ng.kobo.ledger.WalletTransferSettled": the CloudEvents type of an event type.
 std::string cloud_event_type(EventType t);
 
 }  // namespace kobo

@@ -10,6 +10,8 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "events/chain.h"
+#include "events/ledger.h"
+#include "projection/render.h"
 #include "projection/record_bytes.h"
 #include "projection/view_keys.h"
 
@@ -102,7 +104,11 @@ class Projector::Batch {
   }
 
   struct TransactionIndex;
-  void apply_posting(const Event& e, std::int64_t delta);
+  class Records;
+  void apply_postings(const Event& e, const std::vector<Posting>& postings);
+  void put_transaction(const json& trx);
+  void put_wallet(const json& wallet, bool listed);
+  void close_collection(const WalletId& id, CollectionStatus status, UnixMs time);
   void index_transaction(const TransactionIndex& t);
 
   Views& views_;
@@ -192,121 +198,116 @@ void Projector::Batch::index_transaction(const TransactionIndex& t) {
   put(view_keys::transaction_list(t.business, t.live, static_cast<std::uint64_t>(t.created), t.number), std::move(row));
 }
 
-void Projector::Batch::apply_posting(const Event& e, std::int64_t delta) {
-  const std::string account = e.data.at("ledgerAccount").get<std::string>();
-  if (account.starts_with("vba-")) {
-    std::string& w = edit(view_keys::wallet(account), "posting to a wallet the views do not have");
-    const auto before = record_bytes::member(w, "balance");
-    std::int64_t balance = 0;
-    if (!before || std::from_chars(before->data(), before->data() + before->size(), balance).ptr !=
-                       before->data() + before->size())
-      balance = json::parse(w).at("balance").get<std::int64_t>();
-    balance += delta;
-    KOBO_ASSERT(balance == e.data.at("balance").get<std::int64_t>(), "view balance disagrees with the event");
-    std::string ts;
-    append_json_string(ts, format_iso8601(e.time));
-    set_members(w, {{"balance", std::to_string(balance)}, {"updatedAt", ts}, {"lastUpdated", ts}});
-  } else {
-    put(view_keys::system_balance(e.partition.value, account), json{{"balance", e.data.at("balance")}});
+// The records this batch sees, for rendering: what the batch wrote, else what the views hold.
+class Projector::Batch::Records final : public render::RecordSource {
+ public:
+  explicit Records(Batch& batch) : batch_(batch) {}
+  std::optional<json> wallet(std::string_view id) const override { return find(view_keys::wallet(id)); }
+  std::optional<json> transaction(std::string_view id) const override { return find(view_keys::transaction(id)); }
+
+ private:
+  std::optional<json> find(const std::string& key) const {
+    if (auto it = batch_.writes_.find(key); it != batch_.writes_.end()) return json::parse(it->second);
+    auto value = batch_.views_.read(key);
+    KOBO_ASSERT(value.ok(), "views read failed");
+    if (!value.value()) return std::nullopt;
+    return json::parse(*value.value());
   }
-  if (const auto trx = e.data.find("transaction"); trx != e.data.end()) {
-    const TransactionIndex index(*trx);
-    index_transaction(index);
-    put(view_keys::transaction(index.id), *trx);
+  Batch& batch_;
+};
+
+void Projector::Batch::apply_postings(const Event& e, const std::vector<Posting>& postings) {
+  std::string ts;
+  append_json_string(ts, format_iso8601(e.time));
+  for (const Posting& p : postings) {
+    if (!is_wallet_account(p.account)) {
+      put(view_keys::system_balance(e.partition.value, p.account), json{{"balance", p.balance.value}});
+      continue;
+    }
+    std::string& w = edit(view_keys::wallet(p.account), "posting to a wallet the views do not have");
+    const auto stored = record_bytes::member(w, "balance");
+    std::int64_t before = 0;
+    if (!stored || std::from_chars(stored->data(), stored->data() + stored->size(), before).ptr !=
+                       stored->data() + stored->size())
+      before = json::parse(w).at("balance").get<std::int64_t>();
+    const PostingResult r = post(Kobo(before), p);
+    KOBO_ASSERT(r.fault == PostingFault::none, "a posting the views cannot apply");
+    set_members(w, {{"balance", std::to_string(r.balance.value)}, {"updatedAt", ts}, {"lastUpdated", ts}});
   }
 }
 
+void Projector::Batch::put_transaction(const json& trx) {
+  const TransactionIndex index(trx);
+  index_transaction(index);
+  put(view_keys::transaction(index.id), trx);
+}
+
+void Projector::Batch::put_wallet(const json& w, bool listed) {
+  const std::string id = w.at("publicId").get<std::string>();
+  put(view_keys::wallet(id), w);
+  if (listed) put(view_keys::wallet_list(w.at("auth").get<std::string>(), w.at("live").get<bool>(), w.at("id").get<std::uint64_t>()), id);
+  put(view_keys::account_number(w.at("accountNumber").get<std::string>()), id);
+}
+
 void Projector::Batch::apply(const Event& e) {
-  const auto& d = e.data;
-  switch (e.type) {
-    case EventType::writer_started:
-      break;
-    case EventType::business_created:
-      put(view_keys::business(d.at("business").at("publicId").get<std::string>()), d.at("business"));
-      break;
-    case EventType::account_created: {
-      const auto& a = d.at("account");
-      const std::string id = a.at("publicId").get<std::string>();
-      const std::string business = a.at("business").get<std::string>();
-      put(view_keys::account(id), a);
-      put(view_keys::account_list(business, std::stoull(a.at("id").get<std::string>())), id);
-      put(view_keys::key_owner(d.at("secretKeyHashes").at("test").get<std::string>()),
-          json{{"business", business}, {"account", id}, {"live", false}});
-      put(view_keys::key_owner(d.at("secretKeyHashes").at("live").get<std::string>()),
-          json{{"business", business}, {"account", id}, {"live", true}});
-      break;
-    }
-    case EventType::account_updated: {
-      const std::string id = d.at("accountId").get<std::string>();
-      edit_decoded(view_keys::account(id), "update of an account the views do not have", [&](json& a) {
-        for (const auto& [k, v] : d.at("changes").items()) a[k] = v;
-        a["updatedAt"] = d.at("updatedAt");
-        a["__v"] = a.at("__v").get<std::int64_t>() + 1;
-      });
-      break;
-    }
-    case EventType::bank_account_added: {
-      const auto& b = d.at("bankAccount");
-      const std::string id = b.at("publicId").get<std::string>();
-      put(view_keys::bank_account(id), b);
-      put(view_keys::bank_account_list(b.at("auth").get<std::string>(), b.at("live").get<bool>(),
-                                       b.at("id").get<std::uint64_t>()),
-          id);
-      break;
-    }
-    case EventType::collection_created: {
-      // Collection wallets share the wallets' key space: GET /virtual-accounts/{id} shows them.
-      const auto& c = d.at("collection");
-      const std::string id = c.at("publicId").get<std::string>();
-      put(view_keys::wallet(id), c);
-      put(view_keys::account_number(c.at("accountNumber").get<std::string>()), id);
-      break;
-    }
-    case EventType::collection_status_changed: {
-      const std::string id = d.at("publicId").get<std::string>();
-      std::string& c = edit(view_keys::wallet(id), "collection status change out of order");
-      KOBO_ASSERT(record_bytes::member(c, "status") == dump_json(d.at("from")), "collection status change out of order");
-      set_members(c, {{"status", dump_json(d.at("status"))}, {"active", "false"}, {"updatedAt", dump_json(d.at("updatedAt"))}});
-      break;
-    }
-    case EventType::wallet_created: {
-      const auto& w = d.at("wallet");
-      const std::string id = w.at("publicId").get<std::string>();
-      put(view_keys::wallet(id), w);
-      // Transit wallets are fetched by id but not listed with the wallets of GET /virtual-accounts.
-      if (!w.contains("settlementAccount"))
-        put(view_keys::wallet_list(w.at("auth").get<std::string>(), w.at("live").get<bool>(),
-                                   w.at("id").get<std::uint64_t>()),
-            id);
-      put(view_keys::account_number(w.at("accountNumber").get<std::string>()), id);
-      break;
-    }
-    case EventType::debited:
-      apply_posting(e, -d.at("amount").get<std::int64_t>());
-      break;
-    case EventType::credited:
-      apply_posting(e, d.at("amount").get<std::int64_t>());
-      break;
-    case EventType::transaction_status_changed: {
-      const std::string id = d.at("publicId").get<std::string>();
-      const std::string key = view_keys::transaction(id);
-      std::string& t = edit(key, "status change of a transaction the views do not have");
-      TransactionIndex index{std::string_view(t)};
-      KOBO_ASSERT(index.status == dump_json(d.at("from")), "status change from a status the transaction is not in");
-      index.status = dump_json(d.at("status"));
-      if (const auto verify = d.find("verify"); verify != d.end()) {
-        edit_decoded(key, "", [&](json& trx) {
-          trx["status"] = d.at("status");
-          trx["updatedAt"] = d.at("updatedAt");
-          trx["meta"]["verify"] = *verify;
-        });
-      } else {
-        set_members(t, {{"status", index.status}, {"updatedAt", dump_json(d.at("updatedAt"))}});
-      }
-      index_transaction(index);
-      break;
-    }
+  const Records records(*this);
+  // The records first (they snapshot the wallets as they were), then the balances.
+  if (const auto* postings = postings_of(e.data)) {
+    for (const json& trx : render::transactions(e, records)) put_transaction(trx);
+    apply_postings(e, *postings);
   }
+  if (const auto change = status_change(e.data)) {
+    const std::string key = view_keys::transaction(change->transaction.value);
+    edit_decoded(key, "status change of a transaction the views do not have", [&](json& trx) {
+      KOBO_ASSERT(trx.at("status") == to_string(change->from), "status change from a status the transaction is not in");
+      render::advance_payout(trx, change->to, e.time);
+    });
+    index_transaction(TransactionIndex{std::string_view(edit(key, ""))});
+  }
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, BusinessRegistered>) {
+          const auto r = render::business_records(e, x);
+          put(view_keys::business(e.business), r.business);
+          put(view_keys::account(x.account.value), r.account);
+          put(view_keys::account_list(e.business, x.id), x.account.value);
+          put(view_keys::key_owner(x.test_secret_key_hash),
+              json{{"business", e.business}, {"account", x.account.value}, {"live", false}});
+          put(view_keys::key_owner(x.live_secret_key_hash),
+              json{{"business", e.business}, {"account", x.account.value}, {"live", true}});
+        } else if constexpr (std::is_same_v<T, AccountUpdated>) {
+          edit_decoded(view_keys::account(x.account.value), "update of an account the views do not have",
+                       [&](json& a) { render::update_account(a, e, x); });
+        } else if constexpr (std::is_same_v<T, WalletOpened>) {
+          put_wallet(render::wallet(e, x), true);
+        } else if constexpr (std::is_same_v<T, TransitWalletOpened>) {
+          // Transit wallets are fetched by id but not listed with the wallets of GET /virtual-accounts.
+          put_wallet(render::transit_wallet(e, x), false);
+        } else if constexpr (std::is_same_v<T, CollectionWalletOpened>) {
+          // Collection wallets share the wallets' key space: GET /virtual-accounts/{id} shows them.
+          const auto destination = records.wallet(x.destination.value);
+          KOBO_ASSERT(destination.has_value(), "a collection wallet for a wallet the views do not have");
+          put_wallet(render::collection_wallet(e, x, *destination), false);
+        } else if constexpr (std::is_same_v<T, CollectionWalletExpired>) {
+          close_collection(x.wallet, CollectionStatus::expired, e.time);
+        } else if constexpr (std::is_same_v<T, IncomingCreditReceived>) {
+          if (x.collection) close_collection(*x.collection, CollectionStatus::success, e.time);
+        } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
+          put(view_keys::bank_account(x.bank_account.value), render::bank_account(e, x));
+          put(view_keys::bank_account_list(e.business, e.live, x.id), x.bank_account.value);
+        }
+      },
+      e.data);
+}
+
+void Projector::Batch::close_collection(const WalletId& id, CollectionStatus status, UnixMs time) {
+  std::string& c = edit(view_keys::wallet(id.value), "collection status change out of order");
+  KOBO_ASSERT(record_bytes::member(c, "status") == "\"pending\"", "collection status change out of order");
+  std::string status_text, ts;
+  append_json_string(status_text, to_string(status));
+  append_json_string(ts, format_iso8601(time));
+  set_members(c, {{"status", status_text}, {"active", "false"}, {"updatedAt", ts}});
 }
 
 Projector::Projector(EventLog& log, Views& views, ProjectorOptions options)

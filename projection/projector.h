@@ -39,6 +39,9 @@ class Projector {
   bool wait_applied(Partition p, Seq seq, std::chrono::milliseconds timeout) const;
   // Thread-safe. False once the projector stopped on a log it cannot accept.
   bool healthy() const { return healthy_.load(); }
+  // Thread-safe. True while the views cannot be written (a full disk, an I/O error) and the
+  // projector retries: they lag the log but still hold every command applied before.
+  bool views_unwritable() const { return batch_unwritten_.load(); }
   // Thread-safe. Why the views are not being kept up to date ("the views' disk is full: …"),
   // or "" while they are. A write fault clears itself once the views can be written again.
   std::string fault() const;
@@ -65,7 +68,7 @@ class Projector {
   // The positions the last flush wrote (empty before the first flush after open_follower).
   std::vector<ViewPosition> positions_written_;
   std::atomic<bool> healthy_{true};
-  bool batch_unwritten_ = false;  // projector thread only: a flush failed and is retried
+  std::atomic<bool> batch_unwritten_{false};  // a flush failed and is retried (set by the projector thread)
   mutable std::mutex fault_mu_;
   std::string fault_;  // guarded by fault_mu_
   void set_fault(std::string fault);

@@ -22,6 +22,8 @@
 #include <string>
 #include <string_view>
 
+#include "events/ledger.h"
+
 namespace kobo::view_keys {
 
 inline void put_be(std::string& out, std::uint64_t v, int bytes = 8) {
@@ -34,12 +36,7 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
   return v;
 }
 
-inline std::string scoped(char tag, std::string_view owner, bool live) {
-  std::string k(1, tag);
-  k += owner;
-  k += live ? "|l|" : "|t|";
-  return k;
-}
+inline std::string scoped(char tag, std::string_view owner, bool live) { return tag + scope_key(owner, live); }
 
 inline std::string position(std::uint32_t p) {
   std::string k("P");

@@ -36,6 +36,10 @@ namespace {
 rocksdb::Options views_options() {
   rocksdb::Options o;
   o.create_if_missing = true;
+  // Records are JSON that repeats its member names and ids: LZ4 while they are still being
+  // compacted, zstd where they come to rest (the log's choice, events/embedded_log.cc).
+  o.compression = rocksdb::kLZ4Compression;
+  o.bottommost_compression = rocksdb::kZSTD;
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = rocksdb::NewLRUCache(64 << 20);
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
@@ -343,6 +347,14 @@ std::vector<ViewPosition> Views::positions() const {
     }
   }
   return out;
+}
+
+std::optional<nlohmann::json> ViewRecords::wallet(std::string_view public_id) const {
+  return views_.get_json(view_keys::wallet(public_id));
+}
+
+std::optional<nlohmann::json> ViewRecords::transaction(std::string_view public_id) const {
+  return views_.get_json(view_keys::transaction(public_id));
 }
 
 }  // namespace kobo

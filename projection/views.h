@@ -18,6 +18,7 @@
 #include "common/result.h"
 #include "common/time.h"
 #include "events/types.h"
+#include "projection/render.h"
 
 namespace rocksdb {
 class DB;
@@ -160,6 +161,19 @@ class Views {
 
   std::unique_ptr<rocksdb::DB> db_;  // guarded by db_lock_
   std::uint32_t partitions_;
+  friend class ViewRecords;
+};
+
+// The views as the records rendering reads (projection/render.h). Unscoped: for rendering a
+// record a caller may see, never to answer a caller directly.
+class ViewRecords final : public render::RecordSource {
+ public:
+  explicit ViewRecords(const Views& views) : views_(views) {}
+  std::optional<nlohmann::json> wallet(std::string_view public_id) const override;
+  std::optional<nlohmann::json> transaction(std::string_view public_id) const override;
+
+ private:
+  const Views& views_;
 };
 
 }  // namespace kobo

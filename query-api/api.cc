@@ -4,7 +4,9 @@
 
 #include "common/crypto.h"
 #include "common/log.h"
+#include "common/json_dump.h"
 #include "common/metrics.h"
+#include "projection/render.h"
 #include "query-api/banks.h"
 #include "query-api/credentials.h"
 #include "query-api/name_enquiry.h"
@@ -93,11 +95,16 @@ class Api::Handlers {
     return c;
   }
 
-  // Read barrier: the views have applied everything acknowledged in the caller's partition.
+  // Read barrier: the views have applied everything durable in the caller's partition.
+  // While the views cannot be written (a full disk) reads are served from them as they are
+  // rather than refused (DESIGN guarantee 8): they still show every write that was answered,
+  // because a write is answered only once the views have it (after_projection).
   bool barrier(const Context& c, const Responder& respond) const {
+    if (api_.projector_.views_unwritable()) return true;
     if (api_.projector_.wait_applied(c.partition, api_.ledger_.durable_seq(c.partition),
                                      api_.options_.read_barrier_timeout))
       return true;
+    if (api_.projector_.views_unwritable()) return true;
     respond(http::error(503, "Service unavailable"));
     return false;
   }
@@ -110,6 +117,27 @@ class Api::Handlers {
       if (!api_.projector_.wait_applied(p, seq, api_.options_.read_barrier_timeout))
         return respond(http::error(503, "Service unavailable"));
       then(std::move(respond));
+    });
+  }
+
+  // Answers a command that created a record with that record, rendered from the command's
+  // events by the projection's code (projection/render.h), once the views have applied them: a
+  // GET right after the answer finds what the answer showed. The command is durable by now, so
+  // views that are slow or stuck (a full disk) do not turn it into an error: after the wait the
+  // record is rendered from what the views hold, and only if they lack what it shows (a wallet
+  // they never got) is the answer 503, which a retry with the same reference resolves. `adjust`
+  // changes the answer alone (a transfer answers `pending`, DESIGN section 4.1).
+  void answer_created(Outcome o, int status, std::string message, Responder respond,
+                      std::function<void(json&)> adjust = {}) {
+    boost::asio::post(api_.waits_, [this, o = std::move(o), status, message = std::move(message), adjust,
+                                    respond = std::move(respond)]() mutable {
+      const bool applied = api_.projector_.wait_applied(o.partition, o.seq, api_.options_.read_barrier_timeout);
+      const ViewRecords records(api_.views_);
+      if (!applied && !render::can_render(o.events, records)) return respond(http::error(503, "Service unavailable"));
+      auto record = render::created_record(o.events, o.id, records);
+      KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
+      if (adjust) adjust(*record);
+      respond(http::ok(status, *record, message));
     });
   }
 
@@ -183,10 +211,12 @@ class Api::Handlers {
                         [this, creds, respond](Outcome o) mutable {
                           if (!o.ok()) return respond(rejection_response(o.rejection));
                           // The keys must work as soon as they are handed out.
-                          after_projection(o, std::move(respond), [creds, record = o.record](Responder r) {
+                          after_projection(o, std::move(respond), [creds, o](Responder r) {
+                            const Event& e = o.events.front();
+                            const auto records = render::business_records(e, std::get<BusinessRegistered>(e.data));
                             r(http::ok(201,
-                                       json{{"business", record.at("business")},
-                                            {"account", record.at("account")},
+                                       json{{"business", records.business},
+                                            {"account", records.account},
                                             {"credentials", to_json(creds)}},
                                        "Business created successfully"));
                           });
@@ -216,6 +246,7 @@ class Api::Handlers {
       case Webhooks::RetryOutcome::not_found: return respond(http::error(404, "Data not found"));
       case Webhooks::RetryOutcome::in_progress: return respond(http::error(409, "Delivery attempt in progress"));
       case Webhooks::RetryOutcome::queued: return respond(http::ok(200, record, "Webhook delivery queued"));
+      case Webhooks::RetryOutcome::unavailable: return respond(http::error(503, "Service unavailable"));
     }
   }
 
@@ -281,7 +312,7 @@ class Api::Handlers {
                           {"bankCode", r.bank_code},
                           {"nibssBankCode", r.nibss_code},
                           {"live", c->caller.live},
-                          {"processor", api_.ledger_.config().processor},
+                          {"processor", render::kProcessor},
                           {"currency", "NGN"},
                           {"beneficiaryType", r.own_bank ? "vba" : "external"},
                           {"clientIds", json::object()},
@@ -319,9 +350,9 @@ class Api::Handlers {
     const Scope scope = c->scope;
     api_.ledger_.submit(std::move(cmd), [this, scope, respond](Outcome o) mutable {
       if (!o.ok()) return respond(rejection_response(o.rejection));
-      if (!o.replayed) return respond(http::ok(201, o.record, "Bank account added successfully"));
+      if (!o.replayed) return answer_created(std::move(o), 201, "Bank account added successfully", std::move(respond));
       // Already saved: answer with the beneficiary as it is.
-      after_projection(o, std::move(respond), [this, scope, id = o.transaction](Responder later) {
+      after_projection(o, std::move(respond), [this, scope, id = o.id](Responder later) {
         auto b = api_.views_.bank_account_text(scope, id);
         KOBO_ASSERT(b.has_value(), "a saved bank account is missing from the views");
         Response answer = http::ok_text(200, *b, "Bank account already exists");
@@ -377,11 +408,10 @@ class Api::Handlers {
     CreateWallet cmd{c->caller, body->at("accountName"), body->at("category"), std::nullopt, std::nullopt};
     if (body->contains("emailAddress") && !body->at("emailAddress").is_null()) cmd.email_address = body->at("emailAddress");
     if (body->contains("mobile") && !body->at("mobile").is_null())
-      cmd.mobile = json{{"phoneNumber", body->at("mobile").at("phoneNumber")},
-                        {"isoCode", body->at("mobile").at("isoCode")}};
-    api_.ledger_.submit(std::move(cmd), [respond](Outcome o) {
+      cmd.mobile = Mobile{body->at("mobile").at("isoCode"), body->at("mobile").at("phoneNumber")};
+    api_.ledger_.submit(std::move(cmd), [this, respond](Outcome o) {
       if (!o.ok()) return respond(rejection_response(o.rejection));
-      respond(http::ok(201, o.record, "Virtual account created successfully"));
+      answer_created(std::move(o), 201, "Virtual account created successfully", respond);
     });
   }
 
@@ -427,9 +457,9 @@ class Api::Handlers {
                          Kobo(*http::as_int64(body->at("amount"))),
                          *http::as_int64(body->at("expireIn")),
                          optional_string(*body, "reference")};
-    api_.ledger_.submit(std::move(cmd), [respond](Outcome o) {
+    api_.ledger_.submit(std::move(cmd), [this, respond](Outcome o) {
       if (!o.ok()) return respond(rejection_response(o.rejection));
-      respond(http::ok(201, o.record, "Collection account created successfully"));
+      answer_created(std::move(o), 201, "Collection account created successfully", respond);
     });
   }
 
@@ -451,11 +481,10 @@ class Api::Handlers {
     CreateTransitWallet cmd{c->caller, body->at("accountName"), body->at("settlementAccount"),
                             optional_string(*body, "emailAddress"), std::nullopt};
     if (body->contains("mobile") && body->at("mobile").is_object())
-      cmd.mobile = json{{"phoneNumber", body->at("mobile").at("phoneNumber")},
-                        {"isoCode", body->at("mobile").at("isoCode")}};
-    api_.ledger_.submit(std::move(cmd), [respond](Outcome o) {
+      cmd.mobile = Mobile{body->at("mobile").at("isoCode"), body->at("mobile").at("phoneNumber")};
+    api_.ledger_.submit(std::move(cmd), [this, respond](Outcome o) {
       if (!o.ok()) return respond(rejection_response(o.rejection));
-      respond(http::ok(201, o.record, "Transit account created successfully"));
+      answer_created(std::move(o), 201, "Transit account created successfully", respond);
     });
   }
 
@@ -486,22 +515,12 @@ class Api::Handlers {
     cmd.narration = body->at("narration");
     if (auto r = optional_string(*body, "reference")) cmd.reference = *r;
     if (auto r = optional_string(*body, "nameEnquiryRef")) cmd.name_enquiry_ref = *r;
-    // What makes two requests "the same body" for idempotency: every field that moves money.
-    cmd.fingerprint = sha256_hex(json{{"kind", "wallet-transfer"},
-                                      {"source", cmd.source},
-                                      {"sourceType", body->at("sourceType")},
-                                      {"destination", cmd.destination},
-                                      {"destinationType", body->at("destinationType")},
-                                      {"amount", cmd.amount.value},
-                                      {"currency", body->at("currency")},
-                                      {"narration", cmd.narration},
-                                      {"nameEnquiryRef", body->value("nameEnquiryRef", json())}}
-                                     .dump());
     const Context ctx = *c;
     api_.ledger_.submit(std::move(cmd), [this, ctx, respond](Outcome o) {
       if (o.replayed) return answer_replay(ctx, std::move(o), respond);
       if (!o.ok()) return respond(rejection_response(o.rejection));
-      respond(http::ok(200, o.record, "Transfer initiated successfully"));
+      answer_created(std::move(o), 200, "Transfer initiated successfully", respond,
+                     [](json& record) { record["status"] = "pending"; });
     });
   }
 
@@ -544,22 +563,13 @@ class Api::Handlers {
     cmd.narration = body->at("narration");
     if (auto ref = optional_string(*body, "reference")) cmd.reference = *ref;
     cmd.save_beneficiary = body->value("saveBeneficiary", json(false)).is_boolean() && body->value("saveBeneficiary", false);
-    if (body->contains("metadata") && body->at("metadata").is_object()) cmd.metadata = body->at("metadata");
-    cmd.fingerprint = sha256_hex(json{{"kind", "bank-transfer"},
-                                      {"source", cmd.source},
-                                      {"accountNumber", cmd.account_number},
-                                      {"bankCode", cmd.bank_code},
-                                      {"amount", cmd.amount.value},
-                                      {"currency", body->at("currency")},
-                                      {"narration", cmd.narration},
-                                      {"saveBeneficiary", cmd.save_beneficiary},
-                                      {"metadata", cmd.metadata}}
-                                     .dump());
+    if (body->contains("metadata") && body->at("metadata").is_object()) cmd.metadata = RawJson{dump_json(body->at("metadata"))};
     const Context ctx = *c;
     api_.ledger_.submit(std::move(cmd), [this, ctx, respond](Outcome o) {
       if (o.replayed) return answer_replay(ctx, std::move(o), respond);
       if (!o.ok()) return respond(rejection_response(o.rejection));
-      respond(http::ok(200, o.record, "Transfer initiated successfully"));
+      answer_created(std::move(o), 200, "Transfer initiated successfully", respond,
+                     [](json& record) { record["status"] = "pending"; });
     });
   }
 
@@ -569,7 +579,7 @@ class Api::Handlers {
     boost::asio::post(api_.waits_, [this, ctx, o = std::move(o), respond] {
       if (!api_.projector_.wait_applied(o.partition, o.seq, api_.options_.read_barrier_timeout))
         return respond(http::error(503, "Service unavailable"));
-      auto t = api_.views_.transaction_text(ctx.scope, ctx.caller.account, o.transaction);
+      auto t = api_.views_.transaction_text(ctx.scope, ctx.caller.account, o.id);
       KOBO_ASSERT(t.has_value(), "a replayed transfer's transaction is missing from the views");
       Response r = http::ok_text(200, *t, "Transfer initiated successfully");
       r.headers.emplace_back("Idempotent-Replayed", "true");
@@ -606,9 +616,9 @@ class Api::Handlers {
     } else {
       return respond(http::error(400, "Bank not found"));
     }
-    api_.ledger_.submit(std::move(cmd), [respond](Outcome o) {
+    api_.ledger_.submit(std::move(cmd), [this, respond](Outcome o) {
       if (!o.ok()) return respond(rejection_response(o.rejection));
-      respond(http::ok(201, o.record, "Incoming transfer received"));
+      answer_created(std::move(o), 201, "Incoming transfer received", respond);
     });
   }
 

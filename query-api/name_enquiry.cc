@@ -4,6 +4,7 @@
 
 #include "command/nuban.h"
 #include "common/crypto.h"
+#include "events/ledger.h"
 #include "query-api/banks.h"
 #include "query-api/envelope.h"
 
@@ -57,7 +58,7 @@ std::variant<ResolvedAccount, http::Response> resolve_account(const Views& views
 
 std::string bank_account_id(std::string_view business, bool live, std::string_view bank_code,
                             std::string_view account_number) {
-  const std::string h = sha256_hex(std::string(business) + (live ? "|l|" : "|t|") + std::string(bank_code) + "|" +
+  const std::string h = sha256_hex(scope_key(business, live) + std::string(bank_code) + "|" +
                                    std::string(account_number));
   return "bka-" + h.substr(0, 8) + "-" + h.substr(8, 4) + "-4" + h.substr(13, 3) + "-8" + h.substr(17, 3) + "-" +
          h.substr(20, 12);

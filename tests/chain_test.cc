@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/sample_events.h"
+
 namespace kobo {
 namespace {
 
@@ -9,14 +11,13 @@ namespace {
 struct ChainBuilder {
   Seq last{0};
   std::string hash = kGenesisHash;
-  Event next(Epoch epoch, EventType type = EventType::credited) {
+  Event next(Epoch epoch, EventType type = EventType::collection_wallet_expired) {
     Event e;
     e.seq = Seq(last.value + 1);
     e.command_seq = e.seq;
     e.epoch = epoch;
-    e.type = type;
     e.prev_hash = hash;
-    e.data = {{"n", e.seq.value}};
+    test::set_sample_data(e, type, e.seq.value);
     permit_unchecked(seal(e));
     last = e.seq;
     hash = e.hash;

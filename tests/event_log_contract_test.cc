@@ -32,7 +32,7 @@ struct Backend {
 };
 
 EncodedEvent ev(std::uint32_t p, std::uint64_t seq, std::string bytes) {
-  return EncodedEvent{Partition(p), Seq(seq), EventType::credited, "biz", 0, std::move(bytes)};
+  return EncodedEvent{Partition(p), Seq(seq), EventType::wallet_transfer_settled, "biz", 0, std::move(bytes)};
 }
 
 std::vector<LogRecord> read_all(EventLog& log, std::vector<Offset> from, std::size_t want) {

@@ -1,149 +1,205 @@
-#include "events/event.h"
-
+// Event contract v2 (DESIGN 4.1): the codec round-trips every kind of fact in
+// canonical form, refuses what is not a v2 event (another schemaVersion, an edited byte, an
+// unknown or missing member, unbalanced postings), a settled wallet transfer fits the 800-byte
+// budget, and the rules of events/ledger.h classify and derive ids deterministically.
 #include <gtest/gtest.h>
 
-#include "common/crypto.h"
-#include "events/partitioner.h"
+#include <limits>
+
+#include "events/event.h"
+#include "events/ledger.h"
 
 namespace kobo {
 namespace {
 
-Event sample(Seq seq = Seq(1), std::string prev = kGenesisHash) {
+const std::string kBusiness = "biz-f4b1d949-d41a-4b76-b1f2-d50798fba61a";
+const AccountId kAccount("acc-0e1525c8-d41a-4b76-b1f2-d50798fba61a");
+const std::string kSource = "vba-11111111-d41a-4b76-b1f2-d50798fba61a";
+const std::string kDestination = "vba-22222222-d41a-4b76-b1f2-d50798fba61a";
+const TransactionId kTransaction("trx-9edb3ded-d41a-4b76-b1f2-d50798fba61a");
+
+Event envelope(EventData data, std::uint64_t seq = 7) {
   Event e;
-  e.partition = Partition(2);
-  e.seq = seq;
+  e.partition = Partition(3);
+  e.seq = Seq(seq);
+  e.command_seq = Seq(seq);
   e.epoch = Epoch(1);
-  e.command_seq = seq;
-  e.type = EventType::credited;
-  e.business = "biz-1";
-  e.time = 1'795'000'000'123;
-  e.data = {{"ledgerAccount", "vba-1"}, {"amount", 10000}, {"balance", 10000}, {"note", "naïra ₦"}};
-  e.prev_hash = std::move(prev);
+  e.business = std::holds_alternative<WriterStarted>(data) ? "" : kBusiness;
+  e.time = 1'764'000'000'123;
+  e.prev_hash = kGenesisHash;
+  e.data = std::move(data);
   return e;
 }
 
-TEST(EventCodec, SealedEventDecodesToTheSameEvent) {
-  Event e = sample();
-  const std::string wire = seal(e);
-  auto d = decode_event(wire);
-  ASSERT_TRUE(d.ok()) << d.status().message();
-  EXPECT_EQ(d->hash, e.hash);
-  EXPECT_EQ(d->seq, e.seq);
-  EXPECT_EQ(d->partition, e.partition);
-  EXPECT_EQ(d->type, EventType::credited);
-  EXPECT_EQ(d->time, e.time);
-  EXPECT_EQ(d->data, e.data);
-  EXPECT_EQ(d->business, "biz-1");
+WalletTransferSettled wallet_transfer() {
+  WalletTransferSettled t;
+  t.account = kAccount;
+  t.transaction = kTransaction;
+  t.ids = {19, 25};
+  t.reference = "order-2026-11-24-0001";
+  t.narration = "Payment for goods and services";
+  t.postings = {{kSource, Kobo(-100'000), Kobo(400'000)}, {kDestination, Kobo(100'000), Kobo(100'000)}};
+  return t;
 }
 
-TEST(EventCodec, WireFormIsCanonicalWithHashFirst) {
-  Event e = sample();
-  const std::string wire = seal(e);
-  EXPECT_EQ(wire.rfind("{\"hash\":\"" + e.hash + "\",\"business\":", 0), 0u) << wire;
-  EXPECT_EQ(wire.find(' '), wire.find("naïra ₦") + 6) << "no white space outside strings";
+std::vector<EventData> one_of_each() {
+  WalletOpened w;
+  w.account = kAccount;
+  w.account_number = "0000000044";
+  w.bank_code = "099999";
+  w.bank_name = "Kobo Sandbox MFB";
+  w.category = WalletCategory::secondary;
+  w.id = 4;
+  w.mobile = Mobile{"NG", "+2348012345678"};
+  w.name = "Ada \"Obi\" \xc3\xa9";  // escapes and UTF-8 survive
+  w.wallet = WalletId(kSource);
+  BankTransferInitiated b;
+  b.account = kAccount;
+  b.transaction = kTransaction;
+  b.ids = {3};
+  b.reference = "r";
+  b.narration = "n";
+  b.metadata.text = R"({"a":[1,2,{"b":null}],"sandboxOutcome":"failed"})";
+  b.save_beneficiary = true;
+  b.beneficiary = Beneficiary{"Ada", "0123456784", BankAccountId("bka-1"), "058", "GTBank", 0, "ner-1"};
+  b.postings = {{kSource, Kobo(-1'075 - 500'000), Kobo(0)},
+                {"sys:payout-suspense", Kobo(500'000), Kobo(500'000)},
+                {"sys:fees", Kobo(1'075), Kobo(1'075)}};
+  IncomingCreditReceived in;
+  in.account = kAccount;
+  in.transaction = kTransaction;
+  in.ids = {1, 7, 13};
+  in.narration = "n";
+  in.sender = Sender{"S", "0000014579", "058", "GTB", "000013"};
+  in.postings = {{"sys:inbound-settlement", Kobo(-5), Kobo(-5)}, {kSource, Kobo(5), Kobo(5)},
+                 {kSource, Kobo(-5), Kobo(0)}, {kDestination, Kobo(5), Kobo(5)}};
+  CollectionWalletOpened c;
+  c.account = kAccount;
+  c.account_number = "0000000011";
+  c.amount = Kobo(10'000);
+  c.bank_code = "099999";
+  c.bank_name = "Kobo Sandbox MFB";
+  c.destination = WalletId(kDestination);
+  c.expires_at = Timestamp{1'764'000'900'000};
+  c.id = 5;
+  c.name = "c";
+  c.wallet = WalletId("vba-33333333-d41a-4b76-b1f2-d50798fba61a");
+  return {WriterStarted{Epoch(2)}, w, wallet_transfer(), b, in, c,
+          PayoutFailed{{9}, {{"sys:payout-suspense", Kobo(-500'000), Kobo(0)},
+                             {"sys:fees", Kobo(-1'075), Kobo(0)},
+                             {kSource, Kobo(501'075), Kobo(501'075)}}, kTransaction},
+          AccountUpdated{kAccount, true, std::vector<std::string>{"https://example.com/hook"}}};
 }
 
-TEST(EventCodec, HashCoversThePreviousHash) {
-  Event a = sample(Seq(1), kGenesisHash);
-  Event b = sample(Seq(1), std::string(64, 'a'));
-  permit_unchecked(seal(a));
-  permit_unchecked(seal(b));
-  EXPECT_NE(a.hash, b.hash);
-}
-
-TEST(EventCodec, RejectsAnyEditedByte) {
-  Event e = sample();
-  const std::string wire = seal(e);
-  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"\"amount\":10000", "\"amount\":10001"},
-           {"\"seq\":1", "\"seq\":2"},
-           {"\"live\":false", "\"live\":true"},
-           {"biz-1", "biz-2"}}) {
-    std::string edited = wire;
-    edited.replace(edited.find(from), from.size(), to);
-    auto d = decode_event(edited);
-    EXPECT_FALSE(d.ok()) << "edit " << from << " -> " << to << " was accepted";
+TEST(EventV2, RoundTripsEveryKindOfFactInCanonicalForm) {
+  for (EventData& d : one_of_each()) {
+    Event e = envelope(d);
+    const std::string wire = seal(e);
+    SCOPED_TRACE(wire);
+    auto decoded = decode_event(wire);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+    EXPECT_EQ(decoded.value().data, e.data);
+    EXPECT_EQ(decoded.value().type(), e.type());
+    EXPECT_EQ(decoded.value().hash, e.hash);
+    EXPECT_TRUE(in_canonical_form(decoded.value(), wire));
   }
 }
 
-TEST(EventCodec, RejectsMalformedInput) {
-  for (const char* bad : {"", "[]", "{}", "not json", "{\"hash\":\"x\"}", "{\"hash\":1,\"type\":\"Credited\"}"})
-    EXPECT_FALSE(decode_event(bad).ok()) << bad;
-  Event e = sample();
+TEST(EventV2, ASettledWalletTransferIsOneEventWithinTheBudget) {
+  Event e = envelope(wallet_transfer());
+  const std::string wire = seal(e);
+  EXPECT_LE(wire.size(), 800u) << wire;
+  // Nothing derivable is stored: no snapshots, no _id, no mirror, no fingerprint.
+  for (const char* absent : {"_id", "sourceData", "meta", "fingerprint", "commandSeq"})
+    EXPECT_EQ(wire.find(absent), std::string::npos) << absent;
+}
+
+TEST(EventV2, RefusesAnotherSchemaVersionNamingIt) {
+  Event e = envelope(wallet_transfer());
   std::string wire = seal(e);
-  wire.replace(wire.find("Credited"), 8, "Invented");
-  EXPECT_FALSE(decode_event(wire).ok());
+  wire.replace(wire.find("\"schemaVersion\":2"), 17, "\"schemaVersion\":1");
+  const auto decoded = decode_event(wire);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.status().message().find("schemaVersion 1 is not supported"), std::string::npos)
+      << decoded.status().message();
+  // Tools that pass records through undecoded check the version the same way.
+  EXPECT_TRUE(check_schema_version(seal(e)).ok());
+  EXPECT_EQ(check_schema_version(wire).message(), decoded.status().message());
+  // The envelope's member, not one the data happens to hold (a payout's metadata may).
+  std::string v1_with_v2_metadata = wire;
+  v1_with_v2_metadata.replace(v1_with_v2_metadata.find("\"data\":{") + 8, 0, "\"schemaVersion\":2,");
+  EXPECT_FALSE(check_schema_version(v1_with_v2_metadata).ok());
+  EXPECT_FALSE(check_schema_version("{}").ok());
 }
 
-// `wire` with a space after "commandSeq": and a hash recomputed over the new bytes: what a
-// writer that is not ours might write. Its hash holds; its form is not canonical.
-std::string respaced(const std::string& wire, const std::string& prev_hash) {
-  std::string body = wire.substr(wire.find("\",") + 2);
-  body.replace(body.find("\"commandSeq\":"), 13, "\"commandSeq\": ");
-  return "{\"hash\":\"" + to_hex(sha256({prev_hash, "{", body})) + "\"," + body;
-}
-
-TEST(EventCodec, ChecksTheHashOverTheBytesAndTheCanonicalFormApart) {
-  Event e = sample();
+TEST(EventV2, RefusesWhatIsNotAValidEvent) {
+  Event e = envelope(wallet_transfer());
   const std::string wire = seal(e);
-  EXPECT_TRUE(in_canonical_form(decode_event(wire).value(), wire));
-
-  const std::string odd = respaced(wire, e.prev_hash);
-  auto d = decode_event(odd);
-  ASSERT_TRUE(d.ok()) << d.status().message();
-  EXPECT_NE(d->hash, e.hash);
-  EXPECT_EQ(d->data, e.data);
-  EXPECT_FALSE(in_canonical_form(d.value(), odd));
-
-  // The hash must be the record's own first member, over exactly the bytes that follow it.
-  std::string moved = wire;
-  moved.insert(1, " ");
-  EXPECT_FALSE(decode_event(moved).ok());
-  std::string trailing = wire;
-  trailing.insert(trailing.size() - 1, " ");
-  EXPECT_FALSE(decode_event(trailing).ok());
-}
-
-TEST(EventCodec, DecodesEveryKindOfValueAsNlohmannWould) {
-  Event e = sample();
-  e.data = nlohmann::json::parse(R"({"neg":-42,"zero":0,"max":18446744073709551615,"min":-9223372036854775808,
-      "half":0.5,"tiny":1e-300,"text":"tab\t quote\" naïra ₦ \u0001","empty":{},"none":null,"yes":true,
-      "list":[1,[2,{"deep":[]}],"x",false]})");
-  const std::string wire = seal(e);
-  auto d = decode_event(wire);
-  ASSERT_TRUE(d.ok()) << d.status().message();
-  const nlohmann::json want = nlohmann::json::parse(wire).at("data");
-  EXPECT_EQ(d->data, want);
-  EXPECT_EQ(d->data.dump(), want.dump());
-  for (const char* key : {"zero", "max"}) EXPECT_TRUE(d->data[key].is_number_unsigned()) << key;
-  for (const char* key : {"neg", "min"}) EXPECT_TRUE(d->data[key].is_number_integer() && !d->data[key].is_number_unsigned());
-  EXPECT_TRUE(d->data["half"].is_number_float());
-}
-
-TEST(EventCodec, DecodesWhatOnlyTheFallbackParserTakes) {
-  // An integer wider than 64 bits: simdjson refuses it, nlohmann reads it as a double.
-  Event e = sample();
-  const std::string wire = seal(e);
-  std::string body = wire.substr(wire.find("\",") + 2);
-  body.replace(body.find("\"amount\":10000"), 14, "\"amount\":123456789012345678901234567890");
-  const std::string odd = "{\"hash\":\"" + to_hex(sha256({e.prev_hash, "{", body})) + "\"," + body;
-  auto d = decode_event(odd);
-  ASSERT_TRUE(d.ok()) << d.status().message();
-  EXPECT_TRUE(d->data["amount"].is_number_float());
-  EXPECT_FALSE(decode_event(odd.substr(0, odd.size() - 1)).ok());
-}
-
-TEST(Murmur2, MatchesKafkaJavaClient) {
-  const std::vector<std::pair<std::string, std::uint32_t>> vectors{
-      {"kafka", 0xd067cf64},  {"giberish123456789", 0x8f552b0c},
-      {"1234", 0x9fc97b14},   {"234", 0xe7c009ca},
-      {"34", 0x873930da},     {"4", 0x5a4b5ca1},
-      {"PreAmbleWillBeRemoved,ThePrePartThatIs", 0x78424f1c},
-      {"", 0x106e08d9},       {"21", static_cast<std::uint32_t>(-973932308)},
-      {"foobar", static_cast<std::uint32_t>(-790332482)}, {"abc", 479470107u},
+  struct Row {
+    const char* why;
+    std::string from, to;
+    const char* says;
   };
-  for (const auto& [key, want] : vectors) EXPECT_EQ(murmur2(key), want) << key;
-  EXPECT_EQ(partition_for("kafka", 12), Partition((0xd067cf64u & 0x7fffffffu) % 12));
+  const std::vector<Row> rows{
+      {"an edited byte", "order-2026", "order-2027", "hash mismatch"},
+      {"an unknown member", "\"ids\":", "\"idz\":", "unknown member idz"},
+      {"a member of the wrong type", "\"ids\":[19,25]", "\"ids\":\"19\"", "ids is not an array"},
+  };
+  for (const Row& row : rows) {
+    std::string edited = wire;
+    edited.replace(edited.find(row.from), row.from.size(), row.to);
+    const auto decoded = decode_event(edited);
+    ASSERT_FALSE(decoded.ok()) << row.why;
+    EXPECT_NE(decoded.status().message().find(row.says), std::string::npos) << row.why << ": "
+                                                                             << decoded.status().message();
+  }
+  // Unbalanced postings are refused even with a hash that holds over them.
+  WalletTransferSettled unbalanced = wallet_transfer();
+  unbalanced.postings[1].amount = Kobo(99'999);
+  Event bad = envelope(unbalanced);
+  EXPECT_FALSE(validate(bad).ok());
+  const auto missing = decode_event(R"({"hash":"x"})");
+  EXPECT_FALSE(missing.ok());
+}
+
+TEST(EventV2, EveryWalletPostingIsOneTransactionRecordWithDerivedIds) {
+  const WalletTransferSettled t = wallet_transfer();
+  const auto created = transactions_created(t);
+  ASSERT_EQ(created.size(), 2u);
+  EXPECT_EQ(created[0].kind, TransactionKind::wallet_transfer_debit);
+  EXPECT_EQ(created[0].id, kTransaction);
+  EXPECT_EQ(created[0].number, 19u);
+  EXPECT_EQ(created[0].reference, t.reference);
+  EXPECT_EQ(created[1].kind, TransactionKind::wallet_transfer_credit);
+  EXPECT_EQ(created[1].number, 25u);
+  EXPECT_EQ(created[1].debit_reference, t.reference);
+  EXPECT_EQ(created[0].link_ref, created[1].link_ref);
+  EXPECT_EQ(created[1].id, nth_transaction_id(kTransaction, 1)) << "derived, so a rebuild derives the same";
+  EXPECT_NE(created[1].id, kTransaction);
+  EXPECT_EQ(object_id_of(kTransaction.value).size(), 24u);
+  const auto finals = transactions_finalized(t);
+  ASSERT_EQ(finals.size(), 2u);
+  EXPECT_EQ(finals[0].entry, Entry::debit);
+  EXPECT_EQ(finals[1].entry, Entry::credit);
+}
+
+TEST(EventV2, ThePostingRuleIsOneFunction) {
+  EXPECT_EQ(post(Kobo(100), {kSource, Kobo(-40), Kobo(60)}).fault, PostingFault::none);
+  EXPECT_EQ(post(Kobo(100), {kSource, Kobo(-40), Kobo(61)}).fault, PostingFault::balance_disagrees);
+  EXPECT_EQ(post(Kobo(10), {kSource, Kobo(-40), Kobo(-30)}).fault, PostingFault::negative_wallet);
+  EXPECT_EQ(post(Kobo(10), {"sys:fees", Kobo(-40), Kobo(-30)}).fault, PostingFault::none) << "system accounts go negative";
+  EXPECT_EQ(post(Kobo(0), {"sys:nowhere", Kobo(1), Kobo(1)}).fault, PostingFault::unknown_account);
+  EXPECT_EQ(post(Kobo(std::numeric_limits<std::int64_t>::max()), {kSource, Kobo(1), Kobo(0)}).fault,
+            PostingFault::overflow);
+}
+
+TEST(EventV2, TheRequestFingerprintIsDerivedFromTheFact) {
+  const WalletTransferSettled t = wallet_transfer();
+  const WalletTransferRequest same{kSource, kDestination, Kobo(100'000), t.narration, std::nullopt};
+  EXPECT_EQ(request_fingerprint(request_of(t)), request_fingerprint(same));
+  WalletTransferRequest other = same;
+  other.amount = Kobo(100'001);
+  EXPECT_NE(request_fingerprint(request_of(t)), request_fingerprint(other));
 }
 
 }  // namespace

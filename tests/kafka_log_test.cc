@@ -27,7 +27,7 @@ constexpr std::int16_t kAddPartitionsToTxn = 24;
 constexpr std::int16_t kEndTxn = 26;
 
 EncodedEvent ev(std::uint32_t p, std::uint64_t seq, std::string bytes, std::string business = "biz-1") {
-  return EncodedEvent{Partition(p), Seq(seq), EventType::credited, std::move(business), 1'795'000'000'000, std::move(bytes)};
+  return EncodedEvent{Partition(p), Seq(seq), EventType::wallet_transfer_settled, std::move(business), 1'795'000'000'000, std::move(bytes)};
 }
 
 std::string unique_topic(const std::string& what) {
@@ -170,7 +170,7 @@ TEST(KafkaLogOnBroker, RecordsCarryTheBusinessKeyAndCloudEventsHeaders) {
   };
   EXPECT_EQ(header("ce_specversion"), "1.0");
   EXPECT_EQ(header("ce_id"), "1-7");
-  EXPECT_EQ(header("ce_type"), "ng.kobo.ledger.Credited");
+  EXPECT_EQ(header("ce_type"), "ng.kobo.ledger.WalletTransferSettled");
   EXPECT_EQ(header("ce_source"), "/kobo/ledger/partitions/1");
   EXPECT_EQ(header("ce_time"), format_iso8601(e.time));
   EXPECT_EQ(header("content-type"), "application/json");

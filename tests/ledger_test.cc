@@ -1,5 +1,5 @@
 // The single writer over the in-memory log: acknowledgement only after a durable append,
-// replay on start, settlement, and no double spend under concurrency.
+// replay on start, the payout rail, and no double spend under concurrency.
 #include "command/ledger.h"
 
 #include <gtest/gtest.h>
@@ -18,21 +18,28 @@ using namespace std::chrono_literals;
 constexpr std::uint32_t kPartitions = 3;
 const Caller kCaller{"biz-ledger-test", "acc-1", false};
 
-LedgerOptions options() {
+LedgerOptions options(std::uint64_t seed = 0) {
   LedgerOptions o;
   o.config.partitions = kPartitions;
+  if (seed != 0) o.ids = std::make_shared<SeededIds>(seed);
   return o;
 }
 
-std::string create_wallet(Ledger& l, const std::string& name) {
-  const Outcome o = l.execute(CreateWallet{kCaller, name, "secondary", {}, {}});
+// The account number a wallet was opened with, from the event the writer answered with.
+std::string number_of(const Outcome& wallet) {
+  KOBO_ASSERT(wallet.events.size() == 1, "a wallet is opened by one event");
+  return std::get<WalletOpened>(wallet.events[0].data).account_number;
+}
+
+Outcome create_wallet(Ledger& l, const std::string& name) {
+  Outcome o = l.execute(CreateWallet{kCaller, name, "secondary", {}, {}});
   EXPECT_TRUE(o.ok()) << to_string(o.rejection);
-  return o.record.at("publicId").get<std::string>();
+  return o;
 }
 
 Outcome fund(Ledger& l, const Outcome& wallet, std::int64_t amount) {
-  Outcome o = l.execute(IncomingCredit{kCaller, wallet.record.at("accountNumber"), Kobo(amount), "f", "S",
-                                       "0000014579", "058", "GTB", "000013"});
+  Outcome o = l.execute(IncomingCredit{kCaller, number_of(wallet), Kobo(amount), "f", "S", "0000014579", "058", "GTB",
+                                       "000013"});
   EXPECT_TRUE(o.ok()) << to_string(o.rejection);
   return o;
 }
@@ -45,7 +52,6 @@ WalletTransfer transfer(const std::string& src, const std::string& dst, std::int
   t.amount = Kobo(amount);
   t.narration = "n";
   t.reference = std::move(ref);
-  t.fingerprint = "fp";
   return t;
 }
 
@@ -64,97 +70,148 @@ TEST(Ledger, AppendsWriterStartedWithTheNextEpochOnEveryStart) {
   { Ledger l(log, options()); ASSERT_TRUE(l.start().ok()); }
   std::vector<std::uint64_t> epochs;
   for (const Event& e : events_of(log))
-    if (e.partition == Partition(0) && e.type == EventType::writer_started) epochs.push_back(e.epoch.value);
+    if (e.partition == Partition(0))
+      if (const auto* w = std::get_if<WriterStarted>(&e.data)) epochs.push_back(w->epoch.value);
   EXPECT_EQ(epochs, (std::vector<std::uint64_t>{1, 2}));
 }
 
-TEST(Ledger, AnswersATransactionWithTheRecordItsEventCarries) {
+TEST(Ledger, AnswersWithTheIdAndTheSealedEventsAsAppended) {
   MemoryLog log(kPartitions);
   Ledger l(log, options());
   ASSERT_TRUE(l.start().ok());
-  const Outcome w = l.execute(CreateWallet{kCaller, "src", "secondary", {}, {}});
-  const std::string src = w.record.at("publicId"), dst = create_wallet(l, "dst");
-  const Outcome funded = fund(l, w, 40'000);
-  const Outcome sent = l.execute(transfer(src, dst, 25'000, "r1"));
+  const Outcome src = create_wallet(l, "src"), dst = create_wallet(l, "dst");
+  const Outcome funded = fund(l, src, 40'000);
+  const Outcome sent = l.execute(transfer(src.id, dst.id, 25'000, "r1"));
   ASSERT_TRUE(funded.ok() && sent.ok());
-  std::map<std::string, nlohmann::json> logged;  // publicId -> the transaction an event carries
-  for (const Event& e : events_of(log))
-    if (e.data.contains("transaction")) logged[e.data["transaction"]["publicId"]] = e.data["transaction"];
-  for (const Outcome* o : {&funded, &sent}) {
-    ASSERT_TRUE(o->record.is_object());
-    EXPECT_EQ(o->record, logged.at(o->record.at("publicId")));
-  }
-  EXPECT_EQ(sent.record.at("entry"), "debit");
-  EXPECT_EQ(funded.record.at("entry"), "credit");
+  EXPECT_EQ(src.id, std::get<WalletOpened>(src.events.at(0).data).wallet.value);
+  ASSERT_EQ(sent.events.size(), 1u);
+  EXPECT_EQ(sent.id, std::get<WalletTransferSettled>(sent.events[0].data).transaction.value);
+  EXPECT_EQ(funded.id, std::get<IncomingCreditReceived>(funded.events.at(0).data).transaction.value);
+  EXPECT_EQ(sent.seq, sent.events[0].seq);
+  std::map<std::pair<std::uint32_t, std::uint64_t>, Event> logged;
+  for (const Event& e : events_of(log)) logged.emplace(std::pair{e.partition.value, e.seq.value}, e);
+  for (const Outcome* o : {&src, &dst, &funded, &sent})
+    for (const Event& e : o->events) {
+      const Event& in_log = logged.at({e.partition.value, e.seq.value});
+      EXPECT_EQ(in_log.hash, e.hash);
+      EXPECT_TRUE(in_log.data == e.data);
+    }
 }
 
 TEST(Ledger, AFailedAppendAcknowledgesNothingAndChangesNothing) {
   MemoryLog log(kPartitions);
   Ledger l(log, options());
   ASSERT_TRUE(l.start().ok());
-  const Outcome w = l.execute(CreateWallet{kCaller, "src", "secondary", {}, {}});
-  const std::string src = w.record.at("publicId"), dst = create_wallet(l, "dst");
-  fund(l, w, 30'000);
+  const Outcome src = create_wallet(l, "src"), dst = create_wallet(l, "dst");
+  fund(l, src, 30'000);
   const std::size_t before = events_of(log).size();
 
   log.fail_next_appends(1);
-  const Outcome failed = l.execute(transfer(src, dst, 30'000, "r1"));
+  const Outcome failed = l.execute(transfer(src.id, dst.id, 30'000, "r1"));
   EXPECT_EQ(failed.rejection, Rejection::unavailable);
+  EXPECT_TRUE(failed.events.empty());
   EXPECT_EQ(events_of(log).size(), before);
 
   // The writer re-read the log: the money is still there and the reference is still free.
-  const Outcome retried = l.execute(transfer(src, dst, 30'000, "r1"));
+  const Outcome retried = l.execute(transfer(src.id, dst.id, 30'000, "r1"));
   EXPECT_TRUE(retried.ok());
   EXPECT_FALSE(retried.replayed);
-  EXPECT_EQ(retried.record.at("balance"), 0);
-  EXPECT_EQ(l.execute(transfer(src, dst, 10'000, "r2")).rejection, Rejection::insufficient_funds);
+  ASSERT_EQ(retried.events.size(), 1u);
+  EXPECT_EQ(std::get<WalletTransferSettled>(retried.events[0].data).postings.at(0).balance, Kobo(0));
+  EXPECT_EQ(l.execute(transfer(src.id, dst.id, 10'000, "r2")).rejection, Rejection::insufficient_funds);
 }
 
 TEST(Ledger, RebuildsItsStateFromTheLogOnStart) {
   MemoryLog log(kPartitions);
-  std::string src, dst;
+  std::string src, dst, first;
   {
     Ledger l(log, options());
     ASSERT_TRUE(l.start().ok());
-    const Outcome w = l.execute(CreateWallet{kCaller, "src", "secondary", {}, {}});
-    src = w.record.at("publicId");
-    dst = create_wallet(l, "dst");
+    const Outcome w = create_wallet(l, "src");
+    src = w.id;
+    dst = create_wallet(l, "dst").id;
     fund(l, w, 50'000);
-    ASSERT_TRUE(l.execute(transfer(src, dst, 20'000, "before-restart")).ok());
+    const Outcome t = l.execute(transfer(src, dst, 20'000, "before-restart"));
+    ASSERT_TRUE(t.ok());
+    first = t.id;
   }
   Ledger again(log, options());
   ASSERT_TRUE(again.start().ok());
   EXPECT_EQ(again.business_count(), 0u) << "no CreateBusiness was issued";
-  EXPECT_TRUE(again.execute(transfer(src, dst, 20'000, "before-restart")).replayed);
-  EXPECT_EQ(again.execute(transfer(src, dst, 30'001, "x")).rejection, Rejection::insufficient_funds);
-  EXPECT_TRUE(again.execute(transfer(src, dst, 30'000, "y")).ok());
+  const Outcome replayed = again.execute(transfer(src, dst, 20'000, "before-restart"));
+  EXPECT_TRUE(replayed.replayed);
+  EXPECT_EQ(replayed.id, first);
+  EXPECT_TRUE(replayed.events.empty());
+  EXPECT_EQ(again.execute(transfer(src, dst, 20'000, "before-restart-other")).rejection, Rejection::none);
+  EXPECT_EQ(again.execute(transfer(src, dst, 10'001, "x")).rejection, Rejection::insufficient_funds);
+  EXPECT_EQ(again.execute(transfer(src, dst, 1, "before-restart")).rejection, Rejection::duplicate_reference);
   EXPECT_EQ(again.execute(CreateWallet{kCaller, "src", "secondary", {}, {}}).rejection, Rejection::wallet_name_taken);
 }
 
-TEST(Ledger, SettlesAWalletTransferAfterItIsDurable) {
+TEST(Ledger, RejectsANegativeTransferWithoutAborting) {
   MemoryLog log(kPartitions);
   Ledger l(log, options());
   ASSERT_TRUE(l.start().ok());
-  const Outcome w = l.execute(CreateWallet{kCaller, "src", "secondary", {}, {}});
-  const std::string dst = create_wallet(l, "dst");
-  fund(l, w, 10'000);
-  const Outcome t = l.execute(transfer(w.record.at("publicId"), dst, 10'000, "r"));
-  ASSERT_TRUE(t.ok());
-  bool settled = false;
-  for (int i = 0; i < 100 && !settled; ++i) {
-    for (const Event& e : events_of(log))
-      if (e.type == EventType::transaction_status_changed && e.data.at("publicId") == t.transaction) settled = true;
-    if (!settled) std::this_thread::sleep_for(10ms);
+  const Outcome src = create_wallet(l, "src"), dst = create_wallet(l, "dst");
+  fund(l, src, 10'000);
+  const std::size_t before = events_of(log).size();
+  EXPECT_EQ(l.execute(transfer(src.id, dst.id, -10'000, "neg")).rejection, Rejection::out_of_range);
+  EXPECT_EQ(l.execute(transfer(src.id, dst.id, std::numeric_limits<std::int64_t>::max(), "big")).rejection,
+            Rejection::insufficient_funds);
+  EXPECT_EQ(events_of(log).size(), before);
+  EXPECT_TRUE(l.execute(transfer(src.id, dst.id, 10'000, "pos")).ok()) << "the writer goes on";
+}
+
+TEST(Ledger, MovesAPayoutAlongTheRailUntilItSucceeds) {
+  MemoryLog log(kPartitions);
+  LedgerOptions o = options();
+  o.config.rail_delay = 1ms;
+  Ledger l(log, o);
+  ASSERT_TRUE(l.start().ok());
+  const Outcome src = create_wallet(l, "src");
+  fund(l, src, 100'000);
+  BankTransfer b;
+  b.caller = kCaller;
+  b.source = src.id;
+  b.bank_account_id = "bka-x";
+  b.account_number = "0123456784";
+  b.account_name = "Ada";
+  b.bank_code = "044";
+  b.bank_name = "Access Bank";
+  b.name_enquiry_ref = "ne";
+  b.amount = Kobo(10'000);
+  b.narration = "out";
+  const Outcome sent = l.execute(b);
+  ASSERT_TRUE(sent.ok());
+  bool processing = false, succeeded = false;
+  for (int i = 0; i < 200 && !succeeded; ++i) {
+    for (const Event& e : events_of(log)) {
+      if (const auto* x = std::get_if<PayoutProcessing>(&e.data); x && x->transaction.value == sent.id) processing = true;
+      if (const auto* x = std::get_if<PayoutSucceeded>(&e.data); x && x->transaction.value == sent.id) succeeded = true;
+    }
+    if (!succeeded) std::this_thread::sleep_for(10ms);
   }
-  EXPECT_TRUE(settled);
+  EXPECT_TRUE(processing);
+  EXPECT_TRUE(succeeded);
+}
+
+TEST(Ledger, ASeededIdSourceGivesTheSameIdsOnEveryRun) {
+  const auto ids = [](std::uint64_t seed) {
+    MemoryLog log(kPartitions);
+    Ledger l(log, options(seed));
+    EXPECT_TRUE(l.start().ok());
+    return std::vector<std::string>{create_wallet(l, "a").id, create_wallet(l, "b").id};
+  };
+  EXPECT_EQ(ids(11), ids(11));
+  EXPECT_NE(ids(11), ids(12));
 }
 
 TEST(Ledger, NeverSpendsMoreThanTheBalanceUnderConcurrency) {
   MemoryLog log(kPartitions);
   Ledger l(log, options());
   ASSERT_TRUE(l.start().ok());
-  const Outcome w = l.execute(CreateWallet{kCaller, "src", "secondary", {}, {}});
-  const std::string src = w.record.at("publicId"), dst = create_wallet(l, "dst");
+  const Outcome w = create_wallet(l, "src");
+  const std::string src = w.id, dst = create_wallet(l, "dst").id;
   constexpr int kAffordable = 37;
   fund(l, w, kAffordable * 10'000 + 9'999);
   std::atomic<int> ok{0}, poor{0};

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "tests/support/sample_events.h"
+
 #include "common/crypto.h"
 #include "events/memory_log.h"
 
@@ -28,8 +32,7 @@ struct Writer {
     e.command_seq = command_seq;
     e.command_size = size;
     e.epoch = epoch;
-    e.type = type;
-    e.data = {{"n", e.seq.value}};
+    test::set_sample_data(e, type, e.seq.value);
     e.prev_hash = hash;
     permit_unchecked(seal(e));
     last = e.seq;
@@ -37,14 +40,14 @@ struct Writer {
     return e;
   }
   static EncodedEvent encode(Event e) {
-    EncodedEvent out{e.partition, e.seq, e.type, e.business, e.time, ""};
+    EncodedEvent out{e.partition, e.seq, e.type(), e.business, e.time, ""};
     out.bytes = seal(e);
     return out;
   }
   std::vector<Event> command(std::uint32_t size) {
     std::vector<Event> events;
     const Seq first(last.value + 1);
-    for (std::uint32_t i = 0; i < size; ++i) events.push_back(make(EventType::credited, first, size));
+    for (std::uint32_t i = 0; i < size; ++i) events.push_back(make(EventType::collection_wallet_expired, first, size));
     append(events);
     return events;
   }
@@ -151,7 +154,7 @@ TEST(LogFollower, GivesAnUndecodableRecordToTheVisitorAsWritten) {
   std::vector<LogRecord> records;
   ASSERT_TRUE(reader.value()->poll(1, 0ms, records).ok());
   auto edited = nlohmann::json::parse(records[0].bytes);
-  edited["data"]["n"] = 99;
+  edited["data"]["wallet"] = "vba-99";
   log.overwrite(Partition(0), Offset(1), edited.dump());
 
   LogFollower f(log);
@@ -161,10 +164,10 @@ TEST(LogFollower, GivesAnUndecodableRecordToTheVisitorAsWritten) {
 
   struct Adopter : Recorder {
     std::string problem;
-    std::uint64_t data = 0;
+    std::string wallet;
     Disposition refused(const RefusedRecord& rr) override {
       problem = rr.problem;
-      data = rr.event->data["n"].get<std::uint64_t>();
+      wallet = std::get<CollectionWalletExpired>(rr.event->data).wallet.value;
       return Disposition::adopt;
     }
   } adopter;
@@ -172,7 +175,7 @@ TEST(LogFollower, GivesAnUndecodableRecordToTheVisitorAsWritten) {
   ASSERT_TRUE(g.open().ok());
   ASSERT_TRUE(g.follow_to_end(adopter).ok());
   EXPECT_EQ(adopter.problem, "hash mismatch");
-  EXPECT_EQ(adopter.data, 99u);
+  EXPECT_EQ(adopter.wallet, "vba-99");
   EXPECT_EQ(adopter.seen.size(), 3u);  // the edited event's claimed hash still chains the next one
 }
 
@@ -180,7 +183,7 @@ TEST(LogFollower, RefusesAnEventNotInCanonicalFormOnlyWhenAsked) {
   MemoryLog log(1);
   Writer w{log};
   w.start();
-  Event e = w.make(EventType::credited, Seq(2), 1);
+  Event e = w.make(EventType::collection_wallet_expired, Seq(2), 1);
   // Re-spaced and re-hashed over its new bytes: the hash holds, the form is not canonical.
   const std::string wire = seal(e);
   std::string body = wire.substr(wire.find("\",") + 2);

@@ -53,8 +53,8 @@ class ProjectionTest : public ::testing::Test {
     for (int i = 0; i < wallets; ++i) {
       const Outcome w = ledger_->execute(CreateWallet{kCaller, prefix + std::to_string(i), "secondary", {}, {}});
       EXPECT_TRUE(w.ok());
-      ids.push_back(w.record.at("publicId"));
-      EXPECT_TRUE(ledger_->execute(IncomingCredit{kCaller, w.record.at("accountNumber"), Kobo(100'000), "f", "S",
+      ids.push_back(w.id);
+      EXPECT_TRUE(ledger_->execute(IncomingCredit{kCaller, account_number(w), Kobo(100'000), "f", "S",
                                                   "0000014579", "058", "GTB", "000013"})
                       .ok());
     }
@@ -69,6 +69,10 @@ class ProjectionTest : public ::testing::Test {
       EXPECT_TRUE(ledger_->execute(t).ok());
     }
     return ids;
+  }
+
+  static std::string account_number(const Outcome& opened) {
+    return std::get<WalletOpened>(opened.events.at(0).data).account_number;
   }
 
   void wait_caught_up(const Projector& p) {
@@ -124,6 +128,47 @@ TEST_F(ProjectionTest, BalancesAndTransactionsAreReadable) {
   TransactionFilter debits;
   debits.entry = "debit";
   EXPECT_EQ(views->transactions(scope, debits, PageRequest{1, 10}).total_count, 1u);
+}
+
+// query-api answers a write with the record its events render (projection/render.h): the same
+// record the views then show, so an answer and a GET after it agree.
+TEST_F(ProjectionTest, TheRecordAWriteAnswersIsTheOneTheViewsShow) {
+  auto views = open_views("answers");
+  Projector p(log_, *views);
+  ASSERT_TRUE(p.start().ok());
+  const Outcome a = ledger_->execute(CreateWallet{kCaller, "answer-a", "secondary", {}, {}});
+  const Outcome b = ledger_->execute(CreateWallet{kCaller, "answer-b", "secondary", {}, {}});
+  ASSERT_TRUE(a.ok() && b.ok());
+  wait_caught_up(p);
+  const Outcome credit = ledger_->execute(
+      IncomingCredit{kCaller, account_number(a), Kobo(50'000), "f", "S", "0000014579", "058", "GTB", "000013"});
+  ASSERT_TRUE(credit.ok());
+  wait_caught_up(p);
+  WalletTransfer t{kCaller, a.id, b.id, Kobo(20'000), "rent", std::string("answer-ref"), std::nullopt};
+  const Outcome transfer = ledger_->execute(t);
+  ASSERT_TRUE(transfer.ok());
+  wait_caught_up(p);
+
+  const Scope scope{kCaller.business, false};
+  const ViewRecords records(*views);
+  // A wallet's answer is its record as opened; the views' copy has since moved its balance.
+  auto opened = render::created_record(a.events, a.id, records);
+  ASSERT_TRUE(opened.has_value());
+  EXPECT_EQ(opened->at("balance"), 0);
+  json shown = json::parse(views->wallet_text(scope, a.id).value());
+  EXPECT_EQ(shown.at("balance"), 30'000);
+  for (const char* member : {"balance", "updatedAt", "lastUpdated"}) {
+    opened->erase(member);
+    shown.erase(member);
+  }
+  EXPECT_EQ(dump_json(*opened), dump_json(shown));
+
+  for (const Outcome* o : {&credit, &transfer}) {
+    auto answer = render::created_record(o->events, o->id, records);
+    ASSERT_TRUE(answer.has_value());
+    EXPECT_EQ(dump_json(*answer), views->transaction_text(scope, kCaller.account, o->id).value());
+  }
+  EXPECT_EQ(render::created_record(transfer.events, "trx-none", records), std::nullopt);
 }
 
 // A single record is read as its stored text, and its scope from the text's top-level `auth`

@@ -22,6 +22,7 @@
 #include "common/crypto.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "events/ledger.h"
 #include "events/log_follower.h"
 #include "events/rocksdb_logger.h"
 #include "webhooks/http_post.h"
@@ -50,7 +51,7 @@ std::string position_key(std::uint32_t p) {
 }
 std::string delivery_key(std::string_view id) { return "D" + std::string(id); }
 std::string list_prefix(std::string_view business, bool live) {
-  return "l" + std::string(business) + (live ? "|l|" : "|t|");
+  return "l" + scope_key(business, live);
 }
 std::string list_key(std::string_view business, bool live, UnixMs created, std::string_view id) {
   std::string k = list_prefix(business, live);
@@ -88,12 +89,6 @@ WebhookMetrics& webhook_metrics() {
   return m;
 }
 
-// A UUID-shaped identifier derived from `seed`, so the same event always gets the same id.
-std::string derived_uuid(std::string_view seed) {
-  const std::string h = sha256_hex(seed);
-  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20, 12);
-}
-
 // host:port of a URL: the unit of per-endpoint concurrency.
 std::string endpoint_of(const std::string& url) {
   auto u = boost::urls::parse_absolute_uri(url);
@@ -102,35 +97,11 @@ std::string endpoint_of(const std::string& url) {
   return std::string(u->encoded_host()) + ":" + port;
 }
 
-// The transaction a log event brings to a final state, with that state.
-struct Finalized {
-  std::string transaction;
-  std::string status;  // success | failed
-};
-
-std::optional<Finalized> finalized(const Event& e) {
-  std::string id, status;
-  if (e.type == EventType::debited || e.type == EventType::credited) {
-    if (!e.data.contains("transaction")) return std::nullopt;
-    const json& t = e.data.at("transaction");
-    id = t.at("publicId").get<std::string>();
-    status = t.at("status").get<std::string>();
-  } else if (e.type == EventType::transaction_status_changed) {
-    id = e.data.at("publicId").get<std::string>();
-    status = e.data.at("status").get<std::string>();
-  } else {
-    return std::nullopt;
-  }
-  if (status != "success" && status != "failed") return std::nullopt;
-  return Finalized{std::move(id), std::move(status)};
-}
-
 // DESIGN section 3: account.credit (any credit), account.debit (a debit that succeeded),
 // account.debit.failed (a failed payout).
-std::optional<std::string> event_name(const std::string& entry, const std::string& status) {
-  if (entry == "credit" && status == "success") return "account.credit";
-  if (entry == "debit") return status == "success" ? "account.debit" : "account.debit.failed";
-  return std::nullopt;
+std::optional<std::string_view> event_name(Entry entry, TransactionStatus status) {
+  if (entry == Entry::credit) return status == TransactionStatus::success ? std::optional("account.credit") : std::nullopt;
+  return status == TransactionStatus::success ? "account.debit" : "account.debit.failed";
 }
 
 json public_record(json d) {
@@ -165,7 +136,7 @@ class Webhooks::Impl {
   void consume();
   [[nodiscard]] Status step(std::chrono::milliseconds wait);
   std::optional<json> get(const std::string& id) const;
-  void write(rocksdb::WriteBatch& wb);
+  [[nodiscard]] Status write(rocksdb::WriteBatch& wb);
   void put_positions(rocksdb::WriteBatch& wb) const;
 
   // Sender: these run on the io thread.
@@ -184,6 +155,7 @@ class Webhooks::Impl {
 
   std::unique_ptr<LogFollower> follower_;  // consumer thread only
   std::atomic<bool> healthy_{true};
+  bool unwritable_ = false;  // consumer thread only: its last write failed
   std::atomic<bool> stopping_{false};
   std::thread consumer_;
 
@@ -206,31 +178,40 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
   std::size_t recorded() const { return recorded_; }
 
   Status accepted(const Event& e) override {
-    const auto f = finalized(e);
-    if (!f) return {};
+    const auto finalized = transactions_finalized(e.data);
+    if (finalized.empty()) return {};
     // The data is the Transaction as the API shows it: read it once the projector has it.
     while (!impl_.projector_.wait_applied(e.partition, e.seq, std::chrono::milliseconds(200))) {
       if (impl_.stopping_.load()) return Status::error("stopping");
       if (!impl_.projector_.healthy()) return Status::error("the projection stopped");
     }
-    const auto trx = impl_.views_.transaction(Scope{e.business, e.live}, "", f->transaction);
+    for (const FinalizedTransaction& f : finalized) record(e, f);
+    return {};
+  }
+
+ private:
+  // The deliveries of one transaction's final state, one per URL of its account. Their ids
+  // derive from the event and the transaction, so a re-read event records the same deliveries.
+  void record(const Event& e, const FinalizedTransaction& f) {
+    const auto name = event_name(f.entry, f.status);
+    if (!name) return;
+    const auto trx = impl_.views_.transaction(Scope{e.business, e.live}, "", f.id.value);
     KOBO_ASSERT(trx.has_value(), "a finalized transaction is missing from the views");
-    const auto name = event_name(trx->at("entry").get<std::string>(), f->status);
-    if (!name) return {};
     const std::string account_id = trx->at("account").get<std::string>();
     const auto account = impl_.views_.account(e.business, account_id);
     KOBO_ASSERT(account.has_value(), "a transaction of an account the views do not have");
     std::set<std::string> urls;
     for (const auto& u : account->value("webhooks", json::array()))
       if (u.is_string()) urls.insert(u.get<std::string>());
-    if (urls.empty()) return {};
+    if (urls.empty()) return;
 
-    const std::string event_id = "evt-" + derived_uuid("event|" + e.hash);
+    const std::string seed = e.hash + "|" + f.id.value;
+    const std::string event_id = "evt-" + derived_uuid("event|" + seed);
     const std::string body = R"({"event":)" + json(*name).dump() + R"(,"data":)" + trx->dump() + "}";
     const UnixMs now = now_ms();
     const std::string ts = format_iso8601(now);
     for (const auto& url : urls) {
-      const std::string id = "whd-" + derived_uuid("delivery|" + e.hash + "|" + url);
+      const std::string id = "whd-" + derived_uuid("delivery|" + seed + "|" + url);
       const json d{{"id", id},
                    {"event", *name},
                    {"eventId", event_id},
@@ -238,7 +219,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
                    {"business", e.business},
                    {"account", account_id},
                    {"live", e.live},
-                   {"transaction", f->transaction},
+                   {"transaction", f.id.value},
                    {"status", "pending"},
                    {"attempts", json::array()},
                    {"nextAttemptAt", ts},
@@ -252,10 +233,8 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
       KOBO_ASSERT(wb_.Put(due_key(now, id), "").ok(), "WriteBatch put");
       ++recorded_;
     }
-    return {};
   }
 
- private:
   Impl& impl_;
   rocksdb::WriteBatch& wb_;
   std::size_t recorded_ = 0;
@@ -288,8 +267,7 @@ Status Webhooks::Impl::open_follower() {
   if (auto s = follower_->follow_to_end(skip); !s) return s;
   rocksdb::WriteBatch wb;
   put_positions(wb);
-  write(wb);
-  return {};
+  return write(wb);
 }
 
 void Webhooks::Impl::put_positions(rocksdb::WriteBatch& wb) const {
@@ -304,10 +282,10 @@ void Webhooks::Impl::put_positions(rocksdb::WriteBatch& wb) const {
   }
 }
 
-void Webhooks::Impl::write(rocksdb::WriteBatch& wb) {
+Status Webhooks::Impl::write(rocksdb::WriteBatch& wb) {
   const auto s = db_->Write(rocksdb::WriteOptions(), &wb);
-  // The delivery database is local disk like the views: a failed write is not recoverable here.
-  KOBO_ASSERT(s.ok(), "webhooks write failed");
+  if (s.ok()) return {};
+  return Status::error("webhooks write: " + s.ToString(), s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
 }
 
 Status Webhooks::Impl::step(std::chrono::milliseconds wait) {
@@ -319,7 +297,10 @@ Status Webhooks::Impl::step(std::chrono::milliseconds wait) {
   // position just past it, which is all at-least-once recording needs.
   if (consumed.value() == 0) return {};
   put_positions(wb);
-  write(wb);
+  if (auto s = write(wb); !s) {
+    unwritable_ = true;
+    return s;
+  }
   if (recorder.recorded() > 0) {
     webhook_metrics().recorded.inc(recorder.recorded());
     asio::post(io_, [this] { tick(); });
@@ -331,7 +312,14 @@ void Webhooks::Impl::consume() {
   while (!stopping_.load()) {
     if (auto s = step(std::chrono::milliseconds(100)); !s) {
       if (stopping_.load()) return;
-      log::error("webhooks stopped: the log cannot be read", {{"error", s.message()}});
+      // Faults degrade, never crash (DESIGN guarantee 8): the position was not written either,
+      // so after a restart the consumer records these deliveries from where it stopped.
+      if (unwritable_)
+        log::error("webhooks stopped: the delivery database cannot be written; deliveries are recorded "
+                   "again from the last recorded event after a restart",
+                   {{"error", s.message()}});
+      else
+        log::error("webhooks stopped: the log cannot be read", {{"error", s.message()}});
       healthy_.store(false);
       return;
     }
@@ -465,7 +453,8 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
   (*d)["dueMs"] = next ? json(*next) : json(nullptr);
   if (next) KOBO_ASSERT(wb.Put(due_key(*next, id), "").ok(), "WriteBatch put");
   KOBO_ASSERT(wb.Put(delivery_key(id), d->dump()).ok(), "WriteBatch put");
-  write(wb);
+  // Unrecorded, the attempt is made again when the delivery is next due: at least once.
+  if (auto s = write(wb); !s) log::warn("a webhook attempt's result cannot be recorded", {{"delivery", id}, {"error", s.message()}});
   if (!result.ok())
     log::warn("webhook attempt failed", {{"delivery", id}, {"url", d->at("url")}, {"error", d->at("attempts").back().at("error")}});
   in_flight_.erase(id);
@@ -514,7 +503,10 @@ Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_vie
   (*d)["updatedAt"] = format_iso8601(now);
   KOBO_ASSERT(wb.Put(due_key(now, id), "").ok(), "WriteBatch put");
   KOBO_ASSERT(wb.Put(delivery_key(id), d->dump()).ok(), "WriteBatch put");
-  write(wb);
+  if (auto s = write(wb); !s) {
+    log::warn("a webhook retry cannot be recorded", {{"delivery", std::string(id)}, {"error", s.message()}});
+    return RetryOutcome::unavailable;
+  }
   lock.unlock();
   asio::post(io_, [this] { tick(); });
   if (record != nullptr) *record = public_record(std::move(*d));

@@ -131,7 +131,7 @@ class Webhooks {
   // set; the check after resolving is the one that guards.
   std::optional<std::string> refused_url(std::string_view url) const;
 
-  enum class RetryOutcome { queued, not_found, in_progress };
+  enum class RetryOutcome { queued, not_found, in_progress, unavailable };  // unavailable: cannot be recorded (a full disk)
   // Makes the delivery due now (one more attempt, whatever its status). `record` is the
   // delivery as it is after the change.
   RetryOutcome retry(const Scope& scope, std::string_view id, nlohmann::json* record);

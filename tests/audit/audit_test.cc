@@ -61,8 +61,8 @@ Business create_business(Ledger& ledger, int n) {
   Business b{Caller{biz, acc, false}, {}};
   for (int i = 0; i < 3; ++i) {
     const Outcome w = must(ledger, CreateWallet{b.caller, "wallet " + std::to_string(i), "secondary", {}, {}});
-    b.wallets.push_back(w.record.at("publicId"));
-    must(ledger, IncomingCredit{b.caller, w.record.at("accountNumber"), Kobo(1'000'000), "funding", "Ada Obi",
+    b.wallets.push_back(w.id);
+    must(ledger, IncomingCredit{b.caller, std::get<WalletOpened>(w.events.at(0).data).account_number, Kobo(1'000'000), "funding", "Ada Obi",
                                 "0123456784", "044", "Access Bank", "000014"});
   }
   return b;
@@ -77,7 +77,6 @@ void transfers(Ledger& ledger, const Business& b, const std::string& tag) {
     t.amount = Kobo(10'000 + static_cast<std::int64_t>(i) * 1'000);
     t.narration = "transfer " + tag;
     t.reference = tag + "-" + std::to_string(i);
-    t.fingerprint = "fp-" + *t.reference;
     must(ledger, t);
     if (i == 0) {
       EXPECT_TRUE(must(ledger, t).replayed);  // an idempotent repeat appends nothing
@@ -99,8 +98,7 @@ void payout(Ledger& ledger, const Business& b, const std::string& reference, boo
   t.narration = "payout";
   t.reference = reference;
   t.save_beneficiary = true;
-  if (fails) t.metadata = {{"sandboxOutcome", "failed"}};
-  t.fingerprint = "fp-" + reference;
+  if (fails) t.metadata = RawJson{R"({"sandboxOutcome":"failed"})"};
   must(ledger, t);
 }
 
@@ -273,7 +271,6 @@ TEST_F(AuditOfARealLog, NamesADroppedEvent) {
   const AuditReport r = audit(dir);
   EXPECT_TRUE(has_violation(r, Check::chain, t.partition, t.seq, "seq " + std::to_string(t.seq) + " is missing"))
       << describe(r);
-  EXPECT_TRUE(has_violation(r, Check::command, t.partition, t.seq + 1, "missing")) << describe(r);
 }
 
 TEST_F(AuditOfARealLog, NamesTwoSwappedEvents) {
@@ -293,22 +290,21 @@ TEST_F(AuditOfARealLog, NamesAnInsertedEvent) {
 
 // ---- the rules, on hand-made logs ---------------------------------------------------------------
 
-// Appends hand-written events to partition 0 of a one-partition MemoryLog, sealed and chained
-// (or not, when a row asks for it): the auditor must judge content, not just hashes.
+// Appends hand-written events to partition 0 of a one-partition MemoryLog, sealed and chained:
+// the auditor must judge content, not just hashes.
 class Forge {
  public:
   explicit Forge(MemoryLog& log) : log_(log) {}
 
   struct Draft {
-    Draft(EventType t, json d, std::optional<Epoch> e = std::nullopt) : type(t), data(std::move(d)), epoch(e) {}
-    EventType type;
-    json data;
+    Draft(EventData d, std::optional<Epoch> e = std::nullopt) : data(std::move(d)), epoch(e) {}
+    EventData data;
     std::optional<Epoch> epoch;  // default: the current writer's
   };
 
   void writer_started() {
     epoch_ = Epoch(epoch_.value + 1);
-    append({{EventType::writer_started, {{"epoch", epoch_.value}}, epoch_}}, "");
+    append({{WriterStarted{epoch_}, epoch_}}, "");
   }
 
   // One command; returns the seq of its first event.
@@ -316,9 +312,15 @@ class Forge {
                         std::optional<std::uint32_t> size = std::nullopt) {
     return append(drafts, business, size);
   }
+  // A record as it is, chained or not.
+  void raw(std::string bytes) {
+    const EncodedEvent e{Partition(0), Seq(++seq_), EventType::writer_started, "", 0, std::move(bytes)};
+    EXPECT_TRUE(log_.append(std::span(&e, 1)).ok());
+  }
 
   static constexpr const char* kBusiness = "biz-00000000-0000-4000-8000-000000000001";
   static constexpr const char* kAccount = "acc-00000000-0000-4000-8000-000000000001";
+  static constexpr UnixMs kTime = 1'790'000'000'000;
 
  private:
   std::uint64_t append(const std::vector<Draft>& drafts, const std::string& business,
@@ -332,14 +334,13 @@ class Forge {
       e.epoch = d.epoch.value_or(epoch_);
       e.command_seq = Seq(first);
       e.command_size = size.value_or(static_cast<std::uint32_t>(drafts.size()));
-      e.type = d.type;
       e.business = business;
-      e.time = 1'790'000'000'000;
+      e.time = kTime;
       e.data = d.data;
       e.prev_hash = hash_;
-      const std::string bytes = seal(e);
+      const std::string bytes = seal_unvalidated(e);  // a row may break what validate() checks
       hash_ = e.hash;
-      batch.push_back(EncodedEvent{e.partition, e.seq, e.type, business, e.time, bytes});
+      batch.push_back(EncodedEvent{e.partition, e.seq, e.type(), business, e.time, bytes});
     }
     EXPECT_TRUE(log_.append(batch).ok());
     return first;
@@ -351,109 +352,120 @@ class Forge {
   Epoch epoch_{0};
 };
 
-const std::string kTime = "2026-09-21T10:00:00.000Z";
-
-json posting(const std::string& account, std::int64_t amount, std::int64_t balance, json trx = nullptr) {
-  json p{{"ledgerAccount", account}, {"amount", amount}, {"balance", balance}};
-  if (!trx.is_null()) p["transaction"] = std::move(trx);
-  return p;
-}
-
-struct Trx {
-  std::string id;
-  std::uint64_t number;
-  std::string entry;
-  std::int64_t amount, fee, balance;
-  std::string status, source, destination, destination_type, reference, link;
-  json debit_reference = nullptr;
-  json tags = json::array();
-  json meta_credit = json::object();
-
-  json to_json() const {
-    return {{"publicId", id}, {"id", number}, {"auth", Forge::kBusiness}, {"account", Forge::kAccount},
-            {"live", false}, {"entry", entry}, {"amount", amount}, {"fee", fee}, {"actualAmount", amount + fee},
-            {"balance", balance}, {"status", status}, {"source", source}, {"sourceType", "VirtualAccount"},
-            {"destination", destination}, {"destinationType", destination_type}, {"reference", reference},
-            {"debitReference", debit_reference}, {"linkRef", link}, {"tags", tags},
-            {"meta", {{"credit", meta_credit}}}, {"createdAt", kTime}, {"updatedAt", kTime}};
-  }
-};
-
 const std::string kA = "vba-00000000-0000-4000-8000-00000000000a";
 const std::string kB = "vba-00000000-0000-4000-8000-00000000000b";
-const std::string kBank = "bka-00000000-0000-4000-8000-0000000000ba";
+const std::string kT = "vba-00000000-0000-4000-8000-00000000000c";  // transit, sweeping to B
+const std::string kC = "vba-00000000-0000-4000-8000-00000000000d";  // collection of 5,000 into A
+const std::string kInbound = "sys:inbound-settlement";
+const std::string kSuspense = "sys:payout-suspense";
+const std::string kFees = "sys:fees";
+std::uint64_t next_id = 1000;
 
-json wallet(const std::string& id, std::uint64_t number, const std::string& account_number) {
-  return {{"wallet",
-           {{"publicId", id}, {"id", number}, {"auth", Forge::kBusiness}, {"account", Forge::kAccount},
-            {"live", false}, {"accountName", id}, {"accountNumber", account_number}, {"category", "secondary"},
-            {"balance", 0}, {"createdAt", kTime}, {"updatedAt", kTime}}}};
+WalletOpened wallet(const std::string& id, std::uint64_t number, const std::string& account_number,
+                    const std::string& name) {
+  WalletOpened w;
+  w.account = AccountId(Forge::kAccount);
+  w.account_number = account_number;
+  w.bank_code = "099999";
+  w.bank_name = "Kobo Sandbox MFB";
+  w.id = number;
+  w.name = name;
+  w.wallet = WalletId(id);
+  return w;
 }
 
-// A business with wallets A and B, A funded with ₦1,000 from another bank.
+// A business with wallets A and B, a transit wallet T sweeping to B, a collection wallet C of
+// ₦50 into A, and A funded with ₦1,000 from another bank: seqs 1..7.
 void opening(Forge& f) {
   f.writer_started();
-  f.command({{EventType::business_created, {{"business", {{"publicId", Forge::kBusiness}, {"name", "Test"}}}}},
-             {EventType::account_created,
-              {{"account", {{"publicId", Forge::kAccount}, {"business", Forge::kBusiness}, {"id", "1"}, {"__v", 0}}},
-               {"secretKeyHashes", {{"test", sha256_hex("t")}, {"live", sha256_hex("l")}}}}}});
-  f.command({{EventType::wallet_created, wallet(kA, 1, "0000000011")}});
-  f.command({{EventType::wallet_created, wallet(kB, 2, "0000000022")}});
-  const Trx funding{"trx-fund", 1, "credit", 100'000, 0, 100'000, "success", "src-1", kA, "VirtualAccount",
-                    "ref-fund", "link-fund"};
-  f.command({{EventType::debited, posting("sys:inbound-settlement", 100'000, -100'000)},
-             {EventType::credited, posting(kA, 100'000, 100'000, funding.to_json())}});
+  BusinessRegistered b;
+  b.account = AccountId(Forge::kAccount);
+  b.account_name = "Default";
+  b.id = 1;
+  b.live_secret_key_hash = sha256_hex("l");
+  b.test_secret_key_hash = sha256_hex("t");
+  b.name = "Test";
+  f.command({{b}});
+  f.command({{wallet(kA, 1, "0000000011", "A")}});
+  f.command({{wallet(kB, 2, "0000000022", "B")}});
+  TransitWalletOpened t;
+  t.account = AccountId(Forge::kAccount);
+  t.account_number = "0000000033";
+  t.id = 3;
+  t.name = "T";
+  t.settlement_wallet = WalletId(kB);
+  t.wallet = WalletId(kT);
+  f.command({{t}});
+  CollectionWalletOpened c;
+  c.account = AccountId(Forge::kAccount);
+  c.account_number = "0000000044";
+  c.amount = Kobo(5'000);
+  c.destination = WalletId(kA);
+  c.expires_at = Timestamp{Forge::kTime + 60'000};
+  c.id = 4;
+  c.name = "C";
+  c.wallet = WalletId(kC);
+  f.command({{c}});
+  IncomingCreditReceived in;
+  in.account = AccountId(Forge::kAccount);
+  in.ids = {1};
+  in.narration = "funding";
+  in.postings = {{kInbound, Kobo(-100'000), Kobo(-100'000)}, {kA, Kobo(100'000), Kobo(100'000)}};
+  in.transaction = TransactionId("trx-fund");
+  f.command({{in}});
 }
 
-// A wallet transfer A -> B of `amount` whose source ends at `a_after` and destination at `b_after`.
-std::uint64_t transfer(Forge& f, const std::string& n, std::int64_t amount, std::int64_t a_after, std::int64_t b_after,
-                       const std::string& reference, std::int64_t credit_amount = -1) {
-  if (credit_amount < 0) credit_amount = amount;
-  Trx debit{"trx-d" + n, 100 + std::stoull(n), "debit", amount, 0, a_after, "pending", kA, kB, "VirtualAccount",
-            reference, "link-" + n};
-  Trx credit{"trx-c" + n, 200 + std::stoull(n), "credit", credit_amount, 0, b_after, "success", kA, kB,
-             "VirtualAccount", "ref-c" + n, "link-" + n};
-  credit.debit_reference = reference;
-  debit.meta_credit = {{"amount", credit_amount}, {"balance", b_after}};
-  credit.meta_credit = {{"amount", amount}, {"balance", a_after}};
-  return f.command({{EventType::debited, posting(kA, amount, a_after, debit.to_json())},
-                    {EventType::credited, posting(kB, credit_amount, b_after, credit.to_json())}});
+IncomingCreditReceived incoming(std::vector<Posting> postings, std::optional<std::string> collection = std::nullopt) {
+  IncomingCreditReceived in;
+  in.account = AccountId(Forge::kAccount);
+  in.collection = collection ? std::optional(WalletId(*collection)) : std::nullopt;
+  for (const Posting& p : postings)
+    if (is_wallet_account(p.account)) in.ids.push_back(++next_id);
+  in.narration = "in";
+  in.postings = std::move(postings);
+  in.transaction = TransactionId("trx-in-" + std::to_string(next_id));
+  return in;
 }
 
-json status_change(const std::string& id, const std::string& from, const std::string& to) {
-  return {{"publicId", id}, {"from", from}, {"status", to}, {"updatedAt", kTime}};
+// A wallet transfer A -> B: the source's posting and the destination's.
+std::uint64_t transfer(Forge& f, const std::string& n, Posting source, Posting destination,
+                       const std::string& reference) {
+  WalletTransferSettled t;
+  t.account = AccountId(Forge::kAccount);
+  t.ids = {200 + std::stoull(n) * 2, 201 + std::stoull(n) * 2};
+  t.narration = "rent";
+  t.postings = {std::move(source), std::move(destination)};
+  t.reference = reference;
+  t.transaction = TransactionId("trx-t" + n);
+  return f.command({{t}});
 }
 
-// A payout of ₦200 (fee ₦10.75) from A, starting at 100,000: debit, suspense and fee legs.
+// A payout of ₦200 (fee ₦10.75) from A at 100,000, moved to processing.
 void payout(Forge& f) {
-  const Trx debit{"trx-pay", 300, "debit", 20'000, 1'075, 78'925, "pending", kA, kBank, "BankAccount", "pay-1",
-                  "link-pay"};
-  f.command({{EventType::debited, posting(kA, 21'075, 78'925, debit.to_json())},
-             {EventType::credited, posting("sys:payout-suspense", 20'000, 20'000)},
-             {EventType::credited, posting("sys:fees", 1'075, 1'075)}});
-  f.command({{EventType::transaction_status_changed, status_change("trx-pay", "pending", "processing")}});
+  BankTransferInitiated p;
+  p.account = AccountId(Forge::kAccount);
+  p.beneficiary = Beneficiary{"Ada Obi", "0123456784", BankAccountId("bka-1"), "044", "Access Bank", 0, "ner-1"};
+  p.ids = {300};
+  p.narration = "payout";
+  p.postings = {{kA, Kobo(-21'075), Kobo(78'925)}, {kSuspense, Kobo(20'000), Kobo(20'000)}, {kFees, Kobo(1'075), Kobo(1'075)}};
+  p.reference = "pay-1";
+  p.transaction = TransactionId("trx-pay");
+  f.command({{p}});
+  f.command({{PayoutProcessing{TransactionId("trx-pay")}}});
 }
 
-json reversal(const std::string& id, std::int64_t amount) {
-  Trx credit{id, 400, "credit", amount, 0, 100'000, "success", kBank, kA, "VirtualAccount", "rev-" + id, "link-pay"};
-  credit.debit_reference = "pay-1";
-  credit.tags = json::array({"reversal"});
-  return posting(kA, amount, 100'000, credit.to_json());
-}
-
-void failed_payout(Forge& f, int reversals = 1) {
-  payout(f);
-  std::vector<Forge::Draft> drafts{{EventType::transaction_status_changed, status_change("trx-pay", "processing", "failed")},
-                                   {EventType::debited, posting("sys:payout-suspense", 20'000, 0)},
-                                   {EventType::debited, posting("sys:fees", 1'075, 0)}};
-  if (reversals >= 1) drafts.push_back({EventType::credited, reversal("trx-rev", 21'075)});
-  f.command(drafts);
+PayoutFailed reversal() {
+  PayoutFailed x;
+  x.ids = {400};
+  x.postings = {{kSuspense, Kobo(-20'000), Kobo(0)}, {kFees, Kobo(-1'075), Kobo(0)}, {kA, Kobo(21'075), Kobo(100'000)}};
+  x.transaction = TransactionId("trx-pay");
+  return x;
 }
 
 struct Row {
   const char* name;
   std::function<void(Forge&)> log;  // after opening()
-  Check check;                      // the violation expected (none when clean)
+  Check check;                      // the violation expected
   std::uint64_t seq;
   const char* says;
 };
@@ -468,106 +480,150 @@ AuditReport audit_memory(const std::function<void(Forge&)>& build) {
   return std::move(r).value();
 }
 
-// The opening takes seqs 1..7 (WriterStarted, business + account, 2 wallets, a funding of 2).
 TEST(AuditRules, HandMadeLogsThatFollowTheRulesAreClean) {
   for (const auto& [name, build] : std::vector<std::pair<const char*, std::function<void(Forge&)>>>{
            {"opening", [](Forge&) {}},
-           {"transfer and settlement",
-            [](Forge& f) {
-              transfer(f, "1", 30'000, 70'000, 30'000, "r1");
-              f.command({{EventType::transaction_status_changed, status_change("trx-d1", "pending", "success")}});
-            }},
-           {"payout that succeeds",
+           {"a wallet transfer",
+            [](Forge& f) { transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kB, Kobo(30'000), Kobo(30'000)}, "r1"); }},
+           {"a payout that succeeds",
             [](Forge& f) {
               payout(f);
-              f.command({{EventType::transaction_status_changed, status_change("trx-pay", "processing", "success")},
-                         {EventType::debited, posting("sys:payout-suspense", 20'000, 0)},
-                         {EventType::credited, posting("sys:outbound-settlement", 20'000, 20'000)}});
+              PayoutSucceeded x;
+              x.postings = {{kSuspense, Kobo(-20'000), Kobo(0)}, {"sys:outbound-settlement", Kobo(20'000), Kobo(20'000)}};
+              x.transaction = TransactionId("trx-pay");
+              f.command({{x}});
             }},
-           {"payout that fails and is reversed", [](Forge& f) { failed_payout(f); }},
+           {"a payout that fails and is reversed",
+            [](Forge& f) {
+              payout(f);
+              f.command({{reversal()}});
+            }},
+           {"a transit wallet sweeps",
+            [](Forge& f) {
+              f.command({{incoming({{kInbound, Kobo(-7'000), Kobo(-107'000)}, {kT, Kobo(7'000), Kobo(7'000)},
+                                    {kT, Kobo(-7'000), Kobo(0)}, {kB, Kobo(7'000), Kobo(7'000)}})}});
+            }},
+           {"a collection wallet is paid",
+            [](Forge& f) {
+              f.command({{incoming({{kInbound, Kobo(-5'000), Kobo(-105'000)}, {kA, Kobo(5'000), Kobo(105'000)}}, kC)}});
+            }},
            {"a second writer", [](Forge& f) {
               f.writer_started();
-              transfer(f, "1", 30'000, 70'000, 30'000, "r1");
+              transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kB, Kobo(30'000), Kobo(30'000)}, "r1");
             }}}) {
     const AuditReport r = audit_memory(build);
     EXPECT_TRUE(r.clean()) << name << "\n" << describe(r);
   }
 }
 
+// The opening takes seqs 1..7.
 TEST(AuditRules, EachRuleIsReportedWhereItIsBroken) {
   const std::vector<Row> rows{
-      {"overdraft", [](Forge& f) { transfer(f, "1", 150'000, -50'000, 150'000, "r1"); }, Check::negative, 8,
-       "falls to -50000"},
+      {"overdraft",
+       [](Forge& f) { transfer(f, "1", {kA, Kobo(-150'000), Kobo(-50'000)}, {kB, Kobo(150'000), Kobo(150'000)}, "r1"); },
+       Check::negative, 8, "goes below zero"},
       {"reference used twice",
        [](Forge& f) {
-         transfer(f, "1", 10'000, 90'000, 10'000, "r1");
-         transfer(f, "2", 10'000, 80'000, 20'000, "r1");
+         transfer(f, "1", {kA, Kobo(-10'000), Kobo(90'000)}, {kB, Kobo(10'000), Kobo(10'000)}, "r1");
+         transfer(f, "2", {kA, Kobo(-10'000), Kobo(80'000)}, {kB, Kobo(10'000), Kobo(20'000)}, "r1");
        },
-       Check::reference, 10, "'r1'"},
-      {"legs that disagree", [](Forge& f) { transfer(f, "1", 30'000, 70'000, 29'000, "r1", 29'000); },
-       Check::transfer, 9, "disagree on the amount"},
-      {"a command that does not balance",
-       [](Forge& f) { f.command({{EventType::credited, posting(kB, 5'000, 5'000)}}); }, Check::double_entry, 8,
-       "sum to 5000 kobo"},
-      {"a stated balance that is wrong", [](Forge& f) { transfer(f, "1", 30'000, 71'000, 30'000, "r1"); },
-       Check::balance, 8, "the event says 71000"},
+       Check::reference, 9, "'r1'"},
+      {"a transfer that does not balance",
+       [](Forge& f) { transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kB, Kobo(29'000), Kobo(29'000)}, "r1"); },
+       Check::double_entry, 8, "sum to -1000 kobo"},
+      {"a transfer's legs that disagree",
+       [](Forge& f) { transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kB, Kobo(29'000), Kobo(29'000)}, "r1"); },
+       Check::transfer, 8, "is not debited what the destination is credited"},
+      {"a transfer to itself",
+       [](Forge& f) { transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kA, Kobo(30'000), Kobo(100'000)}, "r1"); },
+       Check::transfer, 8, "the source is the destination"},
+      {"a stated balance that is wrong",
+       [](Forge& f) { transfer(f, "1", {kA, Kobo(-30'000), Kobo(71'000)}, {kB, Kobo(30'000), Kobo(30'000)}, "r1"); },
+       Check::balance, 8, "the stated balance 71000 kobo"},
       {"a status that moves back",
        [](Forge& f) {
-         transfer(f, "1", 30'000, 70'000, 30'000, "r1");
-         f.command({{EventType::transaction_status_changed, status_change("trx-d1", "pending", "success")}});
-         f.command({{EventType::transaction_status_changed, status_change("trx-d1", "success", "pending")}});
+         payout(f);
+         f.command({{PayoutProcessing{TransactionId("trx-pay")}}});
        },
-       Check::status, 11, "moves back"},
-      {"a status change from the wrong status",
+       Check::status, 10, "moves from processing to processing"},
+      {"a status change of what is no payout",
+       [](Forge& f) { f.command({{PayoutProcessing{TransactionId("trx-fund")}}}); }, Check::status, 8,
+       "no payout of this partition"},
+      {"a failed payout not given back",
        [](Forge& f) {
-         transfer(f, "1", 30'000, 70'000, 30'000, "r1");
-         f.command({{EventType::transaction_status_changed, status_change("trx-d1", "processing", "success")}});
+         payout(f);
+         PayoutFailed x = reversal();
+         x.postings.pop_back();
+         x.ids.clear();
+         f.command({{x}});
        },
-       Check::status, 10, "not in that status"},
-      {"a failed payout not reversed", [](Forge& f) { failed_payout(f, 0); }, Check::transfer, 12,
-       "reversed 0 times"},
-      {"a payout reversed twice",
-       [](Forge& f) {
-         failed_payout(f);
-         f.command({{EventType::debited, posting("sys:inbound-settlement", 21'075, -121'075)},
-                    {EventType::credited, reversal("trx-rev2", 21'075)}});
-       },
-       Check::transfer, 17, "reversed again"},
+       Check::transfer, 10, "does not give its amount and fee back"},
       {"a payout without its fee leg",
        [](Forge& f) {
-         const Trx debit{"trx-pay", 300, "debit", 20'000, 1'075, 78'925, "pending", kA, kBank, "BankAccount",
-                         "pay-1", "link-pay"};
-         f.command({{EventType::debited, posting(kA, 21'075, 78'925, debit.to_json())},
-                    {EventType::credited, posting("sys:payout-suspense", 21'075, 21'075)}});
+         BankTransferInitiated p;
+         p.account = AccountId(Forge::kAccount);
+         p.beneficiary = Beneficiary{"Ada Obi", "0123456784", BankAccountId("bka-1"), "044", "Access Bank", 0, "ner-1"};
+         p.ids = {300};
+         p.narration = "payout";
+         p.postings = {{kA, Kobo(-21'075), Kobo(78'925)}, {kSuspense, Kobo(21'075), Kobo(21'075)}};
+         p.reference = "pay-1";
+         p.transaction = TransactionId("trx-pay");
+         f.command({{p}});
        },
-       Check::transfer, 8, "no credit of its fee"},
+       Check::transfer, 8, "not [source wallet, sys:payout-suspense, sys:fees]"},
+      {"a transit wallet that keeps what it receives",
+       [](Forge& f) { f.command({{incoming({{kInbound, Kobo(-7'000), Kobo(-107'000)}, {kT, Kobo(7'000), Kobo(7'000)}})}}); },
+       Check::transfer, 8, "2 postings, not 4"},
+      {"a collection wallet paid twice",
+       [](Forge& f) {
+         f.command({{incoming({{kInbound, Kobo(-5'000), Kobo(-105'000)}, {kA, Kobo(5'000), Kobo(105'000)}}, kC)}});
+         f.command({{incoming({{kInbound, Kobo(-5'000), Kobo(-110'000)}, {kA, Kobo(5'000), Kobo(110'000)}}, kC)}});
+       },
+       Check::status, 9, "paid when paid or expired"},
+      {"a collection wallet paid another amount",
+       [](Forge& f) {
+         f.command({{incoming({{kInbound, Kobo(-6'000), Kobo(-106'000)}, {kA, Kobo(6'000), Kobo(106'000)}}, kC)}});
+       },
+       Check::transfer, 8, "another amount or wallet"},
       {"an epoch without WriterStarted",
-       [](Forge& f) { f.command({{EventType::wallet_created, wallet("vba-x", 3, "0000000033"), Epoch(7)}}); },
-       Check::epoch, 8, "writer has epoch 1"},
+       [](Forge& f) { f.command({{wallet("vba-x", 5, "0000000055", "X"), Epoch(7)}}); }, Check::epoch, 8,
+       "writer has epoch 1"},
       {"a command cut short",
        [](Forge& f) {
-         f.command({{EventType::wallet_created, wallet("vba-x", 3, "0000000033")}}, Forge::kBusiness, 2);
-         f.command({{EventType::wallet_created, wallet("vba-y", 4, "0000000044")}});
+         f.command({{wallet("vba-x", 5, "0000000055", "X")}}, Forge::kBusiness, 2);
+         f.command({{wallet("vba-y", 6, "0000000066", "Y")}});
        },
        Check::command, 8, "ends after 1 of its 2 events"},
       {"a wallet of an unknown business",
-       [](Forge& f) {
-         json w = wallet("vba-x", 3, "0000000033");
-         w["wallet"]["auth"] = "biz-other";
-         f.command({{EventType::wallet_created, w}}, "biz-other");
-       },
-       Check::record, 8, "does not exist in this partition"},
+       [](Forge& f) { f.command({{wallet("vba-x", 5, "0000000055", "X")}}, "biz-other"); }, Check::record, 8,
+       "does not exist in this partition"},
+      {"a wallet name taken twice", [](Forge& f) { f.command({{wallet("vba-x", 5, "0000000055", "A")}}); },
+       Check::record, 8, "name 'A' is already taken"},
       {"a posting to a wallet that does not exist",
        [](Forge& f) {
-         f.command({{EventType::debited, posting("sys:inbound-settlement", 5'000, -105'000)},
-                    {EventType::credited, posting("vba-nowhere", 5'000, 5'000)}});
+         f.command({{incoming({{kInbound, Kobo(-5'000), Kobo(-105'000)}, {"vba-nowhere", Kobo(5'000), Kobo(5'000)}})}});
        },
-       Check::balance, 9, "which this partition does not have"},
+       Check::record, 8, "which is no wallet of this partition"},
   };
   for (const Row& row : rows) {
     const AuditReport r = audit_memory(row.log);
     EXPECT_TRUE(has_violation(r, row.check, 0, row.seq, row.says)) << row.name << "\n" << describe(r);
   }
+}
+
+// A log written by contract v1 is refused for what it is, naming the version (DESIGN 4.1).
+TEST(AuditRules, AVersionOneRecordIsReportedNamingItsVersion) {
+  MemoryLog log(1);
+  Forge f(log);
+  f.raw(R"({"hash":"c615d555b9ca5b1e8da1a408bf8d3ca89f05cec599897f9b5967a09e49e5ef59","business":"","commandSeq":1,)"
+        R"("commandSize":1,"data":{"epoch":1},"epoch":1,"live":false,"partition":0,)"
+        R"("prevHash":"0000000000000000000000000000000000000000000000000000000000000000","schemaVersion":1,"seq":1,)"
+        R"("time":"2026-11-21T09:51:45.993Z","type":"WriterStarted"})");
+  const auto r = audit_log(log);
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(r.value().clean());
+  EXPECT_NE(r.value().violations.at(0).reason.find("schemaVersion 1 is not supported"), std::string::npos)
+      << describe(r.value());
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <stdexcept>
 
+#include "common/crypto.h"
+
 namespace kobo::testing {
 
 namespace fs = std::filesystem;
@@ -54,17 +56,40 @@ void LogSurgery::rewrite(std::uint32_t p, const std::vector<std::string>& record
   check(db_->Write(wo, &wb), "write");
 }
 
+namespace {
+
+// A wallet transfer's bytes with its credit posting's amount changed in place, as a forger
+// would: nothing else moves.
+std::string edited_transfer(const std::string& record, std::int64_t amount) {
+  auto e = decode_event(record);
+  if (!e) throw std::runtime_error("edited_transfer: " + e.status().message());
+  const auto* transfer = std::get_if<WalletTransferSettled>(&e.value().data);
+  if (transfer == nullptr) throw std::runtime_error("edited_transfer: not a wallet transfer");
+  const Posting& credit = transfer->postings.at(1);
+  const std::string was = "{\"account\":\"" + credit.account + "\",\"amount\":" + std::to_string(credit.amount.value) + ",";
+  const std::string now = "{\"account\":\"" + credit.account + "\",\"amount\":" + std::to_string(amount) + ",";
+  std::string bytes = record;
+  const auto at = bytes.find(was);
+  if (at == std::string::npos) throw std::runtime_error("edited_transfer: the credit posting is not where it should be");
+  bytes.replace(at, was.size(), now);
+  return bytes;
+}
+
+}  // namespace
+
 std::string with_amount_unsealed(const std::string& record, std::int64_t amount) {
-  nlohmann::json j = nlohmann::json::parse(record);
-  j["data"]["amount"] = amount;
-  return j.dump();
+  return edited_transfer(record, amount);
+}
+
+// `edited` with a hash of its own: the wire form is {"hash":"<64 hex>",<body>, and the hash is
+// over prevHash, "{" and the body.
+std::string resealed(const std::string& edited, const std::string& prev_hash) {
+  const std::string body = edited.substr(edited.find("\",") + 2);
+  return "{\"hash\":\"" + to_hex(sha256({prev_hash, "{", body})) + "\"," + body;
 }
 
 std::string with_amount_resealed(const std::string& record, std::int64_t amount) {
-  auto e = decode_event(record);
-  if (!e) throw std::runtime_error("with_amount_resealed: " + e.status().message());
-  e->data["amount"] = amount;
-  return seal(e.value());
+  return resealed(edited_transfer(record, amount), decode_event(record).value().prev_hash);
 }
 
 void copy_data_dir(const fs::path& from, const fs::path& to) {
@@ -75,11 +100,9 @@ void copy_data_dir(const fs::path& from, const fs::path& to) {
 RecordAt find_wallet_transfer(const LogSurgery& log) {
   for (std::uint32_t p = 0; p < log.partitions(); ++p) {
     const auto records = log.records(p);
-    for (std::size_t o = 1; o + 2 < records.size(); ++o) {
+    for (std::size_t o = 1; o + 1 < records.size(); ++o) {
       auto e = decode_event(records[o]);
-      if (e && e->type == EventType::debited && e->data.contains("transaction") &&
-          e->data["transaction"]["destinationType"] == "VirtualAccount")
-        return RecordAt{p, o, e->seq.value};
+      if (e && e->type() == EventType::wallet_transfer_settled) return RecordAt{p, o, e->seq.value};
     }
   }
   throw std::runtime_error("find_wallet_transfer: the log has no wallet transfer");
@@ -100,8 +123,9 @@ RecordAt tamper(LogSurgery& log, Tamper t) {
   const RecordAt at = find_wallet_transfer(log);
   auto records = log.records(at.partition);
   const auto where = records.begin() + static_cast<std::ptrdiff_t>(at.offset);
-  const Event debit = decode_event(records[at.offset]).value();
-  const std::int64_t amount = debit.data["amount"].get<std::int64_t>();
+  const Event transfer = decode_event(records[at.offset]).value();
+  const auto& x = std::get<WalletTransferSettled>(transfer.data);
+  const std::int64_t amount = x.postings.at(1).amount.value;
   switch (t) {
     case Tamper::edit_amount:
       records[at.offset] = with_amount_unsealed(records[at.offset], amount + 1);
@@ -116,13 +140,13 @@ RecordAt tamper(LogSurgery& log, Tamper t) {
       std::swap(records[at.offset], records[at.offset + 1]);
       break;
     case Tamper::insert: {
-      Event forged = debit;
-      forged.type = EventType::credited;
-      forged.command_seq = debit.seq;
-      forged.command_size = 1;
+      Event forged = transfer;
       forged.prev_hash = decode_event(records[at.offset - 1]).value().hash;
-      forged.data = {{"ledgerAccount", debit.data["ledgerAccount"]}, {"amount", 1'000'000}, {"balance", 1'000'000}};
-      records.insert(where, seal(forged));
+      WalletTransferSettled money = x;
+      money.postings = {Posting{x.postings.at(1).account, Kobo(1'000'000), Kobo(1'000'000)}};
+      money.ids = {x.ids.at(0)};
+      forged.data = std::move(money);
+      records.insert(where, seal_unvalidated(forged));  // unbalanced: seal() would refuse it
       break;
     }
   }

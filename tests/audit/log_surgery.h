@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -38,8 +37,9 @@ class LogSurgery {
   std::uint32_t partitions_ = 0;
 };
 
-// The wire form of an event with data.amount set to `amount` and everything else, the hash
-// included, as it was: what an editor who cannot recompute hashes leaves behind.
+// The wire form of a wallet transfer with its credit posting's amount set to `amount` and
+// everything else, the hash included, as it was: what an editor who cannot recompute hashes
+// leaves behind.
 std::string with_amount_unsealed(const std::string& record, std::int64_t amount);
 // The same edit, re-sealed: its own hash is right, the next event's prevHash is not.
 std::string with_amount_resealed(const std::string& record, std::int64_t amount);
@@ -54,17 +54,18 @@ struct RecordAt {
   std::uint64_t seq = 0;
 };
 
-// The debit of the first wallet transfer that is neither first nor last in its partition (its
-// credit leg is the next record). Throws when the log has none.
+// The first wallet transfer (one event, both postings) that is neither first nor last in its
+// partition. Throws when the log has none.
 RecordAt find_wallet_transfer(const LogSurgery& log);
 
-// The tampers of the audit tests, each done to the first wallet transfer's debit (at `at`):
+// The tampers of the audit tests, each done to the first wallet transfer (at `at`):
 enum class Tamper {
-  edit_amount,           // data.amount + 1, the hash left as it was
-  edit_amount_resealed,  // data.amount + 1 and a fresh hash of its own
+  edit_amount,           // the credit posting's amount + 1, the hash left as it was
+  edit_amount_resealed,  // the credit posting's amount + 1 and a fresh hash of its own
   drop,                  // removed; the records after it move up
-  swap,                  // exchanged with the next record (its credit leg)
-  insert,                // a forged credit of 1,000,000 kobo chained to the record before, put in front of it
+  swap,                  // exchanged with the next record
+  insert,                // a forged transfer crediting 1,000,000 kobo from nowhere, chained to the record
+                         // before and put in front of it
 };
 const char* to_string(Tamper t);
 // Does `t` to a copy's log and says where.

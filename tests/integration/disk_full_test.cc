@@ -60,7 +60,12 @@ TEST_F(DiskFull, WritesAnswer507ReadsGoOnAndWritesResumeWhenSpaceReturns) {
     const bool forward = i % 2 == 0;
     const std::string ref = "disk-full-" + std::to_string(i);
     const json body = transfer_body(forward ? ida : idb, forward ? idb : ida, 10'000 + i, ref, "disk full test");
-    const HttpResult r = http.post("/v1/transactions/transfer", body, key);
+    HttpResult r;
+    try {
+      r = http.post("/v1/transactions/transfer", body, key);
+    } catch (const std::exception& e) {
+      FAIL() << "transfer " << ref << ": " << e.what() << "\nthe server's log:\n" << server_->log_tail(60);
+    }
     if (r.status == 200) {
       acknowledged.insert(ref);
       model[forward ? ida : idb] -= 10'000 + i;

@@ -8,8 +8,15 @@ and one that expires), stops it and dumps the log with `kobo events`.
 
   tests/schemas/make_sample_events.py --kobo build/kobo [--out tests/schemas/sample_events.jsonl]
 
-The samples are schemaVersion 1 events as the writer wrote them: they must stay valid under the
-version 1 schemas for good (schemas/README.md), so regenerate them only to cover new fields or types.
+The samples are schemaVersion 2 events exactly as the writer appended them (real codec output,
+never written by hand): regenerate them when an event type or member changes, and check that
+every type of events/event.cc is among them (validate_events_selftest.py does).
+
+The committed file was written while `kobo serve` was still moving to v2: by the same scenario
+driven through the writer itself (command/ledger.h's Ledger over a MemoryLog, 2 partitions,
+rail delay 100 ms), each record's bytes as appended, and checked with decode_event() and
+in_canonical_form(). Once `kobo serve` and `kobo events` are on v2, this script writes the
+same kinds of events.
 """
 
 import argparse

@@ -1,26 +1,25 @@
 #!/usr/bin/env python3
-"""Validates Kobo Ledger events against schemas/events/*.schema.json (JSON Schema 2020-12).
+"""Validates Kobo Ledger events against schemas/events/*.schema.json (JSON Schema 2020-12),
+event contract v2 (`schemaVersion` 2).
 
 Events come from `kobo events --data-dir D` over every data dir under a root (what the
 integration suites leave under KOBO_IT_DATA_ROOT), or from JSON-lines files.
 
 It fails (exit 1) when
-  - a schema file is not valid JSON Schema draft 2020-12, or has an $id that is not its file name;
+  - a schema file is not valid JSON Schema draft 2020-12, has an $id that is not its file name,
+    or has an object schema that lists `properties` without `additionalProperties: false` (the
+    decoder refuses unknown members, so the published schemas are closed);
   - an event type of events/event.cc has no schema file, or a schema file names no event type;
-  - an event has a type with no schema, or does not validate against its type's schema.
+  - an event is not schemaVersion 2 (a v1 event is reported as "schemaVersion 1 is not
+    supported", as kobo itself says), has a type with no schema, does not validate against its
+    type's schema, or has postings that do not sum to zero.
 Violations are reported with data dir, partition, seq, type and the JSON path of the member.
-
-Modes (schemas/README.md): `strict` (the default, the producer's check) closes every object
-schema that lists its `properties` and says nothing about extra members, so the writer cannot emit
-a member the schemas do not document; `open` validates as a consumer would, with the schemas as
-published, where such objects accept members added later within the same schemaVersion.
 
 Exit 0: all valid; 1: violations; 2: cannot run; 77: nothing to validate (ctest SKIP_RETURN_CODE).
 Works with Debian bookworm's python3-jsonschema (4.10, RefResolver) and newer (referencing).
 """
 
 import argparse
-import copy
 import json
 import os
 import re
@@ -32,35 +31,49 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_CANNOT_RUN, EXIT_SKIP = 0, 1, 2, 77
-SHARED_FILES = {"envelope.schema.json", "records.schema.json"}  # not event types
+SCHEMA_VERSION = 2
+SHARED_FILES = {"envelope.schema.json", "definitions.schema.json"}  # not event types
 REPORT_MAX = 20
 
 
 def schema_file_of(event_type):
-    """Debited -> debited.schema.json, TransactionStatusChanged -> transaction_status_changed.schema.json."""
+    """PayoutFailed -> payout_failed.schema.json, WalletTransferSettled -> wallet_transfer_settled.schema.json."""
     return re.sub(r"(?<!^)([A-Z])", r"_\1", event_type).lower() + ".schema.json"
 
 
-def close_objects(node):
-    """The strict form of a schema: every `type: object` with `properties` and no word on extra
-    members gets `unevaluatedProperties: false` (which, unlike additionalProperties, sees the
-    members that $ref, allOf and if/then siblings evaluate)."""
+def open_objects(node, pointer="#"):
+    """The JSON pointers of object schemas that list `properties` but do not close themselves
+    with `additionalProperties: false`. The decoder refuses unknown members, so such a schema
+    would pass events kobo refuses. A free-form object (`metadata`) lists no properties."""
+    found = []
     if isinstance(node, dict):
-        if (node.get("type") == "object" and "properties" in node and "additionalProperties" not in node
-                and "unevaluatedProperties" not in node):
-            node["unevaluatedProperties"] = False
-        for value in node.values():
-            close_objects(value)
+        if node.get("type") == "object" and "properties" in node and node.get("additionalProperties") is not False:
+            found.append(pointer)
+        for key, value in node.items():
+            found += open_objects(value, f"{pointer}/{key}")
     elif isinstance(node, list):
-        for value in node:
-            close_objects(value)
-    return node
+        for i, value in enumerate(node):
+            found += open_objects(value, f"{pointer}/{i}")
+    return found
+
+
+def postings_sum_violation(event):
+    """Double entry, which JSON Schema cannot say: an event's postings sum to zero."""
+    data = event.get("data")
+    postings = data.get("postings") if isinstance(data, dict) else None
+    if not isinstance(postings, list):
+        return []
+    amounts = [p.get("amount") for p in postings if isinstance(p, dict)]
+    if len(amounts) != len(postings) or not all(type(a) is int for a in amounts):
+        return []  # the schema reports it
+    total = sum(amounts)
+    return [] if total == 0 else [("$.data.postings", f"the postings sum to {total}, not 0 (double entry)")]
 
 
 class Schemas:
     """The schemas of a directory, checked, with one validator per event type."""
 
-    def __init__(self, directory, strict=True):
+    def __init__(self, directory):
         self.problems = []
         self.validators = {}
         directory = Path(directory)
@@ -83,7 +96,9 @@ class Schemas:
             if not str(schema.get("$id", "")).endswith("/" + path.name):
                 self.problems.append(f"{path.name}: $id {schema.get('$id')!r} does not end in /{path.name}")
                 continue
-            schema = close_objects(copy.deepcopy(schema)) if strict else schema
+            for pointer in open_objects(schema):
+                self.problems.append(f"{path.name}: the object at {pointer} lists properties without "
+                                     "additionalProperties: false, but the decoder refuses unknown members")
             store[schema["$id"]] = schema
             by_file[path.name] = schema
         for name, schema in by_file.items():
@@ -102,7 +117,18 @@ class Schemas:
 
     def violations(self, event):
         """What is wrong with one decoded event: a list of (path, message)."""
-        event_type = event.get("type") if isinstance(event, dict) else None
+        if not isinstance(event, dict):
+            return [("$", "the event is not a JSON object")]
+        # The version first, as kobo does: a v1 event is refused for what it is, not for its
+        # v1 types and members.
+        version = event.get("schemaVersion")
+        if "schemaVersion" not in event:
+            return [("$", f"the event has no schemaVersion (these schemas are for schemaVersion {SCHEMA_VERSION})")]
+        if version != SCHEMA_VERSION:
+            return [("$.schemaVersion", f"event schemaVersion {json.dumps(version)} is not supported: these schemas "
+                                        f"are for schemaVersion {SCHEMA_VERSION} only (there is no migration from "
+                                        "older logs)")]
+        event_type = event.get("type")
         if not isinstance(event_type, str):
             return [("$.type", "the event has no type")]
         validator = self.validators.get(schema_file_of(event_type))
@@ -110,11 +136,8 @@ class Schemas:
             return [("$.type", f"no schema for event type {event_type!r} ({schema_file_of(event_type)})")]
         errors = list(validator.iter_errors(event))
         if not errors:
-            return []
-        # Older jsonschema (4.10) also reports the member holding a failure as "unevaluated":
-        # name the failure itself first.
-        errors.sort(key=lambda e: e.validator == "unevaluatedProperties")
-        best = best_match(e for e in errors if e.validator != "unevaluatedProperties") or errors[0]
+            return postings_sum_violation(event)
+        best = best_match(errors)
         return [(json_path(best.absolute_path), first_line(best.message))] + [
             (json_path(e.absolute_path), first_line(e.message)) for e in errors if e is not best][:4]
 
@@ -202,11 +225,10 @@ def main(argv=None):
                     help="validate every data dir under it (default: $KOBO_IT_DATA_ROOT)")
     ap.add_argument("--events", type=Path, action="append", default=[],
                     help="a file of events, one JSON object per line ('-': stdin); repeatable")
-    ap.add_argument("--mode", choices=["strict", "open"], default="strict")
     args = ap.parse_args(argv)
 
     try:
-        schemas = Schemas(args.schemas, strict=args.mode == "strict")
+        schemas = Schemas(args.schemas)
         schemas.check_event_types(event_types_of(args.event_types))
     except (OSError, ValueError) as e:
         print(f"validate_events: {e}", file=sys.stderr)
@@ -235,7 +257,7 @@ def main(argv=None):
         return EXIT_SKIP
 
     counts = ", ".join(f"{t} {n}" for t, n in sorted(report.by_type.items()))
-    print(f"validate_events ({args.mode}): {report.events} events from {len(dirs)} data dirs and "
+    print(f"validate_events (schemaVersion {SCHEMA_VERSION}): {report.events} events from {len(dirs)} data dirs and "
           f"{len(args.events)} files; {report.invalid} invalid. By type: {counts}")
     unseen = sorted(set(event_types_of(args.event_types)) - set(report.by_type))
     if unseen:

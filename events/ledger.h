@@ -18,9 +18,9 @@
 #include <string_view>
 #include <vector>
 
-#include "events/v2/event.h"
+#include "events/event.h"
 
-namespace kobo::v2 {
+namespace kobo {
 
 // ---- ledger accounts -------------------------------------------------------------------------
 
@@ -154,4 +154,4 @@ std::string derived_reference(std::string_view prefix, const TransactionId& id);
 // The linkRef that joins the records of one movement of money.
 std::string link_ref_of(const TransactionId& first);
 
-}  // namespace kobo::v2
+}  // namespace kobo

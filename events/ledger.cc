@@ -1,9 +1,9 @@
-#include "events/v2/ledger.h"
+#include "events/ledger.h"
 
 #include "common/crypto.h"
 #include "common/json_dump.h"
 
-namespace kobo::v2 {
+namespace kobo {
 namespace {
 
 constexpr std::string_view kWalletPrefix = "vba-";
@@ -254,4 +254,4 @@ std::string derived_reference(std::string_view prefix, const TransactionId& id) 
 
 std::string link_ref_of(const TransactionId& first) { return derived_uuid("link|" + first.value); }
 
-}  // namespace kobo::v2
+}  // namespace kobo

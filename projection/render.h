@@ -1,0 +1,82 @@
+#pragma once
+// Render: the API's records (API document sections 2.x, DESIGN section 3) from the ledger's
+// facts (events/event.h). The one place a record's shape is written: the projector stores what
+// it renders, and query-api answers a write with the record its command's events render, so the
+// answer and a later GET cannot disagree.
+//
+// An event holds only what the writer decided; the rest of a record is either a pure function
+// of the event (`_id`, derived references, session ids: events/ledger.h) or read from records
+// the views already hold (a wallet's name and number for a transaction's snapshots, a payout's
+// beneficiary for its reversal), through a RecordSource. So views rebuilt from the log render
+// byte-identical records.
+//
+// Pure functions of their inputs; thread-safe.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "events/event.h"
+#include "events/ledger.h"
+
+namespace kobo::render {
+
+// The payment processor every record names (the service is its own processor).
+inline constexpr std::string_view kProcessor = "kobo";
+
+// The records an event refers to but does not hold, as the views store them.
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  // A wallet, transit or collection wallet record (vba-…); nullopt when unknown.
+  virtual std::optional<nlohmann::json> wallet(std::string_view public_id) const = 0;
+  // A transaction record (trx-…); nullopt when unknown.
+  virtual std::optional<nlohmann::json> transaction(std::string_view public_id) const = 0;
+};
+
+// ---- records an event opens ------------------------------------------------------------------
+
+struct BusinessRecords {
+  nlohmann::json business;
+  nlohmann::json account;
+};
+BusinessRecords business_records(const Event& e, const BusinessRegistered& x);
+// The account record after `x`: `account` as it was, changed.
+void update_account(nlohmann::json& account, const Event& e, const AccountUpdated& x);
+
+nlohmann::json wallet(const Event& e, const WalletOpened& x);
+nlohmann::json transit_wallet(const Event& e, const TransitWalletOpened& x);
+// `destination` is the destination wallet's record (its account number is shown).
+nlohmann::json collection_wallet(const Event& e, const CollectionWalletOpened& x, const nlohmann::json& destination);
+nlohmann::json bank_account(const Event& e, const BeneficiarySaved& x);
+
+// ---- transactions ----------------------------------------------------------------------------
+
+// The transaction records `e` creates, in transactions_created() order (events/ledger.h), as
+// created (a payout pending, everything else success). Wallets and the payout a reversal
+// answers are read from `records`; a missing one is a broken log and asserts.
+std::vector<nlohmann::json> transactions(const Event& e, const RecordSource& records);
+
+// A payout's record after the rail moved it to `status` at `time` (meta.verify as the rail
+// reported it): `payout` as it was, changed.
+void advance_payout(nlohmann::json& payout, TransactionStatus status, UnixMs time);
+
+// ---- answers ---------------------------------------------------------------------------------
+
+// The records rendering `e` reads from its RecordSource.
+struct RecordsRead {
+  std::vector<std::string> wallets;       // vba-…
+  std::vector<std::string> transactions;  // trx-…
+};
+RecordsRead records_read(const Event& e);
+// Whether `records` holds everything rendering `events` reads.
+bool can_render(const std::vector<Event>& events, const RecordSource& records);
+
+// The record with publicId `id` among those `events` (one command's, as appended) create: the
+// answer to the command. Nullopt when none of them creates it.
+std::optional<nlohmann::json> created_record(const std::vector<Event>& events, std::string_view id,
+                                             const RecordSource& records);
+
+}  // namespace kobo::render

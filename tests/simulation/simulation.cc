@@ -1,0 +1,634 @@
+#include "tests/simulation/simulation.h"
+
+#include <array>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "audit/audit.h"
+#include "command/ledger.h"
+#include "common/crypto.h"
+#include "common/log.h"
+#include "events/ledger.h"
+#include "events/memory_log.h"
+#include "projection/projector.h"
+#include "projection/views.h"
+
+namespace kobo::sim {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+constexpr std::uint32_t kPartitions = 3;
+constexpr int kBusinesses = 3;
+constexpr UnixMs kStart = 1'800'000'000'000;  // 2027-01-15, virtual
+constexpr std::chrono::milliseconds kRailDelay{500};
+constexpr std::int64_t kHuge = 4'000'000'000'000'000'000;  // two of these overflow a balance
+
+// ---- the reference model -----------------------------------------------------------------
+// Written from the API document's rules, not from command/: what a careful reader of the
+// spec expects each command to do.
+
+enum class Kind { wallet, transit, collection };
+
+struct Wallet {
+  std::string id, number, name;
+  int business = 0;
+  bool live = false;
+  Kind kind = Kind::wallet;
+  std::int64_t balance = 0;
+  std::string settlement;   // transit: where it sweeps
+  std::string destination;  // collection: what it pays into
+  std::int64_t amount = 0;  // collection: what it accepts
+  UnixMs expires_at = 0;    // collection
+  bool active = true;       // collection: not yet paid or expired
+};
+
+struct Payout {
+  std::string source;
+  std::uint32_t partition = 0;
+  std::int64_t amount = 0, fee = 0;
+  bool fails = false;
+  bool processing = false;
+  UnixMs due = 0;  // of its next rail step
+  bool done = false;
+};
+
+enum System { inbound, fees, suspense, outbound };
+constexpr std::array<std::string_view, 4> kSystemNames{"sys:inbound-settlement", "sys:fees", "sys:payout-suspense",
+                                                       "sys:outbound-settlement"};
+
+std::optional<std::int64_t> add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+std::int64_t fee_for(std::int64_t amount) {  // CBN NIP tiers, VAT included (API document 3.x)
+  if (amount <= 500'000) return 1'075;
+  if (amount <= 5'000'000) return 2'688;
+  return 5'375;
+}
+
+struct Model {
+  std::map<std::string, Wallet> wallets;             // by publicId
+  std::map<std::string, std::string> by_number;      // account number -> publicId
+  std::map<std::string, std::string> references;     // account|mode|reference -> request
+  std::set<std::string> collection_references;       // account|mode|reference
+  std::set<std::string> names;                        // account|mode|name of (non-transit) wallets
+  std::map<std::string, int> primaries;               // account|mode -> primary wallets
+  std::vector<Payout> payouts;
+  std::array<std::array<std::int64_t, 4>, kPartitions> system{};
+};
+
+struct Business {
+  std::string id, account;
+  std::uint32_t partition = 0;
+};
+
+std::string scope(const Business& b, bool live) { return scope_key(b.account, live); }
+
+// ---- the run -----------------------------------------------------------------------------
+
+class Simulation {
+ public:
+  explicit Simulation(const Options& o) : options_(o), rng_(o.seed), log_(kPartitions) {}
+
+  Report run() {
+    // The faults it injects are logged as errors by design; only the verdict matters here.
+    log::set_min_level(options_.verbose ? log::Level::info : log::Level::error);
+    std::filesystem::remove_all(options_.dir);
+    std::filesystem::create_directories(options_.dir);
+    auto views = Views::open((options_.dir / "views").string(), kPartitions);
+    if (!views) return fail("cannot open the views: " + views.status().message());
+    views_ = std::move(views).value();
+    if (!start_writer() || !start_projector()) return report_;
+    for (int k = 0; k < kBusinesses; ++k) register_business(k);
+    for (step_ = 1; step_ <= options_.steps && report_.failure.empty(); ++step_) step();
+    if (report_.failure.empty()) settle();
+    if (report_.failure.empty()) check_views();
+    if (report_.failure.empty()) check_audit();
+    projector_.reset();
+    writer_.reset();
+    report_.log_digest = digest();
+    views_.reset();
+    std::filesystem::remove_all(options_.dir);
+    report_.ok = report_.failure.empty();
+    return report_;
+  }
+
+ private:
+  // ---- randomness ----
+  std::uint64_t below(std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng_); }
+  bool chance(int percent) { return below(100) < static_cast<std::uint64_t>(percent); }
+  template <typename T>
+  const T& pick(const std::vector<T>& v) { return v[below(v.size())]; }
+
+  // ---- the system under test ----
+  bool start_writer() {
+    LedgerOptions o;
+    o.config.partitions = kPartitions;
+    o.config.rail_delay = kRailDelay;
+    o.ids = ids_;
+    o.clock = [this] { return now_; };
+    o.recovery_retry = 0ms;
+    writer_ = std::make_unique<Ledger>(log_, o);
+    if (auto s = writer_->start(); !s) {
+      fail("the writer cannot start: " + s.message());
+      return false;
+    }
+    return true;
+  }
+  bool start_projector() {
+    projector_ = std::make_unique<Projector>(log_, *views_);
+    if (auto s = projector_->start(); !s) {
+      fail("the projector cannot start: " + s.message());
+      return false;
+    }
+    return true;
+  }
+
+  Report fail(std::string why) {
+    if (report_.failure.empty()) report_.failure = "step " + std::to_string(step_) + ": " + why;
+    return report_;
+  }
+
+  void trace(const std::string& what) {
+    if (options_.verbose) std::cerr << "seed " << options_.seed << " step " << step_ << " t+" << (now_ - kStart) << "ms: " << what << "\n";
+  }
+
+  // Issues a command and then a barrier (a command rejected without events): the writer decides
+  // what is due before what is queued, so once the barrier is answered every rail step and
+  // expiry due by now has been decided, and the clock may move on.
+  Outcome execute(Command c) {
+    Outcome o = writer_->execute(std::move(c));
+    WalletTransfer barrier;
+    barrier.caller = Caller{businesses_[0].id, businesses_[0].account, false};
+    barrier.source = "vba-barrier";
+    barrier.destination = "vba-barrier";
+    barrier.amount = Kobo(1);
+    barrier.narration = "barrier";
+    const Outcome b = writer_->execute(barrier);
+    if (b.rejection != Rejection::source_not_found)
+      fail("the barrier was answered " + std::string(to_string(b.rejection)));
+    return o;
+  }
+
+  // Compares the writer's answer with the model's expectation; true when it is accepted.
+  bool expect(const Outcome& o, bool accepted, const std::string& what) {
+    trace(what + (accepted ? " -> accept" : " -> reject") + ", got " + std::string(to_string(o.rejection)));
+    // A batch whose append fails is answered unavailable as a whole and changes nothing.
+    if (injected_ && o.rejection == Rejection::unavailable) {
+      if (!o.events.empty()) fail(what + ": an unavailable answer carries events");
+      return false;
+    }
+    if (o.ok() != accepted) {
+      fail(what + ": the model expects " + (accepted ? "acceptance" : "a rejection") + ", the writer answered " +
+           std::string(to_string(o.rejection)));
+      return false;
+    }
+    accepted ? ++report_.accepted : ++report_.rejected;
+    return accepted;
+  }
+
+  void register_business(int k) {
+    Business b;
+    b.id = "biz-sim-" + std::to_string(options_.seed) + "-" + std::to_string(k);
+    b.account = "acc-sim-" + std::to_string(options_.seed) + "-" + std::to_string(k);
+    b.partition = writer_->partition_of(b.id).value;
+    CreateBusiness c{b.id, "Business " + std::to_string(k), b.account, "Default",
+                     sha256_hex("test" + b.id), sha256_hex("live" + b.id), "pk_test_" + b.id, "pk_live_" + b.id};
+    businesses_.push_back(b);
+    const Outcome o = writer_->execute(c);
+    if (!o.ok()) fail("a business cannot be registered: " + std::string(to_string(o.rejection)));
+  }
+
+  // ---- one step ----
+  void step() {
+    // Time passes; what fell due happens before the step's command (the writer's rule).
+    const std::uint64_t r = below(100);
+    if (r < 45) now_ += 0;
+    else if (r < 88) now_ += static_cast<UnixMs>(1 + below(1'000));
+    else if (r < 98) now_ += static_cast<UnixMs>(below(2 * 3'600'000));
+    else now_ += 2 * 86'400'000;
+    fall_due();
+
+    if (chance(2)) {
+      trace("the writer crashes and restarts from the log");
+      writer_.reset();
+      ++report_.writer_restarts;
+      if (!start_writer()) return;
+    }
+    if (chance(2)) {
+      trace("the projector restarts");
+      projector_.reset();
+      ++report_.projector_restarts;
+      if (!start_projector()) return;
+    }
+    injected_ = chance(3);
+    if (injected_) {
+      ++report_.failed_appends;
+      log_.fail_next_appends(1);
+    }
+    const std::uint64_t kind = below(100);
+    if (kind < 14) create_wallet();
+    else if (kind < 18) create_transit();
+    else if (kind < 24) create_collection();
+    else if (kind < 49) incoming_credit();
+    else if (kind < 79) wallet_transfer();
+    else if (kind < 95) bank_transfer();
+    else update_account();
+    if (injected_) {
+      // Nothing consumed the fault (a command rejected without events appends nothing).
+      log_.fail_next_appends(0);
+      injected_ = false;
+    }
+    after_command();
+  }
+
+  void fall_due() {
+    for (Payout& p : model_.payouts) {
+      if (p.done || !p.processing || p.due > now_) continue;
+      auto& sys = model_.system[p.partition];
+      sys[suspense] -= p.amount;
+      if (p.fails) {
+        sys[fees] -= p.fee;
+        model_.wallets.at(p.source).balance += p.amount + p.fee;
+      } else {
+        sys[outbound] += p.amount;
+      }
+      p.done = true;
+    }
+    for (auto& [id, w] : model_.wallets)
+      if (w.kind == Kind::collection && w.active && w.expires_at <= now_) w.active = false;
+  }
+
+  // The barrier after each command moved every new payout to processing, at this time.
+  void after_command() {
+    for (Payout& p : model_.payouts)
+      if (!p.processing) {
+        p.processing = true;
+        p.due = now_ + kRailDelay.count();
+      }
+  }
+
+  // A caller: a business and a mode.
+  std::pair<const Business*, bool> caller() { return {&businesses_[below(businesses_.size())], chance(30)}; }
+  static Caller as_caller(const Business& b, bool live) { return Caller{b.id, b.account, live}; }
+
+  // A wallet id to name in a command: mostly the caller's own wallets (and transit wallets),
+  // sometimes anyone's, a collection wallet, or one that does not exist.
+  std::string wallet_for(const Business& b, bool live) {
+    std::vector<std::string> own, any;
+    for (const auto& [id, w] : model_.wallets) {
+      any.push_back(id);
+      if (w.kind != Kind::collection && businesses_[static_cast<std::size_t>(w.business)].id == b.id && w.live == live)
+        own.push_back(id);
+    }
+    if (!own.empty() && chance(85)) return pick(own);
+    if (!any.empty() && chance(80)) return pick(any);
+    return "vba-unknown-" + std::to_string(below(3));
+  }
+  // The model's wallet `id` if the caller may move money with it.
+  Wallet* callers_wallet(const Business& b, bool live, const std::string& id) {
+    auto it = model_.wallets.find(id);
+    if (it == model_.wallets.end() || it->second.kind == Kind::collection) return nullptr;
+    if (businesses_[static_cast<std::size_t>(it->second.business)].id != b.id || it->second.live != live) return nullptr;
+    return &it->second;
+  }
+  std::int64_t amount_for(std::int64_t balance) {
+    const std::uint64_t r = below(100);
+    if (r < 4) return -static_cast<std::int64_t>(below(1'000));          // not positive
+    if (r < 6) return kHuge;                                              // overflows when it lands twice
+    if (r < 20 && balance > 0) return balance;                            // all of it
+    if (r < 30) return balance + 1 + static_cast<std::int64_t>(below(10'000));  // more than there is
+    if (balance > 1 && r < 80) return 1 + static_cast<std::int64_t>(below(static_cast<std::uint64_t>(balance)));
+    return 1 + static_cast<std::int64_t>(below(10'000'000));
+  }
+
+  void opened(const Outcome& o, Wallet w) {
+    w.id = o.id;
+    std::visit(
+        [&](const auto& x) {
+          if constexpr (requires { x.account_number; }) w.number = x.account_number;
+        },
+        o.events.at(0).data);
+    if (w.number.empty()) {
+      fail("an opened wallet without an account number");
+      return;
+    }
+    model_.by_number[w.number] = w.id;
+    model_.wallets[w.id] = std::move(w);
+  }
+
+  void create_wallet() {
+    auto [b, live] = caller();
+    const std::string name = "w" + std::to_string(below(12));
+    const std::string category = chance(3) ? "gold" : chance(35) ? "primary" : "secondary";
+    const std::string sc = scope(*b, live);
+    const bool accept = category != "gold" && !model_.names.contains(sc + name) &&
+                        !(category == "primary" && model_.primaries[sc] >= 5);
+    const Outcome o = execute(CreateWallet{as_caller(*b, live), name, category, std::nullopt, std::nullopt});
+    if (!expect(o, accept, "create wallet " + name + " (" + category + ")")) return;
+    model_.names.insert(sc + name);
+    if (category == "primary") ++model_.primaries[sc];
+    Wallet w;
+    w.name = name;
+    w.business = static_cast<int>(b - businesses_.data());
+    w.live = live;
+    opened(o, std::move(w));
+  }
+
+  void create_transit() {
+    auto [b, live] = caller();
+    const std::string settlement = wallet_for(*b, live);
+    const Wallet* s = callers_wallet(*b, live, settlement);
+    const bool accept = s != nullptr && s->kind == Kind::wallet;
+    const Outcome o = execute(CreateTransitWallet{as_caller(*b, live), "transit", settlement, std::nullopt, std::nullopt});
+    if (!expect(o, accept, "create transit to " + settlement)) return;
+    Wallet w;
+    w.name = "transit";
+    w.business = static_cast<int>(b - businesses_.data());
+    w.live = live;
+    w.kind = Kind::transit;
+    w.settlement = settlement;
+    opened(o, std::move(w));
+  }
+
+  void create_collection() {
+    auto [b, live] = caller();
+    CreateCollection c;
+    c.caller = as_caller(*b, live);
+    c.destination = wallet_for(*b, live);
+    c.account_name = "collect";
+    c.amount = Kobo(chance(4) ? 0 : 100 + static_cast<std::int64_t>(below(1'000'000)));
+    c.expire_in_s = chance(3) ? -1 : static_cast<std::int64_t>(below(7'200));
+    if (chance(40)) c.reference = "col-" + std::to_string(below(6));
+    const std::string sc = scope(*b, live);
+    const bool accept = c.amount.value > 0 && c.expire_in_s >= 0 && callers_wallet(*b, live, c.destination) != nullptr &&
+                        !(c.reference && model_.collection_references.contains(sc + *c.reference));
+    const Outcome o = execute(c);
+    if (!expect(o, accept, "create collection into " + c.destination)) return;
+    if (c.reference) model_.collection_references.insert(sc + *c.reference);
+    Wallet w;
+    w.name = c.account_name;
+    w.business = static_cast<int>(b - businesses_.data());
+    w.live = live;
+    w.kind = Kind::collection;
+    w.destination = c.destination;
+    w.amount = c.amount.value;
+    w.expires_at = now_ + c.expire_in_s * 1000;
+    opened(o, std::move(w));
+  }
+
+  void incoming_credit() {
+    auto [b, live] = caller();
+    std::string number = "9999999999";
+    const Wallet* target = nullptr;
+    if (!model_.wallets.empty() && chance(95)) {
+      const std::string id = wallet_for(*b, live);
+      if (auto it = model_.wallets.find(id); it != model_.wallets.end()) {
+        target = &it->second;
+        number = target->number;
+      }
+    }
+    std::int64_t amount = amount_for(100'000);
+    if (target != nullptr && target->kind == Kind::collection && chance(70)) amount = target->amount;
+    IncomingCredit c{as_caller(*b, live), number, Kobo(amount), "funding", "Sender", "0000014579", "058", "GTBank", "000013"};
+
+    // Where the money lands: the wallet, or a collection's destination; a transit wallet sweeps.
+    auto& sys = model_.system[b->partition];
+    bool accept = amount > 0 && add(sys[inbound], -amount).has_value() && target != nullptr &&
+                  businesses_[static_cast<std::size_t>(target->business)].id == b->id && target->live == live;
+    Wallet* credited = nullptr;
+    if (accept && target->kind == Kind::collection) {
+      accept = target->active && now_ < target->expires_at && amount == target->amount;
+      credited = accept ? &model_.wallets.at(target->destination) : nullptr;
+    } else if (accept) {
+      credited = &model_.wallets.at(target->id);
+    }
+    Wallet* lands = credited;
+    if (accept && credited->kind == Kind::transit) {
+      accept = add(credited->balance, amount).has_value();
+      lands = &model_.wallets.at(credited->settlement);
+    }
+    accept = accept && add(lands->balance, amount).has_value();
+    const Outcome o = execute(c);
+    if (!expect(o, accept, "incoming " + std::to_string(amount) + " to " + number)) return;
+    sys[inbound] -= amount;
+    lands->balance += amount;
+    if (target->kind == Kind::collection) model_.wallets.at(target->id).active = false;
+  }
+
+  // Idempotency: a reference seen before replays the same request and refuses any other.
+  // False when refused; `replay` says whether it is a repeat.
+  bool check_reference(const Business& b, bool live, const std::optional<std::string>& reference,
+                       const std::string& request, bool& replay) const {
+    if (!reference) return true;
+    const auto it = model_.references.find(scope(b, live) + *reference);
+    if (it == model_.references.end()) return true;
+    replay = it->second == request;
+    return replay;
+  }
+
+  void wallet_transfer() {
+    auto [b, live] = caller();
+    WalletTransfer t;
+    t.caller = as_caller(*b, live);
+    t.source = wallet_for(*b, live);
+    t.destination = chance(5) ? t.source : wallet_for(*b, live);
+    Wallet* src = callers_wallet(*b, live, t.source);
+    Wallet* dst = callers_wallet(*b, live, t.destination);
+    t.amount = Kobo(amount_for(src != nullptr ? src->balance : 10'000));
+    t.narration = chance(50) ? "rent" : "stock";
+    if (chance(50)) t.reference = "ref-" + std::to_string(below(8));
+    const std::string request = "wallet|" + t.source + "|" + t.destination + "|" + std::to_string(t.amount.value) + "|" + t.narration;
+    bool replay = false;
+    bool accept = t.amount.value > 0 && check_reference(*b, live, t.reference, request, replay);
+    if (accept && !replay)
+      accept = src != nullptr && dst != nullptr && t.source != t.destination && src->balance >= t.amount.value &&
+               add(dst->balance, t.amount.value).has_value();
+    const Outcome o = execute(t);
+    if (!expect(o, accept, "transfer " + std::to_string(t.amount.value) + " " + t.source + " -> " + t.destination)) return;
+    if (replay != o.replayed) {
+      fail("a repeated reference: the model expects " + std::string(replay ? "a replay" : "a new transfer"));
+      return;
+    }
+    if (replay) return;
+    src->balance -= t.amount.value;
+    dst->balance += t.amount.value;
+    if (t.reference) model_.references[scope(*b, live) + *t.reference] = request;
+  }
+
+  void bank_transfer() {
+    auto [b, live] = caller();
+    BankTransfer t;
+    t.caller = as_caller(*b, live);
+    t.source = wallet_for(*b, live);
+    Wallet* src = callers_wallet(*b, live, t.source);
+    t.account_number = "01234567" + std::to_string(10 + below(3));
+    t.bank_code = "058";
+    // As query-api derives it: one beneficiary id per business, mode, bank and number.
+    t.bank_account_id = "bka-" + sha256_hex(scope_key(b->id, live) + t.bank_code + t.account_number).substr(0, 32);
+    t.account_name = "Ada Obi";
+    t.bank_name = "GTBank";
+    t.name_enquiry_ref = "ner-sim";
+    t.amount = Kobo(amount_for(src != nullptr ? src->balance : 10'000));
+    t.narration = "payout";
+    if (chance(50)) t.reference = "ref-" + std::to_string(below(8));
+    const bool fails = chance(30);
+    t.metadata = RawJson{fails ? R"({"sandboxOutcome":"failed"})" : "{}"};
+    t.save_beneficiary = chance(30);
+    const std::string request = "bank|" + t.source + "|" + t.account_number + "|" + std::to_string(t.amount.value) + "|" +
+                                t.metadata.text + (t.save_beneficiary ? "|save" : "|");
+    auto& sys = model_.system[b->partition];
+    bool replay = false;
+    bool accept = t.amount.value > 0 && check_reference(*b, live, t.reference, request, replay);
+    const std::int64_t fee = accept ? fee_for(t.amount.value) : 0;
+    const auto actual = add(t.amount.value, fee);
+    if (accept && !replay)
+      accept = src != nullptr && actual && add(sys[suspense], t.amount.value) && add(sys[fees], fee) &&
+               src->balance >= *actual;
+    const Outcome o = execute(t);
+    if (!expect(o, accept, "bank transfer " + std::to_string(t.amount.value) + " from " + t.source)) return;
+    if (replay != o.replayed) {
+      fail("a repeated reference: the model expects " + std::string(replay ? "a replay" : "a new payout"));
+      return;
+    }
+    if (replay) return;
+    src->balance -= *actual;
+    sys[suspense] += t.amount.value;
+    sys[fees] += fee;
+    model_.payouts.push_back(Payout{t.source, b->partition, t.amount.value, fee, fails, false, 0, false});
+    if (t.reference) model_.references[scope(*b, live) + *t.reference] = request;
+  }
+
+  void update_account() {
+    auto [b, live] = caller();
+    const Business& whose = businesses_[below(businesses_.size())];
+    UpdateAccount u{as_caller(*b, live), whose.account, std::nullopt, std::nullopt};
+    if (chance(50)) u.live = chance(50);
+    else u.webhooks = std::vector<std::string>{"https://hooks.example.com/" + std::to_string(below(3))};
+    const Outcome o = execute(u);
+    expect(o, whose.id == b->id, "update account " + whose.account);
+  }
+
+  // ---- the end ----
+  // Lets every payout and collection reach its end, then waits for the projector.
+  void settle() {
+    for (int i = 0; i < 3 && report_.failure.empty(); ++i) {
+      now_ += 3 * 86'400'000;
+      fall_due();
+      const WalletTransfer nothing{Caller{businesses_[0].id, businesses_[0].account, false}, "vba-none", "vba-none",
+                                   Kobo(1), "settle", std::nullopt, std::nullopt};
+      execute(nothing);
+      after_command();
+    }
+    for (std::uint32_t p = 0; p < kPartitions; ++p)
+      if (!projector_->wait_applied(Partition(p), writer_->durable_seq(Partition(p)), 30s))
+        fail("the projector did not catch up with partition " + std::to_string(p));
+  }
+
+  void check_views() {
+    for (const auto& [id, w] : model_.wallets) {
+      if (w.kind == Kind::collection) continue;
+      const Business& b = businesses_[static_cast<std::size_t>(w.business)];
+      const auto text = views_->wallet_text(Scope{b.id, w.live}, id);
+      if (!text) {
+        fail("the views lack wallet " + id);
+        return;
+      }
+      const auto shown = json::parse(*text).at("balance").get<std::int64_t>();
+      if (shown != w.balance) {
+        fail("wallet " + id + ": the views show " + std::to_string(shown) + ", the model " + std::to_string(w.balance));
+        return;
+      }
+    }
+  }
+
+  void check_audit() {
+    auto report = audit::audit_log(log_);
+    if (!report) {
+      fail("the audit cannot read the log: " + report.status().message());
+      return;
+    }
+    if (auto s = audit::audit_views(log_, *views_, options_.dir / "rebuild", report.value()); !s) {
+      fail("the views cannot be audited: " + s.message());
+      return;
+    }
+    if (!report.value().clean()) {
+      fail("the audit reports:\n" + audit::summary(report.value(), 5));
+      return;
+    }
+    report_.events = report.value().events;
+    for (int a = inbound; a <= outbound; ++a) {
+      std::optional<std::int64_t> expected = 0;
+      for (const auto& sys : model_.system)
+        if (expected) expected = add(*expected, sys[static_cast<std::size_t>(a)]);
+      if (!expected) continue;  // beyond the range of kobo: the audit notes it and stops summing
+      const auto it = report.value().system.find(std::string(kSystemNames[static_cast<std::size_t>(a)]));
+      const std::int64_t found = it == report.value().system.end() ? 0 : it->second.value;
+      if (found != *expected) {
+        fail(std::string(kSystemNames[static_cast<std::size_t>(a)]) + ": the log says " + std::to_string(found) +
+             ", the model " + std::to_string(*expected));
+        return;
+      }
+    }
+  }
+
+  std::string digest() {
+    auto ends = log_.end_offsets();
+    auto reader = log_.open_reader(std::vector<Offset>(kPartitions, Offset(0)));
+    if (!ends || !reader) return "unreadable";
+    std::string all;
+    std::vector<LogRecord> records;
+    for (int idle = 0; idle < 3;) {
+      records.clear();
+      if (!reader.value()->poll(4096, 0ms, records)) return "unreadable";
+      if (records.empty()) ++idle;
+      for (const auto& r : records) {
+        all += std::to_string(r.partition.value) + ":" + r.bytes + "\n";
+      }
+    }
+    return sha256_hex(all);
+  }
+
+  const Options options_;
+  std::mt19937_64 rng_;
+  MemoryLog log_;
+  std::shared_ptr<IdSource> ids_ = std::make_shared<SeededIds>(options_.seed);
+  UnixMs now_ = kStart;
+  int step_ = 0;
+  bool injected_ = false;
+  std::vector<Business> businesses_;
+  Model model_;
+  std::unique_ptr<Views> views_;
+  std::unique_ptr<Ledger> writer_;
+  std::unique_ptr<Projector> projector_;
+  Report report_;
+};
+
+}  // namespace
+
+Report run(const Options& options) { return Simulation(options).run(); }
+
+std::string summary(const Options& options, const Report& r) {
+  std::ostringstream out;
+  out << "sim seed " << options.seed << ": " << (r.ok ? "ok" : "FAILED") << ", " << r.accepted << " accepted, "
+      << r.rejected << " rejected, " << r.failed_appends << " failed appends, " << r.writer_restarts
+      << " writer restarts, " << r.projector_restarts << " projector restarts, " << r.events << " events, log "
+      << r.log_digest.substr(0, 16);
+  if (!r.ok) out << "\n  " << r.failure << "\n  reproduce: build/tests/kobo_sim --seed " << options.seed << " --steps "
+                 << options.steps << " --verbose";
+  return out.str();
+}
+
+}  // namespace kobo::sim
