@@ -67,6 +67,7 @@ struct AuditReport {
   std::uint64_t duplicates = 0;   // skipped: a retried append
   std::uint64_t zombies = 0;      // skipped: an event from a fenced writer
   std::uint64_t businesses = 0, accounts = 0, wallets = 0, transactions = 0;
+  std::vector<Seq> last_seqs;             // per partition: the seq of the last event read
   Kobo wallets_test, wallets_live;        // sum of wallet balances per mode
   std::map<std::string, Kobo> system;     // sys:… accounts, summed over partitions
   ViewsCheck views;

@@ -522,6 +522,7 @@ void LogAuditor::finish() {
                     std::to_string(m.seen) + " of its " + std::to_string(m.size) + " events)");
       end_command(m, false);
     }
+    report_.last_seqs.push_back(m.last);
     report_.businesses += m.businesses.size();
     report_.accounts += m.accounts.size();
     report_.wallets += m.wallets.size();
