@@ -45,34 +45,41 @@ std::string per_second(std::uint64_t n, double seconds) {
 void AuditCommands::add_log_flags(CLI::App* sub, LogFlags& flags, const std::string& what) {
   sub->add_option("--kafka-brokers", flags.kafka_brokers, what)->envname("KOBO_KAFKA_BROKERS");
   sub->add_option("--kafka-topic", flags.kafka_topic, "Kafka topic of the event log")
-      ->envname("KOBO_KAFKA_TOPIC")->capture_default_str();
+      ->envname("KOBO_KAFKA_TOPIC")
+      ->capture_default_str();
 }
 
 AuditCommands::AuditCommands(CLI::App& app) {
   audit_ = app.add_subcommand(
       "audit",
-      "Replay the whole event log and check it: hash chain, gapless seq and epochs, double entry, no negative "
+      "Replay the whole event log and check it: hash chain, gapless seq and epochs, double entry, no "
+      "negative "
       "balance, unique references, agreeing transfer legs and statuses, and that the views equal the log. "
       "Exit 0 when clean, 1 on any violation, 2 when it cannot run");
-  audit_->add_option("--data-dir", audit_flags_.data_dir, "Data directory of the embedded log (and its views)")
+  audit_
+      ->add_option("--data-dir", audit_flags_.data_dir, "Data directory of the embedded log (and its views)")
       ->envname("KOBO_DATA_DIR");
-  add_log_flags(audit_, audit_flags_.log, "Audit the Kafka log at HOST:PORT[,…] (with --data-dir: and its views)");
+  add_log_flags(audit_, audit_flags_.log,
+                "Audit the Kafka log at HOST:PORT[,…] (with --data-dir: and its views)");
   audit_->add_option("--json", audit_flags_.json_file, "Also write a machine-readable report to FILE")
       ->envname("KOBO_AUDIT_JSON");
-  audit_->add_flag("--progress", audit_flags_.progress,
-                   "Show the progress bar on stderr even when it is not a terminal")
+  audit_
+      ->add_flag("--progress", audit_flags_.progress,
+                 "Show the progress bar on stderr even when it is not a terminal")
       ->envname("KOBO_PROGRESS");
 
   replay_ = app.add_subcommand(
       "replay",
       "Rebuild the views from the log into a fresh directory and swap it in atomically (the server must be "
       "stopped). Exit 0 when done, 1 when the log cannot be applied, 2 when it cannot run");
-  replay_->add_option("--data-dir", replay_flags_.data_dir, "Data directory of the embedded log and its views")
+  replay_
+      ->add_option("--data-dir", replay_flags_.data_dir, "Data directory of the embedded log and its views")
       ->envname("KOBO_DATA_DIR")
       ->required();
   add_log_flags(replay_, replay_flags_.log, "Rebuild from the Kafka log at HOST:PORT[,…]");
-  replay_->add_flag("--progress", replay_flags_.progress,
-                    "Show the progress bar on stderr even when it is not a terminal")
+  replay_
+      ->add_flag("--progress", replay_flags_.progress,
+                 "Show the progress bar on stderr even when it is not a terminal")
       ->envname("KOBO_PROGRESS");
 }
 
@@ -131,7 +138,8 @@ int run_audit(const std::string& data_dir_flag, const AuditCommands::LogFlags& l
   return report->clean() ? kExitClean : kExitViolations;
 }
 
-int run_replay(const std::string& data_dir_flag, const AuditCommands::LogFlags& log_flags, bool progress_flag) {
+int run_replay(const std::string& data_dir_flag, const AuditCommands::LogFlags& log_flags,
+               bool progress_flag) {
   const fs::path data_dir(data_dir_flag);
   auto log = open_log(data_dir, log_flags);
   if (!log) return cannot_run("replay", log.status().message());
@@ -167,8 +175,8 @@ int run_replay(const std::string& data_dir_flag, const AuditCommands::LogFlags& 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (auto s = swap_in_views(live, rebuilt); !s) return cannot_run("replay", s.message());
   std::cout << "kobo replay: rebuilt " << live.string() << " from " << events << " events in " << std::fixed
-            << std::setprecision(2) << seconds << " s ("
-            << per_second(events, seconds) << " events/s)" << std::endl;
+            << std::setprecision(2) << seconds << " s (" << per_second(events, seconds) << " events/s)"
+            << std::endl;
   return kExitClean;
 }
 

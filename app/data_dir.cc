@@ -16,7 +16,8 @@ std::string explain_lock(const std::string& message) {
   return message + "\n(another process holds this data dir: stop `kobo serve` on it first)";
 }
 
-Result<std::unique_ptr<EventLog>> open_existing_log(const std::filesystem::path& data_dir, bool beside_a_writer) {
+Result<std::unique_ptr<EventLog>> open_existing_log(const std::filesystem::path& data_dir,
+                                                    bool beside_a_writer) {
   EmbeddedLogOptions o;
   o.path = (data_dir / "log").string();
   o.partitions = 0;  // as the log was created
@@ -28,8 +29,8 @@ Result<std::unique_ptr<EventLog>> open_existing_log(const std::filesystem::path&
 }
 
 Result<std::unique_ptr<EventLog>> open_log_to_read(const std::filesystem::path& data_dir,
-                                                   const std::string& kafka_brokers, const std::string& kafka_topic,
-                                                   bool beside_a_writer) {
+                                                   const std::string& kafka_brokers,
+                                                   const std::string& kafka_topic, bool beside_a_writer) {
   if (!kafka_brokers.empty()) {
     KafkaLogOptions k;
     k.brokers = kafka_brokers;

@@ -40,7 +40,8 @@ std::uint64_t seq_of(std::string_view record) {
 
 class Printer {
  public:
-  Printer(std::optional<std::uint32_t> partition, std::uint64_t from_seq) : partition_(partition), from_seq_(from_seq) {}
+  Printer(std::optional<std::uint32_t> partition, std::uint64_t from_seq)
+      : partition_(partition), from_seq_(from_seq) {}
   // Prints a record as stored; refuses one of another schemaVersion (DESIGN section 4.1).
   [[nodiscard]] Status print(const LogRecord& r) {
     if (partition_ && r.partition.value != *partition_) return {};
@@ -61,8 +62,8 @@ class Printer {
 // partition at its end sees only p's records. Everything before `ends` is durable, so a reader
 // that stops moving short of it means a broken log: at once for the embedded log, after
 // `patience` for Kafka, whose consumer may take a while to fetch.
-Status print_partition(EventLog& log, std::uint32_t p, Offset start, const std::vector<Offset>& ends, Printer& out,
-                       std::chrono::milliseconds patience) {
+Status print_partition(EventLog& log, std::uint32_t p, Offset start, const std::vector<Offset>& ends,
+                       Printer& out, std::chrono::milliseconds patience) {
   std::vector<Offset> starts = ends;
   starts[p] = std::min(start, ends[p]);
   auto reader = log.open_reader(starts);
@@ -72,15 +73,16 @@ Status print_partition(EventLog& log, std::uint32_t p, Offset start, const std::
   while (reader.value()->position(Partition(p)) < ends[p]) {
     records.clear();
     const Offset before = reader.value()->position(Partition(p));
-    if (auto s = reader.value()->poll(kPollRecordsMax, std::chrono::milliseconds(1000), records); !s) return s;
+    if (auto s = reader.value()->poll(kPollRecordsMax, std::chrono::milliseconds(1000), records); !s)
+      return s;
     for (const LogRecord& r : records)
       if (r.partition.value == p && r.offset < ends[p])
         if (auto s = out.print(r); !s) return s;
     if (reader.value()->position(Partition(p)) != before) {
       moved_at = std::chrono::steady_clock::now();
     } else if (std::chrono::steady_clock::now() - moved_at >= patience) {
-      return Status::error("partition " + std::to_string(p) + " ends early, at offset " + std::to_string(before.value) +
-                           " of " + std::to_string(ends[p].value));
+      return Status::error("partition " + std::to_string(p) + " ends early, at offset " +
+                           std::to_string(before.value) + " of " + std::to_string(ends[p].value));
     }
   }
   return {};
@@ -112,20 +114,24 @@ EventsCommand::EventsCommand(CLI::App& app) {
       "Print the events of the log as they are stored, one JSON line each, in partition and log order, "
       "and with --follow those appended afterwards (schemas/events/ describes them; `kobo audit` verifies "
       "them). Reads beside a running server. Exit 0 when done, 2 when it cannot run");
-  events_->add_option("--data-dir", data_dir_, "Data directory of the embedded log")->envname("KOBO_DATA_DIR");
+  events_->add_option("--data-dir", data_dir_, "Data directory of the embedded log")
+      ->envname("KOBO_DATA_DIR");
   events_->add_option("--kafka-brokers", kafka_brokers_, "Read the Kafka topic through these brokers instead")
       ->envname("KOBO_KAFKA_BROKERS");
   events_->add_option("--kafka-topic", kafka_topic_, "Kafka topic of the event log")
       ->envname("KOBO_KAFKA_TOPIC")
       ->capture_default_str();
   events_->add_option("--partition", partition_, "Only this partition (0-based)");
-  events_->add_option("--from", from_seq_, "Skip each partition's events before this seq")->check(CLI::PositiveNumber);
-  events_->add_flag("--follow,-f", follow_, "Keep printing events as they are appended, until SIGINT or SIGTERM");
+  events_->add_option("--from", from_seq_, "Skip each partition's events before this seq")
+      ->check(CLI::PositiveNumber);
+  events_->add_flag("--follow,-f", follow_,
+                    "Keep printing events as they are appended, until SIGINT or SIGTERM");
 }
 
 std::optional<int> EventsCommand::run() const {
   if (!events_->parsed()) return std::nullopt;
-  if (data_dir_.empty() && kafka_brokers_.empty()) return cannot_run("give --data-dir D or --kafka-brokers B");
+  if (data_dir_.empty() && kafka_brokers_.empty())
+    return cannot_run("give --data-dir D or --kafka-brokers B");
   auto log = open_log_to_read(data_dir_, kafka_brokers_, kafka_topic_, /*beside_a_writer=*/true);
   if (!log) return cannot_run(log.status().message());
   const std::uint32_t partitions = log.value()->partitions();
@@ -141,13 +147,15 @@ std::optional<int> EventsCommand::run() const {
   Printer printer(partition_, from_seq_);
   for (std::uint32_t p = 0; p < partitions; ++p) {
     if (partition_ && *partition_ != p) continue;
-    const auto patience = kafka_brokers_.empty() ? std::chrono::milliseconds(0) : std::chrono::milliseconds(30'000);
+    const auto patience =
+        kafka_brokers_.empty() ? std::chrono::milliseconds(0) : std::chrono::milliseconds(30'000);
     if (auto s = print_partition(*log.value(), p, start, ends.value(), printer, patience); !s)
       return cannot_run("reading partition " + std::to_string(p) + ": " + s.message());
   }
   std::cout.flush();
   if (follow_) {
-    if (auto s = follow(*log.value(), ends.value(), printer); !s) return cannot_run("following: " + s.message());
+    if (auto s = follow(*log.value(), ends.value(), printer); !s)
+      return cannot_run("following: " + s.message());
   }
   std::cout.flush();
   if (!std::cout) return cannot_run("cannot write to stdout");

@@ -73,8 +73,9 @@ Result<Roles> parse_roles(const std::vector<std::string>& names) {
   std::set<std::string> set(names.begin(), names.end());
   if (set == std::set<std::string>{"command", "projector", "query"}) return Roles{true, true};
   if (set == std::set<std::string>{"projector"}) return Roles{false, true};
-  return Status::error("--roles: run either command,projector,query (a writer that also serves its views) or "
-                       "projector (a node that only follows the log into its views)");
+  return Status::error(
+      "--roles: run either command,projector,query (a writer that also serves its views) or "
+      "projector (a node that only follows the log into its views)");
 }
 
 // The data dir remembers which log its views were built from: views of one log applied on top
@@ -86,8 +87,8 @@ Status check_log_source(const fs::path& data_dir, const std::string& source) {
     std::string recorded;
     std::getline(in, recorded);
     if (recorded != source)
-      return Status::error("the data dir " + data_dir.string() + " holds views of " + recorded + ", not of " + source +
-                           "; use another --data-dir");
+      return Status::error("the data dir " + data_dir.string() + " holds views of " + recorded + ", not of " +
+                           source + "; use another --data-dir");
     return {};
   }
   std::ofstream out(path, std::ios::trunc);
@@ -97,7 +98,8 @@ Status check_log_source(const fs::path& data_dir, const std::string& source) {
   return {};
 }
 
-Result<std::unique_ptr<EventLog>> open_serve_log(const ServeOptions& o, const fs::path& data_dir, bool writer) {
+Result<std::unique_ptr<EventLog>> open_serve_log(const ServeOptions& o, const fs::path& data_dir,
+                                                 bool writer) {
   if (o.kafka_brokers.empty()) {
     if (auto s = check_log_source(data_dir, "embedded"); !s) return s;
     return open_embedded_log({(data_dir / "log").string(), o.partitions, !o.no_fsync});
@@ -154,10 +156,12 @@ Status bootstrap(Ledger& ledger, const fs::path& data_dir, SigningKeyStore& sign
   }
   if (auto s = signing_keys.put(creds.account_id, creds.test_secret_key, creds.live_secret_key); !s) return s;
   const Outcome o = ledger.execute(create_business_command(creds, "Default"));
-  if (!o.ok()) return Status::error("bootstrap failed: " + std::string(to_string(o.rejection)) + " " + o.detail);
+  if (!o.ok())
+    return Status::error("bootstrap failed: " + std::string(to_string(o.rejection)) + " " + o.detail);
   log::info("created business Default", {{"business", creds.business_id}, {"credentials", path.string()}});
-  if (created) std::cout << "Test secret key: " << creds.test_secret_key << "\n(all keys in " << path.string()
-                         << ")" << std::endl;
+  if (created)
+    std::cout << "Test secret key: " << creds.test_secret_key << "\n(all keys in " << path.string() << ")"
+              << std::endl;
   return {};
 }
 
@@ -173,7 +177,8 @@ Result<std::vector<FeeTier>> parse_fee_tiers(const std::string& text) {
       const std::string up_to = item.substr(0, colon);
       const std::int64_t limit = up_to == "max" ? INT64_MAX : std::stoll(up_to);
       const std::int64_t fee = std::stoll(item.substr(colon + 1));
-      if (fee < 0 || (!tiers.empty() && limit <= tiers.back().up_to_kobo)) throw std::invalid_argument("order");
+      if (fee < 0 || (!tiers.empty() && limit <= tiers.back().up_to_kobo))
+        throw std::invalid_argument("order");
       tiers.push_back({limit, fee});
     } catch (const std::exception&) {
       return Status::error("--fee-tiers wants ascending UP_TO:FEE pairs ending in max:FEE, got " + text);
@@ -197,8 +202,9 @@ Result<std::pair<std::string, std::uint16_t>> parse_listen(const std::string& li
 }
 
 // A projector node: the views follow the log; HTTP serves only health and metrics.
-int serve_projector(const ServeOptions& o, EventLog& log, Views& views, const std::pair<std::string, std::uint16_t>& listen,
-                    const std::string& backend, sigset_t& signals) {
+int serve_projector(const ServeOptions& o, EventLog& log, Views& views,
+                    const std::pair<std::string, std::uint16_t>& listen, const std::string& backend,
+                    sigset_t& signals) {
   Projector projector(log, views);
   if (auto s = projector.start(); !s) {
     log::error("projector: " + s.message());
@@ -215,7 +221,8 @@ int serve_projector(const ServeOptions& o, EventLog& log, Views& views, const st
     log::error("listen " + o.listen + ": " + s.message());
     return 1;
   }
-  log::info("projecting", {{"address", so.address}, {"port", server.port()}, {"dataDir", o.data_dir}, {"log", backend}});
+  log::info("projecting",
+            {{"address", so.address}, {"port", server.port()}, {"dataDir", o.data_dir}, {"log", backend}});
   int sig = 0;
   sigwait(&signals, &sig);
   log::info("stopping", {{"signal", sig}});
@@ -225,9 +232,12 @@ int serve_projector(const ServeOptions& o, EventLog& log, Views& views, const st
 }
 
 int serve(const ServeOptions& o) {
-  if (o.log_level == "debug") log::set_min_level(log::Level::debug);
-  else if (o.log_level == "warn") log::set_min_level(log::Level::warn);
-  else if (o.log_level == "error") log::set_min_level(log::Level::error);
+  if (o.log_level == "debug")
+    log::set_min_level(log::Level::debug);
+  else if (o.log_level == "warn")
+    log::set_min_level(log::Level::warn);
+  else if (o.log_level == "error")
+    log::set_min_level(log::Level::error);
 
   // Signals are taken by sigwait below, so block them before any thread starts.
   sigset_t signals;
@@ -255,7 +265,8 @@ int serve(const ServeOptions& o) {
   auto views = Views::open((data_dir / "views").string(), partitions);
   if (!views) return fail(views.status().message());
   const std::string backend = o.kafka_brokers.empty() ? "embedded" : "kafka";
-  if (!roles->command) return serve_projector(o, *log.value(), *views.value(), listen.value(), backend, signals);
+  if (!roles->command)
+    return serve_projector(o, *log.value(), *views.value(), listen.value(), backend, signals);
 
   const auto fee_tiers = parse_fee_tiers(o.fee_tiers);
   if (!fee_tiers) return fail(fee_tiers.status().message());
@@ -324,64 +335,100 @@ int main(int argc, char** argv) {
   CLI::App app{"Kobo Ledger: an event-sourced wallet, transfer and collection service for naira"};
   app.require_subcommand(1);
   kobo::ServeOptions serve;
-  CLI::App* s = app.add_subcommand("serve", "Run the service (writer, projector and HTTP API in one process)");
-  s->add_option("--listen", serve.listen, "Address to serve HTTP on, HOST:PORT")->envname("KOBO_LISTEN")->capture_default_str();
+  CLI::App* s =
+      app.add_subcommand("serve", "Run the service (writer, projector and HTTP API in one process)");
+  s->add_option("--listen", serve.listen, "Address to serve HTTP on, HOST:PORT")
+      ->envname("KOBO_LISTEN")
+      ->capture_default_str();
   s->add_option("--data-dir", serve.data_dir, "Directory of the embedded log, the views and credentials.json")
-      ->envname("KOBO_DATA_DIR")->capture_default_str();
+      ->envname("KOBO_DATA_DIR")
+      ->capture_default_str();
   s->add_option("--partitions,--kafka-partitions", serve.partitions,
-                 "Log partitions when the log or topic is created (an existing one keeps its own)")
-      ->envname("KOBO_PARTITIONS")->check(CLI::Range(1, 1024))->capture_default_str();
+                "Log partitions when the log or topic is created (an existing one keeps its own)")
+      ->envname("KOBO_PARTITIONS")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   s->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
-      ->envname("KOBO_HTTP_THREADS")->check(CLI::Range(1, 64))->capture_default_str();
+      ->envname("KOBO_HTTP_THREADS")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   s->add_option("--bank-name", serve.bank_name, "Name of the service's own bank, shown on wallets")
-      ->envname("KOBO_BANK_NAME")->capture_default_str();
+      ->envname("KOBO_BANK_NAME")
+      ->capture_default_str();
   s->add_option("--bank-code", serve.bank_code, "NIBSS code of the service's own bank")
-      ->envname("KOBO_BANK_CODE")->capture_default_str();
+      ->envname("KOBO_BANK_CODE")
+      ->capture_default_str();
   s->add_option("--nuban-code", serve.nuban_code, "6-digit NUBAN institution code for wallet account numbers")
-      ->envname("KOBO_NUBAN_CODE")->check([](const std::string& v) {
-        return v.size() == 6 && v.find_first_not_of("0123456789") == std::string::npos ? "" : "must be 6 digits";
-      })->capture_default_str();
+      ->envname("KOBO_NUBAN_CODE")
+      ->check([](const std::string& v) {
+        return v.size() == 6 && v.find_first_not_of("0123456789") == std::string::npos ? ""
+                                                                                       : "must be 6 digits";
+      })
+      ->capture_default_str();
   s->add_flag("--no-fsync", serve.no_fsync,
               "Do not fsync appends (benchmarks of the CPU path only: acknowledged writes can be lost)")
       ->envname("KOBO_NO_FSYNC");
-  s->add_option("--admin-key", serve.admin_key, "Enables the admin API (POST /v1/admin/businesses), "
-                 "authenticated by header x-admin-key")
+  s->add_option("--admin-key", serve.admin_key,
+                "Enables the admin API (POST /v1/admin/businesses), "
+                "authenticated by header x-admin-key")
       ->envname("KOBO_ADMIN_KEY");
   s->add_option("--rail-delay-ms", serve.rail_delay_ms, "Sandbox payout rail: processing to final, in ms")
-      ->envname("KOBO_RAIL_DELAY_MS")->check(CLI::Range(0, 3'600'000))->capture_default_str();
+      ->envname("KOBO_RAIL_DELAY_MS")
+      ->check(CLI::Range(0, 3'600'000))
+      ->capture_default_str();
   s->add_option("--collection-expire-min-s", serve.expire_in_min_s,
-                 "Shortest expireIn accepted for collection wallets (the API's rule is 600; tests lower it)")
-      ->envname("KOBO_COLLECTION_EXPIRE_MIN_S")->check(CLI::Range(1, 1800))->capture_default_str();
+                "Shortest expireIn accepted for collection wallets (the API's rule is 600; tests lower it)")
+      ->envname("KOBO_COLLECTION_EXPIRE_MIN_S")
+      ->check(CLI::Range(1, 1800))
+      ->capture_default_str();
   s->add_option("--fee-tiers", serve.fee_tiers, "Bank transfer fees in kobo: UP_TO:FEE,...,max:FEE")
-      ->envname("KOBO_FEE_TIERS")->capture_default_str();
+      ->envname("KOBO_FEE_TIERS")
+      ->capture_default_str();
   s->add_option("--kafka-brokers", serve.kafka_brokers,
-                 "Run on Kafka at HOST:PORT[,...] instead of the embedded log (DESIGN section 5)")
+                "Run on Kafka at HOST:PORT[,...] instead of the embedded log (DESIGN section 5)")
       ->envname("KOBO_KAFKA_BROKERS");
   s->add_option("--kafka-topic", serve.kafka_topic, "Kafka topic of the event log (created if missing)")
-      ->envname("KOBO_KAFKA_TOPIC")->capture_default_str();
+      ->envname("KOBO_KAFKA_TOPIC")
+      ->capture_default_str();
   s->add_option("--kafka-append-timeout-ms", serve.kafka_append_timeout_ms,
-                 "Kafka: an append not committed within this is answered 503")
-      ->envname("KOBO_KAFKA_APPEND_TIMEOUT_MS")->check(CLI::Range(100, 120'000))->capture_default_str();
+                "Kafka: an append not committed within this is answered 503")
+      ->envname("KOBO_KAFKA_APPEND_TIMEOUT_MS")
+      ->check(CLI::Range(100, 120'000))
+      ->capture_default_str();
   s->add_option("--roles", serve.roles, "command,projector,query (default: all in one process) or projector")
-      ->envname("KOBO_ROLES")->delimiter(',')->capture_default_str();
+      ->envname("KOBO_ROLES")
+      ->delimiter(',')
+      ->capture_default_str();
   s->add_option("--log-level", serve.log_level, "debug, info, warn or error")
-      ->envname("KOBO_LOG_LEVEL")->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
-  s->add_flag("--webhook-allow-private", serve.webhook_allow_private,
-              "Allow webhook delivery to loopback and private addresses (off: server-side request forgery guard)")
+      ->envname("KOBO_LOG_LEVEL")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->capture_default_str();
+  s->add_flag(
+       "--webhook-allow-private", serve.webhook_allow_private,
+       "Allow webhook delivery to loopback and private addresses (off: server-side request forgery guard)")
       ->envname("KOBO_WEBHOOK_ALLOW_PRIVATE");
-  s->add_option("--webhook-timeout-ms", serve.webhook_timeout_ms, "One webhook attempt must get its 2xx within this")
-      ->envname("KOBO_WEBHOOK_TIMEOUT_MS")->check(CLI::Range(1, 600'000))->capture_default_str();
+  s->add_option("--webhook-timeout-ms", serve.webhook_timeout_ms,
+                "One webhook attempt must get its 2xx within this")
+      ->envname("KOBO_WEBHOOK_TIMEOUT_MS")
+      ->check(CLI::Range(1, 600'000))
+      ->capture_default_str();
   s->add_option("--webhook-retry-schedule", serve.webhook_retry_schedule,
                 "Waits after each failed webhook attempt (ms, s, m or h); the last repeats")
-      ->envname("KOBO_WEBHOOK_RETRY_SCHEDULE")->capture_default_str();
+      ->envname("KOBO_WEBHOOK_RETRY_SCHEDULE")
+      ->capture_default_str();
   s->add_option("--webhook-retry-window", serve.webhook_retry_window,
                 "How long a webhook delivery is retried before it is marked failed")
-      ->envname("KOBO_WEBHOOK_RETRY_WINDOW")->capture_default_str();
+      ->envname("KOBO_WEBHOOK_RETRY_WINDOW")
+      ->capture_default_str();
   s->add_option("--webhook-concurrency", serve.webhook_concurrency, "Webhook attempts in flight, overall")
-      ->envname("KOBO_WEBHOOK_CONCURRENCY")->check(CLI::Range(1, 4096))->capture_default_str();
+      ->envname("KOBO_WEBHOOK_CONCURRENCY")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   s->add_option("--webhook-endpoint-concurrency", serve.webhook_endpoint_concurrency,
                 "Webhook attempts in flight per receiving host:port")
-      ->envname("KOBO_WEBHOOK_ENDPOINT_CONCURRENCY")->check(CLI::Range(1, 256))->capture_default_str();
+      ->envname("KOBO_WEBHOOK_ENDPOINT_CONCURRENCY")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   kobo::AuditCommands audit_commands(app);  // `kobo audit` and `kobo replay`
   kobo::EventsCommand events_command(app);  // `kobo events`
   try {

@@ -15,17 +15,28 @@ using nlohmann::json;
 
 std::string_view to_string(Check c) {
   switch (c) {
-    case Check::chain: return "chain";
-    case Check::epoch: return "epoch";
-    case Check::command: return "command";
-    case Check::double_entry: return "double_entry";
-    case Check::balance: return "balance";
-    case Check::negative: return "negative";
-    case Check::reference: return "reference";
-    case Check::transfer: return "transfer";
-    case Check::status: return "status";
-    case Check::record: return "record";
-    case Check::views: return "views";
+    case Check::chain:
+      return "chain";
+    case Check::epoch:
+      return "epoch";
+    case Check::command:
+      return "command";
+    case Check::double_entry:
+      return "double_entry";
+    case Check::balance:
+      return "balance";
+    case Check::negative:
+      return "negative";
+    case Check::reference:
+      return "reference";
+    case Check::transfer:
+      return "transfer";
+    case Check::status:
+      return "status";
+    case Check::record:
+      return "record";
+    case Check::views:
+      return "views";
   }
   return "unknown";
 }
@@ -78,7 +89,8 @@ Status audit_views(EventLog& log, const Views& actual, const fs::path& scratch, 
   const auto positions = actual.positions();
   auto ends = log.end_offsets();
   if (!ends) return ends.status();
-  if (positions.size() != ends.value().size()) return Status::error("the views and the log disagree on partitions");
+  if (positions.size() != ends.value().size())
+    return Status::error("the views and the log disagree on partitions");
   std::vector<Offset> until;
   std::uint64_t behind = 0, target_events = 0;
   bool ahead = false;
@@ -88,7 +100,11 @@ Status audit_views(EventLog& log, const Views& actual, const fs::path& scratch, 
     target_events += positions[p].last_seq.value;
     if (at > end) {
       ahead = true;
-      report.add(Violation{Check::views, Partition(p), positions[p].last_seq, at, {},
+      report.add(Violation{Check::views,
+                           Partition(p),
+                           positions[p].last_seq,
+                           at,
+                           {},
                            "the views are at offset " + std::to_string(at.value) + " of partition " +
                                std::to_string(p) + ", past the log's end at " + std::to_string(end.value)});
     } else {
@@ -104,7 +120,8 @@ Status audit_views(EventLog& log, const Views& actual, const fs::path& scratch, 
   if (report.last_seqs.size() == positions.size()) {
     behind = 0;
     for (std::uint32_t p = 0; p < positions.size(); ++p)
-      if (report.last_seqs[p] > positions[p].last_seq) behind += report.last_seqs[p].value - positions[p].last_seq.value;
+      if (report.last_seqs[p] > positions[p].last_seq)
+        behind += report.last_seqs[p].value - positions[p].last_seq.value;
   }
   report.views.caught_up = behind == 0;
 
@@ -124,7 +141,8 @@ Status audit_views(EventLog& log, const Views& actual, const fs::path& scratch, 
   report.views.checked = true;
   report.views.keys_compared = diff.keys_compared;
   if (!report.views.caught_up)
-    report.views.note = "the views are " + std::to_string(behind) + " events behind the log; compared at their position";
+    report.views.note =
+        "the views are " + std::to_string(behind) + " events behind the log; compared at their position";
   for (const ViewDifference& d : diff.listed)
     report.add(Violation{Check::views, std::nullopt, std::nullopt, std::nullopt, d.key,
                          "the log gives " + shorten(d.expected) + ", the views have " + shorten(d.actual)});
@@ -158,7 +176,8 @@ json to_json(const AuditReport& r) {
       {"accounts", r.accounts},
       {"wallets", r.wallets},
       {"transactions", r.transactions},
-      {"balances", {{"wallets", {{"test", r.wallets_test.value}, {"live", r.wallets_live.value}}}, {"system", system}}},
+      {"balances",
+       {{"wallets", {{"test", r.wallets_test.value}, {"live", r.wallets_live.value}}}, {"system", system}}},
       {"views",
        {{"checked", r.views.checked},
         {"caughtUp", r.views.caught_up},
@@ -190,17 +209,19 @@ std::string grouped(std::uint64_t v) { return grouped(static_cast<std::int64_t>(
 
 std::string summary(const AuditReport& r, std::size_t listed_max) {
   std::ostringstream out;
-  out << "events:     " << grouped(r.events) << " in " << r.partitions << " partitions (" << grouped(r.records)
-      << " records, " << grouped(r.commands) << " commands";
+  out << "events:     " << grouped(r.events) << " in " << r.partitions << " partitions ("
+      << grouped(r.records) << " records, " << grouped(r.commands) << " commands";
   if (r.duplicates > 0) out << ", " << grouped(r.duplicates) << " duplicates skipped";
   if (r.zombies > 0) out << ", " << grouped(r.zombies) << " fenced-writer events skipped";
   out << "), read in " << std::fixed << std::setprecision(2) << r.seconds << " s";
-  if (r.seconds > 0) out << " (" << grouped(static_cast<std::uint64_t>(static_cast<double>(r.records) / r.seconds)) << " events/s)";
+  if (r.seconds > 0)
+    out << " (" << grouped(static_cast<std::uint64_t>(static_cast<double>(r.records) / r.seconds))
+        << " events/s)";
   out << "\nrecords:    " << grouped(r.businesses) << " businesses, " << grouped(r.accounts) << " accounts, "
       << grouped(r.wallets) << " wallets, " << grouped(r.transactions) << " transactions\n";
   Kobo sum = r.wallets_test + r.wallets_live;
-  out << "balances:   wallets " << grouped(r.wallets_test.value) << " kobo (test), " << grouped(r.wallets_live.value)
-      << " kobo (live)";
+  out << "balances:   wallets " << grouped(r.wallets_test.value) << " kobo (test), "
+      << grouped(r.wallets_live.value) << " kobo (live)";
   for (const auto& [account, balance] : r.system) {
     out << "; " << account << " " << grouped(balance.value);
     sum += balance;
@@ -225,7 +246,8 @@ std::string summary(const AuditReport& r, std::size_t listed_max) {
     if (!v.key.empty()) out << " " << v.key;
     out << ": " << v.reason << "\n";
   }
-  if (r.violation_count > shown) out << "  … and " << grouped(r.violation_count - shown) << " more (see --json)\n";
+  if (r.violation_count > shown)
+    out << "  … and " << grouped(r.violation_count - shown) << " more (see --json)\n";
   return out.str();
 }
 

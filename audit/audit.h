@@ -40,7 +40,19 @@
 
 namespace kobo::audit {
 
-enum class Check { chain, epoch, command, double_entry, balance, negative, reference, transfer, status, record, views };
+enum class Check {
+  chain,
+  epoch,
+  command,
+  double_entry,
+  balance,
+  negative,
+  reference,
+  transfer,
+  status,
+  record,
+  views
+};
 std::string_view to_string(Check c);
 
 struct Violation {
@@ -54,27 +66,27 @@ struct Violation {
 
 struct ViewsCheck {
   bool checked = false;
-  bool caught_up = false;          // the views were at the end of the log
+  bool caught_up = false;  // the views were at the end of the log
   std::uint64_t keys_compared = 0;
-  std::string note;                // why they were not checked, or how far behind they are
+  std::string note;  // why they were not checked, or how far behind they are
 };
 
 struct AuditReport {
   std::uint32_t partitions = 0;
-  std::uint64_t records = 0;      // read from the log
-  std::uint64_t events = 0;       // accepted (or re-joined) by the chain
+  std::uint64_t records = 0;  // read from the log
+  std::uint64_t events = 0;   // accepted (or re-joined) by the chain
   std::uint64_t commands = 0;
-  std::uint64_t duplicates = 0;   // skipped: a retried append
-  std::uint64_t zombies = 0;      // skipped: an event from a fenced writer
+  std::uint64_t duplicates = 0;  // skipped: a retried append
+  std::uint64_t zombies = 0;     // skipped: an event from a fenced writer
   std::uint64_t businesses = 0, accounts = 0, wallets = 0, transactions = 0;
-  std::vector<Seq> last_seqs;             // per partition: the seq of the last event read
-  Kobo wallets_test, wallets_live;        // sum of wallet balances per mode
-  std::map<std::string, Kobo> system;     // sys:… accounts, summed over partitions
+  std::vector<Seq> last_seqs;          // per partition: the seq of the last event read
+  Kobo wallets_test, wallets_live;     // sum of wallet balances per mode
+  std::map<std::string, Kobo> system;  // sys:… accounts, summed over partitions
   ViewsCheck views;
-  std::vector<Violation> violations;      // the first kViolationsListedMax
-  std::uint64_t violation_count = 0;      // all of them
-  std::vector<std::string> notes;         // skipped records and the like (the first kNotesMax)
-  double seconds = 0;                     // time spent reading the log
+  std::vector<Violation> violations;  // the first kViolationsListedMax
+  std::uint64_t violation_count = 0;  // all of them
+  std::vector<std::string> notes;     // skipped records and the like (the first kNotesMax)
+  double seconds = 0;                 // time spent reading the log
 
   static constexpr std::size_t kViolationsListedMax = 10'000;
   static constexpr std::size_t kNotesMax = 1'000;

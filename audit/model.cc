@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "events/ledger.h"
 #include "common/crypto.h"
 #include "common/time.h"
+#include "events/ledger.h"
 #include "events/partitioner.h"
 
 namespace kobo::audit {
@@ -46,10 +46,13 @@ bool is_digits(std::string_view s, std::size_t size) {
 // A transaction's status may only move to a higher rank: pending -> processing -> success | failed.
 int rank(TransactionStatus s) {
   switch (s) {
-    case TransactionStatus::pending: return 0;
-    case TransactionStatus::processing: return 1;
+    case TransactionStatus::pending:
+      return 0;
+    case TransactionStatus::processing:
+      return 1;
     case TransactionStatus::success:
-    case TransactionStatus::failed: return 2;
+    case TransactionStatus::failed:
+      return 2;
   }
   return 2;
 }
@@ -59,7 +62,8 @@ std::string kobo_text(Kobo k) { return std::to_string(k.value) + " kobo"; }
 // The seq of a record that does not decode, when its JSON still says one.
 std::optional<Seq> peek_seq(std::string_view bytes) {
   const auto j = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.contains("seq") && j["seq"].is_number_unsigned()) return Seq(j["seq"].get<std::uint64_t>());
+  if (j.is_object() && j.contains("seq") && j["seq"].is_number_unsigned())
+    return Seq(j["seq"].get<std::uint64_t>());
   return std::nullopt;
 }
 
@@ -94,11 +98,11 @@ struct LogAuditor::Model {
   std::unordered_map<std::string, Collection> collections;
   std::unordered_set<std::string> account_numbers, wallet_names, bank_accounts;
   std::unordered_set<std::uint64_t> account_ids, wallet_ids, transaction_ids, bank_account_ids;
-  std::unordered_map<std::string, Kobo> system;           // sys:…
-  std::unordered_set<Key, KeyHash> transactions;           // key16(publicId)
-  std::unordered_map<Key, Seq, KeyHash> references;        // key16(account|mode|, reference) -> first use
-  std::unordered_map<std::string, Payout> payouts;         // trx-… of the payout
-  Kobo total;           // the sum of every balance in the partition
+  std::unordered_map<std::string, Kobo> system;      // sys:…
+  std::unordered_set<Key, KeyHash> transactions;     // key16(publicId)
+  std::unordered_map<Key, Seq, KeyHash> references;  // key16(account|mode|, reference) -> first use
+  std::unordered_map<std::string, Payout> payouts;   // trx-… of the payout
+  Kobo total;                                        // the sum of every balance in the partition
   Kobo total_reported;  // the total after the last command: a lasting imbalance is reported once
 
   // The command being read.
@@ -111,7 +115,8 @@ struct LogAuditor::Model {
   Kobo sum;
 };
 
-LogAuditor::LogAuditor(std::uint32_t partitions, AuditReport& report) : partitions_(partitions), report_(report) {
+LogAuditor::LogAuditor(std::uint32_t partitions, AuditReport& report)
+    : partitions_(partitions), report_(report) {
   for (std::uint32_t p = 0; p < partitions; ++p) {
     models_.push_back(std::make_unique<Model>());
     models_.back()->partition = Partition(p);
@@ -129,7 +134,8 @@ void LogAuditor::violation(Check check, const Event& e, std::string reason) {
 }
 
 Disposition LogAuditor::refused(const RefusedRecord& r) {
-  const std::string at = "partition " + std::to_string(r.partition.value) + " offset " + std::to_string(r.offset.value);
+  const std::string at =
+      "partition " + std::to_string(r.partition.value) + " offset " + std::to_string(r.offset.value);
   switch (r.verdict) {
     case ChainVerdict::duplicate:
       ++report_.duplicates;
@@ -165,20 +171,28 @@ Disposition LogAuditor::refused(const RefusedRecord& r) {
       chain_violation(e.seq, seq + ": prevHash is not the hash of seq " + std::to_string(expected - 1) +
                                  " (an event before it was edited, or this one was inserted or replaced)");
     } else if (r.problem.empty()) {
-      report_.add(Violation{Check::epoch, r.partition, e.seq, r.offset, {},
-                            e.epoch < head.epoch()
-                                ? seq + ": epoch " + std::to_string(e.epoch.value) + " is older than its writer's epoch " +
-                                      std::to_string(head.epoch().value)
-                                : seq + ": WriterStarted does not raise the epoch"});
+      report_.add(Violation{Check::epoch,
+                            r.partition,
+                            e.seq,
+                            r.offset,
+                            {},
+                            e.epoch < head.epoch() ? seq + ": epoch " + std::to_string(e.epoch.value) +
+                                                         " is older than its writer's epoch " +
+                                                         std::to_string(head.epoch().value)
+                                                   : seq + ": WriterStarted does not raise the epoch"});
     }
     return Disposition::adopt;
   }
   if (e.seq.value > expected) {
     const std::uint64_t missing_last = e.seq.value - 1;
-    std::string what = missing_last == expected
-                           ? "seq " + std::to_string(expected) + " is missing"
-                           : "seqs " + std::to_string(expected) + ".." + std::to_string(missing_last) + " are missing";
-    report_.add(Violation{Check::chain, r.partition, Seq(expected), r.offset, {},
+    std::string what = missing_last == expected ? "seq " + std::to_string(expected) + " is missing"
+                                                : "seqs " + std::to_string(expected) + ".." +
+                                                      std::to_string(missing_last) + " are missing";
+    report_.add(Violation{Check::chain,
+                          r.partition,
+                          Seq(expected),
+                          r.offset,
+                          {},
                           what + " (" + seq + " follows seq " + std::to_string(expected - 1) + ")"});
     return Disposition::adopt;
   }
@@ -199,8 +213,8 @@ Status LogAuditor::accepted(const Event& e) {
 void LogAuditor::begin_command(Model& m, const Event& e) {
   if (m.open && e.command_seq != m.first) {
     violation(Check::command, m.partition, m.first,
-              "the command at seq " + std::to_string(m.first.value) + " ends after " + std::to_string(m.seen) +
-                  " of its " + std::to_string(m.size) + " events");
+              "the command at seq " + std::to_string(m.first.value) + " ends after " +
+                  std::to_string(m.seen) + " of its " + std::to_string(m.size) + " events");
     end_command(m, false);
   }
   if (!m.open) {
@@ -212,10 +226,12 @@ void LogAuditor::begin_command(Model& m, const Event& e) {
     m.live = e.live;
     m.sum = Kobo(0);
     if (e.seq != e.command_seq)
-      violation(Check::command, e, "the first events of its command (from seq " + std::to_string(e.command_seq.value) +
-                                       ") are missing");
+      violation(Check::command, e,
+                "the first events of its command (from seq " + std::to_string(e.command_seq.value) +
+                    ") are missing");
   } else {
-    if (e.command_size != m.size) violation(Check::command, e, "its commandSize differs from the rest of its command");
+    if (e.command_size != m.size)
+      violation(Check::command, e, "its commandSize differs from the rest of its command");
     if (e.business != m.business || e.live != m.live)
       violation(Check::command, e, "its business or mode differs from the rest of its command");
   }
@@ -227,8 +243,8 @@ void LogAuditor::end_command(Model& m, bool complete) {
   ++report_.commands;
   if (complete && m.sum.value != 0)
     violation(Check::double_entry, m.partition, m.first,
-              "the postings of the command at seq " + std::to_string(m.first.value) + " sum to " + kobo_text(m.sum) +
-                  ", not zero");
+              "the postings of the command at seq " + std::to_string(m.first.value) + " sum to " +
+                  kobo_text(m.sum) + ", not zero");
   // Reported when the partition goes out of balance, not again while it stays out.
   if (m.total.value != 0 && m.total_reported.value == 0)
     violation(Check::double_entry, m.partition, m.last,
@@ -242,17 +258,21 @@ void LogAuditor::apply(Model& m, const Event& e) {
   if (const auto* w = std::get_if<WriterStarted>(&e.data)) {
     if (!e.business.empty()) violation(Check::record, e, "WriterStarted names a business");
     if (e.command_size != 1) violation(Check::command, e, "WriterStarted is not a command of its own");
-    if (w->epoch != e.epoch) violation(Check::epoch, e, "WriterStarted's data.epoch differs from its envelope's epoch");
+    if (w->epoch != e.epoch)
+      violation(Check::epoch, e, "WriterStarted's data.epoch differs from its envelope's epoch");
     if (e.epoch.value != m.epoch.value + 1)
-      violation(Check::epoch, e, "WriterStarted moves the epoch from " + std::to_string(m.epoch.value) + " to " +
-                                     std::to_string(e.epoch.value) + ", not to the next one");
+      violation(Check::epoch, e,
+                "WriterStarted moves the epoch from " + std::to_string(m.epoch.value) + " to " +
+                    std::to_string(e.epoch.value) + ", not to the next one");
     m.epoch = e.epoch;
     return;
   }
-  if (m.epoch.value == 0) violation(Check::epoch, e, "an event before any WriterStarted");
+  if (m.epoch.value == 0)
+    violation(Check::epoch, e, "an event before any WriterStarted");
   else if (e.epoch != m.epoch)
-    violation(Check::epoch, e, "epoch " + std::to_string(e.epoch.value) + ", but the partition's writer has epoch " +
-                                   std::to_string(m.epoch.value));
+    violation(Check::epoch, e,
+              "epoch " + std::to_string(e.epoch.value) + ", but the partition's writer has epoch " +
+                  std::to_string(m.epoch.value));
   if (e.type() != EventType::business_registered && !m.businesses.contains(e.business))
     violation(Check::record, e, "business '" + e.business + "' does not exist in this partition");
   check_records(m, e);
@@ -269,10 +289,14 @@ void LogAuditor::check_records(Model& m, const Event& e) {
     const auto a = m.accounts.find(account.value);
     return a != m.accounts.end() && a->second == e.business;
   };
-  const auto bad = [&](const std::string& what, const std::string& why) { violation(Check::record, e, what + ": " + why); };
+  const auto bad = [&](const std::string& what, const std::string& why) {
+    violation(Check::record, e, what + ": " + why);
+  };
   const auto number = [&](const std::string& what, const std::string& n) {
-    if (!is_digits(n, 10)) bad(what, "account number '" + n + "' is not 10 digits");
-    else if (!m.account_numbers.insert(n).second) bad(what, "account number " + n + " is already taken");
+    if (!is_digits(n, 10))
+      bad(what, "account number '" + n + "' is not 10 digits");
+    else if (!m.account_numbers.insert(n).second)
+      bad(what, "account number " + n + " is already taken");
   };
   const auto wallet_id = [&](const std::string& what, std::uint64_t id) {
     if (!m.wallet_ids.insert(id).second) bad(what, "id " + std::to_string(id) + " is already taken");
@@ -286,59 +310,73 @@ void LogAuditor::check_records(Model& m, const Event& e) {
           if (partition_for(e.business, partitions_) != m.partition)
             bad(what, "belongs in partition " + std::to_string(partition_for(e.business, partitions_).value));
           if (!m.businesses.insert(e.business).second) bad(what, "registered again");
-          if (!x.account.value.starts_with("acc-")) bad(what, "account id " + x.account.value + " is not acc-…");
+          if (!x.account.value.starts_with("acc-"))
+            bad(what, "account id " + x.account.value + " is not acc-…");
           if (!is_hex64(x.test_secret_key_hash) || !is_hex64(x.live_secret_key_hash))
             bad(what, "the secret key hashes are not SHA-256 hex");
-          if (!m.account_ids.insert(x.id).second) bad(what, "account id " + std::to_string(x.id) + " is already taken");
-          if (!m.accounts.emplace(x.account.value, e.business).second) bad(what, "account " + x.account.value + " exists");
+          if (!m.account_ids.insert(x.id).second)
+            bad(what, "account id " + std::to_string(x.id) + " is already taken");
+          if (!m.accounts.emplace(x.account.value, e.business).second)
+            bad(what, "account " + x.account.value + " exists");
         } else if constexpr (std::is_same_v<T, AccountUpdated>) {
-          if (!owned(x.account)) bad("account " + x.account.value, "updated, but its business does not have it");
+          if (!owned(x.account))
+            bad("account " + x.account.value, "updated, but its business does not have it");
         } else if constexpr (std::is_same_v<T, WalletOpened> || std::is_same_v<T, TransitWalletOpened>) {
           constexpr bool transit = std::is_same_v<T, TransitWalletOpened>;
           const std::string what = "wallet " + x.wallet.value;
           if (!x.wallet.value.starts_with("vba-")) bad(what, "id is not vba-…");
-          if (!owned(x.account)) bad(what, "account " + x.account.value + " is not an account of its business");
+          if (!owned(x.account))
+            bad(what, "account " + x.account.value + " is not an account of its business");
           number(what, x.account_number);
           wallet_id(what, x.id);
           Model::Wallet w{e.business, x.account.value, e.live, transit, {}, Kobo(0)};
           if constexpr (transit) {
             const auto s = m.wallets.find(x.settlement_wallet.value);
-            if (s == m.wallets.end() || s->second.business != e.business || s->second.live != e.live || s->second.transit)
-              bad(what, "settles to " + x.settlement_wallet.value + ", not a wallet of its business and mode");
+            if (s == m.wallets.end() || s->second.business != e.business || s->second.live != e.live ||
+                s->second.transit)
+              bad(what,
+                  "settles to " + x.settlement_wallet.value + ", not a wallet of its business and mode");
             w.settlement = x.settlement_wallet.value;
           } else {
             // Transit wallets' names are exempt (API document 2.2).
             if (!m.wallet_names.insert(scope_key(x.account.value, e.live) + x.name).second)
               bad(what, "name '" + x.name + "' is already taken in its account and mode");
           }
-          if (m.collections.contains(x.wallet.value) || !m.wallets.emplace(x.wallet.value, std::move(w)).second)
+          if (m.collections.contains(x.wallet.value) ||
+              !m.wallets.emplace(x.wallet.value, std::move(w)).second)
             bad(what, "opened again");
         } else if constexpr (std::is_same_v<T, CollectionWalletOpened>) {
           const std::string what = "collection wallet " + x.wallet.value;
-          if (!owned(x.account)) bad(what, "account " + x.account.value + " is not an account of its business");
+          if (!owned(x.account))
+            bad(what, "account " + x.account.value + " is not an account of its business");
           number(what, x.account_number);
           if (x.amount.value <= 0) bad(what, "accepts " + kobo_text(x.amount));
           const auto d = m.wallets.find(x.destination.value);
           if (d == m.wallets.end() || d->second.business != e.business || d->second.live != e.live)
             bad(what, "pays into " + x.destination.value + ", not a wallet of its business and mode");
           Model::Collection c{e.business, x.destination.value, e.live, x.amount, x.expires_at.ms, true};
-          if (m.wallets.contains(x.wallet.value) || !m.collections.emplace(x.wallet.value, std::move(c)).second)
+          if (m.wallets.contains(x.wallet.value) ||
+              !m.collections.emplace(x.wallet.value, std::move(c)).second)
             bad(what, "opened again");
         } else if constexpr (std::is_same_v<T, CollectionWalletExpired>) {
           const auto c = m.collections.find(x.wallet.value);
           if (c == m.collections.end() || c->second.business != e.business)
-            violation(Check::status, e, "expiry of collection wallet " + x.wallet.value + ", which its business does not have");
+            violation(Check::status, e,
+                      "expiry of collection wallet " + x.wallet.value + ", which its business does not have");
           else if (!c->second.active)
-            violation(Check::status, e, "expiry of collection wallet " + x.wallet.value + ", which is paid or expired");
+            violation(Check::status, e,
+                      "expiry of collection wallet " + x.wallet.value + ", which is paid or expired");
           else if (e.time < c->second.expires_at)
-            violation(Check::status, e, "collection wallet " + x.wallet.value + " expires before its expiration");
+            violation(Check::status, e,
+                      "collection wallet " + x.wallet.value + " expires before its expiration");
           else
             c->second.active = false;
         } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
           const std::string what = "bank account " + x.bank_account.value;
           if (!x.bank_account.value.starts_with("bka-")) bad(what, "id is not bka-…");
           if (!owned(x.account)) bad(what, "its account is not an account of its business");
-          if (!m.bank_account_ids.insert(x.id).second) bad(what, "id " + std::to_string(x.id) + " is already taken");
+          if (!m.bank_account_ids.insert(x.id).second)
+            bad(what, "id " + std::to_string(x.id) + " is already taken");
           if (!m.bank_accounts.insert(x.bank_account.value).second) bad(what, "saved again");
         }
       },
@@ -350,30 +388,41 @@ void LogAuditor::check_records(Model& m, const Event& e) {
     if (!m.transactions.insert(key16(t.id.value)).second)
       violation(Check::record, e, "transaction " + t.id.value + " is created again");
     if (t.number == 0 || !m.transaction_ids.insert(t.number).second)
-      violation(Check::record, e, "transaction " + t.id.value + ": id " + std::to_string(t.number) + " is taken or zero");
+      violation(Check::record, e,
+                "transaction " + t.id.value + ": id " + std::to_string(t.number) + " is taken or zero");
     std::string account;
     if (const auto* f = std::get_if<PayoutFailed>(&e.data)) {
-      if (const auto p = m.payouts.find(f->transaction.value); p != m.payouts.end()) account = p->second.account;
+      if (const auto p = m.payouts.find(f->transaction.value); p != m.payouts.end())
+        account = p->second.account;
     } else {
-      std::visit([&](const auto& x) {
-        if constexpr (requires { x.account; }) account = x.account.value;
-      }, e.data);
+      std::visit(
+          [&](const auto& x) {
+            if constexpr (requires { x.account; }) account = x.account.value;
+          },
+          e.data);
     }
     const auto [first, fresh] = m.references.emplace(key16(scope_key(account, e.live), t.reference), e.seq);
     if (!fresh)
-      violation(Check::reference, e, "reference '" + t.reference + "' of " + t.id.value +
-                                         " was used before, at seq " + std::to_string(first->second.value));
+      violation(Check::reference, e,
+                "reference '" + t.reference + "' of " + t.id.value + " was used before, at seq " +
+                    std::to_string(first->second.value));
   }
 }
 
 // The postings of one movement of money against what that movement is (DESIGN "Double entry").
 void LogAuditor::check_movement(Model& m, const Event& e) {
   const std::vector<Posting>& postings = *postings_of(e.data);
-  const auto wrong = [&](const std::string& why) { violation(Check::transfer, e, std::string(to_string(e.type())) + ": " + why); };
+  const auto wrong = [&](const std::string& why) {
+    violation(Check::transfer, e, std::string(to_string(e.type())) + ": " + why);
+  };
   // The posting at `i` is to `account` (a system account) or to a wallet of the event's
   // business and mode, and moves money the way `sign` says.
-  const auto at = [&](std::size_t i) -> const Posting* { return i < postings.size() ? &postings[i] : nullptr; };
-  const auto is_system = [&](std::size_t i, SystemAccount a) { return at(i) && at(i)->account == account_name(a); };
+  const auto at = [&](std::size_t i) -> const Posting* {
+    return i < postings.size() ? &postings[i] : nullptr;
+  };
+  const auto is_system = [&](std::size_t i, SystemAccount a) {
+    return at(i) && at(i)->account == account_name(a);
+  };
   const auto own_wallet = [&](std::size_t i) -> const Model::Wallet* {
     if (!at(i)) return nullptr;
     const auto w = m.wallets.find(at(i)->account);
@@ -386,34 +435,42 @@ void LogAuditor::check_movement(Model& m, const Event& e) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, WalletTransferSettled>) {
           expected = 2;
-          if (!own_wallet(0) || !own_wallet(1)) wrong("a posting is not to a wallet of its business and mode");
-          else if (postings[0].account == postings[1].account) wrong("the source is the destination");
+          if (!own_wallet(0) || !own_wallet(1))
+            wrong("a posting is not to a wallet of its business and mode");
+          else if (postings[0].account == postings[1].account)
+            wrong("the source is the destination");
           else if (postings[0].amount.value >= 0 || postings[1].amount != -postings[0].amount)
             wrong("the source is not debited what the destination is credited");
         } else if constexpr (std::is_same_v<T, BankTransferInitiated>) {
           expected = 3;
-          if (!own_wallet(0) || !is_system(1, SystemAccount::payout_suspense) || !is_system(2, SystemAccount::fees))
+          if (!own_wallet(0) || !is_system(1, SystemAccount::payout_suspense) ||
+              !is_system(2, SystemAccount::fees))
             wrong("the postings are not [source wallet, sys:payout-suspense, sys:fees]");
           else if (postings[1].amount.value <= 0 || postings[2].amount.value <= 0 ||
                    postings[0].amount != -(postings[1].amount + postings[2].amount))
             wrong("the source is not debited the amount and the fee that suspense and fees are credited");
           else
-            m.payouts.emplace(x.transaction.value, Model::Payout{e.business, postings[0].account, x.account.value,
-                                                                 postings[1].amount, postings[2].amount,
-                                                                 TransactionStatus::pending});
+            m.payouts.emplace(
+                x.transaction.value,
+                Model::Payout{e.business, postings[0].account, x.account.value, postings[1].amount,
+                              postings[2].amount, TransactionStatus::pending});
         } else if constexpr (std::is_same_v<T, PayoutSucceeded> || std::is_same_v<T, PayoutFailed>) {
           constexpr bool failed = std::is_same_v<T, PayoutFailed>;
           expected = failed ? 3 : 2;
           const auto p = m.payouts.find(x.transaction.value);
           if (p == m.payouts.end()) return;  // change_status reports it
           const Model::Payout& payout = p->second;
-          const bool suspense = is_system(0, SystemAccount::payout_suspense) && postings[0].amount == -payout.amount;
+          const bool suspense =
+              is_system(0, SystemAccount::payout_suspense) && postings[0].amount == -payout.amount;
           if constexpr (failed) {
-            if (!suspense || !is_system(1, SystemAccount::fees) || postings[1].amount != -payout.fee || !at(2) ||
-                postings[2].account != payout.source || postings[2].amount != payout.amount + payout.fee)
-              wrong("the reversal of " + x.transaction.value + " does not give its amount and fee back to its source");
+            if (!suspense || !is_system(1, SystemAccount::fees) || postings[1].amount != -payout.fee ||
+                !at(2) || postings[2].account != payout.source ||
+                postings[2].amount != payout.amount + payout.fee)
+              wrong("the reversal of " + x.transaction.value +
+                    " does not give its amount and fee back to its source");
           } else {
-            if (!suspense || !is_system(1, SystemAccount::outbound_settlement) || postings[1].amount != payout.amount)
+            if (!suspense || !is_system(1, SystemAccount::outbound_settlement) ||
+                postings[1].amount != payout.amount)
               wrong(x.transaction.value + " does not move its amount from suspense to outbound settlement");
           }
         } else if constexpr (std::is_same_v<T, IncomingCreditReceived>) {
@@ -424,17 +481,22 @@ void LogAuditor::check_movement(Model& m, const Event& e) {
           else if (postings[0].amount.value >= 0 || postings[1].amount != -postings[0].amount)
             wrong("the wallet is not credited what inbound settlement pays");
           else if (credited->transit &&
-                   (!at(3) || postings[2].account != postings[1].account || postings[2].amount != -postings[1].amount ||
+                   (!at(3) || postings[2].account != postings[1].account ||
+                    postings[2].amount != -postings[1].amount ||
                     postings[3].account != credited->settlement || postings[3].amount != postings[1].amount))
-            wrong("transit wallet " + postings[1].account + " does not sweep what it received to its settlement wallet");
+            wrong("transit wallet " + postings[1].account +
+                  " does not sweep what it received to its settlement wallet");
           if (x.collection) {
             const auto c = m.collections.find(x.collection->value);
             if (c == m.collections.end() || c->second.business != e.business)
               wrong("pays collection wallet " + x.collection->value + ", which its business does not have");
             else if (!c->second.active || e.time >= c->second.expires_at)
-              violation(Check::status, e, "collection wallet " + x.collection->value + " is paid when paid or expired");
-            else if (at(1) && (postings[1].account != c->second.destination || postings[1].amount != c->second.amount))
-              wrong("collection wallet " + x.collection->value + " pays another amount or wallet than it was opened for");
+              violation(Check::status, e,
+                        "collection wallet " + x.collection->value + " is paid when paid or expired");
+            else if (at(1) &&
+                     (postings[1].account != c->second.destination || postings[1].amount != c->second.amount))
+              wrong("collection wallet " + x.collection->value +
+                    " pays another amount or wallet than it was opened for");
             if (c != m.collections.end()) c->second.active = false;
           }
         }
@@ -473,8 +535,9 @@ void LogAuditor::post(Model& m, const Event& e, const std::vector<Posting>& post
         violation(Check::negative, e, "wallet " + p.account + " goes below zero, to " + kobo_text(r.balance));
         break;
       case PostingFault::balance_disagrees:
-        violation(Check::balance, e, p.account + ": the stated balance " + kobo_text(p.balance) + " is not " +
-                                         kobo_text(*balance) + " plus " + kobo_text(p.amount));
+        violation(Check::balance, e,
+                  p.account + ": the stated balance " + kobo_text(p.balance) + " is not " +
+                      kobo_text(*balance) + " plus " + kobo_text(p.amount));
         break;
       case PostingFault::overflow:
       case PostingFault::unknown_account:
@@ -486,7 +549,8 @@ void LogAuditor::post(Model& m, const Event& e, const std::vector<Posting>& post
     *balance = p.balance;
   }
   m.sum = checked_add(m.sum, sum).value_or(m.sum);
-  if (sum.value != 0) violation(Check::double_entry, e, "its postings sum to " + kobo_text(sum) + ", not zero");
+  if (sum.value != 0)
+    violation(Check::double_entry, e, "its postings sum to " + kobo_text(sum) + ", not zero");
 }
 
 // A payout's status moves forward only: pending -> processing -> success | failed.
@@ -499,18 +563,22 @@ void LogAuditor::change_status(Model& m, const Event& e) {
     return;
   }
   Model::Payout& p = it->second;
-  if (p.business != e.business) violation(Check::record, e, "status change of " + id + " of another business");
+  if (p.business != e.business)
+    violation(Check::record, e, "status change of " + id + " of another business");
   if (p.status != c.from || rank(c.to) <= rank(p.status))
-    violation(Check::status, e, "the status of " + id + " moves from " + std::string(to_string(p.status)) + " to " +
-                                    std::string(to_string(c.to)));
+    violation(Check::status, e,
+              "the status of " + id + " moves from " + std::string(to_string(p.status)) + " to " +
+                  std::string(to_string(c.to)));
   p.status = c.to;
 }
 
 // Totals over partitions are the report's, not the ledger's: a sum beyond the range of kobo
 // (only ever seen with test amounts near the limit) is noted and left at the last sum that fit.
 void LogAuditor::sum_into(Kobo& total, Kobo amount, std::string_view what) {
-  if (const auto sum = checked_add(total, amount)) total = *sum;
-  else report_.note("the total of " + std::string(what) + " over partitions is beyond the range of kobo");
+  if (const auto sum = checked_add(total, amount))
+    total = *sum;
+  else
+    report_.note("the total of " + std::string(what) + " over partitions is beyond the range of kobo");
 }
 
 void LogAuditor::finish() {
@@ -526,7 +594,9 @@ void LogAuditor::finish() {
     report_.businesses += m.businesses.size();
     report_.accounts += m.accounts.size();
     report_.wallets += m.wallets.size();
-    for (const auto& [id, w] : m.wallets) sum_into(w.live ? report_.wallets_live : report_.wallets_test, w.balance, w.live ? "wallets (live)" : "wallets (test)");
+    for (const auto& [id, w] : m.wallets)
+      sum_into(w.live ? report_.wallets_live : report_.wallets_test, w.balance,
+               w.live ? "wallets (live)" : "wallets (test)");
     for (const auto& [account, balance] : m.system)
       if (account.starts_with("sys:")) sum_into(report_.system[account], balance, account);
   }

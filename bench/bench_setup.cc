@@ -16,7 +16,8 @@ void Batch::submit(Command c) {
   }
   ledger_.submit(std::move(c), [this](Outcome o) {
     if (!o.ok() && !o.replayed) {
-      std::fprintf(stderr, "command rejected: %s %s\n", std::string(to_string(o.rejection)).c_str(), o.detail.c_str());
+      std::fprintf(stderr, "command rejected: %s %s\n", std::string(to_string(o.rejection)).c_str(),
+                   o.detail.c_str());
       std::exit(2);
     }
     std::lock_guard lock(mu_);

@@ -86,7 +86,8 @@ int transfers(const std::string& data_dir, double seconds, int producers, std::p
           if (measuring.load(std::memory_order_relaxed)) {
             acked.fetch_add(1, std::memory_order_relaxed);
             std::lock_guard lock(latency_mu);
-            latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - submitted).count());
+            latencies_ms.push_back(
+                std::chrono::duration<double, std::milli>(Clock::now() - submitted).count());
           }
           in_flight.release();
         });
@@ -106,10 +107,12 @@ int transfers(const std::string& data_dir, double seconds, int producers, std::p
   ledger.stop();
   std::lock_guard lock(latency_mu);
   const double rate = static_cast<double>(acked.load()) / elapsed;
-  std::printf("engine: %llu wallet transfers durable in %.1f s: %.0f transfers/s; ack latency p50 %.1f ms, p99 %.1f ms "
-              "(%d producers x %td in flight, fsync per group commit)\n",
-              static_cast<unsigned long long>(acked.load()), elapsed, rate, percentile(latencies_ms, 0.5),
-              percentile(latencies_ms, 0.99), producers, window);
+  std::printf(
+      "engine: %llu wallet transfers durable in %.1f s: %.0f transfers/s; ack latency p50 %.1f ms, p99 %.1f "
+      "ms "
+      "(%d producers x %td in flight, fsync per group commit)\n",
+      static_cast<unsigned long long>(acked.load()), elapsed, rate, percentile(latencies_ms, 0.5),
+      percentile(latencies_ms, 0.99), producers, window);
   std::printf("RESULT engine_tps=%.0f\n", rate);
   return 0;
 }
@@ -153,11 +156,12 @@ int writer_memory(const std::string& data_dir) {
   wallets -= 6 * 2 + 1;  // WriterStarted of two starts in 6 partitions, BusinessRegistered
   ledger.stop();
   const double per_wallet = static_cast<double>(rss_after - rss_before) / static_cast<double>(wallets);
-  std::printf("writer memory: %zu wallets replayed in %.1f s; resident +%.1f MiB = %.0f bytes/wallet "
-              "(%.0f MiB per million); heap in use +%.0f bytes/wallet\n",
-              wallets, s, static_cast<double>(rss_after - rss_before) / (1 << 20), per_wallet,
-              per_wallet * 1e6 / (1 << 20),
-              static_cast<double>(heap_after - heap_before) / static_cast<double>(wallets));
+  std::printf(
+      "writer memory: %zu wallets replayed in %.1f s; resident +%.1f MiB = %.0f bytes/wallet "
+      "(%.0f MiB per million); heap in use +%.0f bytes/wallet\n",
+      wallets, s, static_cast<double>(rss_after - rss_before) / (1 << 20), per_wallet,
+      per_wallet * 1e6 / (1 << 20),
+      static_cast<double>(heap_after - heap_before) / static_cast<double>(wallets));
   std::printf("RESULT bytes_per_wallet=%.0f\n", per_wallet);
   return 0;
 }
@@ -176,7 +180,9 @@ int main(int argc, char** argv) {
   auto* t = app.add_subcommand("transfers", "Wallet transfers decided and durably logged per second");
   t->add_option("--data-dir", data_dir, "A fresh data directory")->required();
   t->add_option("--seconds", seconds, "How long to measure")->capture_default_str();
-  t->add_option("--producers", producers, "Submitting threads")->check(CLI::Range(1, 64))->capture_default_str();
+  t->add_option("--producers", producers, "Submitting threads")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   t->add_option("--window", window, "Transfers in flight per producer")
       ->check(CLI::Range(1, 30'000))
       ->capture_default_str();

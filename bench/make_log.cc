@@ -70,13 +70,15 @@ Status print_transfer_bytes(EventLog& log) {
   return {};
 }
 
-int run(const std::string& data_dir, std::uint64_t events, std::uint32_t partitions, int businesses, int wallets) {
+int run(const std::string& data_dir, std::uint64_t events, std::uint32_t partitions, int businesses,
+        int wallets) {
   log::set_min_level(log::Level::warn);
   if (std::filesystem::exists(std::filesystem::path(data_dir) / "log")) {
     std::fprintf(stderr, "kobo_make_log: %s/log exists; give a fresh data dir\n", data_dir.c_str());
     return 2;
   }
-  auto log = open_embedded_log({(std::filesystem::path(data_dir) / "log").string(), partitions, /*sync=*/false});
+  auto log =
+      open_embedded_log({(std::filesystem::path(data_dir) / "log").string(), partitions, /*sync=*/false});
   if (!log) {
     std::fprintf(stderr, "kobo_make_log: %s\n", log.status().message().c_str());
     return 2;
@@ -107,8 +109,9 @@ int run(const std::string& data_dir, std::uint64_t events, std::uint32_t partiti
   }
   const std::uint64_t written = log_size(*log.value());
   const double write_s = seconds_since(started);
-  std::printf("wrote %llu events in %.1f s (%.0f events/s) to %s/log\n", static_cast<unsigned long long>(written),
-              write_s, static_cast<double>(written) / write_s, data_dir.c_str());
+  std::printf("wrote %llu events in %.1f s (%.0f events/s) to %s/log\n",
+              static_cast<unsigned long long>(written), write_s, static_cast<double>(written) / write_s,
+              data_dir.c_str());
 
   if (auto s = print_transfer_bytes(*log.value()); !s) {
     std::fprintf(stderr, "kobo_make_log: %s\n", s.message().c_str());
@@ -140,9 +143,15 @@ int main(int argc, char** argv) {
   int businesses = 12, wallets = 20;
   app.add_option("--data-dir", data_dir, "A fresh data directory")->required();
   app.add_option("--events", events, "Events to write (at least)")->capture_default_str();
-  app.add_option("--partitions", partitions, "Log partitions")->check(CLI::Range(1, 1024))->capture_default_str();
-  app.add_option("--businesses", businesses, "Businesses")->check(CLI::Range(1, 10'000))->capture_default_str();
-  app.add_option("--wallets", wallets, "Wallets per business")->check(CLI::Range(2, 1'000))->capture_default_str();
+  app.add_option("--partitions", partitions, "Log partitions")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--businesses", businesses, "Businesses")
+      ->check(CLI::Range(1, 10'000))
+      ->capture_default_str();
+  app.add_option("--wallets", wallets, "Wallets per business")
+      ->check(CLI::Range(2, 1'000))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   return kobo::run(data_dir, events, partitions, businesses, wallets);
 }

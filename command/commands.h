@@ -24,7 +24,7 @@ struct Caller {
 struct CreateBusiness {
   std::string business_id;  // biz-…, chosen by the caller so it can be routed to a partition
   std::string name;
-  std::string account_id;   // acc-…
+  std::string account_id;  // acc-…
   std::string account_name;
   std::string test_secret_key_hash;  // hex SHA-256
   std::string live_secret_key_hash;
@@ -119,7 +119,7 @@ struct BankTransfer {
 // Internal: the payout rail moved a payout on (pending -> processing -> success | failed).
 struct AdvancePayout {
   Partition partition{0};
-  std::string transaction;  // publicId of the debit record
+  std::string transaction;                                   // publicId of the debit record
   TransactionStatus status = TransactionStatus::processing;  // processing | success | failed
 };
 
@@ -132,35 +132,35 @@ struct IncomingCredit {
   std::string sender_name;
   std::string sender_account_number;
   std::string sender_bank_code;
-  std::string sender_bank_name;        // resolved by query-api from the bank list
+  std::string sender_bank_name;  // resolved by query-api from the bank list
   std::string sender_bank_nibss_code;
 };
 
-using Command =
-    std::variant<CreateBusiness, UpdateAccount, AddBankAccount, CreateWallet, CreateCollection, CreateTransitWallet,
-                 WalletTransfer, BankTransfer, IncomingCredit, AdvancePayout, ExpireCollection>;
+using Command = std::variant<CreateBusiness, UpdateAccount, AddBankAccount, CreateWallet, CreateCollection,
+                             CreateTransitWallet, WalletTransfer, BankTransfer, IncomingCredit, AdvancePayout,
+                             ExpireCollection>;
 
 // Domain rejections, mapped to HTTP in one table in query-api/. Values, never exceptions.
 enum class Rejection {
   none,
-  duplicate_reference,           // same reference, different body
+  duplicate_reference,  // same reference, different body
   source_not_found,
   destination_not_found,
   same_source_and_destination,
   insufficient_funds,
   wallet_name_taken,
   primary_wallet_limit,
-  account_not_found,             // incoming credit to an account number the caller does not have
+  account_not_found,  // incoming credit to an account number the caller does not have
   business_exists,
-  reference_exists,              // a collection wallet's reference is taken
+  reference_exists,  // a collection wallet's reference is taken
   settlement_account_not_found,
-  amount_mismatch,               // a payment to a collection wallet of another amount
-  collection_inactive,           // a payment to a used or expired collection wallet
-  unavailable,                   // the log could not be written; nothing was acknowledged
-  storage_full,                  // as unavailable, because the log's disk is full (HTTP 507)
-  out_of_range,                  // an amount that is not positive, or one that would overflow a
-                                 // balance; an expiry out of range (HTTP validation stops these
-                                 // first: this guards the writer from any other caller)
+  amount_mismatch,      // a payment to a collection wallet of another amount
+  collection_inactive,  // a payment to a used or expired collection wallet
+  unavailable,          // the log could not be written; nothing was acknowledged
+  storage_full,         // as unavailable, because the log's disk is full (HTTP 507)
+  out_of_range,         // an amount that is not positive, or one that would overflow a
+                        // balance; an expiry out of range (HTTP validation stops these
+                        // first: this guards the writer from any other caller)
 };
 
 std::string_view to_string(Rejection r);
@@ -169,14 +169,14 @@ std::string_view to_string(Rejection r);
 // writer renders nothing: query-api shows the record from the events, through projection/.
 struct Outcome {
   Rejection rejection = Rejection::none;
-  std::string detail;             // operator-facing reason for `unavailable`
+  std::string detail;  // operator-facing reason for `unavailable`
   // The publicId of the record the command produced (wallet, collection wallet, debit
   // transaction, incoming credit, bank account, account), or for a replay the original's.
   std::string id;
-  bool replayed = false;          // an idempotent repeat: no events; `id` names the original
-  std::vector<Event> events;      // the command's events as appended (sealed); empty when rejected
+  bool replayed = false;      // an idempotent repeat: no events; `id` names the original
+  std::vector<Event> events;  // the command's events as appended (sealed); empty when rejected
   Partition partition{0};
-  Seq seq{0};                     // the last event of the command, for read-your-writes
+  Seq seq{0};  // the last event of the command, for read-your-writes
 
   bool ok() const { return rejection == Rejection::none; }
 };

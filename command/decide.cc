@@ -34,7 +34,8 @@ std::uint64_t transaction_number(const PartitionState& s, const LedgerConfig& co
 }
 
 std::string new_account_number(const PartitionState& s, const LedgerConfig& config) {
-  return nuban::account_number(config.nuban_code, interleaved_id(s.account_numbers_issued, s.partition, config.partitions));
+  return nuban::account_number(config.nuban_code,
+                               interleaved_id(s.account_numbers_issued, s.partition, config.partitions));
 }
 
 const WalletState* caller_wallet(const PartitionState& s, const Caller& c, const std::string& id) {
@@ -44,7 +45,8 @@ const WalletState* caller_wallet(const PartitionState& s, const Caller& c, const
   return owner.business == c.business && owner.live == c.live ? w : nullptr;
 }
 
-Decision decide_create_business(const PartitionState& s, const CreateBusiness& c, const LedgerConfig& config) {
+Decision decide_create_business(const PartitionState& s, const CreateBusiness& c,
+                                const LedgerConfig& config) {
   if (s.businesses.contains(c.business_id)) return reject(Rejection::business_exists);
   BusinessRegistered x;
   x.account = AccountId(c.account_id);
@@ -61,7 +63,8 @@ Decision decide_create_business(const PartitionState& s, const CreateBusiness& c
 
 Decision decide_update_account(const PartitionState& s, const UpdateAccount& c) {
   const auto it = s.account_business.find(c.account_id);
-  if (it == s.account_business.end() || it->second != c.caller.business) return reject(Rejection::account_not_found);
+  if (it == s.account_business.end() || it->second != c.caller.business)
+    return reject(Rejection::account_not_found);
   AccountUpdated x{AccountId(c.account_id), c.live, c.webhooks};
   // Account settings are not of a mode: the event is in test mode, whatever key asked.
   return one_event(Caller{c.caller.business, c.caller.account, false}, std::move(x), c.account_id);
@@ -81,7 +84,8 @@ BeneficiarySaved beneficiary_saved(const PartitionState& s, const AddBankAccount
   return x;
 }
 
-Decision decide_add_bank_account(const PartitionState& s, const AddBankAccount& c, const LedgerConfig& config) {
+Decision decide_add_bank_account(const PartitionState& s, const AddBankAccount& c,
+                                 const LedgerConfig& config) {
   const auto type = beneficiary_type_from_string(c.beneficiary_type);
   if (!type) return reject(Rejection::out_of_range);
   if (s.bank_accounts.contains(c.public_id)) {
@@ -119,8 +123,8 @@ Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, co
   return one_event(c.caller, std::move(x), std::move(id));
 }
 
-Decision decide_create_transit(const PartitionState& s, const CreateTransitWallet& c, const LedgerConfig& config,
-                               IdSource& ids) {
+Decision decide_create_transit(const PartitionState& s, const CreateTransitWallet& c,
+                               const LedgerConfig& config, IdSource& ids) {
   const WalletState* settlement = caller_wallet(s, c.caller, c.settlement_account);
   if (settlement == nullptr || s.transit_settlement.contains(c.settlement_account))
     return reject(Rejection::settlement_account_not_found);
@@ -139,13 +143,14 @@ Decision decide_create_transit(const PartitionState& s, const CreateTransitWalle
   return one_event(c.caller, std::move(x), std::move(id));
 }
 
-Decision decide_create_collection(const PartitionState& s, const CreateCollection& c, const LedgerConfig& config,
-                                  UnixMs now, IdSource& ids) {
+Decision decide_create_collection(const PartitionState& s, const CreateCollection& c,
+                                  const LedgerConfig& config, UnixMs now, IdSource& ids) {
   if (c.amount.value <= 0 || c.expire_in_s < 0 || c.expire_in_s > kCollectionExpirySecondsMax)
     return reject(Rejection::out_of_range);
   const WalletState* dst = caller_wallet(s, c.caller, c.destination);
   if (dst == nullptr) return reject(Rejection::destination_not_found);
-  if (c.reference && s.collection_references.contains(scope_key(c.caller.account, c.caller.live) + *c.reference))
+  if (c.reference &&
+      s.collection_references.contains(scope_key(c.caller.account, c.caller.live) + *c.reference))
     return reject(Rejection::reference_exists);
   CollectionWalletOpened x;
   x.account = AccountId(c.caller.account);
@@ -249,8 +254,9 @@ Decision decide_bank_transfer(const PartitionState& s, const BankTransfer& c, co
   }
   BankTransferInitiated x;
   x.account = AccountId(c.caller.account);
-  x.beneficiary = Beneficiary{c.account_name, c.account_number,  BankAccountId(c.bank_account_id), c.bank_code,
-                              c.bank_name,    beneficiary_id,    c.name_enquiry_ref};
+  x.beneficiary = Beneficiary{c.account_name,    c.account_number, BankAccountId(c.bank_account_id),
+                              c.bank_code,       c.bank_name,      beneficiary_id,
+                              c.name_enquiry_ref};
   x.ids = {transaction_number(s, config, 0)};
   x.metadata = c.metadata;
   x.narration = c.narration;
@@ -328,7 +334,8 @@ Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c
   const WalletState* dst = nullptr;
   if (const auto col = s.collections.find(c.account_number); col != s.collections.end()) {
     const CollectionState& cs = col->second;
-    if (cs.business != c.caller.business || cs.live != c.caller.live) return reject(Rejection::account_not_found);
+    if (cs.business != c.caller.business || cs.live != c.caller.live)
+      return reject(Rejection::account_not_found);
     if (!cs.active || now >= cs.expires_at) return reject(Rejection::collection_inactive);
     if (c.amount != cs.amount) return reject(Rejection::amount_mismatch);
     dst = caller_wallet(s, c.caller, cs.destination);
@@ -385,7 +392,8 @@ Kobo transfer_fee(const LedgerConfig& config, Kobo amount) {
 Scheduled next_rail_step(const std::string& transaction, const PayoutState& payout, Partition partition,
                          const LedgerConfig& config) {
   using S = TransactionStatus;
-  if (payout.status == S::pending) return {payout.updated_at, AdvancePayout{partition, transaction, S::processing}};
+  if (payout.status == S::pending)
+    return {payout.updated_at, AdvancePayout{partition, transaction, S::processing}};
   KOBO_ASSERT(payout.status == S::processing, "a payout in flight is pending or processing");
   return {payout.updated_at + config.rail_delay.count(),
           AdvancePayout{partition, transaction, payout.sandbox_fails ? S::failed : S::success}};
@@ -393,7 +401,8 @@ Scheduled next_rail_step(const std::string& transaction, const PayoutState& payo
 
 std::vector<Scheduled> resume_schedule(const PartitionState& state, const LedgerConfig& config) {
   std::vector<Scheduled> out;
-  for (const auto& [trx, payout] : state.payouts) out.push_back(next_rail_step(trx, payout, state.partition, config));
+  for (const auto& [trx, payout] : state.payouts)
+    out.push_back(next_rail_step(trx, payout, state.partition, config));
   for (const auto& [number, c] : state.collections)
     if (c.active) out.push_back({c.expires_at, ExpireCollection{state.partition, c.public_id}});
   return out;
@@ -404,18 +413,26 @@ Decision decide(const PartitionState& state, const Command& command, const Ledge
   Decision d = std::visit(
       [&](const auto& c) -> Decision {
         using T = std::decay_t<decltype(c)>;
-        if constexpr (std::is_same_v<T, CreateBusiness>) return decide_create_business(state, c, config);
-        else if constexpr (std::is_same_v<T, UpdateAccount>) return decide_update_account(state, c);
-        else if constexpr (std::is_same_v<T, AddBankAccount>) return decide_add_bank_account(state, c, config);
-        else if constexpr (std::is_same_v<T, CreateWallet>) return decide_create_wallet(state, c, config, ids);
-        else if constexpr (std::is_same_v<T, WalletTransfer>) return decide_wallet_transfer(state, c, config, ids);
-        else if constexpr (std::is_same_v<T, BankTransfer>) return decide_bank_transfer(state, c, config, now, ids);
+        if constexpr (std::is_same_v<T, CreateBusiness>)
+          return decide_create_business(state, c, config);
+        else if constexpr (std::is_same_v<T, UpdateAccount>)
+          return decide_update_account(state, c);
+        else if constexpr (std::is_same_v<T, AddBankAccount>)
+          return decide_add_bank_account(state, c, config);
+        else if constexpr (std::is_same_v<T, CreateWallet>)
+          return decide_create_wallet(state, c, config, ids);
+        else if constexpr (std::is_same_v<T, WalletTransfer>)
+          return decide_wallet_transfer(state, c, config, ids);
+        else if constexpr (std::is_same_v<T, BankTransfer>)
+          return decide_bank_transfer(state, c, config, now, ids);
         else if constexpr (std::is_same_v<T, IncomingCredit>)
           return decide_incoming_credit(state, c, config, now, ids);
-        else if constexpr (std::is_same_v<T, AdvancePayout>) return decide_advance_payout(state, c, config, now);
+        else if constexpr (std::is_same_v<T, AdvancePayout>)
+          return decide_advance_payout(state, c, config, now);
         else if constexpr (std::is_same_v<T, CreateCollection>)
           return decide_create_collection(state, c, config, now, ids);
-        else if constexpr (std::is_same_v<T, CreateTransitWallet>) return decide_create_transit(state, c, config, ids);
+        else if constexpr (std::is_same_v<T, CreateTransitWallet>)
+          return decide_create_transit(state, c, config, ids);
         else {
           static_assert(std::is_same_v<T, ExpireCollection>, "every command is decided");
           return decide_expire_collection(state, c);

@@ -28,12 +28,12 @@ struct FeeTier {
 struct LedgerConfig {
   std::uint32_t partitions = 6;
   std::string bank_name = "Kobo Sandbox MFB";  // the service's own bank, recorded on the wallets it opens
-  std::string bank_code = "099999";           // its NIBSS code
-  std::string nuban_code = "999999";          // its NUBAN institution code
+  std::string bank_code = "099999";            // its NIBSS code
+  std::string nuban_code = "999999";           // its NUBAN institution code
   int primary_wallets_max = 5;                 // per account and mode
   // CBN NIP tiers: <= N5,000 -> N10.75; <= N50,000 -> N26.88; above -> N53.75.
   std::vector<FeeTier> fee_tiers{{500'000, 1'075}, {5'000'000, 2'688}, {INT64_MAX, 5'375}};
-  std::chrono::milliseconds rail_delay{500};   // sandbox rail: processing -> final
+  std::chrono::milliseconds rail_delay{500};  // sandbox rail: processing -> final
 };
 
 Kobo transfer_fee(const LedgerConfig& config, Kobo amount);

@@ -23,8 +23,8 @@ struct LedgerMetrics {
       metrics::registry().counter("kobo_log_append_failures_total", "Appends that failed");
   metrics::Counter& append_failures_no_space = metrics::registry().counter(
       "kobo_log_append_failures_no_space_total", "Appends that failed because the log's disk is full");
-  metrics::Counter& rejected_full =
-      metrics::registry().counter("kobo_writer_queue_full_total", "Commands refused because the queue was full");
+  metrics::Counter& rejected_full = metrics::registry().counter(
+      "kobo_writer_queue_full_total", "Commands refused because the queue was full");
   metrics::Gauge& queue_depth = metrics::registry().gauge("kobo_writer_queue_depth", "Commands waiting");
 };
 
@@ -44,23 +44,40 @@ Outcome unavailable(std::string detail, ErrorKind kind = ErrorKind::other) {
 
 std::string_view to_string(Rejection r) {
   switch (r) {
-    case Rejection::none: return "none";
-    case Rejection::duplicate_reference: return "duplicate_reference";
-    case Rejection::source_not_found: return "source_not_found";
-    case Rejection::destination_not_found: return "destination_not_found";
-    case Rejection::same_source_and_destination: return "same_source_and_destination";
-    case Rejection::insufficient_funds: return "insufficient_funds";
-    case Rejection::wallet_name_taken: return "wallet_name_taken";
-    case Rejection::primary_wallet_limit: return "primary_wallet_limit";
-    case Rejection::account_not_found: return "account_not_found";
-    case Rejection::business_exists: return "business_exists";
-    case Rejection::reference_exists: return "reference_exists";
-    case Rejection::settlement_account_not_found: return "settlement_account_not_found";
-    case Rejection::amount_mismatch: return "amount_mismatch";
-    case Rejection::collection_inactive: return "collection_inactive";
-    case Rejection::unavailable: return "unavailable";
-    case Rejection::storage_full: return "storage_full";
-    case Rejection::out_of_range: return "out_of_range";
+    case Rejection::none:
+      return "none";
+    case Rejection::duplicate_reference:
+      return "duplicate_reference";
+    case Rejection::source_not_found:
+      return "source_not_found";
+    case Rejection::destination_not_found:
+      return "destination_not_found";
+    case Rejection::same_source_and_destination:
+      return "same_source_and_destination";
+    case Rejection::insufficient_funds:
+      return "insufficient_funds";
+    case Rejection::wallet_name_taken:
+      return "wallet_name_taken";
+    case Rejection::primary_wallet_limit:
+      return "primary_wallet_limit";
+    case Rejection::account_not_found:
+      return "account_not_found";
+    case Rejection::business_exists:
+      return "business_exists";
+    case Rejection::reference_exists:
+      return "reference_exists";
+    case Rejection::settlement_account_not_found:
+      return "settlement_account_not_found";
+    case Rejection::amount_mismatch:
+      return "amount_mismatch";
+    case Rejection::collection_inactive:
+      return "collection_inactive";
+    case Rejection::unavailable:
+      return "unavailable";
+    case Rejection::storage_full:
+      return "storage_full";
+    case Rejection::out_of_range:
+      return "out_of_range";
   }
   return "unknown";
 }
@@ -83,10 +100,12 @@ Partition Ledger::route(const Command& c) const {
   return std::visit(
       [&](const auto& cmd) -> Partition {
         using T = std::decay_t<decltype(cmd)>;
-        if constexpr (std::is_same_v<T, CreateBusiness>) return partition_of(cmd.business_id);
+        if constexpr (std::is_same_v<T, CreateBusiness>)
+          return partition_of(cmd.business_id);
         else if constexpr (std::is_same_v<T, AdvancePayout> || std::is_same_v<T, ExpireCollection>)
           return cmd.partition;
-        else return partition_of(cmd.caller.business);
+        else
+          return partition_of(cmd.caller.business);
       },
       c);
 }
@@ -128,8 +147,8 @@ namespace {
 
 // Gives a drafted event its place in the partition's chain, seals it (seal() asserts
 // validate()), and applies it. The sealed event is kept for the command's answer.
-EncodedEvent place(PartitionState& st, EventDraft& draft, Seq command_seq, std::uint32_t command_size, UnixMs now,
-                   std::vector<Event>& sealed) {
+EncodedEvent place(PartitionState& st, EventDraft& draft, Seq command_seq, std::uint32_t command_size,
+                   UnixMs now, std::vector<Event>& sealed) {
   Event e;
   e.partition = st.partition;
   e.seq = Seq(st.chain.last_seq().value + 1);
@@ -261,7 +280,9 @@ void Ledger::recover() {
   }
   // The next attempt is a second after this one ends, so that commands queued meanwhile are
   // answered (unavailable) in between rather than waiting behind attempt after attempt.
-  const auto retry_later = [this] { next_recovery_ = std::chrono::steady_clock::now() + options_.recovery_retry; };
+  const auto retry_later = [this] {
+    next_recovery_ = std::chrono::steady_clock::now() + options_.recovery_retry;
+  };
   if (auto s = log_.reset_writer(); !s) {
     set_fault(s);
     log::warn("the log cannot be written yet; retrying", {{"error", s.message()}});
@@ -365,7 +386,8 @@ void Ledger::process(std::vector<Pending>& batch) {
       log::error("append failed; answering the batch unavailable and re-reading the log",
                  {{"error", s.message()}, {"events", events.size()}});
       // Even a rejection may rest on an earlier command of the batch whose fate is now unknown.
-      for (auto& o : outcomes) o = unavailable("the event log could not be written: " + s.message(), s.kind());
+      for (auto& o : outcomes)
+        o = unavailable("the event log could not be written: " + s.message(), s.kind());
       follow_ups.clear();
       recover();
     } else {

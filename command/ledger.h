@@ -104,14 +104,14 @@ class Ledger {
   std::atomic<std::size_t> business_count_{0};
   std::atomic<bool> healthy_{true};
   mutable std::mutex fault_mu_;
-  std::string fault_;                      // guarded by fault_mu_; why healthy_ is false
+  std::string fault_;                        // guarded by fault_mu_; why healthy_ is false
   ErrorKind fault_kind_ = ErrorKind::other;  // guarded by fault_mu_
   void set_fault(const Status& s);
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> queue_;     // guarded by mu_
-  bool stopping_ = false;         // guarded by mu_
+  std::deque<Pending> queue_;  // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
   // Writer thread only: internal commands (payout rail steps, collection expiries) by due time.
   std::multimap<UnixMs, Command> scheduled_;
   std::chrono::steady_clock::time_point next_recovery_{};  // writer thread only

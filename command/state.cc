@@ -15,9 +15,9 @@ namespace kobo {
 namespace {
 
 constexpr std::string_view kWalletPrefix = "vba-";
-constexpr std::size_t kUuidLength = 36;                    // 8-4-4-4-12 hex digits
+constexpr std::size_t kUuidLength = 36;  // 8-4-4-4-12 hex digits
 constexpr std::size_t kUuidDashes[] = {8, 13, 18, 23};
-constexpr std::size_t kUuidVersion = 14;                   // the digit that is 4 in a uuid v4
+constexpr std::size_t kUuidVersion = 14;  // the digit that is 4 in a uuid v4
 
 // A lower-case uuid v4 as its 128 bits (32 hex digits, dashes dropped); nullopt for any other
 // text, which would not print back the same.
@@ -32,9 +32,12 @@ std::optional<WalletKey> pack_uuid(std::string_view uuid) {
       continue;
     }
     std::uint64_t nibble = 0;
-    if (c >= '0' && c <= '9') nibble = static_cast<std::uint64_t>(c - '0');
-    else if (c >= 'a' && c <= 'f') nibble = static_cast<std::uint64_t>(c - 'a' + 10);
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      nibble = static_cast<std::uint64_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      nibble = static_cast<std::uint64_t>(c - 'a' + 10);
+    else
+      return std::nullopt;
     std::uint64_t& half = digits < 16 ? k.hi : k.lo;
     half = half << 4 | nibble;
     ++digits;
@@ -164,11 +167,14 @@ void post_all(PartitionState& s, const std::vector<Posting>& postings) {
 }
 
 // The records a money event creates count towards the integer ids of the next ones.
-void count_transactions(PartitionState& s, const EventData& d) { s.transactions_created += transactions_created(d).size(); }
+void count_transactions(PartitionState& s, const EventData& d) {
+  s.transactions_created += transactions_created(d).size();
+}
 
 void remember_reference(PartitionState& s, const AccountId& account, bool live, const std::string& reference,
                         std::string fingerprint, const TransactionId& transaction) {
-  s.references[scope_key(account.value, live) + reference] = ReferenceState{std::move(fingerprint), transaction.value};
+  s.references[scope_key(account.value, live) + reference] =
+      ReferenceState{std::move(fingerprint), transaction.value};
 }
 
 // Whether a payout's metadata asks the sandbox rail to fail it: read once, when it is accepted.
@@ -180,7 +186,8 @@ bool sandbox_fails(const RawJson& metadata) {
 }
 
 void open_wallet(PartitionState& s, const Event& e, const AccountId& account, const std::string& id,
-                 std::uint64_t int_id, const std::string& name, const std::string& account_number, bool named) {
+                 std::uint64_t int_id, const std::string& name, const std::string& account_number,
+                 bool named) {
   WalletState ws;
   ws.id = int_id;
   ws.account_name = name;
@@ -208,7 +215,8 @@ struct Applier {
 
   void operator()(const BusinessRegistered& x) const {
     KOBO_ASSERT(s.businesses.insert(e.business).second, "a business registered twice");
-    KOBO_ASSERT(s.account_business.emplace(x.account.value, e.business).second, "an account registered twice");
+    KOBO_ASSERT(s.account_business.emplace(x.account.value, e.business).second,
+                "an account registered twice");
     ++s.accounts_created;
   }
 
@@ -222,7 +230,8 @@ struct Applier {
   }
 
   void operator()(const TransitWalletOpened& x) const {
-    KOBO_ASSERT(s.wallets.find(x.settlement_wallet.value) != nullptr, "a transit wallet settles to a known wallet");
+    KOBO_ASSERT(s.wallets.find(x.settlement_wallet.value) != nullptr,
+                "a transit wallet settles to a known wallet");
     // A transit wallet's name is exempt from the uniqueness rule.
     open_wallet(s, e, x.account, x.wallet.value, x.id, x.name, x.account_number, /*named=*/false);
     s.transit_settlement.emplace(x.wallet.value, x.settlement_wallet.value);
@@ -240,7 +249,8 @@ struct Applier {
     if (x.reference) s.collection_references.insert(scope_key(cs.account, cs.live) + *x.reference);
     KOBO_ASSERT(!s.wallets.id_with_number(x.account_number), "collection account number reused");
     s.collection_numbers.emplace(cs.public_id, x.account_number);
-    KOBO_ASSERT(s.collections.emplace(x.account_number, std::move(cs)).second, "collection account number reused");
+    KOBO_ASSERT(s.collections.emplace(x.account_number, std::move(cs)).second,
+                "collection account number reused");
     ++s.account_numbers_issued;
   }
 

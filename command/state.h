@@ -102,8 +102,8 @@ class Wallets {
   std::string id_of(const WalletKey& key) const;
   const WalletState* at(const WalletKey& key) const;
 
-  Interned<Caller> owners_;         // one per account and mode
-  Interned<std::string> odd_ids_;   // ids not of the writer's shape: none today
+  Interned<Caller> owners_;        // one per account and mode
+  Interned<std::string> odd_ids_;  // ids not of the writer's shape: none today
   std::unordered_map<WalletKey, WalletState, WalletKeyHash> by_key_;
   std::unordered_multimap<std::uint64_t, WalletKey> by_name_;  // hash of scope_key(account, live) + name
   std::unordered_map<std::uint64_t, WalletKey> by_number_;     // account number
@@ -124,7 +124,7 @@ struct CollectionState {
 // Legal moves: pending -> processing -> success | failed; a payout leaves the state when final.
 struct PayoutState {
   TransactionStatus status = TransactionStatus::pending;
-  std::string source;          // the wallet that paid, credited back on failure
+  std::string source;  // the wallet that paid, credited back on failure
   Kobo amount;
   Kobo fee;
   UnixMs updated_at = 0;       // of the last status change
@@ -153,15 +153,15 @@ struct PartitionState {
   std::unordered_set<std::string> businesses;
   std::unordered_map<std::string, std::string> account_business;  // acc-… -> biz-…
   Wallets wallets;
-  std::unordered_map<std::string, std::string> transit_settlement; // transit vba-… -> vba-… swept to
-  std::unordered_map<std::string, std::uint64_t> bank_accounts;    // bka-… -> integer id
-  std::unordered_map<std::string, CollectionState> collections;    // account number -> collection wallet
-  std::unordered_map<std::string, std::string> collection_numbers; // vba-… -> account number
-  std::unordered_set<std::string> collection_references;           // scope_key(account, live) + reference
-  std::unordered_map<std::string, int> primary_wallets;            // scope_key(account, live) -> count
-  std::unordered_map<std::string, ReferenceState> references;      // scope_key(account, live) + reference
-  std::array<Kobo, kSystemAccounts.size()> system_balances{};      // by SystemAccount
-  std::unordered_map<std::string, PayoutState> payouts;            // debit trx-… in flight
+  std::unordered_map<std::string, std::string> transit_settlement;  // transit vba-… -> vba-… swept to
+  std::unordered_map<std::string, std::uint64_t> bank_accounts;     // bka-… -> integer id
+  std::unordered_map<std::string, CollectionState> collections;     // account number -> collection wallet
+  std::unordered_map<std::string, std::string> collection_numbers;  // vba-… -> account number
+  std::unordered_set<std::string> collection_references;            // scope_key(account, live) + reference
+  std::unordered_map<std::string, int> primary_wallets;             // scope_key(account, live) -> count
+  std::unordered_map<std::string, ReferenceState> references;       // scope_key(account, live) + reference
+  std::array<Kobo, kSystemAccounts.size()> system_balances{};       // by SystemAccount
+  std::unordered_map<std::string, PayoutState> payouts;             // debit trx-… in flight
   Kobo total;  // sum of every balance in the partition: zero after every command
 
   // A wallet's or a system account's balance (0 for an account that does not exist).

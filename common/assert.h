@@ -7,17 +7,17 @@
 
 namespace kobo::detail {
 [[noreturn]] inline void assert_failed(const char* cond, const char* msg, const char* file, int line) {
-  std::fprintf(stderr, "{\"level\":\"fatal\",\"msg\":\"assertion failed: %s (%s)\",\"at\":\"%s:%d\"}\n",
-               msg, cond, file, line);
+  std::fprintf(stderr, "{\"level\":\"fatal\",\"msg\":\"assertion failed: %s (%s)\",\"at\":\"%s:%d\"}\n", msg,
+               cond, file, line);
   std::fflush(stderr);
   std::abort();
 }
 }  // namespace kobo::detail
 
-#define KOBO_ASSERT(cond, msg)                                               \
-  do {                                                                       \
-    if (!(cond)) [[unlikely]]                                                \
-      ::kobo::detail::assert_failed(#cond, msg, __FILE__, __LINE__);         \
+#define KOBO_ASSERT(cond, msg)                                       \
+  do {                                                               \
+    if (!(cond)) [[unlikely]]                                        \
+      ::kobo::detail::assert_failed(#cond, msg, __FILE__, __LINE__); \
   } while (false)
 
 namespace kobo {

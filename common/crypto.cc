@@ -58,9 +58,8 @@ std::string sha256_hex(std::string_view data) { return to_hex(sha256(data)); }
 std::string hmac_sha512_hex(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  const unsigned char* r =
-      HMAC(EVP_sha512(), key.data(), static_cast<int>(key.size()),
-           reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
+  const unsigned char* r = HMAC(EVP_sha512(), key.data(), static_cast<int>(key.size()),
+                                reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
   KOBO_ASSERT(r != nullptr && len == 64, "HMAC-SHA512 failed");
   return to_hex(out, len);
 }
@@ -86,7 +85,8 @@ void random_bytes(std::uint8_t* out, std::size_t n) {
   thread_local Pool pool;
   while (n > 0) {
     if (pool.used == pool.bytes.size()) {
-      KOBO_ASSERT(RAND_bytes(pool.bytes.data(), static_cast<int>(pool.bytes.size())) == 1, "RAND_bytes failed");
+      KOBO_ASSERT(RAND_bytes(pool.bytes.data(), static_cast<int>(pool.bytes.size())) == 1,
+                  "RAND_bytes failed");
       pool.used = 0;
     }
     const std::size_t take = std::min(n, pool.bytes.size() - pool.used);

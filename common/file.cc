@@ -31,12 +31,14 @@ Status write_all(int fd, std::string_view contents) {
 }
 
 Status write_new_file(const fs::path& tmp, std::string_view contents, unsigned mode) {
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, static_cast<mode_t>(mode));
+  const int fd =
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, static_cast<mode_t>(mode));
   if (fd < 0) return errno_error("create", tmp);
   Status s;
   if (::fchmod(fd, static_cast<mode_t>(mode)) != 0) s = errno_error("chmod", tmp);  // the umask took bits
   if (s) {
-    if (auto w = write_all(fd, contents); !w) s = Status::error("cannot write " + tmp.string() + ": " + w.message());
+    if (auto w = write_all(fd, contents); !w)
+      s = Status::error("cannot write " + tmp.string() + ": " + w.message());
   }
   if (s && ::fsync(fd) != 0) s = errno_error("fsync", tmp);
   if (::close(fd) != 0 && s) s = errno_error("close", tmp);

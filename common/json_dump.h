@@ -41,7 +41,8 @@ template <typename Json>
 void append(std::string& out, const Json& j, typename Json::error_handler_t handler);
 
 template <typename Json>
-void append_object(std::string& out, const typename Json::object_t& object, typename Json::error_handler_t handler) {
+void append_object(std::string& out, const typename Json::object_t& object,
+                   typename Json::error_handler_t handler) {
   out += '{';
   bool first = true;
   for (const auto& [key, value] : object) {

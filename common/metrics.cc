@@ -102,7 +102,8 @@ std::string Registry::render() const {
     out += "# HELP " + name + " " + f.help + "\n# TYPE " + name + " " + f.type + "\n";
     for (const auto& [labels, c] : f.counters)
       out += name + braces(labels) + " " + std::to_string(c->value()) + "\n";
-    for (const auto& [labels, g] : f.gauges) out += name + braces(labels) + " " + format_double(g->value()) + "\n";
+    for (const auto& [labels, g] : f.gauges)
+      out += name + braces(labels) + " " + format_double(g->value()) + "\n";
     for (const auto& [labels, h] : f.histograms) h->render(out, name, labels);
   }
   return out;
@@ -117,10 +118,14 @@ std::string escape_label(std::string_view value) {
   std::string out;
   out.reserve(value.size());
   for (char c : value) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }

@@ -64,8 +64,8 @@ std::optional<UnixMs> parse_iso8601(std::string_view s) {
   auto day = parse_date(s.substr(0, 10));
   int hh = 0, mm = 0, ss = 0, milli = 0;
   if (!day || !parse_digits(s.substr(11, 2), hh) || !parse_digits(s.substr(14, 2), mm) ||
-      !parse_digits(s.substr(17, 2), ss) || !parse_digits(s.substr(20, 3), milli) || hh > 23 ||
-      mm > 59 || ss > 59)
+      !parse_digits(s.substr(17, 2), ss) || !parse_digits(s.substr(20, 3), milli) || hh > 23 || mm > 59 ||
+      ss > 59)
     return std::nullopt;
   return *day + hh * 3'600'000LL + mm * 60'000LL + ss * 1000LL + milli;
 }

@@ -4,10 +4,14 @@ namespace kobo {
 
 std::string_view to_string(ChainVerdict v) {
   switch (v) {
-    case ChainVerdict::accept: return "accept";
-    case ChainVerdict::duplicate: return "duplicate";
-    case ChainVerdict::zombie: return "zombie";
-    case ChainVerdict::broken: return "broken";
+    case ChainVerdict::accept:
+      return "accept";
+    case ChainVerdict::duplicate:
+      return "duplicate";
+    case ChainVerdict::zombie:
+      return "zombie";
+    case ChainVerdict::broken:
+      return "broken";
   }
   return "broken";
 }

@@ -71,7 +71,8 @@ class EmbeddedLogImpl final : public EventLog {
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
     for (std::uint32_t p = 0; p < partitions_; ++p) {
       it->SeekForPrev(event_key(Partition(p), Offset(UINT64_MAX)));
-      if (it->Valid() && it->key().size() == 13 && it->key()[0] == kEventPrefix && get_be(it->key().data() + 1, 4) == p)
+      if (it->Valid() && it->key().size() == 13 && it->key()[0] == kEventPrefix &&
+          get_be(it->key().data() + 1, 4) == p)
         ends_[p].store(get_be(it->key().data() + 5, 8) + 1);
     }
     if (!it->status().ok()) return Status::error("log scan: " + it->status().ToString());
@@ -94,7 +95,8 @@ class EmbeddedLogImpl final : public EventLog {
     }
     // After a failed write RocksDB holds a background error, and writing again before
     // Resume() would trip its own assertion: the log refuses until reset_writer() clears it.
-    if (write_failed_) return Status::error("log append: the log is not writable since an earlier failure", failed_kind_);
+    if (write_failed_)
+      return Status::error("log append: the log is not writable since an earlier failure", failed_kind_);
     rocksdb::WriteOptions wo;
     wo.sync = sync_;
     std::shared_lock db_lock(db_mu_);
@@ -123,15 +125,16 @@ class EmbeddedLogImpl final : public EventLog {
       std::error_code ec;
       const auto space = std::filesystem::space(path_, ec);
       if (!ec && space.available < kFreeBytesToResume)
-        return Status::error("log: the disk has " + std::to_string(space.available) + " bytes free; writes resume at " +
-                                 std::to_string(kFreeBytesToResume),
+        return Status::error("log: the disk has " + std::to_string(space.available) +
+                                 " bytes free; writes resume at " + std::to_string(kFreeBytesToResume),
                              ErrorKind::no_space);
     }
     std::unique_lock db_lock(db_mu_);
     db_.reset();
     rocksdb::DB* raw = nullptr;
     const auto s = rocksdb::DB::Open(options_, path_, &raw);
-    if (!s.ok()) return Status::error("log reopen: " + s.ToString(), s.IsNoSpace() ? ErrorKind::no_space : failed_kind_);
+    if (!s.ok())
+      return Status::error("log reopen: " + s.ToString(), s.IsNoSpace() ? ErrorKind::no_space : failed_kind_);
     db_.reset(raw);
     write_failed_ = false;
     return {};
@@ -189,7 +192,8 @@ class EmbeddedReader final : public LogReader {
         if (auto s = log_.scan_ends(); !s) return s;
         read_available(max_records, out);
         if (out.size() != before || std::chrono::steady_clock::now() >= until) return {};
-        std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(timeout, std::chrono::milliseconds(50)));
+        std::this_thread::sleep_for(
+            std::min<std::chrono::milliseconds>(timeout, std::chrono::milliseconds(50)));
       }
     }
     const std::uint64_t generation = log_.signal().generation();
@@ -238,7 +242,8 @@ Result<std::unique_ptr<LogReader>> EmbeddedLogImpl::open_reader(std::vector<Offs
 
 Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& options) {
   std::error_code ec;
-  if (!options.create_if_missing && !std::filesystem::exists(std::filesystem::path(options.path) / "CURRENT", ec))
+  if (!options.create_if_missing &&
+      !std::filesystem::exists(std::filesystem::path(options.path) / "CURRENT", ec))
     return Status::error("no event log at " + options.path);
   std::filesystem::create_directories(options.path, ec);
   if (ec) return Status::error("create " + options.path + ": " + ec.message());
@@ -259,7 +264,8 @@ Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& op
   std::string secondary_dir;
   if (options.read_only) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "kobo-log-reader-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) return Status::error("log reader: cannot make a temporary directory");
+    if (mkdtemp(tmpl.data()) == nullptr)
+      return Status::error("log reader: cannot make a temporary directory");
     secondary_dir = tmpl;
     o.max_open_files = -1;  // a secondary instance must keep every file open
     const auto s = rocksdb::DB::OpenAsSecondary(o, options.path, secondary_dir, &raw);

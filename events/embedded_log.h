@@ -13,10 +13,10 @@
 namespace kobo {
 
 struct EmbeddedLogOptions {
-  std::string path;                  // directory of the RocksDB database
-  std::uint32_t partitions = 6;      // must match what the log was created with; 0: whatever it was
-  bool sync = true;                  // fsync every append; only benchmarks of the CPU path turn it off
-  bool create_if_missing = true;     // false: opening a directory without a log is an error (auditors)
+  std::string path;               // directory of the RocksDB database
+  std::uint32_t partitions = 6;   // must match what the log was created with; 0: whatever it was
+  bool sync = true;               // fsync every append; only benchmarks of the CPU path turn it off
+  bool create_if_missing = true;  // false: opening a directory without a log is an error (auditors)
   // Read beside a running writer (`kobo events` on a served data dir): a RocksDB secondary
   // instance, which takes no lock and catches up with the writer's appends on every read.
   // append() fails. Its own small files go to a temporary directory removed on close.

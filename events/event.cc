@@ -1,8 +1,8 @@
 #include "events/event.h"
 
+#include <simdjson.h>
 #include <array>
 #include <charconv>
-#include <simdjson.h>
 #include <type_traits>
 
 #include "common/crypto.h"
@@ -48,10 +48,11 @@ constexpr NameTable<EventType, 14> kTypeNames{{
 }};
 static_assert(std::variant_size_v<EventData> == 14, "every event type has a name");
 
-constexpr NameTable<TransactionStatus, 4> kTransactionStatusNames{{{TransactionStatus::pending, "pending"},
-                                                                   {TransactionStatus::processing, "processing"},
-                                                                   {TransactionStatus::success, "success"},
-                                                                   {TransactionStatus::failed, "failed"}}};
+constexpr NameTable<TransactionStatus, 4> kTransactionStatusNames{
+    {{TransactionStatus::pending, "pending"},
+     {TransactionStatus::processing, "processing"},
+     {TransactionStatus::success, "success"},
+     {TransactionStatus::failed, "failed"}}};
 constexpr NameTable<CollectionStatus, 3> kCollectionStatusNames{{{CollectionStatus::pending, "pending"},
                                                                  {CollectionStatus::success, "success"},
                                                                  {CollectionStatus::expired, "expired"}}};
@@ -64,7 +65,9 @@ constexpr NameTable<BeneficiaryType, 3> kBeneficiaryTypeNames{{{BeneficiaryType:
 // ---- encoding: canonical JSON written member by member, no DOM --------------------------------
 
 template <typename T>
-concept Described = requires(T& x) { T::fields(x, [](const char*, auto&) {}); };
+concept Described = requires(T& x) {
+  T::fields(x, [](const char*, auto&) {});
+};
 
 template <typename T>
 struct IsId : std::false_type {};
@@ -108,17 +111,28 @@ void write_object(std::string& out, const T& x) {
 
 template <typename T>
 void write(std::string& out, const T& v) {
-  if constexpr (std::is_same_v<T, std::string>) append_json_string(out, v);
-  else if constexpr (std::is_same_v<T, bool>) out += v ? "true" : "false";
-  else if constexpr (std::is_same_v<T, std::uint64_t>) write_number(out, v);
-  else if constexpr (std::is_same_v<T, Kobo>) write_number(out, v.value);
-  else if constexpr (std::is_same_v<T, Epoch>) write_number(out, v.value);
-  else if constexpr (std::is_same_v<T, Timestamp>) append_json_string(out, format_iso8601(v.ms));
-  else if constexpr (std::is_same_v<T, RawJson>) out += v.text;
-  else if constexpr (std::is_enum_v<T>) append_json_string(out, to_string(v));
-  else if constexpr (IsOptional<T>::value) write(out, *v);
-  else if constexpr (IsId<T>::value) append_json_string(out, v.value);
-  else if constexpr (Described<T>) write_object(out, v);
+  if constexpr (std::is_same_v<T, std::string>)
+    append_json_string(out, v);
+  else if constexpr (std::is_same_v<T, bool>)
+    out += v ? "true" : "false";
+  else if constexpr (std::is_same_v<T, std::uint64_t>)
+    write_number(out, v);
+  else if constexpr (std::is_same_v<T, Kobo>)
+    write_number(out, v.value);
+  else if constexpr (std::is_same_v<T, Epoch>)
+    write_number(out, v.value);
+  else if constexpr (std::is_same_v<T, Timestamp>)
+    append_json_string(out, format_iso8601(v.ms));
+  else if constexpr (std::is_same_v<T, RawJson>)
+    out += v.text;
+  else if constexpr (std::is_enum_v<T>)
+    append_json_string(out, to_string(v));
+  else if constexpr (IsOptional<T>::value)
+    write(out, *v);
+  else if constexpr (IsId<T>::value)
+    append_json_string(out, v.value);
+  else if constexpr (Described<T>)
+    write_object(out, v);
   else {
     out += '[';
     bool first = true;
@@ -213,8 +227,10 @@ Status read_object(od::value v, T& out) {
     T::fields(out, [&](const char* name, auto& member) {
       if (!matched && key == name) {
         matched = true;
-        if (seen & (std::uint64_t{1} << i)) status = malformed(std::string("repeated member ") + name);
-        else status = read(field.value(), member, name);
+        if (seen & (std::uint64_t{1} << i))
+          status = malformed(std::string("repeated member ") + name);
+        else
+          status = read(field.value(), member, name);
         seen |= std::uint64_t{1} << i;
       }
       ++i;
@@ -226,7 +242,8 @@ Status read_object(od::value v, T& out) {
   int i = 0;
   T::fields(out, [&](const char* name, auto& member) {
     if constexpr (!IsOptional<std::decay_t<decltype(member)>>::value) {
-      if (missing && !(seen & (std::uint64_t{1} << i))) missing = malformed(std::string("missing member ") + name);
+      if (missing && !(seen & (std::uint64_t{1} << i)))
+        missing = malformed(std::string("missing member ") + name);
     }
     ++i;
   });
@@ -297,16 +314,20 @@ Status read(od::value v, T& out, const char* name) {
 }
 
 // The data of an event of type `type`, from its JSON text (which has padding readable after it).
-Status read_data(od::parser& parser, EventType type, std::string_view text, std::size_t capacity, EventData& out) {
+Status read_data(od::parser& parser, EventType type, std::string_view text, std::size_t capacity,
+                 EventData& out) {
   od::document doc;
-  if (parser.iterate(text.data(), text.size(), capacity).get(doc) != simdjson::SUCCESS) return malformed("data");
+  if (parser.iterate(text.data(), text.size(), capacity).get(doc) != simdjson::SUCCESS)
+    return malformed("data");
   od::value root;
   if (doc.get_value().get(root) != simdjson::SUCCESS) return malformed("data");
   Status status;
   // The alternative with the index of `type`.
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((static_cast<std::size_t>(type) == I ? (void)(status = read_object(root, out.emplace<I>())) : (void)0), ...);
-  }(std::make_index_sequence<std::variant_size_v<EventData>>{});
+    ((static_cast<std::size_t>(type) == I ? (void)(status = read_object(root, out.emplace<I>())) : (void)0),
+     ...);
+  }
+  (std::make_index_sequence<std::variant_size_v<EventData>>{});
   if (!status) return status;
   return {};
 }
@@ -420,7 +441,9 @@ std::string_view to_string(BeneficiaryType t) { return name_in(kBeneficiaryTypeN
 std::optional<TransactionStatus> transaction_status_from_string(std::string_view s) {
   return value_in(kTransactionStatusNames, s);
 }
-std::optional<WalletCategory> wallet_category_from_string(std::string_view s) { return value_in(kCategoryNames, s); }
+std::optional<WalletCategory> wallet_category_from_string(std::string_view s) {
+  return value_in(kCategoryNames, s);
+}
 std::optional<BeneficiaryType> beneficiary_type_from_string(std::string_view s) {
   return value_in(kBeneficiaryTypeNames, s);
 }
@@ -485,7 +508,8 @@ std::string encode_data(const EventData& d) {
 }
 
 Status unsupported_schema_version(int found) {
-  return Status::error("event schemaVersion " + std::to_string(found) + " is not supported: this kobo reads schemaVersion " +
+  return Status::error("event schemaVersion " + std::to_string(found) +
+                       " is not supported: this kobo reads schemaVersion " +
                        std::to_string(kEventSchemaVersion) + " only (there is no migration from older logs)");
 }
 

@@ -419,10 +419,10 @@ struct IncomingCreditReceived {
 };
 
 // The alternatives of EventData, in the order of EventType.
-using EventData =
-    std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
-                 CollectionWalletOpened, CollectionWalletExpired, BeneficiarySaved, WalletTransferSettled,
-                 BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed, IncomingCreditReceived>;
+using EventData = std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened,
+                               TransitWalletOpened, CollectionWalletOpened, CollectionWalletExpired,
+                               BeneficiarySaved, WalletTransferSettled, BankTransferInitiated,
+                               PayoutProcessing, PayoutSucceeded, PayoutFailed, IncomingCreditReceived>;
 
 enum class EventType {
   writer_started,

@@ -27,7 +27,7 @@ struct EncodedEvent {
   EventType type = EventType::writer_started;
   std::string business;  // the Kafka message key
   UnixMs time = 0;
-  std::string bytes;     // seal()ed wire form
+  std::string bytes;  // seal()ed wire form
 };
 
 struct LogRecord {

@@ -102,7 +102,8 @@ Status ensure_topic(rd_kafka_t* rk, const KafkaLogOptions& o) {
       if (code == RD_KAFKA_RESP_ERR_NO_ERROR) {
         log::info("created the Kafka topic", {{"topic", o.topic}, {"partitions", o.partitions}});
       } else if (code != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-        result = Status::error("kafka: creating topic " + o.topic + ": " + rd_kafka_topic_result_error_string(results[i]));
+        result = Status::error("kafka: creating topic " + o.topic + ": " +
+                               rd_kafka_topic_result_error_string(results[i]));
       }
     }
   }
@@ -125,7 +126,8 @@ Result<std::uint32_t> topic_partitions(rd_kafka_t* rk, const std::string& topic,
       bool found = md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
                    md->topics[0].partition_cnt > 0;
       for (int i = 0; found && i < md->topics[0].partition_cnt; ++i)
-        found = md->topics[0].partitions[i].leader >= 0 && md->topics[0].partitions[i].err == RD_KAFKA_RESP_ERR_NO_ERROR;
+        found = md->topics[0].partitions[i].leader >= 0 &&
+                md->topics[0].partitions[i].err == RD_KAFKA_RESP_ERR_NO_ERROR;
       const auto n = found ? static_cast<std::uint32_t>(md->topics[0].partition_cnt) : 0u;
       if (!found) problem = md->topic_cnt == 1 ? rd_kafka_err2str(md->topics[0].err) : "topic missing";
       rd_kafka_metadata_destroy(md);
@@ -158,7 +160,8 @@ class KafkaReader final : public LogReader {
  public:
   KafkaReader(Handle rk, std::vector<Offset> start) : rk_(std::move(rk)), pos_(std::move(start)) {}
 
-  Status poll(std::size_t max_records, std::chrono::milliseconds timeout, std::vector<LogRecord>& out) override {
+  Status poll(std::size_t max_records, std::chrono::milliseconds timeout,
+              std::vector<LogRecord>& out) override {
     int wait = static_cast<int>(timeout.count());
     for (std::size_t got = 0; got < max_records;) {
       Message m(rd_kafka_consumer_poll(rk_.get(), wait));
@@ -179,8 +182,8 @@ class KafkaReader final : public LogReader {
       }
       if (p >= pos_.size()) return Status::error("kafka reader: a record of partition " + std::to_string(p));
       const auto offset = static_cast<std::uint64_t>(m->offset);
-      out.push_back(LogRecord{Partition(p), Offset(offset),
-                              std::string(static_cast<const char*>(m->payload), m->len)});
+      out.push_back(
+          LogRecord{Partition(p), Offset(offset), std::string(static_cast<const char*>(m->payload), m->len)});
       pos_[p] = Offset(offset + 1);
       ++got;
     }
@@ -226,8 +229,9 @@ class KafkaLogImpl final : public EventLog {
     if (!n) return n.status();
     partitions_ = n.value();
     if (options_.writer && partitions_ != options_.partitions)
-      log::warn("the Kafka topic exists with another partition count; the service uses the topic's",
-                {{"topic", options_.topic}, {"partitions", partitions_}, {"configured", options_.partitions}});
+      log::warn(
+          "the Kafka topic exists with another partition count; the service uses the topic's",
+          {{"topic", options_.topic}, {"partitions", partitions_}, {"configured", options_.partitions}});
     if (options_.writer) {
       writers_.resize(partitions_);
       for (std::uint32_t p = 0; p < partitions_; ++p) {
@@ -252,7 +256,8 @@ class KafkaLogImpl final : public EventLog {
       slices[e.partition.value].push_back(&e);
     }
     for (const auto& [p, events] : slices) {
-      if (writers_[p].in_doubt) return Status::error("kafka partition " + std::to_string(p) + ": writer not reset");
+      if (writers_[p].in_doubt)
+        return Status::error("kafka partition " + std::to_string(p) + ": writer not reset");
     }
     // Every partition's transaction is produced before any commits, so their flushes overlap.
     for (const auto& [p, events] : slices) {
@@ -278,9 +283,10 @@ class KafkaLogImpl final : public EventLog {
     rd_kafka_poll_set_consumer(rk.value().get());
     PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions_)));
     for (std::uint32_t p = 0; p < partitions_; ++p)
-      rd_kafka_topic_partition_list_add(list.get(), options_.topic.c_str(), static_cast<std::int32_t>(p))->offset =
-          static_cast<std::int64_t>(start[p].value);
-    if (const rd_kafka_resp_err_t err = rd_kafka_assign(rk.value().get(), list.get()); err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      rd_kafka_topic_partition_list_add(list.get(), options_.topic.c_str(), static_cast<std::int32_t>(p))
+          ->offset = static_cast<std::int64_t>(start[p].value);
+    if (const rd_kafka_resp_err_t err = rd_kafka_assign(rk.value().get(), list.get());
+        err != RD_KAFKA_RESP_ERR_NO_ERROR)
       return Status::error(std::string("kafka: assigning partitions: ") + rd_kafka_err2str(err));
     return std::unique_ptr<LogReader>(std::make_unique<KafkaReader>(std::move(rk).value(), std::move(start)));
   }
@@ -292,22 +298,26 @@ class KafkaLogImpl final : public EventLog {
     for (;;) {
       PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions_)));
       for (std::uint32_t p = 0; p < partitions_; ++p)
-        rd_kafka_topic_partition_list_add(list.get(), options_.topic.c_str(), static_cast<std::int32_t>(p))->offset =
-            RD_KAFKA_OFFSET_END;
-      rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(meta_.get(), list.get(), std::max(ms_left(deadline), 1));
+        rd_kafka_topic_partition_list_add(list.get(), options_.topic.c_str(), static_cast<std::int32_t>(p))
+            ->offset = RD_KAFKA_OFFSET_END;
+      rd_kafka_resp_err_t err =
+          rd_kafka_offsets_for_times(meta_.get(), list.get(), std::max(ms_left(deadline), 1));
       std::vector<Offset> out(partitions_);
       for (int i = 0; i < list->cnt && err == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
         const rd_kafka_topic_partition_t& tp = list->elems[i];
         err = tp.err != RD_KAFKA_RESP_ERR_NO_ERROR ? tp.err
-              : tp.offset < 0                     ? RD_KAFKA_RESP_ERR__NO_OFFSET
-                                                  : RD_KAFKA_RESP_ERR_NO_ERROR;
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) out[static_cast<std::size_t>(tp.partition)] = Offset(static_cast<std::uint64_t>(tp.offset));
+              : tp.offset < 0                      ? RD_KAFKA_RESP_ERR__NO_OFFSET
+                                                   : RD_KAFKA_RESP_ERR_NO_ERROR;
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+          out[static_cast<std::size_t>(tp.partition)] = Offset(static_cast<std::uint64_t>(tp.offset));
       }
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return out;
-      const bool moving = err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION || err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
-                          err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
-                          err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
-      if (!moving || ms_left(deadline) == 0) return Status::error(std::string("kafka: end offsets: ") + rd_kafka_err2str(err));
+      const bool moving = err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
+                          err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+                          err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+                          err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
+      if (!moving || ms_left(deadline) == 0)
+        return Status::error(std::string("kafka: end offsets: ") + rd_kafka_err2str(err));
       std::this_thread::sleep_for(milliseconds(100));
     }
   }
@@ -385,7 +395,8 @@ class KafkaLogImpl final : public EventLog {
       Error e(rd_kafka_commit_transaction(rk, std::max(ms_left(deadline), 1)));
       if (!e) return {};
       note_fatal(e.get());
-      if (rd_kafka_error_is_fatal(e.get()) || ms_left(deadline) == 0) return error_status("commit_transaction", e.get());
+      if (rd_kafka_error_is_fatal(e.get()) || ms_left(deadline) == 0)
+        return error_status("commit_transaction", e.get());
       if (rd_kafka_error_txn_requires_abort(e.get())) {
         log::warn("kafka transaction aborted; retrying it",
                   {{"partition", p}, {"error", rd_kafka_error_string(e.get())}});

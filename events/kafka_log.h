@@ -34,14 +34,14 @@ namespace kobo {
 inline constexpr const char* kDefaultKafkaTopic = "kobo.ledger.events";
 
 struct KafkaLogOptions {
-  std::string brokers;                      // bootstrap.servers
+  std::string brokers;  // bootstrap.servers
   std::string topic = kDefaultKafkaTopic;
-  std::uint32_t partitions = 6;             // when the topic is created
-  bool writer = true;                       // false: read only (projector role, auditors)
-  bool create_topic = true;                 // a writer creates a missing topic with the Admin API
+  std::uint32_t partitions = 6;  // when the topic is created
+  bool writer = true;            // false: read only (projector role, auditors)
+  bool create_topic = true;      // a writer creates a missing topic with the Admin API
   std::string transactional_id_prefix = "kobo";
-  std::chrono::milliseconds append_timeout{5'000};   // an append answers within this, or fails
-  std::chrono::milliseconds connect_timeout{15'000}; // topic creation, metadata, init_transactions
+  std::chrono::milliseconds append_timeout{5'000};    // an append answers within this, or fails
+  std::chrono::milliseconds connect_timeout{15'000};  // topic creation, metadata, init_transactions
   // Extra librdkafka properties for every handle (tests: the mock cluster, shorter timeouts).
   std::vector<std::pair<std::string, std::string>> config;
 };

@@ -20,7 +20,9 @@ const T* as(const EventData& d) {
   return std::get_if<T>(&d);
 }
 
-std::uint64_t id_at(const std::vector<std::uint64_t>& ids, std::size_t k) { return k < ids.size() ? ids[k] : 0; }
+std::uint64_t id_at(const std::vector<std::uint64_t>& ids, std::size_t k) {
+  return k < ids.size() ? ids[k] : 0;
+}
 
 }  // namespace
 
@@ -47,11 +49,16 @@ std::string scope_key(std::string_view owner, bool live) {
 
 std::string_view to_string(PostingFault f) {
   switch (f) {
-    case PostingFault::none: return "none";
-    case PostingFault::unknown_account: return "posting to an unknown ledger account";
-    case PostingFault::overflow: return "the balance would overflow";
-    case PostingFault::balance_disagrees: return "the stated balance disagrees with the balance before plus the amount";
-    case PostingFault::negative_wallet: return "a wallet's balance would go below zero";
+    case PostingFault::none:
+      return "none";
+    case PostingFault::unknown_account:
+      return "posting to an unknown ledger account";
+    case PostingFault::overflow:
+      return "the balance would overflow";
+    case PostingFault::balance_disagrees:
+      return "the stated balance disagrees with the balance before plus the amount";
+    case PostingFault::negative_wallet:
+      return "a wallet's balance would go below zero";
   }
   return "?";
 }
@@ -69,8 +76,10 @@ PostingResult post(Kobo before, const Posting& p) {
 const std::vector<Posting>* postings_of(const EventData& d) {
   return std::visit(
       [](const auto& x) -> const std::vector<Posting>* {
-        if constexpr (requires { x.postings; }) return &x.postings;
-        else return nullptr;
+        if constexpr (requires { x.postings; })
+          return &x.postings;
+        else
+          return nullptr;
       },
       d);
 }
@@ -79,13 +88,20 @@ std::string_view to_string(Entry e) { return e == Entry::debit ? "debit" : "cred
 
 std::string_view to_string(TransactionKind k) {
   switch (k) {
-    case TransactionKind::wallet_transfer_debit: return "wallet_transfer_debit";
-    case TransactionKind::wallet_transfer_credit: return "wallet_transfer_credit";
-    case TransactionKind::payout: return "payout";
-    case TransactionKind::payout_reversal: return "payout_reversal";
-    case TransactionKind::incoming_credit: return "incoming_credit";
-    case TransactionKind::sweep_debit: return "sweep_debit";
-    case TransactionKind::sweep_credit: return "sweep_credit";
+    case TransactionKind::wallet_transfer_debit:
+      return "wallet_transfer_debit";
+    case TransactionKind::wallet_transfer_credit:
+      return "wallet_transfer_credit";
+    case TransactionKind::payout:
+      return "payout";
+    case TransactionKind::payout_reversal:
+      return "payout_reversal";
+    case TransactionKind::incoming_credit:
+      return "incoming_credit";
+    case TransactionKind::sweep_debit:
+      return "sweep_debit";
+    case TransactionKind::sweep_credit:
+      return "sweep_credit";
   }
   return "?";
 }
@@ -105,8 +121,9 @@ std::vector<CreatedTransaction> transactions_created(const EventData& d) {
   std::vector<CreatedTransaction> out;
   // The wallet postings of an event, in order, are its records: the k-th gets ids[k] and the
   // k-th id derived from the event's transaction.
-  const auto add = [&](TransactionKind kind, const TransactionId& first, const std::vector<std::uint64_t>& ids,
-                       const Posting& p, TransactionStatus status) -> CreatedTransaction& {
+  const auto add = [&](TransactionKind kind, const TransactionId& first,
+                       const std::vector<std::uint64_t>& ids, const Posting& p,
+                       TransactionStatus status) -> CreatedTransaction& {
     const std::size_t k = out.size();
     CreatedTransaction t;
     t.kind = kind;
@@ -127,10 +144,12 @@ std::vector<CreatedTransaction> transactions_created(const EventData& d) {
     const auto* x = transfer;
     const auto w = wallet_postings(x->postings);
     if (w.size() != 2) return out;
-    auto& debit = add(TransactionKind::wallet_transfer_debit, x->transaction, x->ids, *w[0], TransactionStatus::success);
+    auto& debit = add(TransactionKind::wallet_transfer_debit, x->transaction, x->ids, *w[0],
+                      TransactionStatus::success);
     debit.reference = x->reference;
     debit.link_ref = link_ref_of(x->transaction);
-    auto& credit = add(TransactionKind::wallet_transfer_credit, x->transaction, x->ids, *w[1], TransactionStatus::success);
+    auto& credit = add(TransactionKind::wallet_transfer_credit, x->transaction, x->ids, *w[1],
+                       TransactionStatus::success);
     credit.reference = derived_reference("ref-", credit.id);
     credit.debit_reference = x->reference;
     credit.link_ref = link_ref_of(x->transaction);
@@ -159,16 +178,19 @@ std::vector<CreatedTransaction> transactions_created(const EventData& d) {
     const auto* x = incoming;
     const auto w = wallet_postings(x->postings);
     if (w.size() != 1 && w.size() != 3) return out;
-    auto& credit = add(TransactionKind::incoming_credit, x->transaction, x->ids, *w[0], TransactionStatus::success);
+    auto& credit =
+        add(TransactionKind::incoming_credit, x->transaction, x->ids, *w[0], TransactionStatus::success);
     credit.reference = derived_reference("ref-", credit.id);
     credit.link_ref = link_ref_of(x->transaction);
     if (w.size() == 3) {
-      auto& debit = add(TransactionKind::sweep_debit, x->transaction, x->ids, *w[1], TransactionStatus::success);
+      auto& debit =
+          add(TransactionKind::sweep_debit, x->transaction, x->ids, *w[1], TransactionStatus::success);
       debit.reference = derived_reference("swp-", debit.id);
       debit.link_ref = link_ref_of(debit.id);
       const std::string sweep_reference = debit.reference;
       const std::string sweep_link = debit.link_ref;
-      auto& swept = add(TransactionKind::sweep_credit, x->transaction, x->ids, *w[2], TransactionStatus::success);
+      auto& swept =
+          add(TransactionKind::sweep_credit, x->transaction, x->ids, *w[2], TransactionStatus::success);
       swept.reference = derived_reference("swp-", swept.id);
       swept.debit_reference = sweep_reference;
       swept.link_ref = sweep_link;
@@ -188,7 +210,8 @@ std::optional<StatusChange> status_change(const EventData& d) {
 std::vector<FinalizedTransaction> transactions_finalized(const EventData& d) {
   std::vector<FinalizedTransaction> out;
   // A payout's change comes first: it is the older record.
-  if (const auto c = status_change(d); c && (c->to == TransactionStatus::success || c->to == TransactionStatus::failed))
+  if (const auto c = status_change(d);
+      c && (c->to == TransactionStatus::success || c->to == TransactionStatus::failed))
     out.push_back({c->transaction, Entry::debit, c->to});
   for (const auto& t : transactions_created(d))
     if (t.status == TransactionStatus::success || t.status == TransactionStatus::failed)
@@ -220,15 +243,20 @@ std::string request_fingerprint(const BankTransferRequest& r) {
 
 WalletTransferRequest request_of(const WalletTransferSettled& e) {
   KOBO_ASSERT(e.postings.size() == 2, "a wallet transfer has two postings");
-  WalletTransferRequest r{e.postings[0].account, e.postings[1].account, e.postings[1].amount, e.narration, std::nullopt};
+  WalletTransferRequest r{e.postings[0].account, e.postings[1].account, e.postings[1].amount, e.narration,
+                          std::nullopt};
   if (e.name_enquiry_ref) r.name_enquiry_ref = *e.name_enquiry_ref;
   return r;
 }
 
 BankTransferRequest request_of(const BankTransferInitiated& e) {
   KOBO_ASSERT(e.postings.size() == 3, "a bank transfer has three postings");
-  return BankTransferRequest{e.postings[0].account, e.beneficiary.account_number, e.beneficiary.bank_code,
-                             e.postings[1].amount,  e.narration,                  e.metadata.text,
+  return BankTransferRequest{e.postings[0].account,
+                             e.beneficiary.account_number,
+                             e.beneficiary.bank_code,
+                             e.postings[1].amount,
+                             e.narration,
+                             e.metadata.text,
                              e.save_beneficiary.value_or(false)};
 }
 

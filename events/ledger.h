@@ -43,10 +43,10 @@ std::string scope_key(std::string_view owner, bool live);
 
 enum class PostingFault {
   none,
-  unknown_account,     // neither a wallet the reader knows nor a system account
-  overflow,            // the balance would leave the range of kobo
-  balance_disagrees,   // the stated balance is not the balance before plus the amount
-  negative_wallet,     // a wallet's balance would go below zero
+  unknown_account,    // neither a wallet the reader knows nor a system account
+  overflow,           // the balance would leave the range of kobo
+  balance_disagrees,  // the stated balance is not the balance before plus the amount
+  negative_wallet,    // a wallet's balance would go below zero
 };
 std::string_view to_string(PostingFault f);
 
@@ -82,13 +82,13 @@ Entry entry_of(TransactionKind k);
 // A transaction record an event creates: one per wallet posting, in posting order.
 struct CreatedTransaction {
   TransactionKind kind;
-  TransactionId id;            // publicId (trx-…)
-  std::uint64_t number = 0;    // integer id
-  const Posting* posting = nullptr;  // the wallet's posting; points into the event
+  TransactionId id;                                       // publicId (trx-…)
+  std::uint64_t number = 0;                               // integer id
+  const Posting* posting = nullptr;                       // the wallet's posting; points into the event
   TransactionStatus status = TransactionStatus::success;  // as created
-  std::string reference;       // the record's own reference
-  std::optional<std::string> debit_reference;  // a credit's: the reference of the debit it answers
-  std::string link_ref;        // joins the records of one movement of money
+  std::string reference;                                  // the record's own reference
+  std::optional<std::string> debit_reference;             // a credit's: the reference of the debit it answers
+  std::string link_ref;                                   // joins the records of one movement of money
 };
 
 // The transaction records `d` creates (empty for events that create none).

@@ -11,10 +11,13 @@ std::string describe(const RefusedRecord& r) {
   if (!r.problem.empty()) return where + " offset " + std::to_string(r.offset.value) + ": " + r.problem;
   const std::string seq = r.event != nullptr ? " seq " + std::to_string(r.event->seq.value) : "";
   switch (r.verdict) {
-    case ChainVerdict::duplicate: return where + seq + " is a duplicate";
-    case ChainVerdict::zombie: return where + seq + " is from a fenced writer";
+    case ChainVerdict::duplicate:
+      return where + seq + " is a duplicate";
+    case ChainVerdict::zombie:
+      return where + seq + " is from a fenced writer";
     case ChainVerdict::accept:
-    case ChainVerdict::broken: break;
+    case ChainVerdict::broken:
+      break;
   }
   return where + seq + " does not extend the hash chain";
 }
@@ -36,7 +39,8 @@ Disposition LogVisitor::refused(const RefusedRecord& r) {
   return Disposition::stop;
 }
 
-LogFollower::LogFollower(EventLog& log, LogFollowerOptions options) : log_(log), options_(std::move(options)) {
+LogFollower::LogFollower(EventLog& log, LogFollowerOptions options)
+    : log_(log), options_(std::move(options)) {
   KOBO_ASSERT(options_.poll_records_max > 0, "a follower must read something per poll");
 }
 
@@ -102,7 +106,8 @@ Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
   return take(v, c, e);
 }
 
-Result<std::size_t> LogFollower::step(LogVisitor& v, std::chrono::milliseconds wait, const std::vector<Offset>* until) {
+Result<std::size_t> LogFollower::step(LogVisitor& v, std::chrono::milliseconds wait,
+                                      const std::vector<Offset>* until) {
   KOBO_ASSERT(reader_ != nullptr, "step() before open()");
   KOBO_ASSERT(until == nullptr || until->size() == cursors_.size(), "one limit per partition");
   auto due = [&](const LogRecord& r) { return until == nullptr || r.offset < (*until)[r.partition.value]; };
@@ -112,8 +117,10 @@ Result<std::size_t> LogFollower::step(LogVisitor& v, std::chrono::milliseconds w
   if (!held_.empty()) {
     std::deque<LogRecord> still;
     for (LogRecord& r : held_) {
-      if (due(r)) records_.push_back(std::move(r));
-      else still.push_back(std::move(r));
+      if (due(r))
+        records_.push_back(std::move(r));
+      else
+        still.push_back(std::move(r));
     }
     held_.swap(still);
   }
@@ -135,7 +142,8 @@ Result<std::size_t> LogFollower::step(LogVisitor& v, std::chrono::milliseconds w
   // and aborted records): a partition is read up to its first held-back record, or else to
   // wherever the reader stands.
   for (std::uint32_t p = 0; p < cursors_.size(); ++p) {
-    const auto held = std::find_if(held_.begin(), held_.end(), [p](const LogRecord& r) { return r.partition.value == p; });
+    const auto held =
+        std::find_if(held_.begin(), held_.end(), [p](const LogRecord& r) { return r.partition.value == p; });
     const Offset passed = held != held_.end() ? held->offset : reader_->position(Partition(p));
     cursors_[p].next_offset = std::max(cursors_[p].next_offset, passed);
   }
@@ -155,7 +163,8 @@ bool LogFollower::mid_command() const {
   return false;
 }
 
-Status LogFollower::follow_to(LogVisitor& v, const std::vector<Offset>& until, const std::function<void()>& after_step) {
+Status LogFollower::follow_to(LogVisitor& v, const std::vector<Offset>& until,
+                              const std::function<void()>& after_step) {
   if (until.size() != cursors_.size()) return Status::error("one limit per partition");
   auto ends = log_.end_offsets();
   if (!ends) return ends.status();

@@ -43,9 +43,9 @@ struct RefusedRecord {
   // The event as written. For a record that fails to decode (problem not empty) it is what
   // decode_event_unverified() makes of it, or null when even that fails.
   const Event* event = nullptr;
-  std::string problem;                    // why the record did not decode; empty when it did
-  const ChainFollower* chain = nullptr;   // the partition's head before this record
-  std::string_view bytes;                 // the record as stored
+  std::string problem;                   // why the record did not decode; empty when it did
+  const ChainFollower* chain = nullptr;  // the partition's head before this record
+  std::string_view bytes;                // the record as stored
 };
 
 // What to do with a refused record.

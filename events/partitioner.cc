@@ -23,8 +23,12 @@ std::uint32_t murmur2(std::string_view key) {
     h ^= k;
   }
   switch (length % 4) {
-    case 3: h ^= static_cast<std::uint32_t>(data[(length & ~3u) + 2]) << 16; [[fallthrough]];
-    case 2: h ^= static_cast<std::uint32_t>(data[(length & ~3u) + 1]) << 8; [[fallthrough]];
+    case 3:
+      h ^= static_cast<std::uint32_t>(data[(length & ~3u) + 2]) << 16;
+      [[fallthrough]];
+    case 2:
+      h ^= static_cast<std::uint32_t>(data[(length & ~3u) + 1]) << 8;
+      [[fallthrough]];
     case 1:
       h ^= static_cast<std::uint32_t>(data[length & ~3u]);
       h *= m;

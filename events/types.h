@@ -53,8 +53,14 @@ struct Kobo {
   constexpr Kobo operator+(Kobo o) const { return Kobo(value + o.value); }
   constexpr Kobo operator-(Kobo o) const { return Kobo(value - o.value); }
   constexpr Kobo operator-() const { return Kobo(-value); }
-  constexpr Kobo& operator+=(Kobo o) { value += o.value; return *this; }
-  constexpr Kobo& operator-=(Kobo o) { value -= o.value; return *this; }
+  constexpr Kobo& operator+=(Kobo o) {
+    value += o.value;
+    return *this;
+  }
+  constexpr Kobo& operator-=(Kobo o) {
+    value -= o.value;
+    return *this;
+  }
 };
 
 // a + b, or nullopt where it would overflow: money arithmetic on input goes through these.
@@ -78,5 +84,7 @@ struct std::hash<kobo::Named<T, Tag>> {
 
 template <typename Tag>
 struct std::hash<kobo::Id<Tag>> {
-  std::size_t operator()(const kobo::Id<Tag>& id) const noexcept { return std::hash<std::string>{}(id.value); }
+  std::size_t operator()(const kobo::Id<Tag>& id) const noexcept {
+    return std::hash<std::string>{}(id.value);
+  }
 };

@@ -30,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(again.ok());
   require(kobo::in_canonical_form(again.value(), wire));
   require(kobo::encode_data(again.value().data) == kobo::encode_data(e.data));
-  require(again.value().hash == e.hash && again.value().seq == e.seq && again.value().business == e.business &&
-          again.value().time == e.time && again.value().type() == e.type());
+  require(again.value().hash == e.hash && again.value().seq == e.seq &&
+          again.value().business == e.business && again.value().time == e.time &&
+          again.value().type() == e.type());
   return 0;
 }

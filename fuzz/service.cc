@@ -57,7 +57,8 @@ struct Service {
     check(projector->start(), "projector");
     signing_keys = take(SigningKeyStore::open((dir / "signing-keys").string()), "signing keys");
 
-    const Credentials creds{"biz-00000000-0000-4000-8000-000000000001", std::string(kAccountId),
+    const Credentials creds{"biz-00000000-0000-4000-8000-000000000001",
+                            std::string(kAccountId),
                             std::string(kTestKey),
                             std::string(kLiveKey),
                             "pk_test_3333333333333333333333333333333333333333",
@@ -118,12 +119,15 @@ http::Response call(http::Request&& request) {
   });
   owner.reset();
   std::unique_lock lock(answer->mu);
-  if (!answer->cv.wait_for(lock, std::chrono::seconds(30), [&] { return answer->response || answer->dropped; }))
+  if (!answer->cv.wait_for(lock, std::chrono::seconds(30),
+                           [&] { return answer->response || answer->dropped; }))
     die(what + ": no answer within 30 s");
   if (!answer->response) die(what + ": responder dropped without an answer");
   if (answer->response->status == 500) die(what + ": 500 " + answer->response->body);
   static const bool print = std::getenv("KOBO_FUZZ_PRINT") != nullptr;  // to see what an input does
-  if (print) std::fprintf(stderr, "%s -> %u %.300s\n", what.c_str(), answer->response->status, answer->response->body.c_str());
+  if (print)
+    std::fprintf(stderr, "%s -> %u %.300s\n", what.c_str(), answer->response->status,
+                 answer->response->body.c_str());
   return std::move(*answer->response);
 }
 

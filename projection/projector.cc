@@ -11,8 +11,8 @@
 #include "common/metrics.h"
 #include "events/chain.h"
 #include "events/ledger.h"
-#include "projection/render.h"
 #include "projection/record_bytes.h"
+#include "projection/render.h"
 #include "projection/view_keys.h"
 
 namespace kobo {
@@ -25,8 +25,8 @@ struct ProjectorMetrics {
   metrics::Histogram& lag_seconds = metrics::registry().histogram(
       "kobo_projection_lag_seconds",
       "Time from an event's decision (just before its append) until the views show it");
-  metrics::Gauge& last_lag = metrics::registry().gauge("kobo_projection_lag_last_seconds",
-                                                       "Lag of the most recently applied event");
+  metrics::Gauge& last_lag =
+      metrics::registry().gauge("kobo_projection_lag_last_seconds", "Lag of the most recently applied event");
   metrics::Histogram& batch_events = metrics::registry().histogram(
       "kobo_projection_batch_events", "Events per view WriteBatch", "", metrics::size_buckets());
 };
@@ -65,7 +65,8 @@ class Projector::Batch {
       if (auto s = views_.write(wb); !s) return s;  // the batch stays, to be written again
     }
     const UnixMs now = now_ms();
-    for (const UnixMs t : appended_at_) projector_metrics().lag_seconds.observe(static_cast<double>(now - t) / 1000.0);
+    for (const UnixMs t : appended_at_)
+      projector_metrics().lag_seconds.observe(static_cast<double>(now - t) / 1000.0);
     if (!appended_at_.empty())
       projector_metrics().last_lag.set(static_cast<double>(now - appended_at_.back()) / 1000.0);
     writes_.clear();
@@ -150,20 +151,31 @@ struct Projector::Batch::TransactionIndex {
 
   explicit TransactionIndex(std::string_view record) {
     std::string_view id_text, live_text, number_text, created_text;
-    const bool ok = record_bytes::for_each_member(record, [&](std::string_view key, std::size_t b, std::size_t e) {
-      const std::string_view v = record.substr(b, e - b);
-      if (key == "publicId") id_text = v;
-      else if (key == "auth") business = record_bytes::string_value(v);
-      else if (key == "account") account = record_bytes::string_value(v);
-      else if (key == "reference") reference = record_bytes::string_value(v);
-      else if (key == "live") live_text = v;
-      else if (key == "id") number_text = v;
-      else if (key == "createdAt") created_text = v;
-      else if (key == "entry") entry = v;
-      else if (key == "status") status = v;
-      else if (key == "amount") amount = v;
-      return true;
-    });
+    const bool ok =
+        record_bytes::for_each_member(record, [&](std::string_view key, std::size_t b, std::size_t e) {
+          const std::string_view v = record.substr(b, e - b);
+          if (key == "publicId")
+            id_text = v;
+          else if (key == "auth")
+            business = record_bytes::string_value(v);
+          else if (key == "account")
+            account = record_bytes::string_value(v);
+          else if (key == "reference")
+            reference = record_bytes::string_value(v);
+          else if (key == "live")
+            live_text = v;
+          else if (key == "id")
+            number_text = v;
+          else if (key == "createdAt")
+            created_text = v;
+          else if (key == "entry")
+            entry = v;
+          else if (key == "status")
+            status = v;
+          else if (key == "amount")
+            amount = v;
+          return true;
+        });
     KOBO_ASSERT(ok && !id_text.empty() && !number_text.empty() && !created_text.empty() && !entry.empty() &&
                     !status.empty() && !amount.empty() && (live_text == "true" || live_text == "false"),
                 "transaction record without its index members");
@@ -195,7 +207,8 @@ void Projector::Batch::index_transaction(const TransactionIndex& t) {
   row += ",\"status\":";
   row += t.status;
   row += '}';
-  put(view_keys::transaction_list(t.business, t.live, static_cast<std::uint64_t>(t.created), t.number), std::move(row));
+  put(view_keys::transaction_list(t.business, t.live, static_cast<std::uint64_t>(t.created), t.number),
+      std::move(row));
 }
 
 // The records this batch sees, for rendering: what the batch wrote, else what the views hold.
@@ -203,7 +216,9 @@ class Projector::Batch::Records final : public render::RecordSource {
  public:
   explicit Records(Batch& batch) : batch_(batch) {}
   std::optional<json> wallet(std::string_view id) const override { return find(view_keys::wallet(id)); }
-  std::optional<json> transaction(std::string_view id) const override { return find(view_keys::transaction(id)); }
+  std::optional<json> transaction(std::string_view id) const override {
+    return find(view_keys::transaction(id));
+  }
 
  private:
   std::optional<json> find(const std::string& key) const {
@@ -245,7 +260,10 @@ void Projector::Batch::put_transaction(const json& trx) {
 void Projector::Batch::put_wallet(const json& w, bool listed) {
   const std::string id = w.at("publicId").get<std::string>();
   put(view_keys::wallet(id), w);
-  if (listed) put(view_keys::wallet_list(w.at("auth").get<std::string>(), w.at("live").get<bool>(), w.at("id").get<std::uint64_t>()), id);
+  if (listed)
+    put(view_keys::wallet_list(w.at("auth").get<std::string>(), w.at("live").get<bool>(),
+                               w.at("id").get<std::uint64_t>()),
+        id);
   put(view_keys::account_number(w.at("accountNumber").get<std::string>()), id);
 }
 
@@ -259,7 +277,8 @@ void Projector::Batch::apply(const Event& e) {
   if (const auto change = status_change(e.data)) {
     const std::string key = view_keys::transaction(change->transaction.value);
     edit_decoded(key, "status change of a transaction the views do not have", [&](json& trx) {
-      KOBO_ASSERT(trx.at("status") == to_string(change->from), "status change from a status the transaction is not in");
+      KOBO_ASSERT(trx.at("status") == to_string(change->from),
+                  "status change from a status the transaction is not in");
       render::advance_payout(trx, change->to, e.time);
     });
     index_transaction(TransactionIndex{std::string_view(edit(key, ""))});
@@ -372,7 +391,8 @@ void Projector::run() {
       Status s = views_.reopen();
       if (s) s = batch_->flush();
       if (!s) {
-        set_fault(std::string(s.kind() == ErrorKind::no_space ? "the views' disk is full: " : "the views cannot be written: ") +
+        set_fault(std::string(s.kind() == ErrorKind::no_space ? "the views' disk is full: "
+                                                              : "the views cannot be written: ") +
                   s.message());
         continue;
       }
@@ -385,7 +405,8 @@ void Projector::run() {
     if (auto s = step(std::chrono::milliseconds(100)); !s) {
       if (batch_unwritten_) {
         log::warn("the views cannot be written; retrying", {{"error", s.message()}});
-        set_fault(std::string(s.kind() == ErrorKind::no_space ? "the views' disk is full: " : "the views cannot be written: ") +
+        set_fault(std::string(s.kind() == ErrorKind::no_space ? "the views' disk is full: "
+                                                              : "the views cannot be written: ") +
                   s.message());
         continue;
       }
@@ -435,13 +456,15 @@ Status Projector::catch_up_to(const std::vector<Offset>& until) {
   if (!follower_) {
     if (auto s = open_follower(); !s) return s;
   }
-  if (until.size() != follower_->partitions()) return Status::error("catch_up_to needs one offset per partition");
+  if (until.size() != follower_->partitions())
+    return Status::error("catch_up_to needs one offset per partition");
   auto ends = log_.end_offsets();
   if (!ends) return ends.status();
   for (std::uint32_t p = 0; p < until.size(); ++p)
     if (until[p] > ends.value()[p])
       return Status::error("partition " + std::to_string(p) + ": cannot apply the log to offset " +
-                           std::to_string(until[p].value) + ", it ends at " + std::to_string(ends.value()[p].value));
+                           std::to_string(until[p].value) + ", it ends at " +
+                           std::to_string(ends.value()[p].value));
   while (!follower_->reached(until)) {
     if (auto s = step(std::chrono::milliseconds(100), &until); !s) return s;
   }

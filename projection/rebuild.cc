@@ -18,10 +18,12 @@ namespace kobo {
 
 namespace fs = std::filesystem;
 
-Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const fs::path& path, const std::vector<Offset>& until,
+Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const fs::path& path,
+                                             const std::vector<Offset>& until,
                                              const RebuildProgress& progress) {
   std::error_code ec;
-  if (fs::exists(path, ec)) return Status::error("cannot rebuild the views into " + path.string() + ": it exists");
+  if (fs::exists(path, ec))
+    return Status::error("cannot rebuild the views into " + path.string() + ": it exists");
   auto views = Views::open(path.string(), log.partitions());
   if (!views) return views.status();
   std::vector<Offset> target = until;
@@ -60,11 +62,21 @@ struct ViewName {
 
 // The tags of projection/view_keys.h; a tag missing here is shown as "view 'X'".
 constexpr ViewName kViewNames[] = {
-    {'P', "positions"},        {'B', "businesses"},         {'A', "accounts"},
-    {'a', "account list"},     {'K', "keys"},               {'D', "bank accounts"},
-    {'d', "bank account list"}, {'W', "wallets"},           {'w', "wallet list"},
-    {'N', "account numbers"},  {'S', "system balances"},    {'T', "transactions"},
-    {'i', "transaction ids"},  {'r', "transaction references"}, {'t', "transaction list"},
+    {'P', "positions"},
+    {'B', "businesses"},
+    {'A', "accounts"},
+    {'a', "account list"},
+    {'K', "keys"},
+    {'D', "bank accounts"},
+    {'d', "bank account list"},
+    {'W', "wallets"},
+    {'w', "wallet list"},
+    {'N', "account numbers"},
+    {'S', "system balances"},
+    {'T', "transactions"},
+    {'i', "transaction ids"},
+    {'r', "transaction references"},
+    {'t', "transaction list"},
 };
 
 }  // namespace
@@ -161,7 +173,8 @@ Status swap_in_views(const fs::path& live, const fs::path& rebuilt) {
   fs::path old = rebuilt;  // after an exchange, the old views are where the rebuilt ones were
   if (::renameat2(AT_FDCWD, rebuilt.c_str(), AT_FDCWD, live.c_str(), RENAME_EXCHANGE) != 0) {
     if (errno != EINVAL && errno != ENOSYS)
-      return Status::error("swap " + rebuilt.string() + " with " + live.string() + ": " + std::strerror(errno));
+      return Status::error("swap " + rebuilt.string() + " with " + live.string() + ": " +
+                           std::strerror(errno));
     // No atomic exchange on this filesystem: two renames. A crash in between leaves no views,
     // which the next start rebuilds from the log.
     old = live.string() + ".old-" + std::to_string(::getpid());

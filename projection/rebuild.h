@@ -37,9 +37,9 @@ struct ViewDifference {
 };
 
 struct ViewsDiff {
-  std::uint64_t keys_compared = 0;      // keys in either copy
-  std::uint64_t differences = 0;        // all of them
-  std::vector<ViewDifference> listed;   // the first `listed_max`, in key order
+  std::uint64_t keys_compared = 0;     // keys in either copy
+  std::uint64_t differences = 0;       // all of them
+  std::vector<ViewDifference> listed;  // the first `listed_max`, in key order
 };
 
 // Every key whose value differs between the two copies, or that only one of them has.

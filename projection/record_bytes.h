@@ -63,8 +63,10 @@ inline std::size_t skip_value(std::string_view s, std::size_t i) {
         if (i == npos) return npos;
         continue;
       }
-      if (s[i] == '{' || s[i] == '[') ++depth;
-      else if (--depth == 0) return i + 1;
+      if (s[i] == '{' || s[i] == '[')
+        ++depth;
+      else if (--depth == 0)
+        return i + 1;
       ++i;
     }
     return npos;
@@ -135,7 +137,8 @@ inline bool replace_members(std::string& record,
   });
   if (!ok || n != values.size()) return false;
   // Found in record order: replace from the last so the earlier offsets stay valid.
-  for (std::size_t k = n; k-- > 0;) record.replace(found[k].begin, found[k].end - found[k].begin, found[k].text);
+  for (std::size_t k = n; k-- > 0;)
+    record.replace(found[k].begin, found[k].end - found[k].begin, found[k].text);
   return true;
 }
 

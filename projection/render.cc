@@ -12,7 +12,10 @@ namespace {
 std::string iso(UnixMs ms) { return format_iso8601(ms); }
 
 json rate(Kobo amount) {
-  return {{"rateId", 1}, {"rate", 1}, {"sourceCurrency", "NGN"}, {"destinationCurrency", "NGN"},
+  return {{"rateId", 1},
+          {"rate", 1},
+          {"sourceCurrency", "NGN"},
+          {"destinationCurrency", "NGN"},
           {"convertedAmount", amount.value}};
 }
 
@@ -26,7 +29,8 @@ std::string session_id(std::string_view institution, UnixMs time, std::string_vi
   const std::string t = iso(time);  // 2026-11-21T07:02:00.000Z
   std::string id(institution.substr(0, 6));
   id.insert(0, 6 - id.size(), '0');
-  id += t.substr(2, 2) + t.substr(5, 2) + t.substr(8, 2) + t.substr(11, 2) + t.substr(14, 2) + t.substr(17, 2);
+  id +=
+      t.substr(2, 2) + t.substr(5, 2) + t.substr(8, 2) + t.substr(11, 2) + t.substr(14, 2) + t.substr(17, 2);
   const std::string h = to_hex(sha256("session|" + std::string(seed)));
   for (std::size_t i = 0; i < 12; ++i) id += static_cast<char>('0' + (h[i] % 10));
   return id;
@@ -54,8 +58,9 @@ json wallet_of(const RecordSource& records, std::string_view id) {
 // meta.credit: the counterpart side of a transaction, as the API document's 2.7 lists it.
 json mirror(const json& other) {
   json m;
-  for (const char* k : {"source", "sourceType", "sourceData", "destination", "destinationType", "destinationData",
-                        "amount", "currency", "actualAmount", "fee", "narration", "balance"})
+  for (const char* k :
+       {"source", "sourceType", "sourceData", "destination", "destinationType", "destinationData", "amount",
+        "currency", "actualAmount", "fee", "narration", "balance"})
     m[k] = other.at(k);
   return m;
 }
@@ -115,7 +120,8 @@ void mirror_pair(json& debit, json& credit, Kobo amount) {
 }
 
 std::vector<json> wallet_transfer(const Event& e, const WalletTransferSettled& x,
-                                  const std::vector<CreatedTransaction>& created, const RecordSource& records) {
+                                  const std::vector<CreatedTransaction>& created,
+                                  const RecordSource& records) {
   const json source = wallet_of(records, created[0].posting->account);
   const json destination = wallet_of(records, created[1].posting->account);
   const Kobo amount = created[1].posting->amount;
@@ -163,7 +169,8 @@ std::vector<json> bank_transfer(const Event& e, const BankTransferInitiated& x,
   return {std::move(debit)};
 }
 
-std::vector<json> payout_reversal(const Event& e, const PayoutFailed& x, const std::vector<CreatedTransaction>& created,
+std::vector<json> payout_reversal(const Event& e, const PayoutFailed& x,
+                                  const std::vector<CreatedTransaction>& created,
                                   const RecordSource& records) {
   const CreatedTransaction& t = created[0];
   auto payout = records.transaction(x.transaction.value);
@@ -186,7 +193,8 @@ std::vector<json> payout_reversal(const Event& e, const PayoutFailed& x, const s
 }
 
 std::vector<json> incoming_credit(const Event& e, const IncomingCreditReceived& x,
-                                  const std::vector<CreatedTransaction>& created, const RecordSource& records) {
+                                  const std::vector<CreatedTransaction>& created,
+                                  const RecordSource& records) {
   const CreatedTransaction& t = created[0];
   const json destination = wallet_of(records, t.posting->account);
   const Kobo amount = t.posting->amount;
@@ -382,10 +390,13 @@ json bank_account(const Event& e, const BeneficiarySaved& x) {
 std::vector<json> transactions(const Event& e, const RecordSource& records) {
   const auto created = transactions_created(e.data);
   if (created.empty()) return {};
-  if (const auto* x = std::get_if<WalletTransferSettled>(&e.data)) return wallet_transfer(e, *x, created, records);
-  if (const auto* x = std::get_if<BankTransferInitiated>(&e.data)) return bank_transfer(e, *x, created, records);
+  if (const auto* x = std::get_if<WalletTransferSettled>(&e.data))
+    return wallet_transfer(e, *x, created, records);
+  if (const auto* x = std::get_if<BankTransferInitiated>(&e.data))
+    return bank_transfer(e, *x, created, records);
   if (const auto* x = std::get_if<PayoutFailed>(&e.data)) return payout_reversal(e, *x, created, records);
-  if (const auto* x = std::get_if<IncomingCreditReceived>(&e.data)) return incoming_credit(e, *x, created, records);
+  if (const auto* x = std::get_if<IncomingCreditReceived>(&e.data))
+    return incoming_credit(e, *x, created, records);
   KOBO_ASSERT(false, "an event creates transactions render does not know");
   return {};
 }
@@ -450,12 +461,16 @@ std::optional<json> created_record(const std::vector<Event>& events, std::string
     std::visit(
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_same_v<T, WalletOpened>) match(wallet(e, x));
-          else if constexpr (std::is_same_v<T, TransitWalletOpened>) match(transit_wallet(e, x));
+          if constexpr (std::is_same_v<T, WalletOpened>)
+            match(wallet(e, x));
+          else if constexpr (std::is_same_v<T, TransitWalletOpened>)
+            match(transit_wallet(e, x));
           else if constexpr (std::is_same_v<T, CollectionWalletOpened>)
             match(collection_wallet(e, x, wallet_of(records, x.destination.value)));
-          else if constexpr (std::is_same_v<T, BeneficiarySaved>) match(bank_account(e, x));
-          else if constexpr (std::is_same_v<T, BusinessRegistered>) match(business_records(e, x).account);
+          else if constexpr (std::is_same_v<T, BeneficiarySaved>)
+            match(bank_account(e, x));
+          else if constexpr (std::is_same_v<T, BusinessRegistered>)
+            match(business_records(e, x).account);
           else
             for (json& t : transactions(e, records)) match(std::move(t));
         },

@@ -49,7 +49,8 @@ void update_account(nlohmann::json& account, const Event& e, const AccountUpdate
 nlohmann::json wallet(const Event& e, const WalletOpened& x);
 nlohmann::json transit_wallet(const Event& e, const TransitWalletOpened& x);
 // `destination` is the destination wallet's record (its account number is shown).
-nlohmann::json collection_wallet(const Event& e, const CollectionWalletOpened& x, const nlohmann::json& destination);
+nlohmann::json collection_wallet(const Event& e, const CollectionWalletOpened& x,
+                                 const nlohmann::json& destination);
 nlohmann::json bank_account(const Event& e, const BeneficiarySaved& x);
 
 // ---- transactions ----------------------------------------------------------------------------

@@ -32,11 +32,14 @@ inline void put_be(std::string& out, std::uint64_t v, int bytes = 8) {
 
 inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
   std::uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(s[at + static_cast<std::size_t>(i)]);
+  for (int i = 0; i < bytes; ++i)
+    v = (v << 8) | static_cast<unsigned char>(s[at + static_cast<std::size_t>(i)]);
   return v;
 }
 
-inline std::string scoped(char tag, std::string_view owner, bool live) { return tag + scope_key(owner, live); }
+inline std::string scoped(char tag, std::string_view owner, bool live) {
+  return tag + scope_key(owner, live);
+}
 
 inline std::string position(std::uint32_t p) {
   std::string k("P");

@@ -68,7 +68,9 @@ Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_
 Status Views::write(rocksdb::WriteBatch& batch) {
   std::shared_lock lock(db_lock_);
   const auto s = db_->Write(rocksdb::WriteOptions(), &batch);
-  if (!s.ok()) return Status::error("views write: " + s.ToString(), s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
+  if (!s.ok())
+    return Status::error("views write: " + s.ToString(),
+                         s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
   return {};
 }
 
@@ -90,7 +92,8 @@ Status Views::reopen() {
     // Leave no closed database behind: reads go on against the last state reopened read-only.
     rocksdb::DB* ro = nullptr;
     if (rocksdb::DB::OpenForReadOnly(views_options(), path_, &ro).ok()) db_.reset(ro);
-    return Status::error("reopen views: " + s.ToString(), s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
+    return Status::error("reopen views: " + s.ToString(),
+                         s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
   }
   db_.reset(raw);
   return {};
@@ -120,12 +123,13 @@ bool in_scope(std::string_view record, const Scope& scope) {
   std::string expected_auth;
   append_json_string(expected_auth, scope.business);
   bool auth = false, live = false;
-  const bool read = record_bytes::for_each_member(record, [&](std::string_view key, std::size_t b, std::size_t e) {
-    const std::string_view value = record.substr(b, e - b);
-    if (key == "auth") auth = value == expected_auth;
-    if (key == "live") live = value == (scope.live ? "true" : "false");
-    return key < "live";  // keys are sorted: both are behind
-  });
+  const bool read =
+      record_bytes::for_each_member(record, [&](std::string_view key, std::size_t b, std::size_t e) {
+        const std::string_view value = record.substr(b, e - b);
+        if (key == "auth") auth = value == expected_auth;
+        if (key == "live") live = value == (scope.live ? "true" : "false");
+        return key < "live";  // keys are sorted: both are behind
+      });
   KOBO_ASSERT(read, "a view record is not what dump_json writes");
   return auth && live;
 }
@@ -140,7 +144,8 @@ void scan_newest_first(rocksdb::DB& db, const std::string& prefix, const std::st
     if (!key.starts_with(prefix)) break;
     if (key.compare(upper_exclusive) >= 0) continue;
     if (key.compare(lower_inclusive) < 0) break;
-    if (!fn(std::string_view(key.data(), key.size()), std::string_view(it->value().data(), it->value().size())))
+    if (!fn(std::string_view(key.data(), key.size()),
+            std::string_view(it->value().data(), it->value().size())))
       break;
   }
   KOBO_ASSERT(it->status().ok(), "views scan failed");
@@ -159,21 +164,22 @@ std::optional<KeyOwner> Views::key_owner(std::string_view secret_key_hash) const
   if (!record) return std::nullopt;
   KeyOwner k;
   int found = 0;
-  const bool read = record_bytes::for_each_member(*record, [&](std::string_view key, std::size_t b, std::size_t e) {
-    const std::string_view value = std::string_view(*record).substr(b, e - b);
-    if (key == "account") {
-      k.account = record_bytes::string_value(value);
-      ++found;
-    } else if (key == "business") {
-      k.business = record_bytes::string_value(value);
-      ++found;
-    } else if (key == "live") {
-      KOBO_ASSERT(value == "true" || value == "false", "a key record's live is not a boolean");
-      k.live = value == "true";
-      ++found;
-    }
-    return true;
-  });
+  const bool read =
+      record_bytes::for_each_member(*record, [&](std::string_view key, std::size_t b, std::size_t e) {
+        const std::string_view value = std::string_view(*record).substr(b, e - b);
+        if (key == "account") {
+          k.account = record_bytes::string_value(value);
+          ++found;
+        } else if (key == "business") {
+          k.business = record_bytes::string_value(value);
+          ++found;
+        } else if (key == "live") {
+          KOBO_ASSERT(value == "true" || value == "false", "a key record's live is not a boolean");
+          k.live = value == "true";
+          ++found;
+        }
+        return true;
+      });
   KOBO_ASSERT(read && found == 3, "a key record lacks business, account or live");
   // Only a live key needs the account's live flag; test keys, most requests, skip that read.
   if (!k.live) return k;
@@ -198,16 +204,18 @@ Page Views::accounts(std::string_view business, const AccountFilter& filter, con
   Page out;
   const std::string prefix = "a" + std::string(business) + "|";
   std::shared_lock lock(db_lock_);
-  scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
-    auto a = get_json(view_keys::account(id));
-    KOBO_ASSERT(a.has_value(), "account index points at a missing account");
-    if (filter.name && a->value("name", "") != *filter.name) return true;
-    if (filter.is_default && a->value("isDefault", false) != *filter.is_default) return true;
-    if (filter.live && a->value("live", false) != *filter.live) return true;
-    if (in_page(out.total_count, page)) out.items.push_back(std::move(*a));
-    ++out.total_count;
-    return true;
-  });
+  scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix,
+                    [&](std::string_view, std::string_view id) {
+                      auto a = get_json(view_keys::account(id));
+                      KOBO_ASSERT(a.has_value(), "account index points at a missing account");
+                      if (filter.name && a->value("name", "") != *filter.name) return true;
+                      if (filter.is_default && a->value("isDefault", false) != *filter.is_default)
+                        return true;
+                      if (filter.live && a->value("live", false) != *filter.live) return true;
+                      if (in_page(out.total_count, page)) out.items.push_back(std::move(*a));
+                      ++out.total_count;
+                      return true;
+                    });
   return out;
 }
 
@@ -221,20 +229,23 @@ std::optional<std::string> Views::bank_account_text(const Scope& scope, std::str
   return get_scoped(view_keys::bank_account(public_id), scope);
 }
 
-Page Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter, const PageRequest& page) const {
+Page Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter,
+                          const PageRequest& page) const {
   Page out;
   if (filter.live && *filter.live != scope.live) return out;
   const std::string prefix = view_keys::scoped('d', scope.business, scope.live);
   std::shared_lock lock(db_lock_);
-  scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
-    auto b = get_json(view_keys::bank_account(id));
-    KOBO_ASSERT(b.has_value(), "bank account index points at a missing record");
-    if (filter.account_name && b->value("accountName", "") != *filter.account_name) return true;
-    if (filter.beneficiary_type && b->value("beneficiaryType", "") != *filter.beneficiary_type) return true;
-    if (in_page(out.total_count, page)) out.items.push_back(std::move(*b));
-    ++out.total_count;
-    return true;
-  });
+  scan_newest_first(
+      *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
+        auto b = get_json(view_keys::bank_account(id));
+        KOBO_ASSERT(b.has_value(), "bank account index points at a missing record");
+        if (filter.account_name && b->value("accountName", "") != *filter.account_name) return true;
+        if (filter.beneficiary_type && b->value("beneficiaryType", "") != *filter.beneficiary_type)
+          return true;
+        if (in_page(out.total_count, page)) out.items.push_back(std::move(*b));
+        ++out.total_count;
+        return true;
+      });
   return out;
 }
 
@@ -256,15 +267,17 @@ Page Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRe
   if (filter.live && *filter.live != scope.live) return out;
   const std::string prefix = view_keys::scoped('w', scope.business, scope.live);
   std::shared_lock lock(db_lock_);
-  scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
-    auto w = get_json(view_keys::wallet(id));
-    KOBO_ASSERT(w.has_value(), "wallet index points at a missing wallet");
-    if (filter.category && w->value("category", "") != *filter.category) return true;
-    if (filter.is_favourite && w->value("isFavourite", false) != *filter.is_favourite) return true;
-    if (in_page(out.total_count, page)) out.items.push_back(std::move(*w));
-    ++out.total_count;
-    return true;
-  });
+  scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix,
+                    [&](std::string_view, std::string_view id) {
+                      auto w = get_json(view_keys::wallet(id));
+                      KOBO_ASSERT(w.has_value(), "wallet index points at a missing wallet");
+                      if (filter.category && w->value("category", "") != *filter.category) return true;
+                      if (filter.is_favourite && w->value("isFavourite", false) != *filter.is_favourite)
+                        return true;
+                      if (in_page(out.total_count, page)) out.items.push_back(std::move(*w));
+                      ++out.total_count;
+                      return true;
+                    });
   return out;
 }
 
@@ -273,7 +286,8 @@ std::optional<std::string> Views::transaction_by_reference_text(const Scope& sco
   std::string id;
   {
     std::shared_lock lock(db_lock_);
-    const auto s = db_->Get(rocksdb::ReadOptions(), view_keys::transaction_reference(account, scope.live, reference), &id);
+    const auto s = db_->Get(rocksdb::ReadOptions(),
+                            view_keys::transaction_reference(account, scope.live, reference), &id);
     if (!s.ok()) return std::nullopt;
   }
   return get_scoped(view_keys::transaction(id), scope);
@@ -298,7 +312,9 @@ std::optional<std::string> Views::transaction_text(const Scope& scope, std::stri
     bool found = false;
     {
       std::shared_lock lock(db_lock_);
-      found = db_->Get(rocksdb::ReadOptions(), view_keys::transaction_id(scope.business, scope.live, numeric), &id).ok();
+      found = db_->Get(rocksdb::ReadOptions(), view_keys::transaction_id(scope.business, scope.live, numeric),
+                       &id)
+                  .ok();
     }
     if (found) {
       if (auto t = get_scoped(view_keys::transaction(id), scope)) return t;
@@ -312,10 +328,12 @@ Page Views::transactions(const Scope& scope, const TransactionFilter& filter, co
   if (filter.live && *filter.live != scope.live) return out;
   const std::string prefix = view_keys::scoped('t', scope.business, scope.live);
   std::string upper = prefix, lower = prefix;
-  view_keys::put_be(upper, filter.created_until ? static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_until, 0))
-                                                : UINT64_MAX);
+  view_keys::put_be(upper, filter.created_until
+                               ? static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_until, 0))
+                               : UINT64_MAX);
   if (!filter.created_until) upper += std::string(8, '\xff');
-  if (filter.created_from) view_keys::put_be(lower, static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_from, 0)));
+  if (filter.created_from)
+    view_keys::put_be(lower, static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_from, 0)));
   std::vector<std::string> ids;
   std::shared_lock lock(db_lock_);
   scan_newest_first(*db_, prefix, upper, lower, [&](std::string_view, std::string_view value) {

@@ -23,7 +23,7 @@
 namespace rocksdb {
 class DB;
 class WriteBatch;
-}
+}  // namespace rocksdb
 
 namespace kobo {
 
@@ -41,7 +41,7 @@ struct KeyOwner {
 };
 
 struct PageRequest {
-  std::uint64_t page = 1;      // from 1
+  std::uint64_t page = 1;  // from 1
   std::uint64_t per_page = 10;
 };
 

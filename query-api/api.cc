@@ -3,23 +3,23 @@
 #include <boost/asio/post.hpp>
 
 #include "common/crypto.h"
-#include "common/log.h"
 #include "common/json_dump.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "projection/render.h"
 #include "query-api/banks.h"
 #include "query-api/credentials.h"
-#include "query-api/name_enquiry.h"
 #include "query-api/envelope.h"
+#include "query-api/name_enquiry.h"
 #include "query-api/validation.h"
 
 namespace kobo {
 
-using nlohmann::json;
 using http::PathParams;
 using http::Request;
 using http::Responder;
 using http::Response;
+using nlohmann::json;
 
 namespace {
 
@@ -36,24 +36,40 @@ constexpr std::int64_t kExpireInMax = 1800;  // seconds
 
 http::Response rejection_response(Rejection r) {
   switch (r) {
-    case Rejection::none: break;
-    case Rejection::duplicate_reference: return http::error(409, "Duplicate reference");
-    case Rejection::source_not_found: return http::error(404, "Source not found");
-    case Rejection::destination_not_found: return http::error(404, "Destination not found");
+    case Rejection::none:
+      break;
+    case Rejection::duplicate_reference:
+      return http::error(409, "Duplicate reference");
+    case Rejection::source_not_found:
+      return http::error(404, "Source not found");
+    case Rejection::destination_not_found:
+      return http::error(404, "Destination not found");
     case Rejection::same_source_and_destination:
       return http::error(400, "Source and destination cannot be the same");
-    case Rejection::insufficient_funds: return http::error(403, "Insufficient fund");
-    case Rejection::wallet_name_taken: return http::error(400, "Virtual Account name already exist");
-    case Rejection::primary_wallet_limit: return http::error(400, "Primary wallet limit reached");
-    case Rejection::account_not_found: return http::error(404, "Account not found");
-    case Rejection::business_exists: return http::error(409, "Business already exists");
-    case Rejection::reference_exists: return http::error(400, "Reference already exists");
-    case Rejection::settlement_account_not_found: return http::error(404, "Settlement account not found");
-    case Rejection::amount_mismatch: return http::error(400, "Amount mismatch");
-    case Rejection::collection_inactive: return http::error(400, "Collection account is not active");
-    case Rejection::unavailable: return http::error(503, "Service unavailable");
-    case Rejection::storage_full: return http::error(507, "Insufficient storage");
-    case Rejection::out_of_range: return http::error(400, "Amount out of range");
+    case Rejection::insufficient_funds:
+      return http::error(403, "Insufficient fund");
+    case Rejection::wallet_name_taken:
+      return http::error(400, "Virtual Account name already exist");
+    case Rejection::primary_wallet_limit:
+      return http::error(400, "Primary wallet limit reached");
+    case Rejection::account_not_found:
+      return http::error(404, "Account not found");
+    case Rejection::business_exists:
+      return http::error(409, "Business already exists");
+    case Rejection::reference_exists:
+      return http::error(400, "Reference already exists");
+    case Rejection::settlement_account_not_found:
+      return http::error(404, "Settlement account not found");
+    case Rejection::amount_mismatch:
+      return http::error(400, "Amount mismatch");
+    case Rejection::collection_inactive:
+      return http::error(400, "Collection account is not active");
+    case Rejection::unavailable:
+      return http::error(503, "Service unavailable");
+    case Rejection::storage_full:
+      return http::error(507, "Insufficient storage");
+    case Rejection::out_of_range:
+      return http::error(400, "Amount out of range");
   }
   KOBO_ASSERT(false, "no HTTP answer for an accepted command");
   return http::internal_error();
@@ -131,9 +147,11 @@ class Api::Handlers {
                       std::function<void(json&)> adjust = {}) {
     boost::asio::post(api_.waits_, [this, o = std::move(o), status, message = std::move(message), adjust,
                                     respond = std::move(respond)]() mutable {
-      const bool applied = api_.projector_.wait_applied(o.partition, o.seq, api_.options_.read_barrier_timeout);
+      const bool applied =
+          api_.projector_.wait_applied(o.partition, o.seq, api_.options_.read_barrier_timeout);
       const ViewRecords records(api_.views_);
-      if (!applied && !render::can_render(o.events, records)) return respond(http::error(503, "Service unavailable"));
+      if (!applied && !render::can_render(o.events, records))
+        return respond(http::error(503, "Service unavailable"));
       auto record = render::created_record(o.events, o.id, records);
       KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
       if (adjust) adjust(*record);
@@ -180,8 +198,9 @@ class Api::Handlers {
     if (body->contains("live") && !body->at("live").is_null()) cmd.live = body->at("live").get<bool>();
     const std::string business = c->caller.business;
     api_.ledger_.submit(std::move(cmd), [this, business, id, respond](Outcome o) mutable {
-      if (!o.ok()) return respond(o.rejection == Rejection::account_not_found ? http::error(404, "Data not found")
-                                                                              : rejection_response(o.rejection));
+      if (!o.ok())
+        return respond(o.rejection == Rejection::account_not_found ? http::error(404, "Data not found")
+                                                                   : rejection_response(o.rejection));
       after_projection(o, std::move(respond), [this, business, id](Responder r) {
         auto a = api_.views_.account(business, id);
         KOBO_ASSERT(a.has_value(), "an updated account is missing from the views");
@@ -202,25 +221,27 @@ class Api::Handlers {
     const Credentials creds = new_credentials();
     // Webhooks are signed with the secret keys, which the log holds only as digests.
     if (api_.options_.signing_keys != nullptr) {
-      if (auto s = api_.options_.signing_keys->put(creds.account_id, creds.test_secret_key, creds.live_secret_key); !s) {
+      if (auto s =
+              api_.options_.signing_keys->put(creds.account_id, creds.test_secret_key, creds.live_secret_key);
+          !s) {
         log::error("cannot store signing keys", {{"error", s.message()}});
         return respond(http::internal_error());
       }
     }
-    api_.ledger_.submit(create_business_command(creds, body->at("name")),
-                        [this, creds, respond](Outcome o) mutable {
-                          if (!o.ok()) return respond(rejection_response(o.rejection));
-                          // The keys must work as soon as they are handed out.
-                          after_projection(o, std::move(respond), [creds, o](Responder r) {
-                            const Event& e = o.events.front();
-                            const auto records = render::business_records(e, std::get<BusinessRegistered>(e.data));
-                            r(http::ok(201,
-                                       json{{"business", records.business},
-                                            {"account", records.account},
-                                            {"credentials", to_json(creds)}},
-                                       "Business created successfully"));
-                          });
-                        });
+    api_.ledger_.submit(
+        create_business_command(creds, body->at("name")), [this, creds, respond](Outcome o) mutable {
+          if (!o.ok()) return respond(rejection_response(o.rejection));
+          // The keys must work as soon as they are handed out.
+          after_projection(o, std::move(respond), [creds, o](Responder r) {
+            const Event& e = o.events.front();
+            const auto records = render::business_records(e, std::get<BusinessRegistered>(e.data));
+            r(http::ok(201,
+                       json{{"business", records.business},
+                            {"account", records.account},
+                            {"credentials", to_json(creds)}},
+                       "Business created successfully"));
+          });
+        });
   }
 
   // ---- webhook deliveries ------------------------------------------------------------------
@@ -231,8 +252,9 @@ class Api::Handlers {
     http::QueryValidator q(req.query);
     DeliveryFilter filter;
     if (auto status = q.one_of("status", {"pending", "succeeded", "failed"}))
-      filter.status = *status == "pending" ? DeliveryStatus::pending
-                      : *status == "succeeded" ? DeliveryStatus::succeeded : DeliveryStatus::failed;
+      filter.status = *status == "pending"     ? DeliveryStatus::pending
+                      : *status == "succeeded" ? DeliveryStatus::succeeded
+                                               : DeliveryStatus::failed;
     const auto page = q.pagination();
     if (auto errors = q.errors()) return respond(http::validation_error(*errors));
     respond(list(api_.options_.webhooks->deliveries(c->scope, filter, to_page(page)), page));
@@ -243,10 +265,14 @@ class Api::Handlers {
     if (!c) return;
     json record;
     switch (api_.options_.webhooks->retry(c->scope, params.at("id"), &record)) {
-      case Webhooks::RetryOutcome::not_found: return respond(http::error(404, "Data not found"));
-      case Webhooks::RetryOutcome::in_progress: return respond(http::error(409, "Delivery attempt in progress"));
-      case Webhooks::RetryOutcome::queued: return respond(http::ok(200, record, "Webhook delivery queued"));
-      case Webhooks::RetryOutcome::unavailable: return respond(http::error(503, "Service unavailable"));
+      case Webhooks::RetryOutcome::not_found:
+        return respond(http::error(404, "Data not found"));
+      case Webhooks::RetryOutcome::in_progress:
+        return respond(http::error(409, "Delivery attempt in progress"));
+      case Webhooks::RetryOutcome::queued:
+        return respond(http::ok(200, record, "Webhook delivery queued"));
+      case Webhooks::RetryOutcome::unavailable:
+        return respond(http::error(503, "Service unavailable"));
     }
   }
 
@@ -261,21 +287,22 @@ class Api::Handlers {
         const std::string h = sha256_hex("kobo-bank:" + b.slug);
         const std::string uuid = h.substr(0, 8) + "-" + h.substr(8, 4) + "-4" + h.substr(13, 3) + "-a" +
                                  h.substr(17, 3) + "-" + h.substr(20, 12);
-        data.push_back({{"id", ++id},
-                        {"publicId", "bnk-" + uuid},
-                        {"createdAt", "2026-01-01T00:00:00.000Z"},
-                        {"updatedAt", "2026-01-01T00:00:00.000Z"},
-                        {"deletedAt", nullptr},
-                        {"bankName", b.name},
-                        {"bankCode", b.bank_code},
-                        {"nibssBankCode", b.nibss_code},
-                        {"country", "nigeria"},
-                        {"slug", b.slug},
-                        {"type", "nuban"},
-                        {"currency", "NGN"},
-                        {"active", true},
-                        {"processor", "kobo"},
-                        {"meta", {{"bankCode", b.bank_code}, {"name", b.name}, {"nibssBankCode", b.nibss_code}}}});
+        data.push_back(
+            {{"id", ++id},
+             {"publicId", "bnk-" + uuid},
+             {"createdAt", "2026-01-01T00:00:00.000Z"},
+             {"updatedAt", "2026-01-01T00:00:00.000Z"},
+             {"deletedAt", nullptr},
+             {"bankName", b.name},
+             {"bankCode", b.bank_code},
+             {"nibssBankCode", b.nibss_code},
+             {"country", "nigeria"},
+             {"slug", b.slug},
+             {"type", "nuban"},
+             {"currency", "NGN"},
+             {"active", true},
+             {"processor", "kobo"},
+             {"meta", {{"bankCode", b.bank_code}, {"name", b.name}, {"nibssBankCode", b.nibss_code}}}});
       }
       return http::ok(200, data, "Banks retrieved successfully").body;
     }();
@@ -301,25 +328,25 @@ class Api::Handlers {
     const auto& r = std::get<ResolvedAccount>(resolved);
     // The answer has the shape of the beneficiary it would be saved as; validating saves nothing.
     const std::string ts = format_iso8601(now_ms());
-    respond(http::ok(201,
-                     json{{"publicId", bank_account_id(c->caller.business, c->caller.live, r.bank_code,
-                                                       r.account_number)},
-                          {"auth", c->caller.business},
-                          {"account", c->caller.account},
-                          {"accountName", r.account_name},
-                          {"accountNumber", r.account_number},
-                          {"bankName", r.bank_name},
-                          {"bankCode", r.bank_code},
-                          {"nibssBankCode", r.nibss_code},
-                          {"live", c->caller.live},
-                          {"processor", render::kProcessor},
-                          {"currency", "NGN"},
-                          {"beneficiaryType", r.own_bank ? "vba" : "external"},
-                          {"clientIds", json::object()},
-                          {"nameEnquiryRef", "ner-" + uuid_v4()},
-                          {"createdAt", ts},
-                          {"updatedAt", ts}},
-                     "Account validated successfully"));
+    respond(http::ok(
+        201,
+        json{{"publicId", bank_account_id(c->caller.business, c->caller.live, r.bank_code, r.account_number)},
+             {"auth", c->caller.business},
+             {"account", c->caller.account},
+             {"accountName", r.account_name},
+             {"accountNumber", r.account_number},
+             {"bankName", r.bank_name},
+             {"bankCode", r.bank_code},
+             {"nibssBankCode", r.nibss_code},
+             {"live", c->caller.live},
+             {"processor", render::kProcessor},
+             {"currency", "NGN"},
+             {"beneficiaryType", r.own_bank ? "vba" : "external"},
+             {"clientIds", json::object()},
+             {"nameEnquiryRef", "ner-" + uuid_v4()},
+             {"createdAt", ts},
+             {"updatedAt", ts}},
+        "Account validated successfully"));
   }
 
   void add_bank_account(Request&& req, const PathParams&, Responder respond) {
@@ -350,7 +377,8 @@ class Api::Handlers {
     const Scope scope = c->scope;
     api_.ledger_.submit(std::move(cmd), [this, scope, respond](Outcome o) mutable {
       if (!o.ok()) return respond(rejection_response(o.rejection));
-      if (!o.replayed) return answer_created(std::move(o), 201, "Bank account added successfully", std::move(respond));
+      if (!o.replayed)
+        return answer_created(std::move(o), 201, "Bank account added successfully", std::move(respond));
       // Already saved: answer with the beneficiary as it is.
       after_projection(o, std::move(respond), [this, scope, id = o.id](Responder later) {
         auto b = api_.views_.bank_account_text(scope, id);
@@ -406,7 +434,8 @@ class Api::Handlers {
     if (auto errors = v.errors()) return respond(http::validation_error(*errors));
 
     CreateWallet cmd{c->caller, body->at("accountName"), body->at("category"), std::nullopt, std::nullopt};
-    if (body->contains("emailAddress") && !body->at("emailAddress").is_null()) cmd.email_address = body->at("emailAddress");
+    if (body->contains("emailAddress") && !body->at("emailAddress").is_null())
+      cmd.email_address = body->at("emailAddress");
     if (body->contains("mobile") && !body->at("mobile").is_null())
       cmd.mobile = Mobile{body->at("mobile").at("isoCode"), body->at("mobile").at("phoneNumber")};
     api_.ledger_.submit(std::move(cmd), [this, respond](Outcome o) {
@@ -542,7 +571,8 @@ class Api::Handlers {
     if (auto errors = v.errors()) return respond(http::validation_error(*errors));
     if (body->contains("metadata") && body->at("metadata").dump().size() > kMetadataBytesMax)
       return respond(http::validation_error(
-          {{"metadata", {{"maxSize", "metadata must be at most " + std::to_string(kMetadataBytesMax) + " bytes"}}}}));
+          {{"metadata",
+            {{"maxSize", "metadata must be at most " + std::to_string(kMetadataBytesMax) + " bytes"}}}}));
     if (!barrier(*c, respond)) return;
     auto resolved = resolve_account(api_.views_, api_.ledger_.config(), c->caller.live,
                                     body->at("bankCode").get<std::string>(),
@@ -562,8 +592,10 @@ class Api::Handlers {
     cmd.amount = Kobo(*http::as_int64(body->at("amount")));
     cmd.narration = body->at("narration");
     if (auto ref = optional_string(*body, "reference")) cmd.reference = *ref;
-    cmd.save_beneficiary = body->value("saveBeneficiary", json(false)).is_boolean() && body->value("saveBeneficiary", false);
-    if (body->contains("metadata") && body->at("metadata").is_object()) cmd.metadata = RawJson{dump_json(body->at("metadata"))};
+    cmd.save_beneficiary =
+        body->value("saveBeneficiary", json(false)).is_boolean() && body->value("saveBeneficiary", false);
+    if (body->contains("metadata") && body->at("metadata").is_object())
+      cmd.metadata = RawJson{dump_json(body->at("metadata"))};
     const Context ctx = *c;
     api_.ledger_.submit(std::move(cmd), [this, ctx, respond](Outcome o) {
       if (o.replayed) return answer_replay(ctx, std::move(o), respond);
@@ -635,7 +667,8 @@ class Api::Handlers {
     filter.live = q.boolean("live");
     const auto page = q.pagination();
     json date_errors = json::object();
-    for (const auto& [param, name] : {std::pair{"createdAt[startDate]", "startDate"}, {"createdAt[endDate]", "endDate"}}) {
+    for (const auto& [param, name] :
+         {std::pair{"createdAt[startDate]", "startDate"}, {"createdAt[endDate]", "endDate"}}) {
       const auto text = q.text(param);
       if (!text) continue;
       const auto day = parse_date(*text);
@@ -644,8 +677,10 @@ class Api::Handlers {
             std::string("createdAt.") + name + " must be a valid ISO 8601 date string";
         continue;
       }
-      if (std::string_view(name) == "startDate") filter.created_from = *day;
-      else filter.created_until = *day + kMsPerDay;  // the end day is inclusive
+      if (std::string_view(name) == "startDate")
+        filter.created_from = *day;
+      else
+        filter.created_until = *day + kMsPerDay;  // the end day is inclusive
     }
     auto errors = q.errors();
     if (errors || !date_errors.empty()) {
@@ -687,8 +722,8 @@ class Api::Handlers {
   static Response list(Page page, const http::PageRequest& request) {
     json items = json::array();
     for (auto& item : page.items) items.push_back(std::move(item));
-    return http::ok_list(items, http::Pagination{static_cast<std::int64_t>(page.total_count), request.per_page,
-                                                 request.page});
+    return http::ok_list(
+        items, http::Pagination{static_cast<std::int64_t>(page.total_count), request.per_page, request.page});
   }
 
   Api& api_;

@@ -24,9 +24,9 @@ namespace kobo {
 
 struct ApiOptions {
   std::chrono::milliseconds read_barrier_timeout{5'000};  // a GET waits this long for the views
-  std::string admin_key;  // enables /v1/admin/* (header x-admin-key) when not empty
-  std::int64_t expire_in_min_s = 600;  // collection wallets' shortest life (spec: 600; tests lower it)
-  Webhooks* webhooks = nullptr;            // enables /v1/webhook-deliveries when set
+  std::string admin_key;                    // enables /v1/admin/* (header x-admin-key) when not empty
+  std::int64_t expire_in_min_s = 600;       // collection wallets' shortest life (spec: 600; tests lower it)
+  Webhooks* webhooks = nullptr;             // enables /v1/webhook-deliveries when set
   SigningKeyStore* signing_keys = nullptr;  // new businesses' secret keys go here before they exist
 };
 

@@ -13,8 +13,8 @@ namespace kobo {
 
 struct Bank {
   std::string name;
-  std::string bank_code;       // what clients send: CBN code, or NIBSS code
-  std::string nibss_code;      // 6-digit NIP institution code
+  std::string bank_code;                  // what clients send: CBN code, or NIBSS code
+  std::string nibss_code;                 // 6-digit NIP institution code
   std::optional<std::string> nuban_code;  // 6-digit NUBAN institution code, when known
   std::string slug;
 };

@@ -10,7 +10,7 @@ Credentials new_credentials() {
 }
 
 nlohmann::json to_json(const Credentials& c) {
-  return nlohmann::json{{"businessId", c.business_id},       {"accountId", c.account_id},
+  return nlohmann::json{{"businessId", c.business_id},        {"accountId", c.account_id},
                         {"testSecretKey", c.test_secret_key}, {"liveSecretKey", c.live_secret_key},
                         {"testPublicKey", c.test_public_key}, {"livePublicKey", c.live_public_key}};
 }

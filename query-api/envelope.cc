@@ -67,7 +67,8 @@ Response ok_text(unsigned status, std::string_view data, const std::optional<std
 
 Response ok_list(const nlohmann::json& data, Pagination p, unsigned status) {
   KOBO_ASSERT(data.is_array(), "ok_list() data must be an array");
-  nlohmann::ordered_json pagination{{"totalCount", p.total_count}, {"perPage", p.per_page}, {"current", p.current}};
+  nlohmann::ordered_json pagination{
+      {"totalCount", p.total_count}, {"perPage", p.per_page}, {"current", p.current}};
   return success(status, ",\"pagination\":" + dump(pagination), dump(data));
 }
 

@@ -29,10 +29,12 @@ struct Pagination {
 };
 
 // `message` is present on create/update/transfer/list-banks answers, absent on get-one/verify.
-Response ok(unsigned status, const nlohmann::json& data, const std::optional<std::string>& message = std::nullopt);
+Response ok(unsigned status, const nlohmann::json& data,
+            const std::optional<std::string>& message = std::nullopt);
 // The same with `data` given as its JSON text (a stored record), written into the body as is.
 // The bytes equal ok()'s for that record when the text is dump_json() output, as views' are.
-Response ok_text(unsigned status, std::string_view data, const std::optional<std::string>& message = std::nullopt);
+Response ok_text(unsigned status, std::string_view data,
+                 const std::optional<std::string>& message = std::nullopt);
 
 // Lists: meta has statusCode, success and pagination, no message.
 Response ok_list(const nlohmann::json& data, Pagination pagination, unsigned status = 200);

@@ -18,8 +18,8 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/status.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <boost/url/parse.hpp>
 #include <condition_variable>
 #include <exception>
@@ -82,7 +82,8 @@ bool parse_target(std::string_view target, Request& req) {
   // them, so they are encoded before the strict parse rather than refused.
   std::string raw_target(target);
   for (std::size_t i = 0; i < raw_target.size(); ++i)  // not find_first_of: that is a memchr per byte
-    if (raw_target[i] == '[' || raw_target[i] == ']') raw_target.replace(i, 1, raw_target[i] == '[' ? "%5B" : "%5D");
+    if (raw_target[i] == '[' || raw_target[i] == ']')
+      raw_target.replace(i, 1, raw_target[i] == '[' ? "%5B" : "%5D");
   auto parsed = boost::urls::parse_origin_form(raw_target);
   if (!parsed) return false;
   req.path = parsed->path();
@@ -220,7 +221,8 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
     if (ec) return on_read(ec, n);
     const auto& header = parser_->get();
     if (parser_->is_done()) return on_read(ec, n);  // no body: a GET, mostly
-    if (header.version() < 11 || !beast::iequals(header[bhttp::field::expect], "100-continue")) return read_body();
+    if (header.version() < 11 || !beast::iequals(header[bhttp::field::expect], "100-continue"))
+      return read_body();
     net::async_write(stream_, net::buffer(kContinue),
                      [self = shared_from_this()](beast::error_code write_ec, std::size_t) {
                        if (write_ec) return self->close();
@@ -260,7 +262,7 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
     req.body = std::move(message.body());
 
     state_ = State::handling;
-    stream_.expires_never();  // the handler's own limits bound how long it takes
+    stream_.expires_never();            // the handler's own limits bound how long it takes
     const std::string path = req.path;  // for the log line if the handler throws
     const auto method = req.method;
     auto state = std::make_shared<ResponderState>(shared_from_this());
@@ -277,9 +279,8 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
       core_->handler(std::move(req), std::move(responder));
       return;
     } catch (const std::exception& e) {
-      log::error("http handler threw", {{"method", std::string(bhttp::to_string(method))},
-                                        {"path", path},
-                                        {"error", e.what()}});
+      log::error("http handler threw",
+                 {{"method", std::string(bhttp::to_string(method))}, {"path", path}, {"error", e.what()}});
     } catch (...) {
       log::error("http handler threw", {{"method", std::string(bhttp::to_string(method))},
                                         {"path", path},
@@ -392,10 +393,9 @@ void on_accept(const std::shared_ptr<Server::Core>& core, beast::error_code ec, 
 }
 
 void accept_next(const std::shared_ptr<Server::Core>& core) {
-  core->acceptor.async_accept(net::make_strand(core->ioc),
-                              [core](beast::error_code ec, tcp::socket socket) {
-                                on_accept(core, ec, std::move(socket));
-                              });
+  core->acceptor.async_accept(net::make_strand(core->ioc), [core](beast::error_code ec, tcp::socket socket) {
+    on_accept(core, ec, std::move(socket));
+  });
 }
 
 }  // namespace
@@ -456,7 +456,8 @@ Status Server::start() {
                          std::to_string(endpoint.port()) + ": " + ec.message());
   };
   if (acceptor.open(endpoint.protocol(), ec); ec) return failed("cannot open socket for");
-  if (acceptor.set_option(net::socket_base::reuse_address(true), ec); ec) return failed("cannot set options on");
+  if (acceptor.set_option(net::socket_base::reuse_address(true), ec); ec)
+    return failed("cannot set options on");
   if (acceptor.bind(endpoint, ec); ec) return failed("cannot bind");
   if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) return failed("cannot listen on");
   port_ = acceptor.local_endpoint(ec).port();

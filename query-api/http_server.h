@@ -44,8 +44,8 @@ using QueryParams = std::vector<std::pair<std::string, std::string>>;
 
 struct Request {
   boost::beast::http::verb method = boost::beast::http::verb::get;
-  std::string path;    // percent-decoded, without the query
-  QueryParams query;   // percent-decoded ('+' is a space), in order, repeated keys kept
+  std::string path;   // percent-decoded, without the query
+  QueryParams query;  // percent-decoded ('+' is a space), in order, repeated keys kept
   boost::beast::http::fields headers;
   std::string body;
 
@@ -76,9 +76,9 @@ struct ServerOptions {
   std::string address = "127.0.0.1";
   std::uint16_t port = 0;  // 0: an ephemeral port, see Server::port()
   int threads = 2;
-  std::size_t body_limit = 64 * 1024;   // bytes; larger is 413
-  std::size_t header_limit = 16 * 1024;  // bytes of request line and headers; larger is 431
-  std::size_t connections_max = 10'000;  // further connections are closed on accept
+  std::size_t body_limit = 64 * 1024;               // bytes; larger is 413
+  std::size_t header_limit = 16 * 1024;             // bytes of request line and headers; larger is 431
+  std::size_t connections_max = 10'000;             // further connections are closed on accept
   std::chrono::milliseconds read_timeout{10'000};   // first byte of a request to its last
   std::chrono::milliseconds idle_timeout{60'000};   // keep-alive wait for the next request
   std::chrono::milliseconds write_timeout{10'000};  // writing one response

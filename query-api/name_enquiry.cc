@@ -12,15 +12,16 @@ namespace kobo {
 namespace {
 
 constexpr std::array<std::string_view, 16> kFirstNames{
-    "Adaeze", "Babatunde", "Chinedu", "Damilola", "Emeka",  "Folake", "Garba",  "Halima",
-    "Ifeoma", "Jide",      "Kemi",    "Lanre",    "Musa",   "Ngozi",  "Olumide", "Tolu"};
+    "Adaeze", "Babatunde", "Chinedu", "Damilola", "Emeka", "Folake", "Garba",   "Halima",
+    "Ifeoma", "Jide",      "Kemi",    "Lanre",    "Musa",  "Ngozi",  "Olumide", "Tolu"};
 constexpr std::array<std::string_view, 16> kLastNames{
-    "Okafor", "Adeyemi", "Bello",  "Eze",      "Ibrahim", "Nwosu", "Ogunleye", "Usman",
-    "Abubakar", "Okonkwo", "Balogun", "Chukwu", "Danjuma", "Adewale", "Obi",   "Yusuf"};
+    "Okafor",   "Adeyemi", "Bello",   "Eze",    "Ibrahim", "Nwosu",   "Ogunleye", "Usman",
+    "Abubakar", "Okonkwo", "Balogun", "Chukwu", "Danjuma", "Adewale", "Obi",      "Yusuf"};
 
 std::string sandbox_name(std::string_view bank_code, std::string_view number) {
   const Sha256 h = sha256(std::string(bank_code) + ":" + std::string(number));
-  return std::string(kFirstNames[h[0] % kFirstNames.size()]) + " " + std::string(kLastNames[h[1] % kLastNames.size()]);
+  return std::string(kFirstNames[h[0] % kFirstNames.size()]) + " " +
+         std::string(kLastNames[h[1] % kLastNames.size()]);
 }
 
 bool ten_digits(std::string_view s) {
@@ -35,7 +36,8 @@ std::variant<ResolvedAccount, http::Response> resolve_account(const Views& views
   ResolvedAccount r;
   r.account_number = account_number;
   if (bank_code == config.bank_code) {
-    if (!nuban::is_valid(config.nuban_code, account_number)) return http::error(400, "Invalid account number");
+    if (!nuban::is_valid(config.nuban_code, account_number))
+      return http::error(400, "Invalid account number");
     const auto wallet = views.wallet_by_account_number(account_number);
     if (!wallet || wallet->value("live", !live) != live) return http::error(404, "Account not found");
     r.bank_code = config.bank_code;
@@ -47,7 +49,8 @@ std::variant<ResolvedAccount, http::Response> resolve_account(const Views& views
   }
   const Bank* bank = find_bank(bank_code);
   if (bank == nullptr) return http::error(400, "Bank not found");
-  if (!ten_digits(account_number) || (bank->nuban_code && !nuban::is_valid(*bank->nuban_code, account_number)))
+  if (!ten_digits(account_number) ||
+      (bank->nuban_code && !nuban::is_valid(*bank->nuban_code, account_number)))
     return http::error(400, "Invalid account number");
   r.bank_code = bank->bank_code;
   r.bank_name = bank->name;
@@ -58,10 +61,10 @@ std::variant<ResolvedAccount, http::Response> resolve_account(const Views& views
 
 std::string bank_account_id(std::string_view business, bool live, std::string_view bank_code,
                             std::string_view account_number) {
-  const std::string h = sha256_hex(scope_key(business, live) + std::string(bank_code) + "|" +
-                                   std::string(account_number));
-  return "bka-" + h.substr(0, 8) + "-" + h.substr(8, 4) + "-4" + h.substr(13, 3) + "-8" + h.substr(17, 3) + "-" +
-         h.substr(20, 12);
+  const std::string h =
+      sha256_hex(scope_key(business, live) + std::string(bank_code) + "|" + std::string(account_number));
+  return "bka-" + h.substr(0, 8) + "-" + h.substr(8, 4) + "-4" + h.substr(13, 3) + "-8" + h.substr(17, 3) +
+         "-" + h.substr(20, 12);
 }
 
 }  // namespace kobo

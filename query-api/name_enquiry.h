@@ -16,7 +16,7 @@
 namespace kobo {
 
 struct ResolvedAccount {
-  std::string bank_code;    // the bank's canonical code (CBN code, or its NIBSS code)
+  std::string bank_code;  // the bank's canonical code (CBN code, or its NIBSS code)
   std::string bank_name;
   std::string nibss_code;
   std::string account_number;

@@ -142,7 +142,8 @@ struct Router::Node {
         if (std::find(out.begin(), out.end(), r->method) == out.end()) out.push_back(r->method);
       return;
     }
-    if (auto it = literals.find(segments[i]); it != literals.end()) it->second->methods_matching(segments, i + 1, out);
+    if (auto it = literals.find(segments[i]); it != literals.end())
+      it->second->methods_matching(segments, i + 1, out);
     if (param && !segments[i].empty()) param->methods_matching(segments, i + 1, out);
   }
 };
@@ -182,9 +183,7 @@ void Router::add(bhttp::verb method, std::string_view pattern, RouteHandler hand
   routes_.push_back(std::move(route));
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 // One request's answer path: times it, counts it, and turns a handler's exception into a 500.
 struct Router::Exchange {
@@ -282,7 +281,8 @@ std::vector<Router::RouteInfo> Router::routes() const {
 }
 
 Handler Router::handler() const {
-  return [this](Request&& request, Responder responder) { dispatch(std::move(request), std::move(responder)); };
+  return
+      [this](Request&& request, Responder responder) { dispatch(std::move(request), std::move(responder)); };
 }
 
 }  // namespace kobo::http

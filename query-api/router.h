@@ -56,11 +56,21 @@ class Router {
 
   // Registering the same method and pattern twice, or a malformed pattern, asserts.
   void add(boost::beast::http::verb method, std::string_view pattern, RouteHandler handler);
-  void get(std::string_view pattern, RouteHandler h) { add(boost::beast::http::verb::get, pattern, std::move(h)); }
-  void post(std::string_view pattern, RouteHandler h) { add(boost::beast::http::verb::post, pattern, std::move(h)); }
-  void patch(std::string_view pattern, RouteHandler h) { add(boost::beast::http::verb::patch, pattern, std::move(h)); }
-  void put(std::string_view pattern, RouteHandler h) { add(boost::beast::http::verb::put, pattern, std::move(h)); }
-  void del(std::string_view pattern, RouteHandler h) { add(boost::beast::http::verb::delete_, pattern, std::move(h)); }
+  void get(std::string_view pattern, RouteHandler h) {
+    add(boost::beast::http::verb::get, pattern, std::move(h));
+  }
+  void post(std::string_view pattern, RouteHandler h) {
+    add(boost::beast::http::verb::post, pattern, std::move(h));
+  }
+  void patch(std::string_view pattern, RouteHandler h) {
+    add(boost::beast::http::verb::patch, pattern, std::move(h));
+  }
+  void put(std::string_view pattern, RouteHandler h) {
+    add(boost::beast::http::verb::put, pattern, std::move(h));
+  }
+  void del(std::string_view pattern, RouteHandler h) {
+    add(boost::beast::http::verb::delete_, pattern, std::move(h));
+  }
 
   void dispatch(Request&& request, Responder responder) const;
 

@@ -49,9 +49,7 @@ std::size_t utf16_length(std::string_view s) {
   return n;
 }
 
-bool is_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
+bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
 // A pragmatic address check: local@domain.tld, ASCII, one '@', no spaces, dot-separated
 // labels of letters, digits and inner hyphens, and a top-level domain of two or more letters.
@@ -116,12 +114,14 @@ std::string join(const std::vector<std::string>& values) {
 // Strict decimal integer: optional '-', digits, nothing else. Out-of-range values saturate.
 std::optional<std::int64_t> parse_query_int(std::string_view s) {
   const std::string_view digits = (!s.empty() && s.front() == '-') ? s.substr(1) : s;
-  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+  if (digits.empty() ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   std::int64_t value = 0;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec == std::errc::result_out_of_range)
-    return s.front() == '-' ? std::numeric_limits<std::int64_t>::min() : std::numeric_limits<std::int64_t>::max();
+    return s.front() == '-' ? std::numeric_limits<std::int64_t>::min()
+                            : std::numeric_limits<std::int64_t>::max();
   if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
   return value;
 }
@@ -129,7 +129,8 @@ std::optional<std::int64_t> parse_query_int(std::string_view s) {
 }  // namespace
 
 std::optional<json> parse_json_object(std::string_view body) {
-  if (std::all_of(body.begin(), body.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }))
+  if (std::all_of(body.begin(), body.end(),
+                  [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }))
     return json::object();
   json parsed = json::parse(body, /*cb=*/nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object()) return std::nullopt;
@@ -213,18 +214,18 @@ FieldRules& FieldRules::max(std::int64_t bound) {
 
 FieldRules& FieldRules::is_in(std::initializer_list<std::string_view> allowed) {
   if (skipped()) return *this;
-  const bool found = present(value_) && value_->is_string() &&
-                     std::find(allowed.begin(), allowed.end(), value_->get_ref<const std::string&>()) !=
-                         allowed.end();
+  const bool found =
+      present(value_) && value_->is_string() &&
+      std::find(allowed.begin(), allowed.end(), value_->get_ref<const std::string&>()) != allowed.end();
   if (!found) fail("isIn", path_ + " must be one of the following values: " + join(allowed));
   return *this;
 }
 
 FieldRules& FieldRules::is_in(const std::vector<std::string>& allowed) {
   if (skipped()) return *this;
-  const bool found = present(value_) && value_->is_string() &&
-                     std::find(allowed.begin(), allowed.end(), value_->get_ref<const std::string&>()) !=
-                         allowed.end();
+  const bool found =
+      present(value_) && value_->is_string() &&
+      std::find(allowed.begin(), allowed.end(), value_->get_ref<const std::string&>()) != allowed.end();
   if (!found) fail("isIn", path_ + " must be one of the following values: " + join(allowed));
   return *this;
 }
@@ -245,14 +246,16 @@ FieldRules& FieldRules::is_url() {
 
 FieldRules& FieldRules::min_length(std::size_t length) {
   if (skipped()) return *this;
-  if (!present(value_) || !value_->is_string() || utf16_length(value_->get_ref<const std::string&>()) < length)
+  if (!present(value_) || !value_->is_string() ||
+      utf16_length(value_->get_ref<const std::string&>()) < length)
     fail("minLength", path_ + " must be longer than or equal to " + std::to_string(length) + " characters");
   return *this;
 }
 
 FieldRules& FieldRules::max_length(std::size_t length) {
   if (skipped()) return *this;
-  if (!present(value_) || !value_->is_string() || utf16_length(value_->get_ref<const std::string&>()) > length)
+  if (!present(value_) || !value_->is_string() ||
+      utf16_length(value_->get_ref<const std::string&>()) > length)
     fail("maxLength", path_ + " must be shorter than or equal to " + std::to_string(length) + " characters");
   return *this;
 }
@@ -267,8 +270,8 @@ FieldRules& FieldRules::array_max_size(std::size_t size) {
 FieldRules& FieldRules::each_is_string() {
   if (skipped()) return *this;
   const auto ok = [](const json& v) { return v.is_string(); };
-  const bool all = present(value_) && (value_->is_array() ? std::all_of(value_->begin(), value_->end(), ok)
-                                                          : ok(*value_));
+  const bool all =
+      present(value_) && (value_->is_array() ? std::all_of(value_->begin(), value_->end(), ok) : ok(*value_));
   if (!all) fail("isString", "each value in " + path_ + " must be a string");
   return *this;
 }
@@ -276,8 +279,8 @@ FieldRules& FieldRules::each_is_string() {
 FieldRules& FieldRules::each_is_url() {
   if (skipped()) return *this;
   const auto ok = [](const json& v) { return v.is_string() && is_http_url(v.get_ref<const std::string&>()); };
-  const bool all = present(value_) && (value_->is_array() ? std::all_of(value_->begin(), value_->end(), ok)
-                                                          : ok(*value_));
+  const bool all =
+      present(value_) && (value_->is_array() ? std::all_of(value_->begin(), value_->end(), ok) : ok(*value_));
   if (!all) fail("isUrl", "each value in " + path_ + " must be a URL address");
   return *this;
 }
@@ -319,7 +322,8 @@ std::optional<json> Validator::errors() const {
 
 std::int64_t PageRequest::offset() const {
   KOBO_ASSERT(page >= 1 && per_page >= 1, "page request out of range");
-  if (page - 1 > std::numeric_limits<std::int64_t>::max() / per_page) return std::numeric_limits<std::int64_t>::max();
+  if (page - 1 > std::numeric_limits<std::int64_t>::max() / per_page)
+    return std::numeric_limits<std::int64_t>::max();
   return (page - 1) * per_page;
 }
 

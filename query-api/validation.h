@@ -61,7 +61,7 @@ class FieldRules {
   FieldRules& is_in(std::initializer_list<std::string_view> allowed);
   FieldRules& is_in(const std::vector<std::string>& allowed);
   FieldRules& is_email();
-  FieldRules& is_url();  // absolute http or https URL with a host
+  FieldRules& is_url();                        // absolute http or https URL with a host
   FieldRules& min_length(std::size_t length);  // in UTF-16 code units, as JavaScript counts
   FieldRules& max_length(std::size_t length);
   FieldRules& array_max_size(std::size_t size);
@@ -113,7 +113,7 @@ class Validator {
   const nlohmann::json* object_;  // nullptr: an inert nested validator
   std::string prefix_;            // "" or "mobile."
   nlohmann::json own_errors_ = nlohmann::json::object();
-  nlohmann::json* sink_;          // own_errors_, or the root validator's
+  nlohmann::json* sink_;  // own_errors_, or the root validator's
 };
 
 // Query-string parameters of list endpoints, reported in the same {"name": {...}} form.

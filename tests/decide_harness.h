@@ -18,7 +18,8 @@ inline constexpr UnixMs kNow = 1'795'000'000'000;
 
 class Partition0 {
  public:
-  explicit Partition0(std::uint64_t seed = 1, LedgerConfig config = kConfig) : config_(std::move(config)), ids_(seed) {
+  explicit Partition0(std::uint64_t seed = 1, LedgerConfig config = kConfig)
+      : config_(std::move(config)), ids_(seed) {
     state_.partition = Partition(0);
   }
 
@@ -69,8 +70,8 @@ class Partition0 {
   }
 
   void fund(const Caller& c, const std::string& wallet_id, std::int64_t amount) {
-    const Decision d = run(IncomingCredit{c, number(wallet_id), Kobo(amount), "fund", "S", "0000014579", "058", "GTB",
-                                          "000013"});
+    const Decision d = run(IncomingCredit{c, number(wallet_id), Kobo(amount), "fund", "S", "0000014579",
+                                          "058", "GTB", "000013"});
     ASSERT_EQ(d.rejection, Rejection::none);
   }
 

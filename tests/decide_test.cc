@@ -48,7 +48,8 @@ TEST(WalletTransfer, RejectionsInOrderOfPrecedence) {
   ASSERT_EQ(p.run(transfer(kAlice, a1, a2, 10'000, "used")).rejection, Rejection::none);
   std::string a1_upper = a1, a2_upper = a2;  // wallets are held by packed ids: only the exact id finds one
   for (std::string* id : {&a1_upper, &a2_upper})
-    std::ranges::transform(*id, id->begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+    std::ranges::transform(*id, id->begin(),
+                           [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
 
   struct Row {
     const char* why;
@@ -58,8 +59,8 @@ TEST(WalletTransfer, RejectionsInOrderOfPrecedence) {
   const std::vector<Row> rows{
       {"a negative amount, which no HTTP request can send but no caller may abort the writer with",
        transfer(kAlice, a1, a2, -10'000, "used"), Rejection::out_of_range},
-      {"the most negative amount, whose negation overflows", transfer(kAlice, a1, a2, std::numeric_limits<std::int64_t>::min()),
-       Rejection::out_of_range},
+      {"the most negative amount, whose negation overflows",
+       transfer(kAlice, a1, a2, std::numeric_limits<std::int64_t>::min()), Rejection::out_of_range},
       {"a zero amount", transfer(kAlice, a1, a2, 0), Rejection::out_of_range},
       {"a used reference with another body", transfer(kAlice, a1, a2, 10'000, "used", "other narration"),
        Rejection::duplicate_reference},
@@ -71,7 +72,8 @@ TEST(WalletTransfer, RejectionsInOrderOfPrecedence) {
       {"a source's id in upper case", transfer(kAlice, a1_upper, a2, 10'000), Rejection::source_not_found},
       {"unknown destination", transfer(kAlice, a1, "vba-nope", 10'000), Rejection::destination_not_found},
       {"another business's destination", transfer(kAlice, a1, b1, 10'000), Rejection::destination_not_found},
-      {"a destination's id in upper case", transfer(kAlice, a1, a2_upper, 10'000), Rejection::destination_not_found},
+      {"a destination's id in upper case", transfer(kAlice, a1, a2_upper, 10'000),
+       Rejection::destination_not_found},
       {"same wallet", transfer(kAlice, a1, a1, 10'000), Rejection::same_source_and_destination},
       {"more than the balance", transfer(kAlice, a1, a2, 40'001), Rejection::insufficient_funds},
       {"the largest amount", transfer(kAlice, a1, a2, kMax), Rejection::insufficient_funds},
@@ -124,10 +126,12 @@ TEST(WalletTransfer, IsOneSettledEventWithBothPostings) {
   EXPECT_TRUE(d.schedule.empty()) << "a wallet transfer settles as it is appended";
   EXPECT_EQ(x.reference, "r");
   EXPECT_EQ(x.account, AccountId("acc-a"));
-  EXPECT_EQ(x.postings, (std::vector<Posting>{{a1, Kobo(-10'000), Kobo(15'000)}, {a2, Kobo(10'000), Kobo(10'000)}}));
+  EXPECT_EQ(x.postings,
+            (std::vector<Posting>{{a1, Kobo(-10'000), Kobo(15'000)}, {a2, Kobo(10'000), Kobo(10'000)}}));
   EXPECT_EQ(postings_sum(d.events[0].data), Kobo(0));
-  EXPECT_EQ(x.ids, (std::vector<std::uint64_t>{interleaved_id(before, Partition(0), kConfig.partitions),
-                                               interleaved_id(before + 1, Partition(0), kConfig.partitions)}));
+  EXPECT_EQ(x.ids,
+            (std::vector<std::uint64_t>{interleaved_id(before, Partition(0), kConfig.partitions),
+                                        interleaved_id(before + 1, Partition(0), kConfig.partitions)}));
   EXPECT_EQ(p.balance(a1), Kobo(15'000));
   EXPECT_EQ(p.balance(a2), Kobo(10'000));
   EXPECT_EQ(p.state().total, Kobo(0)) << "double entry: the partition sums to zero";
@@ -154,7 +158,8 @@ TEST(WalletTransfer, IsAtMost800BytesOnTheWire) {
   Partition0 p;
   const std::string a1 = p.wallet(kAlice, "a1"), a2 = p.wallet(kAlice, "a2");
   p.fund(kAlice, a1, 1'000'000'000'000);
-  WalletTransfer t = transfer(kAlice, a1, a2, 123'456'789, "inv-2026-11-000012345", "Payment for invoice 000012345.");
+  WalletTransfer t =
+      transfer(kAlice, a1, a2, 123'456'789, "inv-2026-11-000012345", "Payment for invoice 000012345.");
   t.name_enquiry_ref = "NE-0123456789";
   const Decision d = p.run(t);
   ASSERT_EQ(d.rejection, Rejection::none);
@@ -173,7 +178,9 @@ TEST(CreateWallet, RejectionsInOrderOfPrecedence) {
   };
   const std::vector<Row> rows{
       {"a category the API does not have", {kAlice, "x", "tertiary", {}, {}}, Rejection::out_of_range},
-      {"a name already used beats the limit", {kAlice, "p0", "primary", {}, {}}, Rejection::wallet_name_taken},
+      {"a name already used beats the limit",
+       {kAlice, "p0", "primary", {}, {}},
+       Rejection::wallet_name_taken},
       {"a secondary's name is taken too", {kAlice, "s0", "secondary", {}, {}}, Rejection::wallet_name_taken},
       {"a sixth primary", {kAlice, "p5", "primary", {}, {}}, Rejection::primary_wallet_limit},
       {"secondaries have no limit", {kAlice, "s1", "secondary", {}, {}}, Rejection::none},
@@ -187,8 +194,8 @@ TEST(CreateWallet, OpensAWalletWithTheServicesBankAndADistinctValidNubanNumber) 
   Partition0 p;
   std::set<std::string> numbers;
   for (int i = 0; i < 50; ++i) {
-    const Decision d =
-        p.run(CreateWallet{kAlice, "w" + std::to_string(i), "secondary", "a@b.c", Mobile{"NG", "+2348000000000"}});
+    const Decision d = p.run(
+        CreateWallet{kAlice, "w" + std::to_string(i), "secondary", "a@b.c", Mobile{"NG", "+2348000000000"}});
     const auto& x = only_event<WalletOpened>(d);
     EXPECT_EQ(d.id, x.wallet.value);
     EXPECT_TRUE(d.id.starts_with("vba-"));
@@ -213,7 +220,8 @@ TEST(CreateBusiness, RegistersTheBusinessWithItsAccountOnce) {
   EXPECT_EQ(p.decide(c).rejection, Rejection::business_exists);
   EXPECT_EQ(p.decide(UpdateAccount{{"biz-other", "acc-n", false}, "acc-n", {}, true}).rejection,
             Rejection::account_not_found);
-  const Decision u = p.run(UpdateAccount{{"biz-n", "acc-n", false}, "acc-n", std::vector<std::string>{"https://h"}, {}});
+  const Decision u =
+      p.run(UpdateAccount{{"biz-n", "acc-n", false}, "acc-n", std::vector<std::string>{"https://h"}, {}});
   EXPECT_EQ(u.id, "acc-n");
   EXPECT_EQ(only_event<AccountUpdated>(u).webhooks, std::vector<std::string>{"https://h"});
   EXPECT_FALSE(only_event<AccountUpdated>(u).live.has_value());
@@ -262,12 +270,13 @@ TEST(IncomingCredit, IsOneEventDebitingInboundSettlement) {
   Partition0 p;
   const std::string a1 = p.wallet(kAlice, "a1");
   p.fund(kAlice, a1, 30'000);
-  const Decision d = p.run(IncomingCredit{kAlice, p.number(a1), Kobo(40'000), "in", "S", "0000014579", "058", "GTB",
-                                          "000013"});
+  const Decision d = p.run(
+      IncomingCredit{kAlice, p.number(a1), Kobo(40'000), "in", "S", "0000014579", "058", "GTB", "000013"});
   const auto& x = only_event<IncomingCreditReceived>(d);
   EXPECT_EQ(d.id, x.transaction.value);
-  EXPECT_EQ(x.postings, (std::vector<Posting>{{sys(SystemAccount::inbound_settlement), Kobo(-40'000), Kobo(-70'000)},
-                                              {a1, Kobo(40'000), Kobo(70'000)}}));
+  EXPECT_EQ(x.postings,
+            (std::vector<Posting>{{sys(SystemAccount::inbound_settlement), Kobo(-40'000), Kobo(-70'000)},
+                                  {a1, Kobo(40'000), Kobo(70'000)}}));
   EXPECT_EQ(x.ids.size(), 1u);
   EXPECT_FALSE(x.collection.has_value());
   EXPECT_EQ(x.sender.nibss_bank_code, "000013");
@@ -290,16 +299,18 @@ TEST(IncomingCredit, ToATransitWalletSweepsItToTheSettlementWalletInTheSameEvent
             Rejection::settlement_account_not_found)
       << "nor to another business's wallet";
   const std::uint64_t before = p.state().transactions_created;
-  const Decision d =
-      p.run(IncomingCredit{kAlice, p.number(transit), Kobo(700), "in", "S", "0000014579", "058", "GTB", "000013"});
+  const Decision d = p.run(
+      IncomingCredit{kAlice, p.number(transit), Kobo(700), "in", "S", "0000014579", "058", "GTB", "000013"});
   const auto& x = only_event<IncomingCreditReceived>(d);
-  EXPECT_EQ(x.postings, (std::vector<Posting>{{sys(SystemAccount::inbound_settlement), Kobo(-700), Kobo(-5'700)},
-                                              {transit, Kobo(700), Kobo(700)},
-                                              {transit, Kobo(-700), Kobo(0)},
-                                              {settle, Kobo(700), Kobo(5'700)}}));
-  EXPECT_EQ(x.ids, (std::vector<std::uint64_t>{interleaved_id(before, Partition(0), kConfig.partitions),
-                                               interleaved_id(before + 1, Partition(0), kConfig.partitions),
-                                               interleaved_id(before + 2, Partition(0), kConfig.partitions)}));
+  EXPECT_EQ(x.postings,
+            (std::vector<Posting>{{sys(SystemAccount::inbound_settlement), Kobo(-700), Kobo(-5'700)},
+                                  {transit, Kobo(700), Kobo(700)},
+                                  {transit, Kobo(-700), Kobo(0)},
+                                  {settle, Kobo(700), Kobo(5'700)}}));
+  EXPECT_EQ(x.ids,
+            (std::vector<std::uint64_t>{interleaved_id(before, Partition(0), kConfig.partitions),
+                                        interleaved_id(before + 1, Partition(0), kConfig.partitions),
+                                        interleaved_id(before + 2, Partition(0), kConfig.partitions)}));
   EXPECT_EQ(p.balance(transit), Kobo(0));
   EXPECT_EQ(p.balance(settle), Kobo(5'700));
   EXPECT_EQ(p.state().transactions_created, before + 3);
@@ -318,7 +329,8 @@ TEST(Collection, IsPaidOnceWithItsAmountBeforeItExpires) {
   EXPECT_EQ(c.schedule[0].due, kNow + 600'000);
   EXPECT_EQ(p.decide(CreateCollection{kAlice, dst, "Again", Kobo(1), 600, "col-1"}).rejection,
             Rejection::reference_exists);
-  EXPECT_EQ(p.decide(CreateCollection{kAlice, dst, "Neg", Kobo(-1), 600, {}}).rejection, Rejection::out_of_range);
+  EXPECT_EQ(p.decide(CreateCollection{kAlice, dst, "Neg", Kobo(-1), 600, {}}).rejection,
+            Rejection::out_of_range);
 
   auto pay = [&](std::int64_t amount, const Caller& caller = kAlice) {
     return IncomingCredit{caller, number, Kobo(amount), "pay", "S", "0000014579", "058", "GTB", "000013"};
@@ -332,7 +344,8 @@ TEST(Collection, IsPaidOnceWithItsAmountBeforeItExpires) {
   EXPECT_EQ(x.postings.at(1).account, dst) << "a payment credits the collection wallet's destination";
   EXPECT_EQ(p.balance(dst), Kobo(2'500));
   EXPECT_EQ(p.decide(pay(2'500)).rejection, Rejection::collection_inactive);
-  EXPECT_TRUE(p.run(ExpireCollection{Partition(0), collection}).events.empty()) << "a paid collection does not expire";
+  EXPECT_TRUE(p.run(ExpireCollection{Partition(0), collection}).events.empty())
+      << "a paid collection does not expire";
 }
 
 TEST(Collection, ExpiresUnpaid) {
@@ -341,8 +354,8 @@ TEST(Collection, ExpiresUnpaid) {
   const Decision c = p.run(CreateCollection{kAlice, dst, "Invoice", Kobo(2'500), 60, {}});
   const Decision e = p.run(ExpireCollection{Partition(0), c.id}, kNow + 60'000);
   EXPECT_EQ(only_event<CollectionWalletExpired>(e).wallet, WalletId(c.id));
-  EXPECT_EQ(p.decide(IncomingCredit{kAlice, only_event<CollectionWalletOpened>(c).account_number, Kobo(2'500), "x",
-                                    "S", "0000014579", "058", "GTB", "000013"})
+  EXPECT_EQ(p.decide(IncomingCredit{kAlice, only_event<CollectionWalletOpened>(c).account_number, Kobo(2'500),
+                                    "x", "S", "0000014579", "058", "GTB", "000013"})
                 .rejection,
             Rejection::collection_inactive);
 }
@@ -362,7 +375,8 @@ TEST(BankTransfer, RejectionsInOrderOfPrecedence) {
   const std::vector<Row> rows{
       {"a negative amount", bank_transfer(kAlice, a1, -1), Rejection::out_of_range},
       {"a zero amount", bank_transfer(kAlice, a1, 0), Rejection::out_of_range},
-      {"a used reference with another amount", bank_transfer(kAlice, a1, 1'001, "used"), Rejection::duplicate_reference},
+      {"a used reference with another amount", bank_transfer(kAlice, a1, 1'001, "used"),
+       Rejection::duplicate_reference},
       {"a used reference with other metadata", bank_transfer(kAlice, a1, 1'000, "used", false, R"({"a":1})"),
        Rejection::duplicate_reference},
       {"unknown source", bank_transfer(kAlice, "vba-nope", 1'000), Rejection::source_not_found},
@@ -387,9 +401,10 @@ TEST(BankTransfer, IsOneEventWithThreePostingsAndStartsThePayoutRail) {
   const Decision d = p.run(bank_transfer(kAlice, a1, 40'000, "pay-1", false, R"({"order":7})"));
   const auto& x = only_event<BankTransferInitiated>(d);
   EXPECT_EQ(d.id, x.transaction.value);
-  EXPECT_EQ(x.postings, (std::vector<Posting>{{a1, -(Kobo(40'000) + fee), Kobo(60'000) - fee},
-                                              {sys(SystemAccount::payout_suspense), Kobo(40'000), Kobo(40'000)},
-                                              {sys(SystemAccount::fees), fee, fee}}));
+  EXPECT_EQ(x.postings,
+            (std::vector<Posting>{{a1, -(Kobo(40'000) + fee), Kobo(60'000) - fee},
+                                  {sys(SystemAccount::payout_suspense), Kobo(40'000), Kobo(40'000)},
+                                  {sys(SystemAccount::fees), fee, fee}}));
   EXPECT_EQ(postings_sum(d.events[0].data), Kobo(0));
   EXPECT_EQ(x.beneficiary.id, 0u) << "not saved";
   EXPECT_EQ(x.metadata.text, R"({"order":7})");
@@ -430,7 +445,8 @@ TEST(AdvancePayout, ProcessingThenSuccessMovesSuspenseToOutboundSettlement) {
   const std::string a1 = p.wallet(kAlice, "a1");
   p.fund(kAlice, a1, 100'000);
   const Decision d = p.run(bank_transfer(kAlice, a1, 40'000));
-  const Decision processing = p.run(AdvancePayout{Partition(0), d.id, TransactionStatus::processing}, kNow + 1);
+  const Decision processing =
+      p.run(AdvancePayout{Partition(0), d.id, TransactionStatus::processing}, kNow + 1);
   EXPECT_EQ(only_event<PayoutProcessing>(processing).transaction, TransactionId(d.id));
   ASSERT_EQ(processing.schedule.size(), 1u);
   EXPECT_EQ(processing.schedule[0].due, kNow + 1 + kConfig.rail_delay.count());
@@ -498,9 +514,10 @@ TEST(Amounts, ThatWouldOverflowABalanceAreRejectedNotApplied) {
   p.fund(kAlice, a1, kMax - 10);
   // The inbound settlement account is at -(kMax - 10): one more credit of 11 would overflow it,
   // and a1 itself too.
-  EXPECT_EQ(p.decide(IncomingCredit{kAlice, p.number(a1), Kobo(11), "x", "S", "0000014579", "058", "GTB", "000013"})
-                .rejection,
-            Rejection::out_of_range);
+  EXPECT_EQ(
+      p.decide(IncomingCredit{kAlice, p.number(a1), Kobo(11), "x", "S", "0000014579", "058", "GTB", "000013"})
+          .rejection,
+      Rejection::out_of_range);
   p.fund(kAlice, a2, 5);
   p.run(transfer(kAlice, a2, a1, 5));
   EXPECT_EQ(p.balance(a1), Kobo(kMax - 5));
@@ -508,9 +525,10 @@ TEST(Amounts, ThatWouldOverflowABalanceAreRejectedNotApplied) {
   EXPECT_EQ(p.decide(transfer(kAlice, a1, a2, kMax - 5)).rejection, Rejection::none);
   p.fund(kAlice, a2, 6);
   EXPECT_EQ(p.decide(transfer(kAlice, a2, a1, 6)).rejection, Rejection::out_of_range);
-  EXPECT_EQ(p.decide(IncomingCredit{kAlice, p.number(a1), Kobo(-5), "x", "S", "0000014579", "058", "GTB", "000013"})
-                .rejection,
-            Rejection::out_of_range);
+  EXPECT_EQ(
+      p.decide(IncomingCredit{kAlice, p.number(a1), Kobo(-5), "x", "S", "0000014579", "058", "GTB", "000013"})
+          .rejection,
+      Rejection::out_of_range);
   EXPECT_EQ(p.state().total.value, 0);
 }
 

@@ -28,15 +28,18 @@ std::vector<std::string> run(std::uint64_t seed) {
   std::vector<std::string> wallets;
   for (int i = 0; i < 6; ++i) {
     const Caller& c = i % 2 ? kAlice : kAliceLive;
-    const Decision d = p.run(CreateWallet{c, "w" + std::to_string(i), i < 4 ? "primary" : "secondary", std::nullopt,
-                                          Mobile{"NG", "+234800000000" + std::to_string(i)}},
+    const Decision d = p.run(CreateWallet{c, "w" + std::to_string(i), i < 4 ? "primary" : "secondary",
+                                          std::nullopt, Mobile{"NG", "+234800000000" + std::to_string(i)}},
                              at());
     wallets.push_back(d.id);
-    p.run(IncomingCredit{c, p.number(d.id), Kobo(100'000'000), "fund", "S", "0000014579", "058", "GTB", "000013"}, at());
+    p.run(IncomingCredit{c, p.number(d.id), Kobo(100'000'000), "fund", "S", "0000014579", "058", "GTB",
+                         "000013"},
+          at());
   }
   const std::string transit = p.run(CreateTransitWallet{kAlice, "transit", wallets[1], {}, {}}, at()).id;
   const Decision col = p.run(CreateCollection{kAlice, wallets[3], "Invoice", Kobo(2'500), 60, "inv-1"}, at());
-  const std::string collection_number = std::get<CollectionWalletOpened>(col.events.at(0).data).account_number;
+  const std::string collection_number =
+      std::get<CollectionWalletOpened>(col.events.at(0).data).account_number;
   std::vector<std::string> payouts;
 
   std::uint64_t x = 42;  // the same commands whatever the seed
@@ -55,19 +58,23 @@ std::vector<std::string> run(std::uint64_t seed) {
                               .id);
         break;
       case 8:
-        p.run(IncomingCredit{kAlice, p.number(transit), Kobo(amount), "in", "S", "0000014579", "058", "GTB", "000013"},
+        p.run(IncomingCredit{kAlice, p.number(transit), Kobo(amount), "in", "S", "0000014579", "058", "GTB",
+                             "000013"},
               at());
         break;
       default:
         p.run(transfer(kAlice, wallets[a], wallets[b], amount, ref), at());
     }
   }
-  p.run(IncomingCredit{kAlice, collection_number, Kobo(2'500), "pay", "S", "0000014579", "058", "GTB", "000013"}, at());
+  p.run(IncomingCredit{kAlice, collection_number, Kobo(2'500), "pay", "S", "0000014579", "058", "GTB",
+                       "000013"},
+        at());
   for (const std::string& id : payouts) {
     if (id.empty()) continue;
     const PayoutState& payout = p.state().payouts.at(id);
     p.run(AdvancePayout{Partition(0), id, TransactionStatus::processing}, at());
-    p.run(AdvancePayout{Partition(0), id, payout.sandbox_fails ? TransactionStatus::failed : TransactionStatus::success},
+    p.run(AdvancePayout{Partition(0), id,
+                        payout.sandbox_fails ? TransactionStatus::failed : TransactionStatus::success},
           at());
   }
   EXPECT_TRUE(p.state().payouts.empty());

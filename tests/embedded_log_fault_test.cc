@@ -28,8 +28,8 @@ class SmallDisk : public ::testing::Test {
 
 EncodedEvent record(std::uint64_t n) {
   // The log stores bytes without reading them; a few KiB each fills the disk quickly.
-  return EncodedEvent{Partition(0), Seq(n + 1), EventType::writer_started, "", 0,
-                      std::to_string(n) + std::string(4096, 'e')};
+  return EncodedEvent{Partition(0), Seq(n + 1), EventType::writer_started,
+                      "",           0,          std::to_string(n) + std::string(4096, 'e')};
 }
 
 TEST_F(SmallDisk, AFullDiskFailsAppendsWithoutCrashingAndResumesWhenSpaceReturns) {
@@ -64,8 +64,10 @@ TEST_F(SmallDisk, AFullDiskFailsAppendsWithoutCrashingAndResumesWhenSpaceReturns
     if (!log.reset_writer().ok()) continue;
     const EncodedEvent next = record(acknowledged);
     const Status s = log.append(std::span(&next, 1));
-    if (s.ok()) ++acknowledged;
-    else EXPECT_EQ(s.kind(), ErrorKind::no_space) << s.message();
+    if (s.ok())
+      ++acknowledged;
+    else
+      EXPECT_EQ(s.kind(), ErrorKind::no_space) << s.message();
   }
   EXPECT_EQ(log.end_offsets().value()[0], Offset(acknowledged));
 

@@ -211,15 +211,15 @@ INSTANTIATE_TEST_SUITE_P(Backends, EventLogContract,
 #else
 INSTANTIATE_TEST_SUITE_P(
     Backends, EventLogContract,
-    ::testing::Values(
-        Backend{"memory", [](const std::string&) { return std::make_unique<MemoryLog>(3); }, false},
-        Backend{"embedded",
-                [](const std::string& path) -> std::unique_ptr<EventLog> {
-                  auto log = open_embedded_log({path, 3, true});
-                  EXPECT_TRUE(log.ok()) << log.status().message();
-                  return log.ok() ? std::move(log).value() : nullptr;
-                },
-                true}),
+    ::testing::Values(Backend{"memory", [](const std::string&) { return std::make_unique<MemoryLog>(3); },
+                              false},
+                      Backend{"embedded",
+                              [](const std::string& path) -> std::unique_ptr<EventLog> {
+                                auto log = open_embedded_log({path, 3, true});
+                                EXPECT_TRUE(log.ok()) << log.status().message();
+                                return log.ok() ? std::move(log).value() : nullptr;
+                              },
+                              true}),
     [](const auto& param_info) { return param_info.param.name; });
 
 TEST(EmbeddedLog, RefusesToOpenWithAnotherPartitionCount) {

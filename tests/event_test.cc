@@ -71,8 +71,10 @@ std::vector<EventData> one_of_each() {
   in.ids = {1, 7, 13};
   in.narration = "n";
   in.sender = Sender{"S", "0000014579", "058", "GTB", "000013"};
-  in.postings = {{"sys:inbound-settlement", Kobo(-5), Kobo(-5)}, {kSource, Kobo(5), Kobo(5)},
-                 {kSource, Kobo(-5), Kobo(0)}, {kDestination, Kobo(5), Kobo(5)}};
+  in.postings = {{"sys:inbound-settlement", Kobo(-5), Kobo(-5)},
+                 {kSource, Kobo(5), Kobo(5)},
+                 {kSource, Kobo(-5), Kobo(0)},
+                 {kDestination, Kobo(5), Kobo(5)}};
   CollectionWalletOpened c;
   c.account = kAccount;
   c.account_number = "0000000011";
@@ -84,10 +86,17 @@ std::vector<EventData> one_of_each() {
   c.id = 5;
   c.name = "c";
   c.wallet = WalletId("vba-33333333-d41a-4b76-b1f2-d50798fba61a");
-  return {WriterStarted{Epoch(2)}, w, wallet_transfer(), b, in, c,
-          PayoutFailed{{9}, {{"sys:payout-suspense", Kobo(-500'000), Kobo(0)},
-                             {"sys:fees", Kobo(-1'075), Kobo(0)},
-                             {kSource, Kobo(501'075), Kobo(501'075)}}, kTransaction},
+  return {WriterStarted{Epoch(2)},
+          w,
+          wallet_transfer(),
+          b,
+          in,
+          c,
+          PayoutFailed{{9},
+                       {{"sys:payout-suspense", Kobo(-500'000), Kobo(0)},
+                        {"sys:fees", Kobo(-1'075), Kobo(0)},
+                        {kSource, Kobo(501'075), Kobo(501'075)}},
+                       kTransaction},
           AccountUpdated{kAccount, true, std::vector<std::string>{"https://example.com/hook"}}};
 }
 
@@ -150,8 +159,8 @@ TEST(EventV2, RefusesWhatIsNotAValidEvent) {
     edited.replace(edited.find(row.from), row.from.size(), row.to);
     const auto decoded = decode_event(edited);
     ASSERT_FALSE(decoded.ok()) << row.why;
-    EXPECT_NE(decoded.status().message().find(row.says), std::string::npos) << row.why << ": "
-                                                                             << decoded.status().message();
+    EXPECT_NE(decoded.status().message().find(row.says), std::string::npos)
+        << row.why << ": " << decoded.status().message();
   }
   // Unbalanced postings are refused even with a hash that holds over them.
   WalletTransferSettled unbalanced = wallet_transfer();
@@ -187,7 +196,8 @@ TEST(EventV2, ThePostingRuleIsOneFunction) {
   EXPECT_EQ(post(Kobo(100), {kSource, Kobo(-40), Kobo(60)}).fault, PostingFault::none);
   EXPECT_EQ(post(Kobo(100), {kSource, Kobo(-40), Kobo(61)}).fault, PostingFault::balance_disagrees);
   EXPECT_EQ(post(Kobo(10), {kSource, Kobo(-40), Kobo(-30)}).fault, PostingFault::negative_wallet);
-  EXPECT_EQ(post(Kobo(10), {"sys:fees", Kobo(-40), Kobo(-30)}).fault, PostingFault::none) << "system accounts go negative";
+  EXPECT_EQ(post(Kobo(10), {"sys:fees", Kobo(-40), Kobo(-30)}).fault, PostingFault::none)
+      << "system accounts go negative";
   EXPECT_EQ(post(Kobo(0), {"sys:nowhere", Kobo(1), Kobo(1)}).fault, PostingFault::unknown_account);
   EXPECT_EQ(post(Kobo(std::numeric_limits<std::int64_t>::max()), {kSource, Kobo(1), Kobo(0)}).fault,
             PostingFault::overflow);

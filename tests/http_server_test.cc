@@ -62,8 +62,10 @@ TEST(ResponseHead, IsWhatBeastWritesForTheSameMessage) {
   };
   std::vector<Response> responses;
   for (unsigned status : {200u, 201u, 299u, 400u, 404u, 413u, 431u, 500u, 503u, 599u, 999u})
-    responses.push_back(Response{status, R"({"meta":{"statusCode":)" + std::to_string(status) + "}}", "application/json", {}});
-  responses.push_back(Response{200, "{}", "application/json", {{"Idempotent-Replayed", "true"}, {"x-Odd", "a b"}}});
+    responses.push_back(Response{
+        status, R"({"meta":{"statusCode":)" + std::to_string(status) + "}}", "application/json", {}});
+  responses.push_back(
+      Response{200, "{}", "application/json", {{"Idempotent-Replayed", "true"}, {"x-Odd", "a b"}}});
   responses.push_back(Response{200, "# HELP x\n", "text/plain; version=0.0.4", {}});
   responses.push_back(Response{200, "", "", {}});
   responses.push_back(Response{204, "", "application/json", {}});
@@ -73,9 +75,10 @@ TEST(ResponseHead, IsWhatBeastWritesForTheSameMessage) {
     for (unsigned version : {10u, 11u})
       for (bool keep : {true, false})
         for (bool head : {false, true}) {
-          SCOPED_TRACE(std::to_string(r.status) + " HTTP/" + std::to_string(version) + (keep ? " keep" : " close") +
-                       (head ? " HEAD" : ""));
-          EXPECT_EQ(response_head(r, version, keep) + (head ? "" : r.body), beast_bytes(r, version, keep, head));
+          SCOPED_TRACE(std::to_string(r.status) + " HTTP/" + std::to_string(version) +
+                       (keep ? " keep" : " close") + (head ? " HEAD" : ""));
+          EXPECT_EQ(response_head(r, version, keep) + (head ? "" : r.body),
+                    beast_bytes(r, version, keep, head));
         }
 }
 
@@ -114,7 +117,9 @@ class ServerTest : public ::testing::Test {
     ASSERT_TRUE(status.ok()) << status.message();
     ASSERT_NE(server_->port(), 0);
   }
-  HttpClient client(std::chrono::milliseconds timeout = 10s) { return HttpClient("127.0.0.1", server_->port(), timeout); }
+  HttpClient client(std::chrono::milliseconds timeout = 10s) {
+    return HttpClient("127.0.0.1", server_->port(), timeout);
+  }
 
   void TearDown() override {
     if (server_) server_->stop();
@@ -190,7 +195,8 @@ TEST_F(ServerTest, OversizedHeadersAre431) {
   options.header_limit = 1024;
   start(echo, options);
   auto c = client();
-  const HttpResult r = c.request(bhttp::verb::get, "/x", std::nullopt, {{"x-filler", std::string(2048, 'a')}});
+  const HttpResult r =
+      c.request(bhttp::verb::get, "/x", std::nullopt, {{"x-filler", std::string(2048, 'a')}});
   EXPECT_EQ(r.status, 431u);
   EXPECT_EQ(r.json, error_envelope(431, "Request header fields too large"));
 }
@@ -206,11 +212,14 @@ TEST_F(ServerTest, DecodesPathQueryAndHeaders) {
                          {"first", std::string(req.query_param("x").value_or("-"))}}));
   });
   auto c = client();
-  const HttpResult r = c.get("/v1/a%20b/c?x=1&y=hello+world&x=2&createdAt%5BstartDate%5D=2026-01-01&z", "sk_test_1");
+  const HttpResult r =
+      c.get("/v1/a%20b/c?x=1&y=hello+world&x=2&createdAt%5BstartDate%5D=2026-01-01&z", "sk_test_1");
   ASSERT_EQ(r.status, 200u);
   EXPECT_EQ(r.json["data"]["path"], "/v1/a b/c");
-  EXPECT_EQ(r.json["data"]["query"],
-            json::parse(R"([["x","1"],["y","hello world"],["x","2"],["createdAt[startDate]","2026-01-01"],["z",""]])"));
+  EXPECT_EQ(
+      r.json["data"]["query"],
+      json::parse(
+          R"([["x","1"],["y","hello world"],["x","2"],["createdAt[startDate]","2026-01-01"],["z",""]])"));
   EXPECT_EQ(r.json["data"]["key"], "sk_test_1");
   EXPECT_EQ(r.json["data"]["absent"], "");
   EXPECT_EQ(r.json["data"]["first"], "1");
@@ -319,8 +328,9 @@ TEST_F(ServerTest, Http11ConnectionCloseIsHonoured) {
 TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
   start(echo);
   RawConnection raw(server_->port());
-  raw.send("GET /one HTTP/1.1\r\nHost: x\r\n\r\nGET /two HTTP/1.1\r\nHost: x\r\n\r\n"
-           "POST /three HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+  raw.send(
+      "GET /one HTTP/1.1\r\nHost: x\r\n\r\nGET /two HTTP/1.1\r\nHost: x\r\n\r\n"
+      "POST /three HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
   for (const char* path : {"/one", "/two", "/three"}) {
     const auto res = raw.read_response();
     EXPECT_EQ(res.result_int(), 200u);

@@ -13,15 +13,31 @@ using nlohmann::json;
 
 void expect_same(const json& j) {
   EXPECT_EQ(dump_json(j), j.dump()) << j.dump();
-  EXPECT_EQ(dump_json(j, json::error_handler_t::replace), j.dump(-1, ' ', false, json::error_handler_t::replace));
+  EXPECT_EQ(dump_json(j, json::error_handler_t::replace),
+            j.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 TEST(JsonDump, MatchesDumpOnEveryKindOfValue) {
   for (const json& j : {
-           json(nullptr), json(true), json(false), json(0), json(-1), json(INT64_MIN), json(INT64_MAX),
-           json(UINT64_MAX), json(1.5), json(-0.0), json(1e300), json(""), json("plain ascii ~"),
-           json("quote \" backslash \\ slash /"), json("\b\f\n\r\t\x01\x1f\x7f"), json("naira ₦ and emoji 😀"),
-           json::object(), json::array(), json::array({1, "two", nullptr, json::object()}),
+           json(nullptr),
+           json(true),
+           json(false),
+           json(0),
+           json(-1),
+           json(INT64_MIN),
+           json(INT64_MAX),
+           json(UINT64_MAX),
+           json(1.5),
+           json(-0.0),
+           json(1e300),
+           json(""),
+           json("plain ascii ~"),
+           json("quote \" backslash \\ slash /"),
+           json("\b\f\n\r\t\x01\x1f\x7f"),
+           json("naira ₦ and emoji 😀"),
+           json::object(),
+           json::array(),
+           json::array({1, "two", nullptr, json::object()}),
            json{{"b", 1}, {"a", {{"nested", json::array({true, 2.25})}}}, {"é key", "v"}, {"k\"q", "x"}},
            json::binary({1, 2, 3}),
        })
@@ -29,8 +45,12 @@ TEST(JsonDump, MatchesDumpOnEveryKindOfValue) {
 }
 
 TEST(JsonDump, MatchesDumpOnATransactionShapedRecord) {
-  const json trx{{"_id", "0123456789abcdef01234567"}, {"id", 42}, {"amount", 1000000}, {"live", false},
-                 {"deletedAt", nullptr}, {"tags", json::array({"sweep"})},
+  const json trx{{"_id", "0123456789abcdef01234567"},
+                 {"id", 42},
+                 {"amount", 1000000},
+                 {"live", false},
+                 {"deletedAt", nullptr},
+                 {"tags", json::array({"sweep"})},
                  {"meta", {{"credit", {{"narration", "Ọmọ́ bench"}, {"balance", -5}}}}},
                  {"createdAt", "2026-11-21T07:02:00.000Z"}};
   expect_same(trx);
@@ -57,17 +77,24 @@ TEST(JsonDump, InvalidUtf8ThrowsWithStrictAndIsReplacedWithReplace) {
   const json bad{{"name", std::string("ab\xff")}};
   EXPECT_THROW(bad.dump(), json::type_error);
   EXPECT_THROW((void)dump_json(bad), json::type_error);
-  EXPECT_EQ(dump_json(bad, json::error_handler_t::replace), bad.dump(-1, ' ', false, json::error_handler_t::replace));
+  EXPECT_EQ(dump_json(bad, json::error_handler_t::replace),
+            bad.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 json random_value(std::mt19937_64& rng, int depth) {
-  static const char* kStrings[] = {"", "a", "kobo", "with \"quote\"", "tab\there", "₦500", "x\\y", "\x7f", "ü"};
+  static const char* kStrings[] = {"",     "a",    "kobo", "with \"quote\"", "tab\there", "₦500",
+                                   "x\\y", "\x7f", "ü"};
   switch (rng() % (depth > 3 ? 5 : 7)) {
-    case 0: return nullptr;
-    case 1: return rng() % 2 == 0;
-    case 2: return static_cast<std::int64_t>(rng()) >> (rng() % 64);
-    case 3: return kStrings[rng() % std::size(kStrings)];
-    case 4: return static_cast<double>(static_cast<std::int64_t>(rng() % 100000)) / 8.0;
+    case 0:
+      return nullptr;
+    case 1:
+      return rng() % 2 == 0;
+    case 2:
+      return static_cast<std::int64_t>(rng()) >> (rng() % 64);
+    case 3:
+      return kStrings[rng() % std::size(kStrings)];
+    case 4:
+      return static_cast<double>(static_cast<std::int64_t>(rng() % 100000)) / 8.0;
     case 5: {
       json a = json::array();
       for (std::uint64_t i = rng() % 4; i > 0; --i) a.push_back(random_value(rng, depth + 1));

@@ -27,7 +27,8 @@ constexpr std::int16_t kAddPartitionsToTxn = 24;
 constexpr std::int16_t kEndTxn = 26;
 
 EncodedEvent ev(std::uint32_t p, std::uint64_t seq, std::string bytes, std::string business = "biz-1") {
-  return EncodedEvent{Partition(p), Seq(seq), EventType::wallet_transfer_settled, std::move(business), 1'795'000'000'000, std::move(bytes)};
+  return EncodedEvent{Partition(p),        Seq(seq),          EventType::wallet_transfer_settled,
+                      std::move(business), 1'795'000'000'000, std::move(bytes)};
 }
 
 std::string unique_topic(const std::string& what) {
@@ -55,7 +56,8 @@ std::map<std::uint32_t, std::vector<std::string>> read_committed(EventLog& log, 
   auto reader = log.open_reader(std::vector<Offset>(log.partitions(), Offset(0)));
   EXPECT_TRUE(reader.ok());
   std::vector<LogRecord> recs;
-  for (int i = 0; i < 100 && recs.size() < expected; ++i) EXPECT_TRUE(reader.value()->poll(1000, 100ms, recs).ok());
+  for (int i = 0; i < 100 && recs.size() < expected; ++i)
+    EXPECT_TRUE(reader.value()->poll(1000, 100ms, recs).ok());
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(reader.value()->poll(1000, 100ms, recs).ok());
   std::map<std::uint32_t, std::vector<std::string>> out;
   for (const auto& r : recs) out[r.partition.value].push_back(r.bytes);
@@ -89,8 +91,9 @@ struct RawProducer {
   explicit RawProducer(const std::string& id) {
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     char err[512];
-    EXPECT_EQ(rd_kafka_conf_set(conf, "bootstrap.servers", testing::test_kafka_brokers().c_str(), err, sizeof err),
-              RD_KAFKA_CONF_OK);
+    EXPECT_EQ(
+        rd_kafka_conf_set(conf, "bootstrap.servers", testing::test_kafka_brokers().c_str(), err, sizeof err),
+        RD_KAFKA_CONF_OK);
     EXPECT_EQ(rd_kafka_conf_set(conf, "transactional.id", id.c_str(), err, sizeof err), RD_KAFKA_CONF_OK);
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     EXPECT_NE(rk, nullptr) << err;
@@ -140,7 +143,8 @@ TEST(KafkaLogOnBroker, RecordsCarryTheBusinessKeyAndCloudEventsHeaders) {
 
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char err[512];
-  ASSERT_EQ(rd_kafka_conf_set(conf, "bootstrap.servers", o.brokers.c_str(), err, sizeof err), RD_KAFKA_CONF_OK);
+  ASSERT_EQ(rd_kafka_conf_set(conf, "bootstrap.servers", o.brokers.c_str(), err, sizeof err),
+            RD_KAFKA_CONF_OK);
   ASSERT_EQ(rd_kafka_conf_set(conf, "group.id", "layout-check", err, sizeof err), RD_KAFKA_CONF_OK);
   ASSERT_EQ(rd_kafka_conf_set(conf, "isolation.level", "read_committed", err, sizeof err), RD_KAFKA_CONF_OK);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
@@ -165,7 +169,8 @@ TEST(KafkaLogOnBroker, RecordsCarryTheBusinessKeyAndCloudEventsHeaders) {
   auto header = [&](const char* name) {
     const void* v = nullptr;
     std::size_t size = 0;
-    if (rd_kafka_header_get_last(headers, name, &v, &size) != RD_KAFKA_RESP_ERR_NO_ERROR) return std::string("(missing)");
+    if (rd_kafka_header_get_last(headers, name, &v, &size) != RD_KAFKA_RESP_ERR_NO_ERROR)
+      return std::string("(missing)");
     return std::string(static_cast<const char*>(v), size);
   };
   EXPECT_EQ(header("ce_specversion"), "1.0");
@@ -238,7 +243,8 @@ TEST_F(KafkaLogOnMock, AnAbortableProduceErrorAbortsAndRetriesTheTransaction) {
   // The broker refuses to add the partition to the transaction: it must be aborted. (A refused
   // Produce would do too on a real broker, but the mock cluster then trips over the skipped
   // sequence numbers, which real brokers handle with an epoch bump.)
-  rd_kafka_mock_push_request_errors(mock_, kAddPartitionsToTxn, 1, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+  rd_kafka_mock_push_request_errors(mock_, kAddPartitionsToTxn, 1,
+                                    RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
   const Status s = log_->append(std::vector<EncodedEvent>{ev(0, 1, "retried")});
   EXPECT_TRUE(s.ok()) << s.message();
   EXPECT_FALSE(log_->fenced());

@@ -38,13 +38,14 @@ Outcome create_wallet(Ledger& l, const std::string& name) {
 }
 
 Outcome fund(Ledger& l, const Outcome& wallet, std::int64_t amount) {
-  Outcome o = l.execute(IncomingCredit{kCaller, number_of(wallet), Kobo(amount), "f", "S", "0000014579", "058", "GTB",
-                                       "000013"});
+  Outcome o = l.execute(IncomingCredit{kCaller, number_of(wallet), Kobo(amount), "f", "S", "0000014579",
+                                       "058", "GTB", "000013"});
   EXPECT_TRUE(o.ok()) << to_string(o.rejection);
   return o;
 }
 
-WalletTransfer transfer(const std::string& src, const std::string& dst, std::int64_t amount, std::string ref) {
+WalletTransfer transfer(const std::string& src, const std::string& dst, std::int64_t amount,
+                        std::string ref) {
   WalletTransfer t;
   t.caller = kCaller;
   t.source = src;
@@ -66,8 +67,14 @@ std::vector<Event> events_of(MemoryLog& log) {
 
 TEST(Ledger, AppendsWriterStartedWithTheNextEpochOnEveryStart) {
   MemoryLog log(kPartitions);
-  { Ledger l(log, options()); ASSERT_TRUE(l.start().ok()); }
-  { Ledger l(log, options()); ASSERT_TRUE(l.start().ok()); }
+  {
+    Ledger l(log, options());
+    ASSERT_TRUE(l.start().ok());
+  }
+  {
+    Ledger l(log, options());
+    ASSERT_TRUE(l.start().ok());
+  }
   std::vector<std::uint64_t> epochs;
   for (const Event& e : events_of(log))
     if (e.partition == Partition(0))
@@ -145,7 +152,8 @@ TEST(Ledger, RebuildsItsStateFromTheLogOnStart) {
   EXPECT_EQ(again.execute(transfer(src, dst, 20'000, "before-restart-other")).rejection, Rejection::none);
   EXPECT_EQ(again.execute(transfer(src, dst, 10'001, "x")).rejection, Rejection::insufficient_funds);
   EXPECT_EQ(again.execute(transfer(src, dst, 1, "before-restart")).rejection, Rejection::duplicate_reference);
-  EXPECT_EQ(again.execute(CreateWallet{kCaller, "src", "secondary", {}, {}}).rejection, Rejection::wallet_name_taken);
+  EXPECT_EQ(again.execute(CreateWallet{kCaller, "src", "secondary", {}, {}}).rejection,
+            Rejection::wallet_name_taken);
 }
 
 TEST(Ledger, RejectsANegativeTransferWithoutAborting) {
@@ -186,8 +194,10 @@ TEST(Ledger, MovesAPayoutAlongTheRailUntilItSucceeds) {
   bool processing = false, succeeded = false;
   for (int i = 0; i < 200 && !succeeded; ++i) {
     for (const Event& e : events_of(log)) {
-      if (const auto* x = std::get_if<PayoutProcessing>(&e.data); x && x->transaction.value == sent.id) processing = true;
-      if (const auto* x = std::get_if<PayoutSucceeded>(&e.data); x && x->transaction.value == sent.id) succeeded = true;
+      if (const auto* x = std::get_if<PayoutProcessing>(&e.data); x && x->transaction.value == sent.id)
+        processing = true;
+      if (const auto* x = std::get_if<PayoutSucceeded>(&e.data); x && x->transaction.value == sent.id)
+        succeeded = true;
     }
     if (!succeeded) std::this_thread::sleep_for(10ms);
   }
@@ -219,9 +229,12 @@ TEST(Ledger, NeverSpendsMoreThanTheBalanceUnderConcurrency) {
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
       for (int i = 0; i < 25; ++i) {
-        const Outcome o = l.execute(transfer(src, dst, 10'000, "t" + std::to_string(t) + "-" + std::to_string(i)));
-        if (o.ok()) ++ok;
-        else if (o.rejection == Rejection::insufficient_funds) ++poor;
+        const Outcome o =
+            l.execute(transfer(src, dst, 10'000, "t" + std::to_string(t) + "-" + std::to_string(i)));
+        if (o.ok())
+          ++ok;
+        else if (o.rejection == Rejection::insufficient_funds)
+          ++poor;
       }
     });
   for (auto& t : threads) t.join();

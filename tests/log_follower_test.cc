@@ -47,7 +47,8 @@ struct Writer {
   std::vector<Event> command(std::uint32_t size) {
     std::vector<Event> events;
     const Seq first(last.value + 1);
-    for (std::uint32_t i = 0; i < size; ++i) events.push_back(make(EventType::collection_wallet_expired, first, size));
+    for (std::uint32_t i = 0; i < size; ++i)
+      events.push_back(make(EventType::collection_wallet_expired, first, size));
     append(events);
     return events;
   }
@@ -108,7 +109,7 @@ TEST(LogFollower, SkipsADuplicateAndAZombieAndGoesOn) {
   const auto first = w.command(1);
   w.append(first);  // a retried append
   Writer zombie = w;
-  w.start();        // a new writer fences the old one
+  w.start();  // a new writer fences the old one
   zombie.command(1);
   w.command(1);
   LogFollower f(log);
@@ -201,7 +202,8 @@ TEST(LogFollower, RefusesAnEventNotInCanonicalFormOnlyWhenAsked) {
   LogFollower strict(log, LogFollowerOptions{.require_canonical_form = true});
   ASSERT_TRUE(strict.open().ok());
   Recorder s;
-  EXPECT_EQ(strict.follow_to_end(s).message(), "partition 0 offset 1: its bytes are not the event's canonical form");
+  EXPECT_EQ(strict.follow_to_end(s).message(),
+            "partition 0 offset 1: its bytes are not the event's canonical form");
   EXPECT_EQ(s.seen.size(), 1u);
 }
 

@@ -28,7 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 std::string upper(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
   return s;
@@ -52,8 +51,10 @@ std::set<std::string> documented_operations(const fs::path& file) {
     }
     if (!in_paths) continue;
     std::smatch m;
-    if (std::regex_match(line, m, path_line)) path = m[1];
-    else if (!path.empty() && std::regex_match(line, m, method_line)) out.insert(upper(m[1]) + " " + path);
+    if (std::regex_match(line, m, path_line))
+      path = m[1];
+    else if (!path.empty() && std::regex_match(line, m, method_line))
+      out.insert(upper(m[1]) + " " + path);
   }
   return out;
 }
@@ -95,7 +96,8 @@ class OpenApiRoutes : public ::testing::Test {
     http::Router router;
     api_->add_routes(router);
     std::set<std::string> out;
-    for (const auto& r : router.routes()) out.insert(std::string(boost::beast::http::to_string(r.method)) + " " + r.pattern);
+    for (const auto& r : router.routes())
+      out.insert(std::string(boost::beast::http::to_string(r.method)) + " " + r.pattern);
     return out;
   }
 
@@ -119,12 +121,12 @@ TEST_F(OpenApiRoutes, EveryServedRouteIsDocumentedAndEveryDocumentedRouteIsServe
     EXPECT_TRUE(documented.contains(op)) << op << " is served but not in schemas/openapi.yaml";
   }
   for (const auto& op : documented)
-    EXPECT_TRUE(served.contains(op))
-        << op << " is in schemas/openapi.yaml but the server does not answer it";
+    EXPECT_TRUE(served.contains(op)) << op << " is in schemas/openapi.yaml but the server does not answer it";
 }
 
 TEST(OpenApiDocument, TheLineReaderSeesOperationsAndNothingElse) {
-  const fs::path file = fs::temp_directory_path() / ("kobo-openapi-reader-" + std::to_string(::getpid()) + ".yaml");
+  const fs::path file =
+      fs::temp_directory_path() / ("kobo-openapi-reader-" + std::to_string(::getpid()) + ".yaml");
   {
     std::ofstream out(file);
     out << "openapi: 3.1.0\n"

@@ -51,11 +51,13 @@ class ProjectionTest : public ::testing::Test {
   std::vector<std::string> traffic(const std::string& prefix, int wallets) {
     std::vector<std::string> ids;
     for (int i = 0; i < wallets; ++i) {
-      const Outcome w = ledger_->execute(CreateWallet{kCaller, prefix + std::to_string(i), "secondary", {}, {}});
+      const Outcome w =
+          ledger_->execute(CreateWallet{kCaller, prefix + std::to_string(i), "secondary", {}, {}});
       EXPECT_TRUE(w.ok());
       ids.push_back(w.id);
-      EXPECT_TRUE(ledger_->execute(IncomingCredit{kCaller, account_number(w), Kobo(100'000), "f", "S",
-                                                  "0000014579", "058", "GTB", "000013"})
+      EXPECT_TRUE(ledger_
+                      ->execute(IncomingCredit{kCaller, account_number(w), Kobo(100'000), "f", "S",
+                                               "0000014579", "058", "GTB", "000013"})
                       .ok());
     }
     for (int i = 0; i + 1 < wallets; ++i) {
@@ -140,8 +142,8 @@ TEST_F(ProjectionTest, TheRecordAWriteAnswersIsTheOneTheViewsShow) {
   const Outcome b = ledger_->execute(CreateWallet{kCaller, "answer-b", "secondary", {}, {}});
   ASSERT_TRUE(a.ok() && b.ok());
   wait_caught_up(p);
-  const Outcome credit = ledger_->execute(
-      IncomingCredit{kCaller, account_number(a), Kobo(50'000), "f", "S", "0000014579", "058", "GTB", "000013"});
+  const Outcome credit = ledger_->execute(IncomingCredit{kCaller, account_number(a), Kobo(50'000), "f", "S",
+                                                         "0000014579", "058", "GTB", "000013"});
   ASSERT_TRUE(credit.ok());
   wait_caught_up(p);
   WalletTransfer t{kCaller, a.id, b.id, Kobo(20'000), "rent", std::string("answer-ref"), std::nullopt};
@@ -177,7 +179,8 @@ TEST_F(ProjectionTest, ASingleRecordsScopeIsItsTopLevelAuthAndLive) {
   auto views = open_views("scope");
   const std::string odd = "biz \"q\" \xc3\xa9 \\ \x01";
   const std::map<std::string, json> records{
-      {"w-nested", {{"a", {{"auth", "biz-1"}, {"live", false}}}, {"auth", "biz-2"}, {"live", false}, {"n", "x"}}},
+      {"w-nested",
+       {{"a", {{"auth", "biz-1"}, {"live", false}}}, {"auth", "biz-2"}, {"live", false}, {"n", "x"}}},
       {"w-odd", {{"auth", odd}, {"live", true}, {"metadata", {{"auth", "biz-1"}, {"live", false}}}}},
       {"w-no-live", {{"auth", "biz-1"}, {"name", "\"live\":false"}}},
       {"w-plain", {{"auth", "biz-1"}, {"b", {1, 2.5, {{"k", "}],\\"}}}}, {"live", false}, {"z", nullptr}}},

@@ -42,7 +42,9 @@ std::uint64_t requests_counted(const std::string& route, const std::string& meth
 }
 
 std::uint64_t durations_observed(const std::string& route) {
-  return metrics::registry().histogram("kobo_http_request_duration_seconds", "", "route=\"" + route + "\"").count();
+  return metrics::registry()
+      .histogram("kobo_http_request_duration_seconds", "", "route=\"" + route + "\"")
+      .count();
 }
 
 class RouterTest : public ::testing::Test {
@@ -129,10 +131,10 @@ TEST_F(RouterTest, IgnoresOneTrailingSlash) {
 
 TEST_F(RouterTest, UnknownPathIs404RouteNotFound) {
   start();
-  const json expected = json::parse(
-      R"({"meta":{"statusCode":404,"error":{"statusCode":404,"message":"Route not found"}}})");
-  for (const char* target : {"/", "/v2/virtual-accounts", "/v1/virtual-accounts/vba-1/extra", "/v1//virtual-accounts",
-                             "/v1/transactions//verify", "/healthz/x"}) {
+  const json expected =
+      json::parse(R"({"meta":{"statusCode":404,"error":{"statusCode":404,"message":"Route not found"}}})");
+  for (const char* target : {"/", "/v2/virtual-accounts", "/v1/virtual-accounts/vba-1/extra",
+                             "/v1//virtual-accounts", "/v1/transactions//verify", "/healthz/x"}) {
     const HttpResult r = get(target);
     EXPECT_EQ(r.status, 404u) << target;
     EXPECT_EQ(r.json, expected) << target;
@@ -182,10 +184,14 @@ TEST_F(RouterTest, CountsRequestsByRouteMethodAndStatus) {
   const std::string text = metrics::registry().render();
   EXPECT_NE(text.find("# TYPE kobo_http_requests_total counter"), std::string::npos);
   EXPECT_NE(text.find("# TYPE kobo_http_request_duration_seconds histogram"), std::string::npos);
-  EXPECT_NE(text.find("kobo_http_requests_total{route=\"/v1/virtual-accounts/{id}\",method=\"GET\",status=\"200\"}"),
-            std::string::npos);
-  EXPECT_NE(text.find("kobo_http_request_duration_seconds_bucket{route=\"/v1/virtual-accounts/{id}\",le=\"0.001\"}"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find(
+          "kobo_http_requests_total{route=\"/v1/virtual-accounts/{id}\",method=\"GET\",status=\"200\"}"),
+      std::string::npos);
+  EXPECT_NE(
+      text.find(
+          "kobo_http_request_duration_seconds_bucket{route=\"/v1/virtual-accounts/{id}\",le=\"0.001\"}"),
+      std::string::npos);
   EXPECT_NE(text.find("kobo_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"}"),
             std::string::npos);
 }
@@ -255,7 +261,8 @@ TEST(Router, ListsItsRoutesInTheOrderTheyWereAdded) {
 TEST(RouterDeathTest, RegisteringARouteTwiceIsAProgrammerError) {
   Router router;
   router.get("/v1/x/{id}", [](Request&&, const PathParams&, Responder) {});
-  EXPECT_DEATH(router.get("/v1/x/{other}", [](Request&&, const PathParams&, Responder) {}), "route registered twice");
+  EXPECT_DEATH(router.get("/v1/x/{other}", [](Request&&, const PathParams&, Responder) {}),
+               "route registered twice");
 }
 
 }  // namespace

@@ -58,22 +58,28 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"Max", R"({"amount": 1000000001})", kAmount,
              R"({"amount": {"max": "amount must not be greater than 1000000000"}})"},
         Case{"IsIn", R"({"category": "tertiary"})",
-             [](Validator& v) { v.field("category").is_in({"primary", "secondary"}); },
+             [](Validator& v) {
+               v.field("category").is_in({"primary", "secondary"});
+             },
              R"({"category": {"isIn": "category must be one of the following values: primary, secondary"}})"},
-        Case{"IsEmail", R"({"emailAddress": "not-an-email"})", [](Validator& v) { v.field("emailAddress").is_email(); },
+        Case{"IsEmail", R"({"emailAddress": "not-an-email"})",
+             [](Validator& v) { v.field("emailAddress").is_email(); },
              R"({"emailAddress": {"isEmail": "emailAddress must be an email"}})"},
         Case{"IsBoolean", R"({"live": "true"})", [](Validator& v) { v.field("live").is_boolean(); },
              R"({"live": {"isBoolean": "live must be a boolean value"}})"},
         Case{"IsUrl", R"({"url": "ftp://example.com/x"})", [](Validator& v) { v.field("url").is_url(); },
              R"({"url": {"isUrl": "url must be a URL address"}})"},
-        Case{"MinLength", R"({"reference": "abcd"})", [](Validator& v) { v.field("reference").min_length(5); },
+        Case{"MinLength", R"({"reference": "abcd"})",
+             [](Validator& v) { v.field("reference").min_length(5); },
              R"({"reference": {"minLength": "reference must be longer than or equal to 5 characters"}})"},
         Case{"IsObject", R"({"mobile": [1]})", [](Validator& v) { v.field("mobile").is_object(); },
              R"({"mobile": {"isObject": "mobile must be an object"}})"},
-        Case{"IsArray", R"({"webhooks": "https://a.example"})", [](Validator& v) { v.field("webhooks").is_array(); },
+        Case{"IsArray", R"({"webhooks": "https://a.example"})",
+             [](Validator& v) { v.field("webhooks").is_array(); },
              R"({"webhooks": {"isArray": "webhooks must be an array"}})"},
-        Case{"IsNumber", R"({"expireIn": "600"})", [](Validator& v) { v.field("expireIn").is_number(); },
-             R"({"expireIn": {"isNumber": "expireIn must be a number conforming to the specified constraints"}})"},
+        Case{
+            "IsNumber", R"({"expireIn": "600"})", [](Validator& v) { v.field("expireIn").is_number(); },
+            R"({"expireIn": {"isNumber": "expireIn must be a number conforming to the specified constraints"}})"},
         Case{"ArrayMaxSize", R"({"webhooks": ["https://a.io","https://b.io","https://c.io"]})",
              [](Validator& v) { v.field("webhooks").array_max_size(2); },
              R"({"webhooks": {"arrayMaxSize": "webhooks must contain no more than 2 elements"}})"},
@@ -111,8 +117,8 @@ INSTANTIATE_TEST_SUITE_P(
              [](Validator& v) { v.field("narration").is_not_empty().is_string(); },
              R"({"narration": {"isNotEmpty": "narration should not be empty",
                                "isString": "narration must be a string"}})"},
-        Case{"OptionalAbsentIsSkipped", R"({})", [](Validator& v) { v.optional("reference").is_string().min_length(5); },
-             "null"},
+        Case{"OptionalAbsentIsSkipped", R"({})",
+             [](Validator& v) { v.optional("reference").is_string().min_length(5); }, "null"},
         Case{"OptionalNullIsSkipped", R"({"reference": null})",
              [](Validator& v) { v.optional("reference").is_string(); }, "null"},
         Case{"OptionalPresentIsChecked", R"({"reference": 12})",
@@ -188,13 +194,14 @@ TEST_P(EmailTable, AcceptsPlainAddressesOnly) {
   v.field("e").is_email();
   EXPECT_EQ(v.ok(), GetParam().valid) << GetParam().value;
 }
-INSTANTIATE_TEST_SUITE_P(Emails, EmailTable,
-                         ::testing::Values(TextCase{"ada@example.com", true}, TextCase{"a.b+c@mail.example.ng", true},
-                                           TextCase{"ada@example", false}, TextCase{"ada@@example.com", false},
-                                           TextCase{"a da@example.com", false}, TextCase{"@example.com", false},
-                                           TextCase{"ada@.example.com", false}, TextCase{"ada@example.c", false},
-                                           TextCase{"ada@-x.com", false}, TextCase{"ada.@example.com", false},
-                                           TextCase{"", false}));
+INSTANTIATE_TEST_SUITE_P(
+    Emails, EmailTable,
+    ::testing::Values(TextCase{"ada@example.com", true}, TextCase{"a.b+c@mail.example.ng", true},
+                      TextCase{"ada@example", false}, TextCase{"ada@@example.com", false},
+                      TextCase{"a da@example.com", false}, TextCase{"@example.com", false},
+                      TextCase{"ada@.example.com", false}, TextCase{"ada@example.c", false},
+                      TextCase{"ada@-x.com", false}, TextCase{"ada.@example.com", false},
+                      TextCase{"", false}));
 
 class UrlTable : public ::testing::TestWithParam<TextCase> {};
 TEST_P(UrlTable, AcceptsHttpAndHttpsWithAHost) {
@@ -206,14 +213,15 @@ TEST_P(UrlTable, AcceptsHttpAndHttpsWithAHost) {
 INSTANTIATE_TEST_SUITE_P(Urls, UrlTable,
                          ::testing::Values(TextCase{"https://hooks.example.com/kobo?x=1", true},
                                            TextCase{"http://127.0.0.1:8080/h", true},
-                                           TextCase{"HTTPS://EXAMPLE.COM", true}, TextCase{"ftp://example.com", false},
-                                           TextCase{"http://", false}, TextCase{"https:///path", false},
+                                           TextCase{"HTTPS://EXAMPLE.COM", true},
+                                           TextCase{"ftp://example.com", false}, TextCase{"http://", false},
+                                           TextCase{"https:///path", false},
                                            TextCase{"example.com/path", false}, TextCase{"not a url", false},
                                            TextCase{"", false}));
 
 TEST(Validator, MinLengthCountsUtf16UnitsLikeJavaScript) {
   const json body = {{"euros", "\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC"},  // 5 × U+20AC
-                     {"emoji", "\xF0\x9F\x98\x80\xF0\x9F\x98\x80"}};                               // 2 × U+1F600
+                     {"emoji", "\xF0\x9F\x98\x80\xF0\x9F\x98\x80"}};  // 2 × U+1F600
   Validator v(body);
   v.field("euros").min_length(5);
   v.field("emoji").min_length(4).max_length(4);
@@ -253,7 +261,8 @@ TEST(ParseJsonObject, SurvivesDeepNestingWithinTheBodyLimit) {
 
 TEST(AsInt64, ConvertsOnlyIntegersInRange) {
   EXPECT_EQ(as_int64(json(42)), 42);
-  EXPECT_EQ(as_int64(json(std::numeric_limits<std::int64_t>::min())), std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(as_int64(json(std::numeric_limits<std::int64_t>::min())),
+            std::numeric_limits<std::int64_t>::min());
   EXPECT_EQ(as_int64(json::parse("9223372036854775807")), std::numeric_limits<std::int64_t>::max());
   EXPECT_FALSE(as_int64(json::parse("9223372036854775808")).has_value());
   EXPECT_FALSE(as_int64(json(10000.0)).has_value());
@@ -296,23 +305,42 @@ INSTANTIATE_TEST_SUITE_P(
         QueryCase{"Defaults", {}, 1, 10, "null"},
         QueryCase{"Explicit", {{"page", "3"}, {"perPage", "100"}}, 3, 100, "null"},
         QueryCase{"FirstOfRepeated", {{"page", "2"}, {"page", "5"}}, 2, 10, "null"},
-        QueryCase{"PerPageAboveMax", {{"perPage", "101"}}, 1, 10,
+        QueryCase{"PerPageAboveMax",
+                  {{"perPage", "101"}},
+                  1,
+                  10,
                   R"({"perPage": {"max": "perPage must not be greater than 100"}})"},
-        QueryCase{"PerPageZero", {{"perPage", "0"}}, 1, 10,
+        QueryCase{"PerPageZero",
+                  {{"perPage", "0"}},
+                  1,
+                  10,
                   R"({"perPage": {"min": "perPage must not be less than 1"}})"},
         QueryCase{"PageZero", {{"page", "0"}}, 1, 10, R"({"page": {"min": "page must not be less than 1"}})"},
-        QueryCase{"PageNegative", {{"page", "-2"}}, 1, 10, R"({"page": {"min": "page must not be less than 1"}})"},
-        QueryCase{"PageNotANumber", {{"page", "two"}}, 1, 10,
+        QueryCase{
+            "PageNegative", {{"page", "-2"}}, 1, 10, R"({"page": {"min": "page must not be less than 1"}})"},
+        QueryCase{"PageNotANumber",
+                  {{"page", "two"}},
+                  1,
+                  10,
                   R"({"page": {"isInt": "page must be an integer number",
                                "min": "page must not be less than 1"}})"},
-        QueryCase{"PerPageFraction", {{"perPage", "2.5"}}, 1, 10,
+        QueryCase{"PerPageFraction",
+                  {{"perPage", "2.5"}},
+                  1,
+                  10,
                   R"({"perPage": {"isInt": "perPage must be an integer number",
                                   "min": "perPage must not be less than 1",
                                   "max": "perPage must not be greater than 100"}})"},
-        QueryCase{"PerPageHugeSaturates", {{"perPage", "99999999999999999999999"}}, 1, 10,
+        QueryCase{"PerPageHugeSaturates",
+                  {{"perPage", "99999999999999999999999"}},
+                  1,
+                  10,
                   R"({"perPage": {"max": "perPage must not be greater than 100"}})"},
-        QueryCase{"PageHugeSaturates", {{"page", "99999999999999999999999"}},
-                  std::numeric_limits<std::int64_t>::max(), 10, "null"}),
+        QueryCase{"PageHugeSaturates",
+                  {{"page", "99999999999999999999999"}},
+                  std::numeric_limits<std::int64_t>::max(),
+                  10,
+                  "null"}),
     [](const ::testing::TestParamInfo<QueryCase>& param_info) { return std::string(param_info.param.name); });
 
 TEST(QueryValidator, OffsetSaturatesOnAbsurdPages) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Kobo Ledger builds and tests with, only those missing.
 # Idempotent: a machine that has them all returns at once without touching apt.
-# Usage: tools/install-deps.sh [build|kafka|bench|fuzz]...   (default: build)
+# Usage: tools/install-deps.sh [build|kafka|bench|fuzz|format]...   (default: build)
 set -euo pipefail
 
 build_pkgs=(
@@ -15,6 +15,8 @@ kafka_pkgs=(default-jre-headless maven kcat)
 bench_pkgs=(libbenchmark-dev wrk nginx-light postgresql-15)
 # make fuzz: Debian's clang, and libclang-rt for libFuzzer and the sanitizer runtimes.
 fuzz_pkgs=(clang libclang-rt-14-dev)
+# make format-check: the formatter .clang-format is written for.
+format_pkgs=(clang-format-14)
 
 wanted=()
 for group in "${@:-build}"; do
@@ -23,7 +25,8 @@ for group in "${@:-build}"; do
     kafka) wanted+=("${kafka_pkgs[@]}") ;;
     bench) wanted+=("${bench_pkgs[@]}") ;;
     fuzz) wanted+=("${fuzz_pkgs[@]}") ;;
-    *) echo "install-deps: unknown group '$group' (build, kafka, bench, fuzz)" >&2; exit 2 ;;
+    format) wanted+=("${format_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$group' (build, kafka, bench, fuzz, format)" >&2; exit 2 ;;
   esac
 done
 

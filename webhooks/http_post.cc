@@ -57,7 +57,7 @@ std::optional<Target> parse_target(const std::string& url, std::string& error) {
   }
   t.https = scheme == "https";
   t.host = u->host_type() == boost::urls::host_type::ipv6 ? std::string(u->encoded_host_address())
-                                                           : std::string(u->host_address());
+                                                          : std::string(u->host_address());
   if (t.host.empty()) {
     error = "URL has no host";
     return std::nullopt;
@@ -70,7 +70,8 @@ std::optional<Target> parse_target(const std::string& url, std::string& error) {
 }
 
 template <typename Stream>
-asio::awaitable<unsigned> exchange(Stream& stream, const Target& t, const PostRequest& r, const PostOptions& o) {
+asio::awaitable<unsigned> exchange(Stream& stream, const Target& t, const PostRequest& r,
+                                   const PostOptions& o) {
   bhttp::request<bhttp::string_body> req(bhttp::verb::post, t.path, 11);
   req.set(bhttp::field::host, t.host_header);
   req.set(bhttp::field::connection, "close");
@@ -113,7 +114,8 @@ asio::awaitable<PostResult> post(asio::ssl::context& tls, PostRequest request, P
     auto resolved = co_await (resolver.async_resolve(target->host, target->port, asio::use_awaitable) ||
                               timer.async_wait(asio::use_awaitable));
     if (resolved.index() == 1) {
-      result.error = "timed out after " + std::to_string(options.timeout.count()) + " ms resolving " + target->host;
+      result.error =
+          "timed out after " + std::to_string(options.timeout.count()) + " ms resolving " + target->host;
       co_return finish();
     }
     std::vector<tcp::endpoint> endpoints;

@@ -39,7 +39,8 @@ struct PostResult {
 };
 
 // Never throws; every failure is a PostResult with an error.
-boost::asio::awaitable<PostResult> post(boost::asio::ssl::context& tls, PostRequest request, PostOptions options);
+boost::asio::awaitable<PostResult> post(boost::asio::ssl::context& tls, PostRequest request,
+                                        PostOptions options);
 
 // A client TLS context that verifies peers against the system's certificate store.
 boost::asio::ssl::context make_tls_context();

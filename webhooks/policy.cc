@@ -38,7 +38,9 @@ Result<RetrySchedule> RetrySchedule::parse(std::string_view delays, std::string_
   }
   if (s.delays.empty()) return Status::error("--webhook-retry-schedule is empty");
   const auto w = parse_duration(window);
-  if (!w) return Status::error("--webhook-retry-window wants a duration like 24h; got '" + std::string(window) + "'");
+  if (!w)
+    return Status::error("--webhook-retry-window wants a duration like 24h; got '" + std::string(window) +
+                         "'");
   s.window = *w;
   return s;
 }
@@ -53,14 +55,14 @@ namespace {
 std::optional<std::string> v4_reason(const boost::asio::ip::address_v4& a) {
   const std::uint32_t v = a.to_uint();
   auto in = [v](std::uint32_t net, int bits) { return (v >> (32 - bits)) == (net >> (32 - bits)); };
-  if (in(0x00000000, 8)) return "unspecified";              // 0.0.0.0/8 "this network"
-  if (in(0x7f000000, 8)) return "loopback";                 // 127.0.0.0/8
+  if (in(0x00000000, 8)) return "unspecified";  // 0.0.0.0/8 "this network"
+  if (in(0x7f000000, 8)) return "loopback";     // 127.0.0.0/8
   if (in(0x0a000000, 8) || in(0xac100000, 12) || in(0xc0a80000, 16)) return "private";  // RFC 1918
-  if (in(0x64400000, 10)) return "shared address space (CGNAT)";  // 100.64.0.0/10
-  if (in(0xa9fe0000, 16)) return "link-local";               // 169.254.0.0/16 (cloud metadata)
+  if (in(0x64400000, 10)) return "shared address space (CGNAT)";                        // 100.64.0.0/10
+  if (in(0xa9fe0000, 16)) return "link-local";                      // 169.254.0.0/16 (cloud metadata)
   if (in(0xc0000000, 24) || in(0xc6120000, 15)) return "reserved";  // 192.0.0.0/24, 198.18.0.0/15
-  if (in(0xe0000000, 4)) return "multicast";                 // 224.0.0.0/4
-  if (in(0xf0000000, 4)) return "reserved";                  // 240.0.0.0/4, broadcast included
+  if (in(0xe0000000, 4)) return "multicast";                        // 224.0.0.0/4
+  if (in(0xf0000000, 4)) return "reserved";                         // 240.0.0.0/4, broadcast included
   return std::nullopt;
 }
 
@@ -89,9 +91,12 @@ std::optional<std::string> forbidden_address_reason(std::string_view address) {
 
 std::string_view to_string(DeliveryStatus s) {
   switch (s) {
-    case DeliveryStatus::pending: return "pending";
-    case DeliveryStatus::succeeded: return "succeeded";
-    case DeliveryStatus::failed: return "failed";
+    case DeliveryStatus::pending:
+      return "pending";
+    case DeliveryStatus::succeeded:
+      return "succeeded";
+    case DeliveryStatus::failed:
+      return "failed";
   }
   KOBO_ASSERT(false, "unknown delivery status");
   return {};

@@ -50,9 +50,7 @@ std::string position_key(std::uint32_t p) {
   return k;
 }
 std::string delivery_key(std::string_view id) { return "D" + std::string(id); }
-std::string list_prefix(std::string_view business, bool live) {
-  return "l" + scope_key(business, live);
-}
+std::string list_prefix(std::string_view business, bool live) { return "l" + scope_key(business, live); }
 std::string list_key(std::string_view business, bool live, UnixMs created, std::string_view id) {
   std::string k = list_prefix(business, live);
   put_be(k, static_cast<std::uint64_t>(created));
@@ -69,19 +67,20 @@ constexpr auto kTickInterval = std::chrono::milliseconds(50);
 constexpr const char* kUserAgent = "KoboLedger-Webhooks/1.0";
 
 struct WebhookMetrics {
-  metrics::Counter& recorded = metrics::registry().counter("kobo_webhook_deliveries_recorded_total",
-                                                           "Webhook deliveries recorded (one per event and URL)");
+  metrics::Counter& recorded = metrics::registry().counter(
+      "kobo_webhook_deliveries_recorded_total", "Webhook deliveries recorded (one per event and URL)");
   metrics::Counter& attempted =
       metrics::registry().counter("kobo_webhook_attempts_total", "Webhook delivery attempts made");
-  metrics::Counter& succeeded = metrics::registry().counter("kobo_webhook_deliveries_total",
-                                                            "Webhook deliveries finished", R"(status="succeeded")");
+  metrics::Counter& succeeded = metrics::registry().counter(
+      "kobo_webhook_deliveries_total", "Webhook deliveries finished", R"(status="succeeded")");
   metrics::Counter& failed = metrics::registry().counter("kobo_webhook_deliveries_total",
                                                          "Webhook deliveries finished", R"(status="failed")");
   metrics::Counter& attempt_failures = metrics::registry().counter(
       "kobo_webhook_attempt_failures_total", "Webhook attempts that did not get a 2xx in time");
-  metrics::Gauge& in_flight = metrics::registry().gauge("kobo_webhook_in_flight", "Webhook attempts in flight");
-  metrics::Histogram& duration = metrics::registry().histogram("kobo_webhook_attempt_duration_seconds",
-                                                               "Time of one webhook attempt");
+  metrics::Gauge& in_flight =
+      metrics::registry().gauge("kobo_webhook_in_flight", "Webhook attempts in flight");
+  metrics::Histogram& duration =
+      metrics::registry().histogram("kobo_webhook_attempt_duration_seconds", "Time of one webhook attempt");
 };
 
 WebhookMetrics& webhook_metrics() {
@@ -100,7 +99,8 @@ std::string endpoint_of(const std::string& url) {
 // DESIGN section 3: account.credit (any credit), account.debit (a debit that succeeded),
 // account.debit.failed (a failed payout).
 std::optional<std::string_view> event_name(Entry entry, TransactionStatus status) {
-  if (entry == Entry::credit) return status == TransactionStatus::success ? std::optional("account.credit") : std::nullopt;
+  if (entry == Entry::credit)
+    return status == TransactionStatus::success ? std::optional("account.credit") : std::nullopt;
   return status == TransactionStatus::success ? "account.debit" : "account.debit.failed";
 }
 
@@ -113,8 +113,8 @@ json public_record(json d) {
 
 class Webhooks::Impl {
  public:
-  Impl(std::unique_ptr<rocksdb::DB> db, EventLog& log, Views& views, Projector& projector, const SigningKeyStore& keys,
-       WebhookOptions options)
+  Impl(std::unique_ptr<rocksdb::DB> db, EventLog& log, Views& views, Projector& projector,
+       const SigningKeyStore& keys, WebhookOptions options)
       : db_(std::move(db)),
         log_(log),
         views_(views),
@@ -161,7 +161,7 @@ class Webhooks::Impl {
 
   // Guards read-modify-write of delivery records and the in-flight bookkeeping.
   mutable std::mutex mu_;
-  std::set<std::string> in_flight_;                  // delivery ids
+  std::set<std::string> in_flight_;                    // delivery ids
   std::map<std::string, std::uint32_t> per_endpoint_;  // host:port -> attempts in flight
 
   asio::io_context io_;  // last: destroyed first, with the attempts it still holds
@@ -285,7 +285,8 @@ void Webhooks::Impl::put_positions(rocksdb::WriteBatch& wb) const {
 Status Webhooks::Impl::write(rocksdb::WriteBatch& wb) {
   const auto s = db_->Write(rocksdb::WriteOptions(), &wb);
   if (s.ok()) return {};
-  return Status::error("webhooks write: " + s.ToString(), s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
+  return Status::error("webhooks write: " + s.ToString(),
+                       s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
 }
 
 Status Webhooks::Impl::step(std::chrono::milliseconds wait) {
@@ -315,9 +316,10 @@ void Webhooks::Impl::consume() {
       // Faults degrade, never crash (DESIGN guarantee 8): the position was not written either,
       // so after a restart the consumer records these deliveries from where it stopped.
       if (unwritable_)
-        log::error("webhooks stopped: the delivery database cannot be written; deliveries are recorded "
-                   "again from the last recorded event after a restart",
-                   {{"error", s.message()}});
+        log::error(
+            "webhooks stopped: the delivery database cannot be written; deliveries are recorded "
+            "again from the last recorded event after a restart",
+            {{"error", s.message()}});
       else
         log::error("webhooks stopped: the log cannot be read", {{"error", s.message()}});
       healthy_.store(false);
@@ -424,7 +426,8 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
   KOBO_ASSERT(d.has_value(), "an attempted delivery is missing");
   json a{{"at", format_iso8601(started)}, {"durationMs", result.duration.count()}};
   if (result.status_code) a["statusCode"] = *result.status_code;
-  if (!result.ok()) a["error"] = result.error.empty() ? "HTTP " + std::to_string(*result.status_code) : result.error;
+  if (!result.ok())
+    a["error"] = result.error.empty() ? "HTTP " + std::to_string(*result.status_code) : result.error;
   (*d)["attempts"].push_back(std::move(a));
   const auto attempts = static_cast<std::uint32_t>(d->at("attempts").size());
   const UnixMs now = now_ms();
@@ -454,9 +457,11 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
   if (next) KOBO_ASSERT(wb.Put(due_key(*next, id), "").ok(), "WriteBatch put");
   KOBO_ASSERT(wb.Put(delivery_key(id), d->dump()).ok(), "WriteBatch put");
   // Unrecorded, the attempt is made again when the delivery is next due: at least once.
-  if (auto s = write(wb); !s) log::warn("a webhook attempt's result cannot be recorded", {{"delivery", id}, {"error", s.message()}});
+  if (auto s = write(wb); !s)
+    log::warn("a webhook attempt's result cannot be recorded", {{"delivery", id}, {"error", s.message()}});
   if (!result.ok())
-    log::warn("webhook attempt failed", {{"delivery", id}, {"url", d->at("url")}, {"error", d->at("attempts").back().at("error")}});
+    log::warn("webhook attempt failed",
+              {{"delivery", id}, {"url", d->at("url")}, {"error", d->at("attempts").back().at("error")}});
   in_flight_.erase(id);
   auto busy = per_endpoint_.find(endpoint_of(d->at("url").get<std::string>()));
   KOBO_ASSERT(busy != per_endpoint_.end() && busy->second > 0, "endpoint slots out of balance");
@@ -467,7 +472,8 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
 
 // ---- queries ------------------------------------------------------------------------------------
 
-Page Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const {
+Page Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter& filter,
+                                const PageRequest& page) const {
   Page out;
   const std::string prefix = list_prefix(scope.business, scope.live);
   const std::uint64_t first = (page.page - 1) * page.per_page;
@@ -478,7 +484,8 @@ Page Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter& filter
     auto d = get(std::string(key.data() + prefix.size() + 8, key.size() - prefix.size() - 8));
     KOBO_ASSERT(d.has_value(), "the delivery listing points at a missing delivery");
     if (filter.status && d->at("status") != to_string(*filter.status)) continue;
-    if (out.total_count >= first && out.total_count < first + page.per_page) out.items.push_back(public_record(std::move(*d)));
+    if (out.total_count >= first && out.total_count < first + page.per_page)
+      out.items.push_back(public_record(std::move(*d)));
     ++out.total_count;
   }
   KOBO_ASSERT(it->status().ok(), "webhooks scan failed");
@@ -488,7 +495,8 @@ Page Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter& filter
 Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_view id, json* record) {
   std::unique_lock lock(mu_);
   auto d = get(std::string(id));
-  if (!d || d->at("business") != scope.business || d->at("live") != scope.live) return RetryOutcome::not_found;
+  if (!d || d->at("business") != scope.business || d->at("live") != scope.live)
+    return RetryOutcome::not_found;
   if (in_flight_.contains(std::string(id))) return RetryOutcome::in_progress;
   const UnixMs now = now_ms();
   rocksdb::WriteBatch wb;
@@ -529,7 +537,8 @@ Result<std::unique_ptr<Webhooks>> Webhooks::open(const std::string& path, EventL
   rocksdb::DB* raw = nullptr;
   const auto s = rocksdb::DB::Open(o, path, &raw);
   if (!s.ok()) return Status::error("open webhooks " + path + ": " + s.ToString());
-  auto impl = std::make_unique<Impl>(std::unique_ptr<rocksdb::DB>(raw), log, views, projector, keys, std::move(options));
+  auto impl = std::make_unique<Impl>(std::unique_ptr<rocksdb::DB>(raw), log, views, projector, keys,
+                                     std::move(options));
   if (auto st = impl->open_follower(); !st) return st;
   return std::unique_ptr<Webhooks>(new Webhooks(std::move(impl)));
 }
@@ -545,7 +554,8 @@ Page Webhooks::deliveries(const Scope& scope, const DeliveryFilter& filter, cons
 std::optional<std::string> Webhooks::refused_url(std::string_view url) const {
   if (impl_->allow_private()) return std::nullopt;
   auto u = boost::urls::parse_absolute_uri(url);
-  if (!u || (u->host_type() != boost::urls::host_type::ipv4 && u->host_type() != boost::urls::host_type::ipv6))
+  if (!u ||
+      (u->host_type() != boost::urls::host_type::ipv4 && u->host_type() != boost::urls::host_type::ipv6))
     return std::nullopt;
   const std::string host(u->host_address());
   if (auto why = forbidden_address_reason(host)) return host + " is a " + *why + " address";

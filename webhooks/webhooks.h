@@ -90,11 +90,11 @@ std::optional<std::string> forbidden_address_reason(std::string_view address);
 
 struct WebhookOptions {
   RetrySchedule schedule;
-  std::chrono::milliseconds timeout{10'000};  // one attempt: resolve, connect, TLS, send, answer
-  bool allow_private = false;                 // --webhook-allow-private (tests, private networks)
-  std::uint32_t concurrency_max = 64;         // attempts in flight overall
-  std::uint32_t endpoint_concurrency_max = 4; // attempts in flight per host:port
-  std::size_t poll_records_max = 4096;        // log records per consumer step
+  std::chrono::milliseconds timeout{10'000};   // one attempt: resolve, connect, TLS, send, answer
+  bool allow_private = false;                  // --webhook-allow-private (tests, private networks)
+  std::uint32_t concurrency_max = 64;          // attempts in flight overall
+  std::uint32_t endpoint_concurrency_max = 4;  // attempts in flight per host:port
+  std::size_t poll_records_max = 4096;         // log records per consumer step
 };
 
 // Delivery statuses. pending -> succeeded | failed (the schedule ran out); a manual retry moves
@@ -110,8 +110,9 @@ class Webhooks {
  public:
   // Opens (creating) the delivery database at `path`. A new database starts at the log's end:
   // turning webhooks on for an existing log does not send its history.
-  [[nodiscard]] static Result<std::unique_ptr<Webhooks>> open(const std::string& path, EventLog& log, Views& views,
-                                                              Projector& projector, const SigningKeyStore& keys,
+  [[nodiscard]] static Result<std::unique_ptr<Webhooks>> open(const std::string& path, EventLog& log,
+                                                              Views& views, Projector& projector,
+                                                              const SigningKeyStore& keys,
                                                               WebhookOptions options = {});
   ~Webhooks();
   Webhooks(const Webhooks&) = delete;
@@ -131,7 +132,12 @@ class Webhooks {
   // set; the check after resolving is the one that guards.
   std::optional<std::string> refused_url(std::string_view url) const;
 
-  enum class RetryOutcome { queued, not_found, in_progress, unavailable };  // unavailable: cannot be recorded (a full disk)
+  enum class RetryOutcome {
+    queued,
+    not_found,
+    in_progress,
+    unavailable
+  };  // unavailable: cannot be recorded (a full disk)
   // Makes the delivery due now (one more attempt, whatever its status). `record` is the
   // delivery as it is after the change.
   RetryOutcome retry(const Scope& scope, std::string_view id, nlohmann::json* record);

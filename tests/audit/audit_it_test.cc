@@ -25,8 +25,12 @@ using kobo::testing::Tamper;
 fs::path binary() { return kobo_options().binary; }
 
 json payout(HttpClient& http, const std::string& key, const json& wallet, std::int64_t amount, bool fails) {
-  json body{{"source", wallet["publicId"]}, {"accountNumber", "0123456784"}, {"bankCode", "044"},
-            {"amount", amount},             {"currency", "NGN"},            {"narration", "audit payout"}};
+  json body{{"source", wallet["publicId"]},
+            {"accountNumber", "0123456784"},
+            {"bankCode", "044"},
+            {"amount", amount},
+            {"currency", "NGN"},
+            {"narration", "audit payout"}};
   if (fails) body["metadata"] = {{"sandboxOutcome", "failed"}};
   return data_or_throw(http.post("/v1/transactions/bank-transfer", body, key), 200, "bank transfer");
 }
@@ -51,7 +55,8 @@ void traffic(KoboProcess& server, const std::string& tag) {
   }
   for (int i = 0; i < 6; ++i) {
     const std::string ref = unique_name("audit-" + tag);
-    const json body = transfer_body(wallets[i % 3]["publicId"], wallets[(i + 1) % 3]["publicId"], 10'000 + i, ref);
+    const json body =
+        transfer_body(wallets[i % 3]["publicId"], wallets[(i + 1) % 3]["publicId"], 10'000 + i, ref);
     data_or_throw(http.post("/v1/transactions/transfer", body, key), 200, "transfer");
     if (i == 0) data_or_throw(http.post("/v1/transactions/transfer", body, key), 200, "idempotent repeat");
     wait_settled(http, key, ref);
@@ -201,16 +206,19 @@ TEST_F(AuditCommand, EventsPrintsEveryRecordAsStoredInPartitionAndLogOrder) {
 
   const RunResult r = run_kobo(binary(), {"events", "--data-dir", dir.string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(lines_of(r.output), all) << "kobo events must print each record as stored, partition by partition";
+  EXPECT_EQ(lines_of(r.output), all)
+      << "kobo events must print each record as stored, partition by partition";
 
   const RunResult one = run_kobo(binary(), {"events", "--data-dir", dir.string(), "--partition", "1"});
   ASSERT_EQ(one.exit_code, 0) << one.output;
   EXPECT_EQ(lines_of(one.output), stored[1]);
 
   const std::string past_the_end = std::to_string(stored.size());
-  const RunResult bad = run_kobo(binary(), {"events", "--data-dir", dir.string(), "--partition", past_the_end});
+  const RunResult bad =
+      run_kobo(binary(), {"events", "--data-dir", dir.string(), "--partition", past_the_end});
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("the log has partitions 0 to " + std::to_string(stored.size() - 1)), std::string::npos)
+  EXPECT_NE(bad.output.find("the log has partitions 0 to " + std::to_string(stored.size() - 1)),
+            std::string::npos)
       << bad.output;
 
   const fs::path missing = data_dir().string() + "-events-missing";
@@ -244,8 +252,8 @@ TEST_F(AuditCommand, TamperedCopiesExitOneAndNameThePartitionAndSeq) {
     for (const json& v : j["violations"])
       named = named || (v["check"] == row.check && v["partition"] == at.partition &&
                         v["seq"] == static_cast<std::int64_t>(at.seq) + row.seq_offset);
-    EXPECT_TRUE(named) << kobo::testing::to_string(row.tamper) << ": partition " << at.partition << " seq " << at.seq
-                       << "\n"
+    EXPECT_TRUE(named) << kobo::testing::to_string(row.tamper) << ": partition " << at.partition << " seq "
+                       << at.seq << "\n"
                        << r.output;
     EXPECT_EQ(j["views"]["checked"], false) << "views are not compared with a log that has violations";
   }

@@ -56,14 +56,17 @@ struct Business {
 
 Business create_business(Ledger& ledger, int n) {
   const std::string biz = "biz-" + uuid_v4(), acc = "acc-" + uuid_v4();
-  must(ledger, CreateBusiness{biz, "Business " + std::to_string(n), acc, "Default", sha256_hex("sk_test_" + biz),
-                              sha256_hex("sk_live_" + biz), "pk_test_" + biz, "pk_live_" + biz});
+  must(ledger,
+       CreateBusiness{biz, "Business " + std::to_string(n), acc, "Default", sha256_hex("sk_test_" + biz),
+                      sha256_hex("sk_live_" + biz), "pk_test_" + biz, "pk_live_" + biz});
   Business b{Caller{biz, acc, false}, {}};
   for (int i = 0; i < 3; ++i) {
-    const Outcome w = must(ledger, CreateWallet{b.caller, "wallet " + std::to_string(i), "secondary", {}, {}});
+    const Outcome w =
+        must(ledger, CreateWallet{b.caller, "wallet " + std::to_string(i), "secondary", {}, {}});
     b.wallets.push_back(w.id);
-    must(ledger, IncomingCredit{b.caller, std::get<WalletOpened>(w.events.at(0).data).account_number, Kobo(1'000'000), "funding", "Ada Obi",
-                                "0123456784", "044", "Access Bank", "000014"});
+    must(ledger,
+         IncomingCredit{b.caller, std::get<WalletOpened>(w.events.at(0).data).account_number, Kobo(1'000'000),
+                        "funding", "Ada Obi", "0123456784", "044", "Access Bank", "000014"});
   }
   return b;
 }
@@ -269,7 +272,8 @@ TEST_F(AuditOfARealLog, NamesAnAmountEditedAndResealed) {
 TEST_F(AuditOfARealLog, NamesADroppedEvent) {
   const auto [dir, t] = tampered(testing::Tamper::drop);
   const AuditReport r = audit(dir);
-  EXPECT_TRUE(has_violation(r, Check::chain, t.partition, t.seq, "seq " + std::to_string(t.seq) + " is missing"))
+  EXPECT_TRUE(
+      has_violation(r, Check::chain, t.partition, t.seq, "seq " + std::to_string(t.seq) + " is missing"))
       << describe(r);
 }
 
@@ -277,14 +281,16 @@ TEST_F(AuditOfARealLog, NamesTwoSwappedEvents) {
   const auto [dir, t] = tampered(testing::Tamper::swap);
   const AuditReport r = audit(dir);
   const std::string next = "seq " + std::to_string(t.seq + 1);
-  EXPECT_TRUE(has_violation(r, Check::chain, t.partition, t.seq, "missing (" + next + " follows")) << describe(r);
+  EXPECT_TRUE(has_violation(r, Check::chain, t.partition, t.seq, "missing (" + next + " follows"))
+      << describe(r);
   EXPECT_TRUE(has_violation(r, Check::chain, t.partition, t.seq, "comes after " + next)) << describe(r);
 }
 
 TEST_F(AuditOfARealLog, NamesAnInsertedEvent) {
   const auto [dir, t] = tampered(testing::Tamper::insert);
   const AuditReport r = audit(dir);
-  EXPECT_TRUE(has_violation(r, Check::double_entry, t.partition, t.seq, "sum to 1000000 kobo")) << describe(r);
+  EXPECT_TRUE(has_violation(r, Check::double_entry, t.partition, t.seq, "sum to 1000000 kobo"))
+      << describe(r);
   EXPECT_TRUE(has_violation(r, Check::chain, t.partition, t.seq, "a second, different event")) << describe(r);
 }
 
@@ -415,7 +421,8 @@ void opening(Forge& f) {
   f.command({{in}});
 }
 
-IncomingCreditReceived incoming(std::vector<Posting> postings, std::optional<std::string> collection = std::nullopt) {
+IncomingCreditReceived incoming(std::vector<Posting> postings,
+                                std::optional<std::string> collection = std::nullopt) {
   IncomingCreditReceived in;
   in.account = AccountId(Forge::kAccount);
   in.collection = collection ? std::optional(WalletId(*collection)) : std::nullopt;
@@ -444,10 +451,13 @@ std::uint64_t transfer(Forge& f, const std::string& n, Posting source, Posting d
 void payout(Forge& f) {
   BankTransferInitiated p;
   p.account = AccountId(Forge::kAccount);
-  p.beneficiary = Beneficiary{"Ada Obi", "0123456784", BankAccountId("bka-1"), "044", "Access Bank", 0, "ner-1"};
+  p.beneficiary =
+      Beneficiary{"Ada Obi", "0123456784", BankAccountId("bka-1"), "044", "Access Bank", 0, "ner-1"};
   p.ids = {300};
   p.narration = "payout";
-  p.postings = {{kA, Kobo(-21'075), Kobo(78'925)}, {kSuspense, Kobo(20'000), Kobo(20'000)}, {kFees, Kobo(1'075), Kobo(1'075)}};
+  p.postings = {{kA, Kobo(-21'075), Kobo(78'925)},
+                {kSuspense, Kobo(20'000), Kobo(20'000)},
+                {kFees, Kobo(1'075), Kobo(1'075)}};
   p.reference = "pay-1";
   p.transaction = TransactionId("trx-pay");
   f.command({{p}});
@@ -457,7 +467,8 @@ void payout(Forge& f) {
 PayoutFailed reversal() {
   PayoutFailed x;
   x.ids = {400};
-  x.postings = {{kSuspense, Kobo(-20'000), Kobo(0)}, {kFees, Kobo(-1'075), Kobo(0)}, {kA, Kobo(21'075), Kobo(100'000)}};
+  x.postings = {
+      {kSuspense, Kobo(-20'000), Kobo(0)}, {kFees, Kobo(-1'075), Kobo(0)}, {kA, Kobo(21'075), Kobo(100'000)}};
   x.transaction = TransactionId("trx-pay");
   return x;
 }
@@ -481,36 +492,63 @@ AuditReport audit_memory(const std::function<void(Forge&)>& build) {
 }
 
 TEST(AuditRules, HandMadeLogsThatFollowTheRulesAreClean) {
-  for (const auto& [name, build] : std::vector<std::pair<const char*, std::function<void(Forge&)>>>{
-           {"opening", [](Forge&) {}},
-           {"a wallet transfer",
-            [](Forge& f) { transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kB, Kobo(30'000), Kobo(30'000)}, "r1"); }},
-           {"a payout that succeeds",
-            [](Forge& f) {
-              payout(f);
-              PayoutSucceeded x;
-              x.postings = {{kSuspense, Kobo(-20'000), Kobo(0)}, {"sys:outbound-settlement", Kobo(20'000), Kobo(20'000)}};
-              x.transaction = TransactionId("trx-pay");
-              f.command({{x}});
-            }},
-           {"a payout that fails and is reversed",
-            [](Forge& f) {
-              payout(f);
-              f.command({{reversal()}});
-            }},
-           {"a transit wallet sweeps",
-            [](Forge& f) {
-              f.command({{incoming({{kInbound, Kobo(-7'000), Kobo(-107'000)}, {kT, Kobo(7'000), Kobo(7'000)},
-                                    {kT, Kobo(-7'000), Kobo(0)}, {kB, Kobo(7'000), Kobo(7'000)}})}});
-            }},
-           {"a collection wallet is paid",
-            [](Forge& f) {
-              f.command({{incoming({{kInbound, Kobo(-5'000), Kobo(-105'000)}, {kA, Kobo(5'000), Kobo(105'000)}}, kC)}});
-            }},
-           {"a second writer", [](Forge& f) {
-              f.writer_started();
-              transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kB, Kobo(30'000), Kobo(30'000)}, "r1");
-            }}}) {
+  for (const auto& [name, build] : std::
+           vector<std::pair<const char*, std::function<void(Forge&)>>>{{"opening", [](Forge&) {}},
+                                                                       {"a wallet transfer",
+                                                                        [](Forge& f) {
+                                                                          transfer(f, "1",
+                                                                                   {kA, Kobo(-30'000),
+                                                                                    Kobo(70'000)},
+                                                                                   {kB, Kobo(30'000),
+                                                                                    Kobo(30'000)},
+                                                                                   "r1");
+                                                                        }},
+                                                                       {"a payout that succeeds",
+                                                                        [](Forge& f) {
+                                                                          payout(f);
+                                                                          PayoutSucceeded x;
+                                                                          x.postings = {
+                                                                              {kSuspense, Kobo(-20'000),
+                                                                               Kobo(0)},
+                                                                              {"sys:outbound-settlement",
+                                                                               Kobo(20'000), Kobo(20'000)}};
+                                                                          x.transaction =
+                                                                              TransactionId("trx-pay");
+                                                                          f.command({{x}});
+                                                                        }},
+                                                                       {"a payout that fails and is reversed",
+                                                                        [](Forge& f) {
+                                                                          payout(f);
+                                                                          f.command({{reversal()}});
+                                                                        }},
+                                                                       {"a transit wallet sweeps",
+                                                                        [](Forge& f) {
+                                                                          f.command({{incoming(
+                                                                              {{kInbound, Kobo(-7'000),
+                                                                                Kobo(-107'000)},
+                                                                               {kT, Kobo(7'000), Kobo(7'000)},
+                                                                               {kT, Kobo(-7'000), Kobo(0)},
+                                                                               {kB, Kobo(7'000),
+                                                                                Kobo(7'000)}})}});
+                                                                        }},
+                                                                       {"a collection wallet is paid",
+                                                                        [](Forge& f) {
+                                                                          f.command({{incoming(
+                                                                              {{kInbound, Kobo(-5'000),
+                                                                                Kobo(-105'000)},
+                                                                               {kA, Kobo(5'000),
+                                                                                Kobo(105'000)}},
+                                                                              kC)}});
+                                                                        }},
+                                                                       {"a second writer", [](Forge& f) {
+                                                                          f.writer_started();
+                                                                          transfer(f, "1",
+                                                                                   {kA, Kobo(-30'000),
+                                                                                    Kobo(70'000)},
+                                                                                   {kB, Kobo(30'000),
+                                                                                    Kobo(30'000)},
+                                                                                   "r1");
+                                                                        }}}) {
     const AuditReport r = audit_memory(build);
     EXPECT_TRUE(r.clean()) << name << "\n" << describe(r);
   }
@@ -520,7 +558,9 @@ TEST(AuditRules, HandMadeLogsThatFollowTheRulesAreClean) {
 TEST(AuditRules, EachRuleIsReportedWhereItIsBroken) {
   const std::vector<Row> rows{
       {"overdraft",
-       [](Forge& f) { transfer(f, "1", {kA, Kobo(-150'000), Kobo(-50'000)}, {kB, Kobo(150'000), Kobo(150'000)}, "r1"); },
+       [](Forge& f) {
+         transfer(f, "1", {kA, Kobo(-150'000), Kobo(-50'000)}, {kB, Kobo(150'000), Kobo(150'000)}, "r1");
+       },
        Check::negative, 8, "goes below zero"},
       {"reference used twice",
        [](Forge& f) {
@@ -529,16 +569,24 @@ TEST(AuditRules, EachRuleIsReportedWhereItIsBroken) {
        },
        Check::reference, 9, "'r1'"},
       {"a transfer that does not balance",
-       [](Forge& f) { transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kB, Kobo(29'000), Kobo(29'000)}, "r1"); },
+       [](Forge& f) {
+         transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kB, Kobo(29'000), Kobo(29'000)}, "r1");
+       },
        Check::double_entry, 8, "sum to -1000 kobo"},
       {"a transfer's legs that disagree",
-       [](Forge& f) { transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kB, Kobo(29'000), Kobo(29'000)}, "r1"); },
+       [](Forge& f) {
+         transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kB, Kobo(29'000), Kobo(29'000)}, "r1");
+       },
        Check::transfer, 8, "is not debited what the destination is credited"},
       {"a transfer to itself",
-       [](Forge& f) { transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kA, Kobo(30'000), Kobo(100'000)}, "r1"); },
+       [](Forge& f) {
+         transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kA, Kobo(30'000), Kobo(100'000)}, "r1");
+       },
        Check::transfer, 8, "the source is the destination"},
       {"a stated balance that is wrong",
-       [](Forge& f) { transfer(f, "1", {kA, Kobo(-30'000), Kobo(71'000)}, {kB, Kobo(30'000), Kobo(30'000)}, "r1"); },
+       [](Forge& f) {
+         transfer(f, "1", {kA, Kobo(-30'000), Kobo(71'000)}, {kB, Kobo(30'000), Kobo(30'000)}, "r1");
+       },
        Check::balance, 8, "the stated balance 71000 kobo"},
       {"a status that moves back",
        [](Forge& f) {
@@ -562,7 +610,8 @@ TEST(AuditRules, EachRuleIsReportedWhereItIsBroken) {
        [](Forge& f) {
          BankTransferInitiated p;
          p.account = AccountId(Forge::kAccount);
-         p.beneficiary = Beneficiary{"Ada Obi", "0123456784", BankAccountId("bka-1"), "044", "Access Bank", 0, "ner-1"};
+         p.beneficiary =
+             Beneficiary{"Ada Obi", "0123456784", BankAccountId("bka-1"), "044", "Access Bank", 0, "ner-1"};
          p.ids = {300};
          p.narration = "payout";
          p.postings = {{kA, Kobo(-21'075), Kobo(78'925)}, {kSuspense, Kobo(21'075), Kobo(21'075)}};
@@ -572,22 +621,29 @@ TEST(AuditRules, EachRuleIsReportedWhereItIsBroken) {
        },
        Check::transfer, 8, "not [source wallet, sys:payout-suspense, sys:fees]"},
       {"a transit wallet that keeps what it receives",
-       [](Forge& f) { f.command({{incoming({{kInbound, Kobo(-7'000), Kobo(-107'000)}, {kT, Kobo(7'000), Kobo(7'000)}})}}); },
+       [](Forge& f) {
+         f.command({{incoming({{kInbound, Kobo(-7'000), Kobo(-107'000)}, {kT, Kobo(7'000), Kobo(7'000)}})}});
+       },
        Check::transfer, 8, "2 postings, not 4"},
       {"a collection wallet paid twice",
        [](Forge& f) {
-         f.command({{incoming({{kInbound, Kobo(-5'000), Kobo(-105'000)}, {kA, Kobo(5'000), Kobo(105'000)}}, kC)}});
-         f.command({{incoming({{kInbound, Kobo(-5'000), Kobo(-110'000)}, {kA, Kobo(5'000), Kobo(110'000)}}, kC)}});
+         f.command(
+             {{incoming({{kInbound, Kobo(-5'000), Kobo(-105'000)}, {kA, Kobo(5'000), Kobo(105'000)}}, kC)}});
+         f.command(
+             {{incoming({{kInbound, Kobo(-5'000), Kobo(-110'000)}, {kA, Kobo(5'000), Kobo(110'000)}}, kC)}});
        },
        Check::status, 9, "paid when paid or expired"},
       {"a collection wallet paid another amount",
        [](Forge& f) {
-         f.command({{incoming({{kInbound, Kobo(-6'000), Kobo(-106'000)}, {kA, Kobo(6'000), Kobo(106'000)}}, kC)}});
+         f.command(
+             {{incoming({{kInbound, Kobo(-6'000), Kobo(-106'000)}, {kA, Kobo(6'000), Kobo(106'000)}}, kC)}});
        },
        Check::transfer, 8, "another amount or wallet"},
       {"an epoch without WriterStarted",
-       [](Forge& f) { f.command({{wallet("vba-x", 5, "0000000055", "X"), Epoch(7)}}); }, Check::epoch, 8,
-       "writer has epoch 1"},
+       [](Forge& f) {
+         f.command({{wallet("vba-x", 5, "0000000055", "X"), Epoch(7)}});
+       },
+       Check::epoch, 8, "writer has epoch 1"},
       {"a command cut short",
        [](Forge& f) {
          f.command({{wallet("vba-x", 5, "0000000055", "X")}}, Forge::kBusiness, 2);
@@ -601,7 +657,8 @@ TEST(AuditRules, EachRuleIsReportedWhereItIsBroken) {
        Check::record, 8, "name 'A' is already taken"},
       {"a posting to a wallet that does not exist",
        [](Forge& f) {
-         f.command({{incoming({{kInbound, Kobo(-5'000), Kobo(-105'000)}, {"vba-nowhere", Kobo(5'000), Kobo(5'000)}})}});
+         f.command({{incoming(
+             {{kInbound, Kobo(-5'000), Kobo(-105'000)}, {"vba-nowhere", Kobo(5'000), Kobo(5'000)}})}});
        },
        Check::record, 8, "which is no wallet of this partition"},
   };
@@ -615,10 +672,11 @@ TEST(AuditRules, EachRuleIsReportedWhereItIsBroken) {
 TEST(AuditRules, AVersionOneRecordIsReportedNamingItsVersion) {
   MemoryLog log(1);
   Forge f(log);
-  f.raw(R"({"hash":"c615d555b9ca5b1e8da1a408bf8d3ca89f05cec599897f9b5967a09e49e5ef59","business":"","commandSeq":1,)"
-        R"("commandSize":1,"data":{"epoch":1},"epoch":1,"live":false,"partition":0,)"
-        R"("prevHash":"0000000000000000000000000000000000000000000000000000000000000000","schemaVersion":1,"seq":1,)"
-        R"("time":"2026-11-21T09:51:45.993Z","type":"WriterStarted"})");
+  f.raw(
+      R"({"hash":"c615d555b9ca5b1e8da1a408bf8d3ca89f05cec599897f9b5967a09e49e5ef59","business":"","commandSeq":1,)"
+      R"("commandSize":1,"data":{"epoch":1},"epoch":1,"live":false,"partition":0,)"
+      R"("prevHash":"0000000000000000000000000000000000000000000000000000000000000000","schemaVersion":1,"seq":1,)"
+      R"("time":"2026-11-21T09:51:45.993Z","type":"WriterStarted"})");
   const auto r = audit_log(log);
   ASSERT_TRUE(r.ok());
   ASSERT_FALSE(r.value().clean());

@@ -47,13 +47,15 @@ std::string check(const fs::path& dir, bool& caught_up) {
   if (has_views && caught_up && dump_db(dir / "views") != before)
     return "kobo replay built views that differ from the incremental ones";
   r = run_kobo(binary(), {"audit", "--data-dir", dir.string()});
-  if (r.exit_code != 0) return "kobo audit after kobo replay exited " + std::to_string(r.exit_code) + ":\n" + r.output;
+  if (r.exit_code != 0)
+    return "kobo audit after kobo replay exited " + std::to_string(r.exit_code) + ":\n" + r.output;
   return {};
 }
 
 TEST(IntegrationData, EveryDataDirPassesAuditAndReplaysToIdenticalViews) {
   const char* root_env = std::getenv("KOBO_IT_DATA_ROOT");
-  if (root_env == nullptr || !fs::exists(root_env)) GTEST_SKIP() << "no KOBO_IT_DATA_ROOT: no integration data to audit";
+  if (root_env == nullptr || !fs::exists(root_env))
+    GTEST_SKIP() << "no KOBO_IT_DATA_ROOT: no integration data to audit";
   std::vector<fs::path> dirs;
   for (const auto& entry : fs::directory_iterator(root_env))
     if (entry.is_directory() && fs::exists(entry.path() / "log" / "CURRENT")) dirs.push_back(entry.path());
@@ -68,7 +70,8 @@ TEST(IntegrationData, EveryDataDirPassesAuditAndReplaysToIdenticalViews) {
   std::vector<Outcome> outcomes(dirs.size());
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < dirs.size();) outcomes[i].problem = check(dirs[i], outcomes[i].caught_up);
+    for (std::size_t i; (i = next.fetch_add(1)) < dirs.size();)
+      outcomes[i].problem = check(dirs[i], outcomes[i].caught_up);
   };
   auto other = std::async(std::launch::async, worker);
   worker();
@@ -85,7 +88,8 @@ TEST(IntegrationData, EveryDataDirPassesAuditAndReplaysToIdenticalViews) {
     }
   }
   std::cout << "[audit] " << dirs.size() << " integration data dirs audited and replayed; " << caught_up
-            << " had views at the end of their log and were compared byte for byte after kobo replay" << std::endl;
+            << " had views at the end of their log and were compared byte for byte after kobo replay"
+            << std::endl;
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ std::vector<std::string> LogSurgery::records(std::uint32_t p) const {
   std::vector<std::string> out;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   const std::string prefix = key(p, 0).substr(0, 5);
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) out.push_back(it->value().ToString());
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next())
+    out.push_back(it->value().ToString());
   check(it->status(), "scan");
   return out;
 }
@@ -66,11 +67,14 @@ std::string edited_transfer(const std::string& record, std::int64_t amount) {
   const auto* transfer = std::get_if<WalletTransferSettled>(&e.value().data);
   if (transfer == nullptr) throw std::runtime_error("edited_transfer: not a wallet transfer");
   const Posting& credit = transfer->postings.at(1);
-  const std::string was = "{\"account\":\"" + credit.account + "\",\"amount\":" + std::to_string(credit.amount.value) + ",";
-  const std::string now = "{\"account\":\"" + credit.account + "\",\"amount\":" + std::to_string(amount) + ",";
+  const std::string was =
+      "{\"account\":\"" + credit.account + "\",\"amount\":" + std::to_string(credit.amount.value) + ",";
+  const std::string now =
+      "{\"account\":\"" + credit.account + "\",\"amount\":" + std::to_string(amount) + ",";
   std::string bytes = record;
   const auto at = bytes.find(was);
-  if (at == std::string::npos) throw std::runtime_error("edited_transfer: the credit posting is not where it should be");
+  if (at == std::string::npos)
+    throw std::runtime_error("edited_transfer: the credit posting is not where it should be");
   bytes.replace(at, was.size(), now);
   return bytes;
 }
@@ -110,11 +114,16 @@ RecordAt find_wallet_transfer(const LogSurgery& log) {
 
 const char* to_string(Tamper t) {
   switch (t) {
-    case Tamper::edit_amount: return "edit_amount";
-    case Tamper::edit_amount_resealed: return "edit_amount_resealed";
-    case Tamper::drop: return "drop";
-    case Tamper::swap: return "swap";
-    case Tamper::insert: return "insert";
+    case Tamper::edit_amount:
+      return "edit_amount";
+    case Tamper::edit_amount_resealed:
+      return "edit_amount_resealed";
+    case Tamper::drop:
+      return "drop";
+    case Tamper::swap:
+      return "swap";
+    case Tamper::insert:
+      return "insert";
   }
   return "?";
 }

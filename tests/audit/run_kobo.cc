@@ -35,8 +35,10 @@ RunResult run_kobo(const std::filesystem::path& binary, const std::vector<std::s
   char buf[4096];
   for (;;) {
     const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n > 0) r.output.append(buf, static_cast<std::size_t>(n));
-    else if (n == 0 || errno != EINTR) break;
+    if (n > 0)
+      r.output.append(buf, static_cast<std::size_t>(n));
+    else if (n == 0 || errno != EINTR)
+      break;
   }
   ::close(fds[0]);
   int status = 0;
@@ -54,7 +56,8 @@ std::map<std::string, std::string> dump_db(const std::filesystem::path& dir) {
   std::map<std::string, std::string> out;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
   for (it->SeekToFirst(); it->Valid(); it->Next()) out.emplace(it->key().ToString(), it->value().ToString());
-  if (!it->status().ok()) throw std::runtime_error("dump_db " + dir.string() + ": " + it->status().ToString());
+  if (!it->status().ok())
+    throw std::runtime_error("dump_db " + dir.string() + ": " + it->status().ToString());
   return out;
 }
 

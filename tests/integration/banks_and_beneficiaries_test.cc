@@ -22,8 +22,8 @@ TEST_F(BanksAndBeneficiaries, ListsEveryBankWithItsFields) {
   EXPECT_GE(banks.size(), 20u);
   std::set<std::string> ids;
   for (const json& b : banks) {
-    for (const char* f : {"publicId", "bankName", "bankCode", "nibssBankCode", "country", "slug", "type", "currency",
-                          "processor", "createdAt", "updatedAt"})
+    for (const char* f : {"publicId", "bankName", "bankCode", "nibssBankCode", "country", "slug", "type",
+                          "currency", "processor", "createdAt", "updatedAt"})
       EXPECT_TRUE(b[f].is_string()) << f << " in " << b.dump();
     EXPECT_TRUE(b["id"].is_number_integer());
     EXPECT_TRUE(b["active"].is_boolean());
@@ -49,13 +49,14 @@ TEST_F(BanksAndBeneficiaries, ValidatesAccountNumbersWithTheNubanCheck) {
   const auto a = http().post("/v1/transactions/validate-account", validate_body("0123456784", "044"), key());
   const auto b = http().post("/v1/transactions/validate-account", validate_body("0123456784", "044"), key());
   EXPECT_EQ(a.json["data"]["accountName"], b.json["data"]["accountName"]) << "same number, same name";
-  expect_error(http().post("/v1/transactions/validate-account", validate_body("0123456785", "044"), key()), 400,
-               "Invalid account number");
-  expect_error(http().post("/v1/transactions/validate-account", validate_body("012345678", "044"), key()), 400,
-               "Invalid account number");
-  expect_error(http().post("/v1/transactions/validate-account", validate_body("0123456784", "123"), key()), 400,
-               "Bank not found");
-  expect_validation(http().post("/v1/transactions/validate-account", json::object(), key()), {"accountNumber", "bankCode"});
+  expect_error(http().post("/v1/transactions/validate-account", validate_body("0123456785", "044"), key()),
+               400, "Invalid account number");
+  expect_error(http().post("/v1/transactions/validate-account", validate_body("012345678", "044"), key()),
+               400, "Invalid account number");
+  expect_error(http().post("/v1/transactions/validate-account", validate_body("0123456784", "123"), key()),
+               400, "Bank not found");
+  expect_validation(http().post("/v1/transactions/validate-account", json::object(), key()),
+                    {"accountNumber", "bankCode"});
 }
 
 TEST_F(BanksAndBeneficiaries, ResolvesOurOwnWalletsToTheirNames) {
@@ -71,13 +72,17 @@ TEST_F(BanksAndBeneficiaries, ResolvesOurOwnWalletsToTheirNames) {
 
 TEST_F(BanksAndBeneficiaries, SavesListsAndFetchesBankAccounts) {
   const std::string name = unique_name("Mum");
-  const json body{{"accountName", name}, {"accountNumber", "0000014579"}, {"bankName", "First Bank"}, {"bankCode", "011"}};
+  const json body{{"accountName", name},
+                  {"accountNumber", "0000014579"},
+                  {"bankName", "First Bank"},
+                  {"bankCode", "011"}};
   const auto created = http().post("/v1/bank-accounts", body, key());
   expect_success(created, 201, Message::kPresent);
   const json& b = created.json["data"];
   EXPECT_EQ(b["beneficiaryType"], "personal") << "the default";
-  for (const char* f : {"publicId", "auth", "account", "accountName", "accountNumber", "bankName", "bankCode",
-                        "reference", "processor", "currency", "beneficiaryType", "createdAt", "updatedAt", "lastUpdated"})
+  for (const char* f :
+       {"publicId", "auth", "account", "accountName", "accountNumber", "bankName", "bankCode", "reference",
+        "processor", "currency", "beneficiaryType", "createdAt", "updatedAt", "lastUpdated"})
     EXPECT_TRUE(b[f].is_string()) << f;
   EXPECT_TRUE(b["id"].is_number_integer());
   EXPECT_TRUE(b["version"].is_number_integer());
@@ -94,8 +99,9 @@ TEST_F(BanksAndBeneficiaries, SavesListsAndFetchesBankAccounts) {
   const auto listed = http().get("/v1/bank-accounts?accountName=" + name, key());
   expect_success(listed, 200, Message::kAbsent, true);
   EXPECT_EQ(listed.json["meta"]["pagination"]["totalCount"], 1);
-  EXPECT_EQ(http().get("/v1/bank-accounts?accountName=" + name + "&beneficiaryType=vba", key()).json["meta"]["pagination"]
-                ["totalCount"],
+  EXPECT_EQ(http()
+                .get("/v1/bank-accounts?accountName=" + name + "&beneficiaryType=vba", key())
+                .json["meta"]["pagination"]["totalCount"],
             0);
   expect_error(http().get("/v1/bank-accounts/bka-" + random_uuid(), key()), 404, "Data not found");
   expect_constraint(http().get("/v1/bank-accounts?beneficiaryType=friend", key()), "beneficiaryType", "isIn",

@@ -153,7 +153,8 @@ TEST_F(Concurrency, TransfersBackAndForthConserveTheTotal) {
   }
   for (auto& th : pool) th.join();
   EXPECT_EQ(unexpected.load(), 0);
-  ASSERT_TRUE(wait_until([&] { return total_count(http(), key(), "/v1/transactions", "status=pending") == 0; }));
+  ASSERT_TRUE(
+      wait_until([&] { return total_count(http(), key(), "/v1/transactions", "status=pending") == 0; }));
   EXPECT_EQ(sum_of_balances(wallets), total);
   for (const json& w : wallets) EXPECT_GE(balance_of(http(), key(), w["publicId"]), 0);
 }
@@ -209,7 +210,8 @@ TEST_F(Concurrency, ParallelWalletCreationsWithOneNameCreateOne) {
       HttpResult res = client->post("/v1/virtual-accounts", wallet_body(name), key());
       if (res.status == 201) {
         ++created;
-      } else if (res.status == 400 && res.body.find("Virtual Account name already exist") != std::string::npos) {
+      } else if (res.status == 400 &&
+                 res.body.find("Virtual Account name already exist") != std::string::npos) {
         ++duplicate;
       } else {
         ++other;

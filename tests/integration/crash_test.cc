@@ -36,7 +36,8 @@ struct Observed {
   std::map<std::string, std::int64_t> balances;  // publicId → balance
   std::int64_t wallets = 0, transactions = 0, debits = 0, credits = 0;
   // publicId → (entry, status, amount, balance, reference)
-  std::map<std::string, std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::string>> records;
+  std::map<std::string, std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::string>>
+      records;
 };
 
 Observed observe(HttpClient& http, const std::string& key, const std::vector<std::string>& wallet_ids) {
@@ -103,16 +104,17 @@ TEST_F(Crash, Kill9MidLoadLosesNoAcknowledgedTransferAndAppliesNoneTwice) {
     std::vector<std::thread> pool;
     for (int t = 0; t < kThreads; ++t) {
       pool.emplace_back([&, t] {
-        std::mt19937_64 trng(seed ^ (static_cast<std::uint64_t>(round) << 40) ^ (static_cast<std::uint64_t>(t) << 32));
+        std::mt19937_64 trng(seed ^ (static_cast<std::uint64_t>(round) << 40) ^
+                             (static_cast<std::uint64_t>(t) << 32));
         auto client = server_->new_client(std::chrono::milliseconds(5'000));
         for (int i = 0; i < kMaxPerThread && !stop.load(); ++i) {
           const std::size_t a = trng() % kWallets;
           const std::size_t b = (a + 1 + trng() % (kWallets - 1)) % kWallets;
           Attempt at;
-          at.reference = "crash-" + std::to_string(seed) + "-r" + std::to_string(round) + "-t" + std::to_string(t) +
-                         "-" + std::to_string(i);
-          at.body = transfer_body(ids[a], ids[b], 10'000 + static_cast<std::int64_t>(trng() % 50'000), at.reference,
-                                  "crash test");
+          at.reference = "crash-" + std::to_string(seed) + "-r" + std::to_string(round) + "-t" +
+                         std::to_string(t) + "-" + std::to_string(i);
+          at.body = transfer_body(ids[a], ids[b], 10'000 + static_cast<std::int64_t>(trng() % 50'000),
+                                  at.reference, "crash test");
           try {
             HttpResult res = client->post("/v1/transactions/transfer", at.body, key);
             at.status = res.status;
@@ -146,8 +148,8 @@ TEST_F(Crash, Kill9MidLoadLosesNoAcknowledgedTransferAndAppliesNoneTwice) {
         ADD_FAILURE() << at.reference << " answered " << at.status << " " << at.detail;
       }
     }
-    std::cout << "round " << round << ": " << attempts.size() << " transfers sent, " << acked << " acknowledged, "
-              << lost << " without an answer" << std::endl;
+    std::cout << "round " << round << ": " << attempts.size() << " transfers sent, " << acked
+              << " acknowledged, " << lost << " without an answer" << std::endl;
 
     server_->start();
     http = &server_->client();
@@ -174,8 +176,8 @@ TEST_F(Crash, Kill9MidLoadLosesNoAcknowledgedTransferAndAppliesNoneTwice) {
       replayed += res.header("idempotent-replayed") == "true";
       succeeded.insert(at.reference);
     }
-    std::cout << "round " << round << ": " << replayed << " of the retries were replays (applied before the crash)"
-              << std::endl;
+    std::cout << "round " << round << ": " << replayed
+              << " of the retries were replays (applied before the crash)" << std::endl;
     all_attempts.insert(all_attempts.end(), attempts.begin(), attempts.end());
   }
 
@@ -213,7 +215,8 @@ TEST_F(Crash, Kill9MidLoadLosesNoAcknowledgedTransferAndAppliesNoneTwice) {
     EXPECT_EQ(debits_by_ref[ref], 1) << "debits with reference " << ref;
     EXPECT_EQ(credits_by_debit_ref[ref], 1) << "credit legs of " << ref;
   }
-  EXPECT_EQ(total_count(*http, key, "/v1/transactions", "entry=debit"), static_cast<std::int64_t>(succeeded.size()));
+  EXPECT_EQ(total_count(*http, key, "/v1/transactions", "entry=debit"),
+            static_cast<std::int64_t>(succeeded.size()));
   EXPECT_EQ(total_count(*http, key, "/v1/transactions", "entry=credit"),
             static_cast<std::int64_t>(succeeded.size()) + kWallets);
 
@@ -262,11 +265,14 @@ TEST_F(Crash, Kill9RightAfterStartKeepsTheBootstrapCredentials) {
   EXPECT_EQ(server_->test_key(), before.test_secret_key);
   EXPECT_EQ(server_->live_key(), before.live_secret_key);
   EXPECT_EQ(server_->credentials().business_id, before.business_id);
-  HttpResult res = server_->client().get("/v1/virtual-accounts/" + w["publicId"].get<std::string>(), server_->test_key());
+  HttpResult res =
+      server_->client().get("/v1/virtual-accounts/" + w["publicId"].get<std::string>(), server_->test_key());
   expect_success(res, 200, Message::kAbsent);
   // A new port works too.
   server_->restart(KoboProcess::Port::kFresh);
-  EXPECT_EQ(server_->client().get("/v1/virtual-accounts/" + w["publicId"].get<std::string>(), server_->test_key()).status,
+  EXPECT_EQ(server_->client()
+                .get("/v1/virtual-accounts/" + w["publicId"].get<std::string>(), server_->test_key())
+                .status,
             200u);
 }
 

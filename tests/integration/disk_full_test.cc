@@ -59,7 +59,8 @@ TEST_F(DiskFull, WritesAnswer507ReadsGoOnAndWritesResumeWhenSpaceReturns) {
   auto send = [&](int i) {
     const bool forward = i % 2 == 0;
     const std::string ref = "disk-full-" + std::to_string(i);
-    const json body = transfer_body(forward ? ida : idb, forward ? idb : ida, 10'000 + i, ref, "disk full test");
+    const json body =
+        transfer_body(forward ? ida : idb, forward ? idb : ida, 10'000 + i, ref, "disk full test");
     HttpResult r;
     try {
       r = http.post("/v1/transactions/transfer", body, key);
@@ -100,7 +101,8 @@ TEST_F(DiskFull, WritesAnswer507ReadsGoOnAndWritesResumeWhenSpaceReturns) {
       std::chrono::milliseconds(30'000));
   ASSERT_TRUE(resumed) << "writes did not resume; readyz: " << http.get("/readyz", "").body;
   for (int n = 0; n < 20; ++n) send(i++);
-  ASSERT_TRUE(wait_until([&] { return http.get("/readyz", "").status == 200; }, std::chrono::milliseconds(30'000)))
+  ASSERT_TRUE(
+      wait_until([&] { return http.get("/readyz", "").status == 200; }, std::chrono::milliseconds(30'000)))
       << http.get("/readyz", "").body;
 
   // Across a restart: every acknowledged transfer is there, and the balances are the model's.

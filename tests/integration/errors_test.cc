@@ -22,7 +22,8 @@ class Errors : public ServerSuite {
     bool operator==(const Counts&) const = default;
   };
   Counts counts() {
-    return {total_count(http(), key(), "/v1/virtual-accounts"), total_count(http(), key(), "/v1/transactions")};
+    return {total_count(http(), key(), "/v1/virtual-accounts"),
+            total_count(http(), key(), "/v1/transactions")};
   }
 };
 
@@ -136,13 +137,15 @@ TEST_F(Errors, MalformedJsonIs400BadRequestAndChangesNothing) {
   json wallet = create_wallet(http(), key()), other = create_wallet(http(), key());
   const Counts before = counts();
   const std::vector<std::string> bodies = {
-      R"({"accountName":)", "not json", R"({"accountName": "x",})", R"({"a":1}})", "{'single':'quotes'}",
-      "\x01\x02\x03", R"({"amount": 1e99999})",
+      R"({"accountName":)",  "not json",     R"({"accountName": "x",})", R"({"a":1}})",
+      "{'single':'quotes'}", "\x01\x02\x03", R"({"amount": 1e99999})",
   };
-  for (const std::string target : {"/v1/virtual-accounts", "/v1/transactions/transfer", "/v1/sandbox/incoming-transfers"}) {
+  for (const std::string target :
+       {"/v1/virtual-accounts", "/v1/transactions/transfer", "/v1/sandbox/incoming-transfers"}) {
     for (const auto& body : bodies) {
       SCOPED_TRACE(target + " " + body);
-      expect_error(http().request(bhttp::verb::post, target, body, {{"x-service-key", key()}}), 400, "Bad request");
+      expect_error(http().request(bhttp::verb::post, target, body, {{"x-service-key", key()}}), 400,
+                   "Bad request");
     }
   }
   EXPECT_EQ(counts(), before);
@@ -152,7 +155,8 @@ TEST_F(Errors, JsonThatIsNotAnObjectIs400) {
   const Counts before = counts();
   for (const std::string body : {"[]", "[1,2]", "\"text\"", "42", "null", "true"}) {
     SCOPED_TRACE(body);
-    HttpResult res = http().request(bhttp::verb::post, "/v1/virtual-accounts", body, {{"x-service-key", key()}});
+    HttpResult res =
+        http().request(bhttp::verb::post, "/v1/virtual-accounts", body, {{"x-service-key", key()}});
     EXPECT_EQ(res.status, 400u) << res.body;
     const std::string message = res.json.is_object() ? res.json["meta"]["error"].value("message", "") : "";
     EXPECT_TRUE(message == "Bad request" || message == "Validation error") << res.body;
@@ -171,7 +175,8 @@ std::string padded_wallet_body(std::size_t size) {
 TEST_F(Errors, BodyOfExactly64KiBIsAccepted) {
   std::string body = padded_wallet_body(64 * 1024);
   ASSERT_EQ(body.size(), 65'536u);
-  HttpResult res = http().request(bhttp::verb::post, "/v1/virtual-accounts", body, {{"x-service-key", key()}});
+  HttpResult res =
+      http().request(bhttp::verb::post, "/v1/virtual-accounts", body, {{"x-service-key", key()}});
   expect_success(res, 201, Message::kPresent);
 }
 
@@ -179,7 +184,8 @@ TEST_F(Errors, BodyOneByteOver64KiBIs413AndCreatesNothing) {
   const Counts before = counts();
   std::string body = padded_wallet_body(64 * 1024 + 1);
   ASSERT_EQ(body.size(), 65'537u);
-  HttpResult res = http().request(bhttp::verb::post, "/v1/virtual-accounts", body, {{"x-service-key", key()}});
+  HttpResult res =
+      http().request(bhttp::verb::post, "/v1/virtual-accounts", body, {{"x-service-key", key()}});
   expect_error(res, 413, "Payload too large");
   HttpResult huge = http().request(bhttp::verb::post, "/v1/virtual-accounts", padded_wallet_body(1 << 20),
                                    {{"x-service-key", key()}});
@@ -221,7 +227,8 @@ TEST_F(Errors, AKnownPathWithAnotherMethodIs405WithAllow) {
   for (const auto& [method, target, allow] : routes) {
     SCOPED_TRACE(std::string(bhttp::to_string(method)) + " " + target);
     std::optional<std::string> body;
-    if (method != bhttp::verb::get && method != bhttp::verb::delete_ && method != bhttp::verb::trace) body = "{}";
+    if (method != bhttp::verb::get && method != bhttp::verb::delete_ && method != bhttp::verb::trace)
+      body = "{}";
     const HttpResult r = http().request(method, target, body, {{"x-service-key", key()}});
     expect_error(r, 405, "Method not allowed");
     EXPECT_EQ(r.header("allow"), allow);
@@ -326,14 +333,16 @@ TEST_F(Errors, WrongTypesAndMissingFieldsAre400NamingTheField) {
 
 TEST_F(Errors, EmptyObjectNamesEveryRequiredField) {
   const Counts before = counts();
-  expect_validation(http().post("/v1/transactions/transfer", json::object(), key()),
-                    {"source", "sourceType", "destination", "destinationType", "amount", "currency", "narration"});
+  expect_validation(
+      http().post("/v1/transactions/transfer", json::object(), key()),
+      {"source", "sourceType", "destination", "destinationType", "amount", "currency", "narration"});
   HttpResult wallet = http().post("/v1/virtual-accounts", json::object(), key());
   expect_error(wallet, 400, "Validation error");
   for (const char* f : {"accountName", "category", "currency"}) {
     EXPECT_TRUE(wallet.json["meta"]["error"]["messages"].contains(f)) << f << " in " << wallet.body;
   }
-  expect_validation(http().post("/v1/sandbox/incoming-transfers", json::object(), key()), {"accountNumber", "amount"});
+  expect_validation(http().post("/v1/sandbox/incoming-transfers", json::object(), key()),
+                    {"accountNumber", "amount"});
   EXPECT_EQ(counts(), before);
 }
 
@@ -385,28 +394,32 @@ TEST_F(Isolation, AnotherBusinessSeesNoneOfTheRecordsAndCannotMoveTheMoney) {
   json wallet = create_wallet(http, mine), other = create_wallet(http, mine);
   json credit = fund(http, mine, wallet, 500'000);
   const std::string ref = unique_name("iso");
-  data_or_throw(http.post("/v1/transactions/transfer", transfer_body(wallet["publicId"], other["publicId"], 20'000, ref),
-                          mine),
+  data_or_throw(http.post("/v1/transactions/transfer",
+                          transfer_body(wallet["publicId"], other["publicId"], 20'000, ref), mine),
                 200, "transfer");
 
   expect_error(http.get("/v1/virtual-accounts/" + wallet["publicId"].get<std::string>(), theirs), 404,
                "Data not found");
   expect_error(http.get("/v1/transactions/" + ref, theirs), 404, "Data not found");
-  expect_error(http.get("/v1/transactions/" + credit["publicId"].get<std::string>(), theirs), 404, "Data not found");
-  expect_error(http.get("/v1/transactions/" + ref + "/verify", theirs), 404, "Transaction not found or does not exist");
+  expect_error(http.get("/v1/transactions/" + credit["publicId"].get<std::string>(), theirs), 404,
+               "Data not found");
+  expect_error(http.get("/v1/transactions/" + ref + "/verify", theirs), 404,
+               "Transaction not found or does not exist");
   EXPECT_EQ(total_count(http, theirs, "/v1/virtual-accounts"), 0);
   EXPECT_EQ(total_count(http, theirs, "/v1/transactions"), 0);
 
   json their_wallet = create_wallet(http, theirs);
-  expect_error(http.post("/v1/transactions/transfer",
-                         transfer_body(wallet["publicId"], their_wallet["publicId"], 20'000, unique_name("steal")),
-                         theirs),
-               404, "Source not found");
+  expect_error(
+      http.post("/v1/transactions/transfer",
+                transfer_body(wallet["publicId"], their_wallet["publicId"], 20'000, unique_name("steal")),
+                theirs),
+      404, "Source not found");
   fund(http, theirs, their_wallet, 100'000);
-  expect_error(http.post("/v1/transactions/transfer",
-                         transfer_body(their_wallet["publicId"], wallet["publicId"], 20'000, unique_name("gift")),
-                         theirs),
-               404, "Destination not found");
+  expect_error(
+      http.post("/v1/transactions/transfer",
+                transfer_body(their_wallet["publicId"], wallet["publicId"], 20'000, unique_name("gift")),
+                theirs),
+      404, "Destination not found");
   // The same wallet name is free in another business.
   create_wallet(http, theirs, "secondary", wallet["accountName"]);
   EXPECT_EQ(balance_of(http, mine, wallet["publicId"]), 480'000);
@@ -417,10 +430,12 @@ TEST_F(Isolation, AnotherBusinessSeesNoneOfTheRecordsAndCannotMoveTheMoney) {
 
 TEST_F(Isolation, AdminApiRejectsAWrongAdminKey) {
   HttpClient& http = server_->client();
-  for (const std::optional<std::string>& k : {std::optional<std::string>(), std::optional<std::string>("wrong")}) {
+  for (const std::optional<std::string>& k :
+       {std::optional<std::string>(), std::optional<std::string>("wrong")}) {
     kobo::testing::HttpHeaders headers;
     if (k) headers.emplace_back("x-admin-key", *k);
-    HttpResult res = http.request(bhttp::verb::post, "/v1/admin/businesses", json{{"name", "Nope"}}.dump(), headers);
+    HttpResult res =
+        http.request(bhttp::verb::post, "/v1/admin/businesses", json{{"name", "Nope"}}.dump(), headers);
     expect_error(res, 401, "Unauthorized");
   }
 }

@@ -74,7 +74,8 @@ TEST_F(EventsCommand, FromSkipsEachPartitionsEarlierEvents) {
 }
 
 TEST_F(EventsCommand, FollowPrintsEventsAsTheyAreAppendedUntilStopped) {
-  const std::filesystem::path out = server().data_dir().parent_path() / ("follow-" + std::to_string(getpid()) + ".out");
+  const std::filesystem::path out =
+      server().data_dir().parent_path() / ("follow-" + std::to_string(getpid()) + ".out");
   const auto args = events_args({"--follow"});
   const pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -95,7 +96,8 @@ TEST_F(EventsCommand, FollowPrintsEventsAsTheyAreAppendedUntilStopped) {
   ASSERT_TRUE(wait_until([&] { return !text().empty(); }, std::chrono::milliseconds(15'000)));
   const json wallet = create_wallet(http(), key());
   const std::string id = wallet["publicId"];
-  EXPECT_TRUE(wait_until([&] { return text().find(id) != std::string::npos; }, std::chrono::milliseconds(15'000)))
+  EXPECT_TRUE(
+      wait_until([&] { return text().find(id) != std::string::npos; }, std::chrono::milliseconds(15'000)))
       << "a wallet created after --follow started never appeared";
   ASSERT_EQ(kill(child, SIGTERM), 0);
   int status = 0;

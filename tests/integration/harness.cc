@@ -70,8 +70,7 @@ std::uint64_t test_seed(std::string_view test_name) {
 namespace {
 
 std::mt19937_64& rng() {
-  thread_local std::mt19937_64 gen{std::random_device{}() ^
-                                   (static_cast<std::uint64_t>(::getpid()) << 20) ^
+  thread_local std::mt19937_64 gen{std::random_device{}() ^ (static_cast<std::uint64_t>(::getpid()) << 20) ^
                                    std::hash<std::thread::id>{}(std::this_thread::get_id())};
   return gen;
 }
@@ -123,24 +122,23 @@ json transfer_body(const std::string& source, const std::string& destination, st
 }
 
 json incoming_body(const std::string& account_number, std::int64_t amount) {
-  return {{"accountNumber", account_number},
-          {"amount", amount},
-          {"narration", "incoming test credit"},
-          {"senderName", "Ada Obi"},
-          {"senderAccountNumber", "0123456784"},
-          {"senderBankCode", "044"}};
+  return {{"accountNumber", account_number},     {"amount", amount},
+          {"narration", "incoming test credit"}, {"senderName", "Ada Obi"},
+          {"senderAccountNumber", "0123456784"}, {"senderBankCode", "044"}};
 }
 
 // ---- actions ------------------------------------------------------------------------------------
 
 json data_or_throw(const HttpResult& res, unsigned status, std::string_view what) {
   if (res.status != status || !res.json.is_object() || !res.json.contains("data")) {
-    throw std::runtime_error(std::string(what) + ": expected " + std::to_string(status) + ", got " + describe(res));
+    throw std::runtime_error(std::string(what) + ": expected " + std::to_string(status) + ", got " +
+                             describe(res));
   }
   return res.json["data"];
 }
 
-json create_wallet(HttpClient& http, const std::string& key, const std::string& category, const std::string& name) {
+json create_wallet(HttpClient& http, const std::string& key, const std::string& category,
+                   const std::string& name) {
   const std::string n = name.empty() ? unique_name("wallet") : name;
   return data_or_throw(http.post("/v1/virtual-accounts", wallet_body(n, category), key), 201,
                        "POST /v1/virtual-accounts " + n);
@@ -148,8 +146,8 @@ json create_wallet(HttpClient& http, const std::string& key, const std::string& 
 
 json fund(HttpClient& http, const std::string& key, const json& wallet, std::int64_t amount) {
   return data_or_throw(
-      http.post("/v1/sandbox/incoming-transfers", incoming_body(wallet.at("accountNumber"), amount), key), 201,
-      "POST /v1/sandbox/incoming-transfers");
+      http.post("/v1/sandbox/incoming-transfers", incoming_body(wallet.at("accountNumber"), amount), key),
+      201, "POST /v1/sandbox/incoming-transfers");
 }
 
 json get_wallet(HttpClient& http, const std::string& key, const std::string& public_id) {
@@ -168,7 +166,8 @@ std::vector<json> list_all(HttpClient& http, const std::string& key, const std::
                            const std::string& query) {
   std::vector<json> out;
   for (int page = 1;; ++page) {
-    std::string target = path + "?" + (query.empty() ? "" : query + "&") + "perPage=100&page=" + std::to_string(page);
+    std::string target =
+        path + "?" + (query.empty() ? "" : query + "&") + "perPage=100&page=" + std::to_string(page);
     HttpResult res = http.get(target, key);
     json data = data_or_throw(res, 200, "GET " + target);
     if (!data.is_array()) throw std::runtime_error("GET " + target + ": data is not an array");
@@ -240,14 +239,17 @@ void expect_success(const HttpResult& res, unsigned status, Message message, boo
   EXPECT_FALSE(meta.contains("error"));
   switch (message) {
     case Message::kPresent:
-      EXPECT_TRUE(meta.contains("message") && meta["message"].is_string() && !meta["message"].get<std::string>().empty())
+      EXPECT_TRUE(meta.contains("message") && meta["message"].is_string() &&
+                  !meta["message"].get<std::string>().empty())
           << "meta.message should be a non-empty string";
       break;
     case Message::kAbsent:
       EXPECT_FALSE(meta.contains("message")) << "meta.message should be absent";
       break;
     case Message::kAny:
-      if (meta.contains("message")) { EXPECT_TRUE(meta["message"].is_string()); }
+      if (meta.contains("message")) {
+        EXPECT_TRUE(meta["message"].is_string());
+      }
       break;
   }
   ASSERT_TRUE(res.json.contains("data"));
@@ -258,7 +260,9 @@ void expect_success(const HttpResult& res, unsigned status, Message message, boo
     for (const char* f : {"totalCount", "perPage", "current"}) {
       EXPECT_TRUE(p.contains(f) && p[f].is_number_integer()) << "meta.pagination." << f;
     }
-    if (p.contains("totalCount") && p["totalCount"].is_number_integer()) { EXPECT_GE(p["totalCount"].get<long long>(), 0); }
+    if (p.contains("totalCount") && p["totalCount"].is_number_integer()) {
+      EXPECT_GE(p["totalCount"].get<long long>(), 0);
+    }
   } else {
     EXPECT_FALSE(meta.contains("pagination"));
   }
@@ -292,7 +296,8 @@ void expect_validation(const HttpResult& res, const std::vector<std::string>& fi
   std::vector<std::string> got;
   for (const auto& [field, constraints] : messages.items()) {
     got.push_back(field);
-    EXPECT_TRUE(constraints.is_object() && !constraints.empty()) << field << " should map constraints to texts";
+    EXPECT_TRUE(constraints.is_object() && !constraints.empty())
+        << field << " should map constraints to texts";
     for (const auto& [name, text] : constraints.items()) {
       EXPECT_TRUE(text.is_string() && !text.get<std::string>().empty()) << field << "." << name;
     }
@@ -340,15 +345,27 @@ void expect_fields(const json& obj, std::string_view what, std::initializer_list
     }
     const json& v = obj[rule.name];
     switch (rule.kind) {
-      case Kind::kString: EXPECT_TRUE(v.is_string()) << where << " should be a string, is " << v.dump(); break;
-      case Kind::kInteger: EXPECT_TRUE(v.is_number_integer()) << where << " should be an integer, is " << v.dump(); break;
-      case Kind::kBool: EXPECT_TRUE(v.is_boolean()) << where << " should be a boolean, is " << v.dump(); break;
-      case Kind::kObject: EXPECT_TRUE(v.is_object()) << where << " should be an object, is " << v.dump(); break;
-      case Kind::kArray: EXPECT_TRUE(v.is_array()) << where << " should be an array, is " << v.dump(); break;
+      case Kind::kString:
+        EXPECT_TRUE(v.is_string()) << where << " should be a string, is " << v.dump();
+        break;
+      case Kind::kInteger:
+        EXPECT_TRUE(v.is_number_integer()) << where << " should be an integer, is " << v.dump();
+        break;
+      case Kind::kBool:
+        EXPECT_TRUE(v.is_boolean()) << where << " should be a boolean, is " << v.dump();
+        break;
+      case Kind::kObject:
+        EXPECT_TRUE(v.is_object()) << where << " should be an object, is " << v.dump();
+        break;
+      case Kind::kArray:
+        EXPECT_TRUE(v.is_array()) << where << " should be an array, is " << v.dump();
+        break;
       case Kind::kStringOrNull:
         EXPECT_TRUE(v.is_string() || v.is_null()) << where << " should be a string or null, is " << v.dump();
         break;
-      case Kind::kTimestamp: expect_timestamp(v, where); break;
+      case Kind::kTimestamp:
+        expect_timestamp(v, where);
+        break;
       case Kind::kTimestampOrNull:
         if (!v.is_null()) expect_timestamp(v, where);
         break;
@@ -376,7 +393,8 @@ void expect_wallet_snapshot(const json& s, std::string_view what) {
                  {"currency", Kind::kString},
                  {"reference", Kind::kStringOrNull},
                  {"processor", Kind::kString}});
-  if (s.is_object() && s.contains("publicId")) expect_public_id(at(s, "publicId"), "vba-", std::string(what) + ".publicId");
+  if (s.is_object() && s.contains("publicId"))
+    expect_public_id(at(s, "publicId"), "vba-", std::string(what) + ".publicId");
 }
 
 void expect_external_snapshot(const json& s, std::string_view what) {
@@ -427,16 +445,23 @@ void expect_wallet(const json& w, bool with_underscore_id) {
   if (w.contains("publicId")) expect_public_id(at(w, "publicId"), "vba-", "wallet.publicId");
   static const std::regex ten_digits(R"(^\d{10}$)");
   if (w.contains("accountNumber") && at(w, "accountNumber").is_string()) {
-    EXPECT_TRUE(std::regex_match(at(w, "accountNumber").get<std::string>(), ten_digits)) << at(w, "accountNumber");
+    EXPECT_TRUE(std::regex_match(at(w, "accountNumber").get<std::string>(), ten_digits))
+        << at(w, "accountNumber");
   }
   EXPECT_EQ(w.value("currency", json()), json("NGN"));
-  EXPECT_TRUE(w.value("category", json()) == json("primary") || w.value("category", json()) == json("secondary"))
+  EXPECT_TRUE(w.value("category", json()) == json("primary") ||
+              w.value("category", json()) == json("secondary"))
       << "category " << w.value("category", json());
-  if (w.contains("id") && at(w, "id").is_number_integer()) { EXPECT_GT(at(w, "id").get<long long>(), 0); }
-  if (w.contains("balance") && at(w, "balance").is_number_integer()) { EXPECT_GE(at(w, "balance").get<long long>(), 0); }
+  if (w.contains("id") && at(w, "id").is_number_integer()) {
+    EXPECT_GT(at(w, "id").get<long long>(), 0);
+  }
+  if (w.contains("balance") && at(w, "balance").is_number_integer()) {
+    EXPECT_GE(at(w, "balance").get<long long>(), 0);
+  }
   if (with_underscore_id) {
     static const std::regex hex24(R"(^[0-9a-f]{24}$)");
-    EXPECT_TRUE(w.contains("_id") && at(w, "_id").is_string() && std::regex_match(at(w, "_id").get<std::string>(), hex24))
+    EXPECT_TRUE(w.contains("_id") && at(w, "_id").is_string() &&
+                std::regex_match(at(w, "_id").get<std::string>(), hex24))
         << "wallet._id should be 24 lowercase hex characters: " << w.value("_id", json());
   }
 }
@@ -480,18 +505,28 @@ void expect_transaction(const json& t) {
                  {"updatedAt", Kind::kTimestamp}});
   if (!t.is_object()) return;
   static const std::regex hex24(R"(^[0-9a-f]{24}$)");
-  if (t.contains("_id") && at(t, "_id").is_string()) { EXPECT_TRUE(std::regex_match(at(t, "_id").get<std::string>(), hex24)) << at(t, "_id"); }
+  if (t.contains("_id") && at(t, "_id").is_string()) {
+    EXPECT_TRUE(std::regex_match(at(t, "_id").get<std::string>(), hex24)) << at(t, "_id");
+  }
   if (t.contains("publicId")) expect_public_id(at(t, "publicId"), "trx-", "transaction.publicId");
-  if (t.contains("requestSrc")) { EXPECT_TRUE(at(t, "requestSrc").is_string()) << "requestSrc " << at(t, "requestSrc"); }
+  if (t.contains("requestSrc")) {
+    EXPECT_TRUE(at(t, "requestSrc").is_string()) << "requestSrc " << at(t, "requestSrc");
+  }
   EXPECT_EQ(t.value("currency", json()), json("NGN"));
   const std::string entry = t.value("entry", "");
   EXPECT_TRUE(entry == "credit" || entry == "debit") << "entry " << entry;
   const std::string status = t.value("status", "");
   EXPECT_TRUE(status == "pending" || status == "processing" || status == "success" || status == "failed")
       << "status " << status;
-  if (t.value("feeReference", json()).is_string()) { EXPECT_TRUE(has_prefix(at(t, "feeReference"), "fee-")) << at(t, "feeReference"); }
-  if (t.contains("amount") && at(t, "amount").is_number_integer()) { EXPECT_GT(at(t, "amount").get<long long>(), 0); }
-  if (t.contains("balance") && at(t, "balance").is_number_integer()) { EXPECT_GE(at(t, "balance").get<long long>(), 0); }
+  if (t.value("feeReference", json()).is_string()) {
+    EXPECT_TRUE(has_prefix(at(t, "feeReference"), "fee-")) << at(t, "feeReference");
+  }
+  if (t.contains("amount") && at(t, "amount").is_number_integer()) {
+    EXPECT_GT(at(t, "amount").get<long long>(), 0);
+  }
+  if (t.contains("balance") && at(t, "balance").is_number_integer()) {
+    EXPECT_GE(at(t, "balance").get<long long>(), 0);
+  }
   if (t.contains("clientTransaction") && at(t, "clientTransaction").is_object()) {
     expect_fields(at(t, "clientTransaction"), "transaction.clientTransaction",
                   {{"fee", Kind::kInteger}, {"actualAmount", Kind::kInteger}});
@@ -520,13 +555,18 @@ void expect_transaction(const json& t) {
 
   if (!t.contains("meta") || !at(t, "meta").is_object()) return;
   const json& meta = at(t, "meta");
-  if (meta.contains("isThirdParty")) { EXPECT_TRUE(at(meta, "isThirdParty").is_boolean()) << "meta.isThirdParty"; }
+  if (meta.contains("isThirdParty")) {
+    EXPECT_TRUE(at(meta, "isThirdParty").is_boolean()) << "meta.isThirdParty";
+  }
   if (meta.contains("rate")) {
     expect_fields(at(meta, "rate"), "transaction.meta.rate",
-                  {{"rateId", Kind::kInteger}, {"sourceCurrency", Kind::kString}, {"destinationCurrency", Kind::kString}});
+                  {{"rateId", Kind::kInteger},
+                   {"sourceCurrency", Kind::kString},
+                   {"destinationCurrency", Kind::kString}});
     if (at(meta, "rate").is_object()) {
       EXPECT_TRUE(at(meta, "rate").value("rate", json()).is_number()) << "meta.rate.rate";
-      EXPECT_TRUE(at(meta, "rate").value("convertedAmount", json()).is_number()) << "meta.rate.convertedAmount";
+      EXPECT_TRUE(at(meta, "rate").value("convertedAmount", json()).is_number())
+          << "meta.rate.convertedAmount";
     }
   }
   const bool wallet_transfer = source_type == "VirtualAccount" && destination_type == "VirtualAccount";

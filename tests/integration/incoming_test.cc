@@ -50,8 +50,8 @@ TEST_F(Incoming, CreditsAccumulateOnTheWallet) {
 
 TEST_F(Incoming, MinimalBodyWithOnlyAccountNumberAndAmountIsAccepted) {
   json w = create_wallet(http(), key());
-  HttpResult res =
-      http().post("/v1/sandbox/incoming-transfers", json{{"accountNumber", w["accountNumber"]}, {"amount", 5}}, key());
+  HttpResult res = http().post("/v1/sandbox/incoming-transfers",
+                               json{{"accountNumber", w["accountNumber"]}, {"amount", 5}}, key());
   expect_success(res, 201, Message::kAny);
   expect_transaction(res.json["data"]);
   EXPECT_EQ(balance_of(http(), key(), w["publicId"]), 5);
@@ -67,7 +67,7 @@ TEST_F(Incoming, CreditIsFoundByEveryIdentifierAndInTheCreditList) {
   json w = create_wallet(http(), key());
   json t = fund(http(), key(), w, 424'242);
   for (const std::string& id : {t["publicId"].get<std::string>(), std::to_string(t["id"].get<long long>()),
-                               t["reference"].get<std::string>()}) {
+                                t["reference"].get<std::string>()}) {
     SCOPED_TRACE(id);
     HttpResult res = http().get("/v1/transactions/" + id, key());
     expect_success(res, 200, Message::kAbsent);

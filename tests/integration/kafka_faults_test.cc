@@ -68,8 +68,10 @@ class OwnBroker {
   }
   ~OwnBroker() {
     run("stop", /*must=*/false);
-    if (old_env_) ::setenv("KOBO_TEST_KAFKA_DIR", old_env_->c_str(), 1);
-    else ::unsetenv("KOBO_TEST_KAFKA_DIR");
+    if (old_env_)
+      ::setenv("KOBO_TEST_KAFKA_DIR", old_env_->c_str(), 1);
+    else
+      ::unsetenv("KOBO_TEST_KAFKA_DIR");
   }
   OwnBroker(const OwnBroker&) = delete;
   OwnBroker& operator=(const OwnBroker&) = delete;
@@ -87,12 +89,13 @@ class OwnBroker {
   void run(const std::string& command, bool must = true) {
     const std::string script = std::string(KOBO_SOURCE_DIR) + "/tools/kafka/broker.sh";
     const fs::path out = root_.path() / "broker.sh.out";
-    const std::string line = "'" + script + "' " + command + " '" + dir_.string() + "' >>'" + out.string() + "' 2>&1";
+    const std::string line =
+        "'" + script + "' " + command + " '" + dir_.string() + "' >>'" + out.string() + "' 2>&1";
     const int status = std::system(line.c_str());
     if (must && (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
       std::ifstream in(out);
-      throw std::runtime_error("broker.sh " + command + " failed (" + std::to_string(status) + "): " +
-                               std::string(std::istreambuf_iterator<char>(in), {}));
+      throw std::runtime_error("broker.sh " + command + " failed (" + std::to_string(status) +
+                               "): " + std::string(std::istreambuf_iterator<char>(in), {}));
     }
   }
 
@@ -103,7 +106,8 @@ class OwnBroker {
 
 // `kobo audit` on the topic (and the views of `data_dir`, when given, of a stopped server).
 kobo::testing::RunResult audit(const std::string& topic, const fs::path& data_dir = {}) {
-  std::vector<std::string> args{"audit", "--kafka-brokers", kobo::testing::test_kafka_brokers(), "--kafka-topic", topic};
+  std::vector<std::string> args{"audit", "--kafka-brokers", kobo::testing::test_kafka_brokers(),
+                                "--kafka-topic", topic};
   if (!data_dir.empty()) args.insert(args.end(), {"--data-dir", data_dir.string()});
   return kobo::testing::run_kobo(kobo_binary(), args);
 }
@@ -162,7 +166,8 @@ class KafkaFaults : public ::testing::Test {
 };
 
 TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknowledged) {
-  const std::uint64_t seed = test_seed("KafkaFaults.BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknowledged");
+  const std::uint64_t seed =
+      test_seed("KafkaFaults.BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknowledged");
   std::mt19937_64 rng(seed);
   broker_ = std::make_unique<OwnBroker>();
   OwnBroker& broker = *broker_;
@@ -200,8 +205,8 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
         const std::size_t b = (a + 1 + trng() % (kWallets - 1)) % kWallets;
         Attempt at;
         at.reference = "kfault-" + std::to_string(seed) + "-t" + std::to_string(t) + "-" + std::to_string(i);
-        at.body = transfer_body(ids[a], ids[b], 10'000 + static_cast<std::int64_t>(trng() % 1'000), at.reference,
-                                "kafka fault test");
+        at.body = transfer_body(ids[a], ids[b], 10'000 + static_cast<std::int64_t>(trng() % 1'000),
+                                at.reference, "kafka fault test");
         send(*client, key, at);
         ++answered;
         const bool failed = at.status != 200;
@@ -221,7 +226,8 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
     }
   } join_all{stop, pool};
 
-  ASSERT_TRUE(wait_until([&] { return answered.load() >= 20; }, milliseconds(20'000))) << "no load reached the server";
+  ASSERT_TRUE(wait_until([&] { return answered.load() >= 20; }, milliseconds(20'000)))
+      << "no load reached the server";
   std::this_thread::sleep_for(milliseconds(1'500 + rng() % 1'000));
   const int answered_before_kill = answered.load();
   broker.kill();
@@ -261,8 +267,9 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
   for (int i = 0; killed + milliseconds(1'000 + 500 * i) < killed + std::chrono::seconds(7); ++i) {
     Attempt at;
     at.reference = "kfault-" + std::to_string(seed) + "-late-" + std::to_string(i);
-    at.body = transfer_body(ids[static_cast<std::size_t>(i) % kWallets], ids[(static_cast<std::size_t>(i) + 1) % kWallets],
-                            10'000 + i, at.reference, "kafka fault test");
+    at.body = transfer_body(ids[static_cast<std::size_t>(i) % kWallets],
+                            ids[(static_cast<std::size_t>(i) + 1) % kWallets], 10'000 + i, at.reference,
+                            "kafka fault test");
     late.push_back(std::move(at));
   }
   std::vector<std::thread> late_pool;
@@ -282,9 +289,12 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
   int acked = 0, unknown = 0, after_kill = 0;
   std::int64_t slowest_ms = 0;
   for (const Attempt& at : attempts) {
-    if (at.status == 200) ++acked;
-    else if (at.status == 0 || at.status == 503) ++unknown;
-    else ADD_FAILURE() << at.reference << " answered " << at.status << " " << at.detail;
+    if (at.status == 200)
+      ++acked;
+    else if (at.status == 0 || at.status == 503)
+      ++unknown;
+    else
+      ADD_FAILURE() << at.reference << " answered " << at.status << " " << at.detail;
     if (at.issued < killed + std::chrono::seconds(1)) {
       // In flight at the kill: its append fails within the append timeout (2 s), then it is
       // answered; it must not hang either.
@@ -311,11 +321,13 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
       EXPECT_EQ(at.status, 503u) << at.reference << " answered while the broker was dead: " << at.detail;
     }
   }
-  std::cout << attempts.size() << " transfers sent (" << answered_before_kill << " answered before the kill), "
-            << acked << " acknowledged, " << unknown << " without a verdict; " << after_kill
+  std::cout << attempts.size() << " transfers sent (" << answered_before_kill
+            << " answered before the kill), " << acked << " acknowledged, " << unknown
+            << " without a verdict; " << after_kill
             << " issued more than 1 s after the kill, the slowest answered in " << slowest_ms
             << " ms; /readyz answered 503 " << not_ready_ms << " ms after the kill" << std::endl;
-  EXPECT_GE(after_kill, static_cast<int>(late.size())) << "too little load reached the server while the broker was dead";
+  EXPECT_GE(after_kill, static_cast<int>(late.size()))
+      << "too little load reached the server while the broker was dead";
 
   // The broker comes back on the same ports and log; the writer recovers by itself.
   const auto restarting = Clock::now();
@@ -329,15 +341,16 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
         }
       },
       milliseconds(60'000)))
-      << "/readyz not 200 within 60 s of the broker's restart; log:\n" << server.log_tail();
-  std::cout << "ready again "
-            << std::chrono::duration_cast<milliseconds>(Clock::now() - restarting).count()
+      << "/readyz not 200 within 60 s of the broker's restart; log:\n"
+      << server.log_tail();
+  std::cout << "ready again " << std::chrono::duration_cast<milliseconds>(Clock::now() - restarting).count()
             << " ms after broker.sh restart was called" << std::endl;
   const std::string after_ref = "kfault-" + std::to_string(seed) + "-after";
   const json after_body = transfer_body(ids[0], ids[1], 12'345, after_ref, "after the restart");
   {
     const HttpResult res = http.post("/v1/transactions/transfer", after_body, key);
-    ASSERT_EQ(res.status, 200u) << "a transfer after the recovery: " << res.body << "\nlog:\n" << server.log_tail();
+    ASSERT_EQ(res.status, 200u) << "a transfer after the recovery: " << res.body << "\nlog:\n"
+                                << server.log_tail();
   }
   std::set<std::string> succeeded{after_ref};
   attempts.push_back(Attempt{after_ref, after_body, {}, {}, 200, {}});
@@ -346,7 +359,8 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
   for (const Attempt& at : attempts) {
     if (at.status != 200) continue;
     const HttpResult res = http.get("/v1/transactions/" + at.reference, key);
-    ASSERT_EQ(res.status, 200u) << "acknowledged transfer " << at.reference << " lost: " << res.body << "\nlog:\n"
+    ASSERT_EQ(res.status, 200u) << "acknowledged transfer " << at.reference << " lost: " << res.body
+                                << "\nlog:\n"
                                 << server.log_tail();
     const json& t = res.json["data"];
     EXPECT_EQ(t["entry"], "debit");
@@ -395,8 +409,10 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
   // Exactly one debit (and one credit leg) per transfer that succeeded; no other debit.
   std::map<std::string, int> debits_by_ref, credits_by_debit_ref;
   for (const json& t : list_all(http, key, "/v1/transactions")) {
-    if (t["entry"] == "debit") debits_by_ref[t["reference"]]++;
-    else if (t["debitReference"].is_string()) credits_by_debit_ref[t["debitReference"]]++;
+    if (t["entry"] == "debit")
+      debits_by_ref[t["reference"]]++;
+    else if (t["debitReference"].is_string())
+      credits_by_debit_ref[t["debitReference"]]++;
   }
   EXPECT_EQ(debits_by_ref.size(), succeeded.size());
   for (const auto& ref : succeeded) {
@@ -411,7 +427,8 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
 }
 
 TEST_F(KafkaFaults, ASecondWriterFencesTheFirst) {
-  ASSERT_FALSE(kobo::testing::test_kafka_brokers().empty()) << "a Kafka-only test: KOBO_TEST_KAFKA_DIR is not set";
+  ASSERT_FALSE(kobo::testing::test_kafka_brokers().empty())
+      << "a Kafka-only test: KOBO_TEST_KAFKA_DIR is not set";
   KoboProcess a(kobo_options());
   const std::string key = a.test_key();
   HttpClient& http_a = a.client();
@@ -419,8 +436,8 @@ TEST_F(KafkaFaults, ASecondWriterFencesTheFirst) {
   const std::string id1 = w1["publicId"], id2 = w2["publicId"];
   fund(http_a, key, w1, 1'000'000);
   const std::string before_ref = unique_name("fence-a-before");
-  data_or_throw(http_a.post("/v1/transactions/transfer", transfer_body(id1, id2, 10'000, before_ref), key), 200,
-                "transfer on A before B");
+  data_or_throw(http_a.post("/v1/transactions/transfer", transfer_body(id1, id2, 10'000, before_ref), key),
+                200, "transfer on A before B");
   ASSERT_TRUE(wait_until([&] { return pending_count(http_a, key) == 0; })) << "A's transfers still pending";
 
   TempDir b_dir("kobo-it-fence-b");
@@ -433,18 +450,21 @@ TEST_F(KafkaFaults, ASecondWriterFencesTheFirst) {
   std::vector<std::string> refused;
   for (int i = 0; i < 5; ++i) {
     const std::string ref = unique_name("fence-a-after");
-    const HttpResult res = http_a.post("/v1/transactions/transfer", transfer_body(id1, id2, 20'000, ref), key);
+    const HttpResult res =
+        http_a.post("/v1/transactions/transfer", transfer_body(id1, id2, 20'000, ref), key);
     EXPECT_EQ(res.status, 503u) << "write " << i << " on the fenced writer: " << res.body;
     refused.push_back(ref);
   }
   EXPECT_TRUE(wait_until([&] { return a.client().get("/readyz").status == 503; }))
-      << "the fenced server still says it is ready; log:\n" << a.log_tail();
+      << "the fenced server still says it is ready; log:\n"
+      << a.log_tail();
 
   // B writes; what A tried after the fence is nowhere.
   const std::string b_ref = unique_name("fence-b");
   data_or_throw(http_b.post("/v1/transactions/transfer", transfer_body(id1, id2, 30'000, b_ref), key), 200,
                 "transfer on B");
-  EXPECT_EQ(http_a.post("/v1/transactions/transfer", transfer_body(id1, id2, 20'000, refused[0]), key).status, 503u)
+  EXPECT_EQ(http_a.post("/v1/transactions/transfer", transfer_body(id1, id2, 20'000, refused[0]), key).status,
+            503u)
       << "A writes again after B wrote";
   EXPECT_EQ(a.client().get("/readyz").status, 503u);
   // B is ready (once its views have applied its own follow-ups, such as the settlement).
@@ -456,7 +476,8 @@ TEST_F(KafkaFaults, ASecondWriterFencesTheFirst) {
     EXPECT_EQ(http_b.get("/v1/transactions/" + ref, key).status, 404u) << ref << " reached the log";
   }
   std::set<std::string> debit_refs;
-  for (const json& t : list_all(http_b, key, "/v1/transactions", "entry=debit")) debit_refs.insert(t["reference"]);
+  for (const json& t : list_all(http_b, key, "/v1/transactions", "entry=debit"))
+    debit_refs.insert(t["reference"]);
   EXPECT_EQ(debit_refs, (std::set<std::string>{before_ref, b_ref}));
 
   const auto report = audit(b.kafka_topic());
@@ -475,13 +496,15 @@ struct Views {
 Views read_views(HttpClient& http, const std::string& key, const std::vector<std::string>& wallet_ids) {
   Views v;
   for (const auto& id : wallet_ids) v.wallets[id] = get_wallet(http, key, id);
-  for (const json& w : list_all(http, key, "/v1/virtual-accounts")) v.wallets["list:" + w["publicId"].get<std::string>()] = w;
+  for (const json& w : list_all(http, key, "/v1/virtual-accounts"))
+    v.wallets["list:" + w["publicId"].get<std::string>()] = w;
   for (const json& t : list_all(http, key, "/v1/transactions")) v.transactions[t["publicId"]] = t;
   return v;
 }
 
 TEST_F(KafkaFaults, AFreshDataDirRebuildsIdenticalViews) {
-  ASSERT_FALSE(kobo::testing::test_kafka_brokers().empty()) << "a Kafka-only test: KOBO_TEST_KAFKA_DIR is not set";
+  ASSERT_FALSE(kobo::testing::test_kafka_brokers().empty())
+      << "a Kafka-only test: KOBO_TEST_KAFKA_DIR is not set";
   const std::vector<std::string> flags{"--rail-delay-ms", "200"};
   KoboProcess a(kobo_options(flags));
   const std::string key = a.test_key();
@@ -494,14 +517,15 @@ TEST_F(KafkaFaults, AFreshDataDirRebuildsIdenticalViews) {
     fund(http, key, wallets.back(), 5'000'000 + 1'000 * i);
   }
   for (int i = 0; i < 6; ++i) {
-    data_or_throw(http.post("/v1/transactions/transfer",
-                            transfer_body(ids[i % 3], ids[(i + 1) % 3], 10'000 + 111 * i, unique_name("rebuild")), key),
-                  200, "transfer");
+    data_or_throw(
+        http.post("/v1/transactions/transfer",
+                  transfer_body(ids[i % 3], ids[(i + 1) % 3], 10'000 + 111 * i, unique_name("rebuild")), key),
+        200, "transfer");
   }
   const std::string payout_ref = unique_name("rebuild-payout");
-  const json payout{{"source", ids[0]},   {"accountNumber", "0123456784"}, {"bankCode", "044"},
-                    {"amount", 50'000},   {"currency", "NGN"},             {"narration", "rebuild payout"},
-                    {"reference", payout_ref}};
+  const json payout{
+      {"source", ids[0]},  {"accountNumber", "0123456784"}, {"bankCode", "044"},      {"amount", 50'000},
+      {"currency", "NGN"}, {"narration", "rebuild payout"}, {"reference", payout_ref}};
   data_or_throw(http.post("/v1/transactions/bank-transfer", payout, key), 200, "bank transfer");
   wait_settled(http, key, payout_ref);
   ASSERT_TRUE(wait_until([&] { return pending_count(http, key) == 0; })) << "still pending";
@@ -519,7 +543,8 @@ TEST_F(KafkaFaults, AFreshDataDirRebuildsIdenticalViews) {
       ADD_FAILURE() << "wallet " << id << " missing after the rebuild";
       continue;
     }
-    EXPECT_EQ(it->second, w) << "wallet " << id << "\nbefore: " << w.dump() << "\nafter:  " << it->second.dump();
+    EXPECT_EQ(it->second, w) << "wallet " << id << "\nbefore: " << w.dump()
+                             << "\nafter:  " << it->second.dump();
   }
   EXPECT_EQ(after.transactions.size(), before.transactions.size());
   for (const auto& [id, t] : before.transactions) {
@@ -528,7 +553,8 @@ TEST_F(KafkaFaults, AFreshDataDirRebuildsIdenticalViews) {
       ADD_FAILURE() << "transaction " << id << " missing after the rebuild";
       continue;
     }
-    EXPECT_EQ(it->second, t) << "transaction " << id << "\nbefore: " << t.dump() << "\nafter:  " << it->second.dump();
+    EXPECT_EQ(it->second, t) << "transaction " << id << "\nbefore: " << t.dump()
+                             << "\nafter:  " << it->second.dump();
   }
 
   EXPECT_EQ(b.terminate(), 0) << b.log_tail();

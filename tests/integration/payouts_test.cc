@@ -14,8 +14,8 @@ constexpr const char* kAccessNumber = "0123456784";
 
 json bank_transfer_body(const std::string& source, std::int64_t amount, const std::string& reference = "",
                         json metadata = nullptr) {
-  json b{{"source", source},     {"accountNumber", kAccessNumber}, {"bankCode", kAccessBank},
-         {"amount", amount},     {"currency", "NGN"},              {"narration", "payout test"}};
+  json b{{"source", source},  {"accountNumber", kAccessNumber}, {"bankCode", kAccessBank}, {"amount", amount},
+         {"currency", "NGN"}, {"narration", "payout test"}};
   if (!reference.empty()) b["reference"] = reference;
   if (!metadata.is_null()) b["metadata"] = std::move(metadata);
   return b;
@@ -44,7 +44,8 @@ TEST_F(Payouts, DebitsAmountPlusTheFeeOfItsTier) {
                                          {1'000'000'000, 5'375}}) {
     const json w = create_wallet(http(), key());
     fund(http(), key(), w, row.amount + row.fee);
-    const auto res = http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], row.amount), key());
+    const auto res =
+        http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], row.amount), key());
     expect_success(res, 200, Message::kPresent);
     const json& t = res.json["data"];
     expect_transaction(t);
@@ -66,8 +67,9 @@ TEST_F(Payouts, DebitsAmountPlusTheFeeOfItsTier) {
 TEST_F(Payouts, RefusesWhenTheBalanceDoesNotCoverTheFee) {
   const json w = create_wallet(http(), key());
   fund(http(), key(), w, 500'000 + 1'075 - 1);
-  expect_error(http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], 500'000), key()), 403,
-               "Insufficient fund");
+  expect_error(
+      http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], 500'000), key()), 403,
+      "Insufficient fund");
   EXPECT_EQ(balance_of(http(), key(), w["publicId"]), 500'000 + 1'075 - 1);
 }
 
@@ -75,8 +77,9 @@ TEST_F(Payouts, SettlesToSuccessWithVerifyData) {
   const json w = create_wallet(http(), key());
   fund(http(), key(), w, 100'000);
   const std::string ref = unique_name("payout-ok");
-  data_or_throw(http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], 50'000, ref), key()),
-                200, "bank transfer");
+  data_or_throw(
+      http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], 50'000, ref), key()),
+      200, "bank transfer");
   ASSERT_TRUE(wait_until([&] { return get_transaction(http(), key(), ref)["status"] == "success"; }));
   const auto verified = http().get("/v1/transactions/" + ref + "/verify", key());
   expect_success(verified, 200, Message::kAbsent);
@@ -117,7 +120,8 @@ TEST_F(Payouts, SavesTheBeneficiaryWhenAsked) {
   body["accountNumber"] = "0000014579";
   body["bankCode"] = "011";
   body["saveBeneficiary"] = true;
-  const json t = data_or_throw(http().post("/v1/transactions/bank-transfer", body, key()), 200, "bank transfer");
+  const json t =
+      data_or_throw(http().post("/v1/transactions/bank-transfer", body, key()), 200, "bank transfer");
   const auto saved = http().get("/v1/bank-accounts/" + t["destination"].get<std::string>(), key());
   expect_success(saved, 200, Message::kAbsent);
   EXPECT_EQ(saved.json["data"]["accountNumber"], "0000014579");
@@ -132,11 +136,14 @@ TEST_F(Payouts, RejectsBadRequestsAndChangesNothing) {
   expect_error(http().post("/v1/transactions/bank-transfer", unknown_bank, key()), 400, "Bank not found");
   json bad_number = bank_transfer_body(w["publicId"], 10'000);
   bad_number["accountNumber"] = "0123456785";
-  expect_error(http().post("/v1/transactions/bank-transfer", bad_number, key()), 400, "Invalid account number");
-  expect_error(http().post("/v1/transactions/bank-transfer", bank_transfer_body("vba-" + random_uuid(), 10'000), key()),
+  expect_error(http().post("/v1/transactions/bank-transfer", bad_number, key()), 400,
+               "Invalid account number");
+  expect_error(http().post("/v1/transactions/bank-transfer",
+                           bank_transfer_body("vba-" + random_uuid(), 10'000), key()),
                404, "Source not found");
-  expect_constraint(http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], 9'999), key()),
-                    "amount", "min", "amount must not be less than 10000");
+  expect_constraint(
+      http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], 9'999), key()),
+      "amount", "min", "amount must not be less than 10000");
   json bad_meta = bank_transfer_body(w["publicId"], 10'000);
   bad_meta["metadata"] = "text";
   expect_constraint(http().post("/v1/transactions/bank-transfer", bad_meta, key()), "metadata", "isObject",
@@ -144,13 +151,16 @@ TEST_F(Payouts, RejectsBadRequestsAndChangesNothing) {
   EXPECT_EQ(balance_of(http(), key(), w["publicId"]), 30'000);
 
   const std::string ref = unique_name("payout-ref");
-  data_or_throw(http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], 10'000, ref), key()),
-                200, "first");
-  const auto replay = http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], 10'000, ref), key());
+  data_or_throw(
+      http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], 10'000, ref), key()),
+      200, "first");
+  const auto replay =
+      http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], 10'000, ref), key());
   EXPECT_EQ(replay.status, 200u);
   EXPECT_EQ(replay.headers.count("idempotent-replayed"), 1u);
-  expect_error(http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], 11'000, ref), key()), 409,
-               "Duplicate reference");
+  expect_error(
+      http().post("/v1/transactions/bank-transfer", bank_transfer_body(w["publicId"], 11'000, ref), key()),
+      409, "Duplicate reference");
   EXPECT_EQ(balance_of(http(), key(), w["publicId"]), 30'000 - 11'075);
 }
 
@@ -162,10 +172,12 @@ TEST(PayoutRestart, APayoutInFlightFinishesAfterKill9) {
   const json fail_wallet = create_wallet(http, key);
   fund(http, key, ok_wallet, 100'000);
   fund(http, key, fail_wallet, 100'000);
-  data_or_throw(http.post("/v1/transactions/bank-transfer", bank_transfer_body(ok_wallet["publicId"], 50'000, "r-ok"), key),
+  data_or_throw(http.post("/v1/transactions/bank-transfer",
+                          bank_transfer_body(ok_wallet["publicId"], 50'000, "r-ok"), key),
                 200, "ok payout");
   data_or_throw(http.post("/v1/transactions/bank-transfer",
-                          bank_transfer_body(fail_wallet["publicId"], 50'000, "r-fail", json{{"sandboxOutcome", "failed"}}),
+                          bank_transfer_body(fail_wallet["publicId"], 50'000, "r-fail",
+                                             json{{"sandboxOutcome", "failed"}}),
                           key),
                 200, "failing payout");
   server.kill9();

@@ -32,10 +32,10 @@ class Transactions : public ServerSuite {
     s.amount = 10'000 + static_cast<std::int64_t>(next_amount_++) * 7 + 3'000'000;  // unique in this suite
     s.incoming = fund(http(), key(), s.source, s.amount * 2);
     const std::string ref = unique_name("txref");
-    s.debit = data_or_throw(http().post("/v1/transactions/transfer",
-                                        transfer_body(s.source["publicId"], s.destination["publicId"], s.amount, ref),
-                                        key()),
-                            200, "transfer");
+    s.debit = data_or_throw(
+        http().post("/v1/transactions/transfer",
+                    transfer_body(s.source["publicId"], s.destination["publicId"], s.amount, ref), key()),
+        200, "transfer");
     wait_settled(http(), key(), ref);
     return s;
   }
@@ -52,7 +52,8 @@ TEST_F(Transactions, GetOneFindsATransactionByPublicIdIntegerIdAndReference) {
     expect_success(res, 200, Message::kAbsent);
     const json& t = res.json["data"];
     expect_transaction(t);
-    for (const char* f : {"_id", "id", "publicId", "reference", "linkRef", "amount", "entry", "source", "destination"}) {
+    for (const char* f :
+         {"_id", "id", "publicId", "reference", "linkRef", "amount", "entry", "source", "destination"}) {
       EXPECT_EQ(t[f], d[f]) << f;
     }
     EXPECT_EQ(t["status"], "success");
@@ -65,30 +66,40 @@ TEST_F(Transactions, GetOneFindsATransactionByPublicIdIntegerIdAndReference) {
 TEST_F(Transactions, GetOneAnswersAreTheEnvelopeOfTheRecordsCanonicalJson) {
   const auto expect_canonical = [](const HttpResult& res) {
     ASSERT_EQ(res.status, 200u) << res.body;
-    EXPECT_EQ(res.body, R"({"meta":{"statusCode":200,"success":true},"data":)" + res.json["data"].dump() + "}");
+    EXPECT_EQ(res.body,
+              R"({"meta":{"statusCode":200,"success":true},"data":)" + res.json["data"].dump() + "}");
   };
   const std::string odd = "Adé \"Q\" \\ \t ✓ ";
   const json source = create_wallet(http(), key(), "secondary", unique_name(odd));
   const json destination = create_wallet(http(), key());
   fund(http(), key(), source, 5'000'000);
   const std::string ref = unique_name("canon");
-  data_or_throw(http().post("/v1/transactions/transfer",
-                            transfer_body(source["publicId"], destination["publicId"], 20'000, ref, "naïve \"x\"\n"),
-                            key()),
-                200, "transfer");
-  json payout{{"source", source["publicId"]}, {"accountNumber", "0123456784"}, {"bankCode", "044"},
-              {"amount", 10'000},            {"currency", "NGN"},             {"narration", "payout ☺"},
-              {"reference", unique_name("canon-payout")},
-              {"metadata", {{"rate", 1.25}, {"note", "é\u0001"}, {"nested", {{"auth", "x"}, {"live", true}}}}}};
-  const json debit = data_or_throw(http().post("/v1/transactions/bank-transfer", payout, key()), 200, "payout");
-  const json beneficiary = data_or_throw(
-      http().post("/v1/bank-accounts",
-                  json{{"accountName", unique_name("Mum ✓")}, {"accountNumber", "0000014579"}, {"bankName", "First \"Bank\""},
-                       {"bankCode", "011"}},
+  data_or_throw(
+      http().post("/v1/transactions/transfer",
+                  transfer_body(source["publicId"], destination["publicId"], 20'000, ref, "naïve \"x\"\n"),
                   key()),
-      201, "bank account");
+      200, "transfer");
+  json payout{
+      {"source", source["publicId"]},
+      {"accountNumber", "0123456784"},
+      {"bankCode", "044"},
+      {"amount", 10'000},
+      {"currency", "NGN"},
+      {"narration", "payout ☺"},
+      {"reference", unique_name("canon-payout")},
+      {"metadata", {{"rate", 1.25}, {"note", "é\u0001"}, {"nested", {{"auth", "x"}, {"live", true}}}}}};
+  const json debit =
+      data_or_throw(http().post("/v1/transactions/bank-transfer", payout, key()), 200, "payout");
+  const json beneficiary = data_or_throw(http().post("/v1/bank-accounts",
+                                                     json{{"accountName", unique_name("Mum ✓")},
+                                                          {"accountNumber", "0000014579"},
+                                                          {"bankName", "First \"Bank\""},
+                                                          {"bankCode", "011"}},
+                                                     key()),
+                                         201, "bank account");
 
-  const HttpResult wallet = http().get("/v1/virtual-accounts/" + source["publicId"].get<std::string>(), key());
+  const HttpResult wallet =
+      http().get("/v1/virtual-accounts/" + source["publicId"].get<std::string>(), key());
   expect_canonical(wallet);
   EXPECT_EQ(wallet.json["data"]["accountName"].get<std::string>().substr(0, odd.size()), odd);
   const HttpResult transfer = http().get("/v1/transactions/" + ref + "/verify", key());
@@ -102,8 +113,8 @@ TEST_F(Transactions, GetOneAnswersAreTheEnvelopeOfTheRecordsCanonicalJson) {
 }
 
 TEST_F(Transactions, GetOneOfAnUnknownIdIs404DataNotFound) {
-  for (const std::string& id : {"trx-" + random_uuid(), std::string("999999999"), std::string("no-such-reference"),
-                                "vba-" + random_uuid(), std::string("0")}) {
+  for (const std::string& id : {"trx-" + random_uuid(), std::string("999999999"),
+                                std::string("no-such-reference"), "vba-" + random_uuid(), std::string("0")}) {
     SCOPED_TRACE(id);
     expect_error(http().get("/v1/transactions/" + id, key()), 404, "Data not found");
   }
@@ -124,7 +135,8 @@ TEST_F(Transactions, VerifyAnswersTheTransactionOfAReference) {
 
 TEST_F(Transactions, VerifyOfAnIncomingCreditAnswersIt) {
   Scenario s = make_scenario();
-  HttpResult res = http().get("/v1/transactions/" + s.incoming["reference"].get<std::string>() + "/verify", key());
+  HttpResult res =
+      http().get("/v1/transactions/" + s.incoming["reference"].get<std::string>() + "/verify", key());
   expect_success(res, 200, Message::kAbsent);
   EXPECT_EQ(res.json["data"]["publicId"], s.incoming["publicId"]);
 }
@@ -149,7 +161,8 @@ TEST_F(Transactions, FindListsNewestFirstWithDefaultPagination) {
   EXPECT_LE(data.size(), 10u);
   for (const json& t : data) expect_transaction(t);
   for (std::size_t i = 1; i < data.size(); ++i) {
-    EXPECT_GE(data[i - 1]["createdAt"].get<std::string>(), data[i]["createdAt"].get<std::string>()) << "newest first";
+    EXPECT_GE(data[i - 1]["createdAt"].get<std::string>(), data[i]["createdAt"].get<std::string>())
+        << "newest first";
     EXPECT_GT(data[i - 1]["id"].get<long long>(), data[i]["id"].get<long long>()) << "newest first";
   }
 }
@@ -190,23 +203,28 @@ TEST_F(Transactions, FindFiltersByEntryStatusAmountAndLive) {
   Scenario s = make_scenario();
   const auto all = total_count(http(), key(), "/v1/transactions");
   for (const std::string entry : {"credit", "debit"}) {
-    for (const json& t : list_all(http(), key(), "/v1/transactions", "entry=" + entry)) EXPECT_EQ(t["entry"], entry);
+    for (const json& t : list_all(http(), key(), "/v1/transactions", "entry=" + entry))
+      EXPECT_EQ(t["entry"], entry);
   }
   EXPECT_EQ(total_count(http(), key(), "/v1/transactions", "entry=credit") +
                 total_count(http(), key(), "/v1/transactions", "entry=debit"),
             all);
-  for (const json& t : list_all(http(), key(), "/v1/transactions", "status=success")) EXPECT_EQ(t["status"], "success");
+  for (const json& t : list_all(http(), key(), "/v1/transactions", "status=success"))
+    EXPECT_EQ(t["status"], "success");
   EXPECT_EQ(total_count(http(), key(), "/v1/transactions", "status=failed"), 0);
   EXPECT_EQ(total_count(http(), key(), "/v1/transactions", "status=processing"), 0);
 
   // The transfer's amount is unique to this scenario: its debit and its credit leg.
-  std::vector<json> by_amount = list_all(http(), key(), "/v1/transactions", "amount=" + std::to_string(s.amount));
+  std::vector<json> by_amount =
+      list_all(http(), key(), "/v1/transactions", "amount=" + std::to_string(s.amount));
   ASSERT_EQ(by_amount.size(), 2u);
   for (const json& t : by_amount) {
     EXPECT_EQ(t["amount"], s.amount);
     EXPECT_EQ(t["linkRef"], s.debit["linkRef"]);
   }
-  EXPECT_EQ(total_count(http(), key(), "/v1/transactions", "amount=" + std::to_string(s.amount) + "&entry=debit"), 1);
+  EXPECT_EQ(
+      total_count(http(), key(), "/v1/transactions", "amount=" + std::to_string(s.amount) + "&entry=debit"),
+      1);
   EXPECT_EQ(total_count(http(), key(), "/v1/transactions", "live=false"), all);
   EXPECT_EQ(total_count(http(), key(), "/v1/transactions", "live=true"), 0);
 }
@@ -223,7 +241,8 @@ TEST_F(Transactions, FindFiltersByCreatedAtDays) {
   EXPECT_EQ(count(yesterday, tomorrow), all);
   // Inclusive days: a range of today alone holds everything made just now (unless the test
   // straddles midnight UTC, when yesterday..today does).
-  EXPECT_EQ(count(today, today) + (utc_day(std::time(nullptr)) == today ? 0 : count(tomorrow, tomorrow)), all);
+  EXPECT_EQ(count(today, today) + (utc_day(std::time(nullptr)) == today ? 0 : count(tomorrow, tomorrow)),
+            all);
   EXPECT_EQ(count("2000-01-01", "2000-01-31"), 0);
   EXPECT_EQ(count(utc_day(now + 2 * 86'400), utc_day(now + 3 * 86'400)), 0);
 }
@@ -244,9 +263,15 @@ TEST_F(Transactions, FindAcceptsTheCreatedAtFilterWithUnencodedBrackets) {
 
 TEST_F(Transactions, FindRejectsBadFilterValuesWith400ValidationError) {
   const std::vector<std::string> queries = {
-      "entry=bogus",  "status=done",        "status=SUCCESS",
-      "perPage=101",  "perPage=0",          "page=0",
-      "amount=abc",   "live=maybe",         "createdAt%5BstartDate%5D=yesterday&createdAt%5BendDate%5D=2026-01-01",
+      "entry=bogus",
+      "status=done",
+      "status=SUCCESS",
+      "perPage=101",
+      "perPage=0",
+      "page=0",
+      "amount=abc",
+      "live=maybe",
+      "createdAt%5BstartDate%5D=yesterday&createdAt%5BendDate%5D=2026-01-01",
       "createdAt%5BstartDate%5D=2026-13-45&createdAt%5BendDate%5D=2026-01-01",
   };
   for (const auto& q : queries) {
@@ -261,7 +286,8 @@ TEST_F(Transactions, FindRejectsBadFilterValuesWith400ValidationError) {
 }
 
 TEST_F(Transactions, TheLiveKeyOfANonLiveAccountCannotList) {
-  expect_error(http().get("/v1/transactions", server().live_key()), 403, "Live mode is not enabled for this account");
+  expect_error(http().get("/v1/transactions", server().live_key()), 403,
+               "Live mode is not enabled for this account");
 }
 
 }  // namespace

@@ -63,8 +63,8 @@ TEST_F(Transfers, TransferAnswers200WithAPendingDebit) {
 TEST_F(Transfers, ReadsAfterTheAnswerSeeTheTransfer) {
   make_pair(500'000);
   const std::string ref = unique_name("ryw");
-  data_or_throw(http().post("/v1/transactions/transfer", transfer_body(src(), dst(), 100'000, ref), key()), 200,
-                "transfer");
+  data_or_throw(http().post("/v1/transactions/transfer", transfer_body(src(), dst(), 100'000, ref), key()),
+                200, "transfer");
   EXPECT_EQ(src_balance(), 400'000);
   HttpResult got = http().get("/v1/transactions/" + ref, key());
   expect_success(got, 200, Message::kAbsent);
@@ -76,7 +76,8 @@ TEST_F(Transfers, TransferSettlesIntoACreditOnTheDestination) {
   make_pair(1'000'000);
   const std::string ref = unique_name("settle");
   json debit = data_or_throw(
-      http().post("/v1/transactions/transfer", transfer_body(src(), dst(), 300'000, ref), key()), 200, "transfer");
+      http().post("/v1/transactions/transfer", transfer_body(src(), dst(), 300'000, ref), key()), 200,
+      "transfer");
   json settled = wait_settled(http(), key(), ref);
   EXPECT_EQ(settled["publicId"], debit["publicId"]);
   EXPECT_EQ(settled["status"], "success");
@@ -114,20 +115,23 @@ TEST_F(Transfers, TransferWithoutReferenceGetsAGeneratedOne) {
 
 TEST_F(Transfers, MinimumAndMaximumAmountsAreAccepted) {
   make_pair(1'000'010'000);
-  data_or_throw(http().post("/v1/transactions/transfer", transfer_body(src(), dst(), 10'000, unique_name("min")), key()),
+  data_or_throw(http().post("/v1/transactions/transfer",
+                            transfer_body(src(), dst(), 10'000, unique_name("min")), key()),
                 200, "minimum transfer");
-  data_or_throw(
-      http().post("/v1/transactions/transfer", transfer_body(src(), dst(), 1'000'000'000, unique_name("max")), key()),
-      200, "maximum transfer");
+  data_or_throw(http().post("/v1/transactions/transfer",
+                            transfer_body(src(), dst(), 1'000'000'000, unique_name("max")), key()),
+                200, "maximum transfer");
   EXPECT_EQ(src_balance(), 0);
 }
 
 TEST_F(Transfers, TransferOfTheWholeBalanceSucceedsAndTheNextIs403) {
   make_pair(50'000);
-  data_or_throw(http().post("/v1/transactions/transfer", transfer_body(src(), dst(), 50'000, unique_name("all")), key()),
+  data_or_throw(http().post("/v1/transactions/transfer",
+                            transfer_body(src(), dst(), 50'000, unique_name("all")), key()),
                 200, "drain");
   EXPECT_EQ(src_balance(), 0);
-  expect_error(http().post("/v1/transactions/transfer", transfer_body(src(), dst(), 10'000, unique_name("more")), key()),
+  expect_error(http().post("/v1/transactions/transfer",
+                           transfer_body(src(), dst(), 10'000, unique_name("more")), key()),
                403, "Insufficient fund");
   EXPECT_EQ(src_balance(), 0);
 }
@@ -144,7 +148,8 @@ struct DomainRejection {
 TEST_F(Transfers, DomainRejectionsAnswerTheirStatusAndMoveNothing) {
   make_pair(100'000);
   const std::vector<DomainRejection> rows = {
-      {"UnknownSource", [](json& b, auto&, auto&) { b["source"] = "vba-" + random_uuid(); }, 404, "Source not found"},
+      {"UnknownSource", [](json& b, auto&, auto&) { b["source"] = "vba-" + random_uuid(); }, 404,
+       "Source not found"},
       {"MalformedSource", [](json& b, auto&, auto&) { b["source"] = "nonsense"; }, 404, "Source not found"},
       {"UnknownSourceAndDestination",
        [](json& b, auto&, auto&) {
@@ -198,7 +203,10 @@ const std::vector<ValidationRejection>& validation_rejections() {
        [](json& b) { b["amount"] = 1'000'000'001; },
        {"amount"},
        {{"amount", "max", "amount must not be greater than 1000000000"}}},
-      {"AmountZero", [](json& b) { b["amount"] = 0; }, {"amount"}, {{"amount", "min", "amount must not be less than 10000"}}},
+      {"AmountZero",
+       [](json& b) { b["amount"] = 0; },
+       {"amount"},
+       {{"amount", "min", "amount must not be less than 10000"}}},
       {"AmountNegative",
        [](json& b) { b["amount"] = -50'000; },
        {"amount"},
@@ -228,7 +236,10 @@ const std::vector<ValidationRejection>& validation_rejections() {
        {"narration"},
        {{"narration", "isString", "narration must be a string"}}},
       {"SourceMissing", [](json& b) { b.erase("source"); }, {"source"}, {}},
-      {"SourceNumber", [](json& b) { b["source"] = 12; }, {"source"}, {{"source", "isString", "source must be a string"}}},
+      {"SourceNumber",
+       [](json& b) { b["source"] = 12; },
+       {"source"},
+       {{"source", "isString", "source must be a string"}}},
       {"DestinationMissing", [](json& b) { b.erase("destination"); }, {"destination"}, {}},
       {"SourceTypeWrong",
        [](json& b) { b["sourceType"] = "BankAccount"; },
@@ -282,7 +293,8 @@ TEST_F(Transfers, InvalidBodiesAre400ValidationErrorAndMoveNothing) {
     row.change(body);
     HttpResult res = http().post("/v1/transactions/transfer", body, key());
     expect_validation(res, row.fields);
-    for (const auto& [field, constraint, text] : row.constraints) expect_constraint(res, field, constraint, text);
+    for (const auto& [field, constraint, text] : row.constraints)
+      expect_constraint(res, field, constraint, text);
   }
   EXPECT_EQ(src_balance(), 100'000);
   EXPECT_EQ(dst_balance(), 0);
@@ -303,8 +315,8 @@ TEST_F(Transfers, SameReferenceAndBodyReplaysTheOriginalAndMovesNothing) {
     EXPECT_EQ(again.header("idempotent-replayed"), "true");
     const json& t = again.json["data"];
     expect_transaction(t);
-    for (const char* f : {"_id", "id", "publicId", "reference", "linkRef", "amount", "source", "destination", "entry",
-                          "createdAt", "narration"}) {
+    for (const char* f : {"_id", "id", "publicId", "reference", "linkRef", "amount", "source", "destination",
+                          "entry", "createdAt", "narration"}) {
       EXPECT_EQ(t[f], original[f]) << f;
     }
   }
@@ -313,7 +325,8 @@ TEST_F(Transfers, SameReferenceAndBodyReplaysTheOriginalAndMovesNothing) {
   EXPECT_EQ(dst_balance(), 100'000);
   // Still one debit with that reference.
   int debits = 0;
-  for (const json& t : list_all(http(), key(), "/v1/transactions", "entry=debit")) debits += t["reference"] == ref;
+  for (const json& t : list_all(http(), key(), "/v1/transactions", "entry=debit"))
+    debits += t["reference"] == ref;
   EXPECT_EQ(debits, 1);
 }
 
@@ -355,8 +368,8 @@ TEST_F(Transfers, AReferenceOfARejectedTransferStaysFree) {
 
 TEST_F(Transfers, TransferWithTheLiveKeyIs403AndMovesNothing) {
   make_pair(100'000);
-  expect_error(http().post("/v1/transactions/transfer", transfer_body(src(), dst(), 20'000, unique_name("live")),
-                           server().live_key()),
+  expect_error(http().post("/v1/transactions/transfer",
+                           transfer_body(src(), dst(), 20'000, unique_name("live")), server().live_key()),
                403, "Live mode is not enabled for this account");
   EXPECT_EQ(src_balance(), 100'000);
 }
@@ -365,9 +378,10 @@ TEST_F(Transfers, ChainedTransfersKeepEveryBalanceExact) {
   json a = create_wallet(http(), key()), b = create_wallet(http(), key()), c = create_wallet(http(), key());
   fund(http(), key(), a, 90'000);
   auto move = [&](const json& from, const json& to, std::int64_t amount) {
-    data_or_throw(http().post("/v1/transactions/transfer",
-                              transfer_body(from["publicId"], to["publicId"], amount, unique_name("chain")), key()),
-                  200, "transfer");
+    data_or_throw(
+        http().post("/v1/transactions/transfer",
+                    transfer_body(from["publicId"], to["publicId"], amount, unique_name("chain")), key()),
+        200, "transfer");
   };
   move(a, b, 60'000);
   // b's credit may still be settling: a transfer out of b must wait for it or see Insufficient

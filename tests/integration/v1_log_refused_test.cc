@@ -33,7 +33,8 @@ class V1Log : public ::testing::Test {
     o.partitions = 6;
     auto log = open_embedded_log(o);
     ASSERT_TRUE(log.ok()) << log.status().message();
-    const EncodedEvent v1{Partition(0), Seq(1), EventType::writer_started, "", 0, std::string(kV1WriterStarted)};
+    const EncodedEvent v1{Partition(0), Seq(1), EventType::writer_started,
+                          "",           0,      std::string(kV1WriterStarted)};
     ASSERT_TRUE(log.value()->append(std::span(&v1, 1)).ok());
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -43,7 +44,8 @@ class V1Log : public ::testing::Test {
     args.push_back(dir_.string());
     const auto r = run_kobo(KOBO_BINARY, args);
     EXPECT_NE(r.exit_code, 0) << args[0] << ": " << r.output;
-    EXPECT_NE(r.output.find("schemaVersion 1 is not supported"), std::string::npos) << args[0] << ": " << r.output;
+    EXPECT_NE(r.output.find("schemaVersion 1 is not supported"), std::string::npos)
+        << args[0] << ": " << r.output;
   }
 
   fs::path dir_;

@@ -106,7 +106,8 @@ TEST_F(Wallets, GetOneShowsTheCurrentBalance) {
 }
 
 TEST_F(Wallets, GetOneOfAnUnknownWalletIs404DataNotFound) {
-  const std::vector<std::string> ids = {"vba-" + random_uuid(), random_uuid(), "nonsense", "123456", "trx-" + random_uuid()};
+  const std::vector<std::string> ids = {"vba-" + random_uuid(), random_uuid(), "nonsense", "123456",
+                                        "trx-" + random_uuid()};
   for (const auto& id : ids) {
     SCOPED_TRACE(id);
     expect_error(http().get("/v1/virtual-accounts/" + id, key()), 404, "Data not found");
@@ -208,7 +209,8 @@ TEST_F(Wallets, CreateRejectsEachInvalidBodyWith400ValidationErrorAndCreatesNoth
     row.change(body);
     HttpResult res = http().post("/v1/virtual-accounts", body, key());
     expect_validation(res, row.fields);
-    for (const auto& [field, constraint, text] : row.constraints) expect_constraint(res, field, constraint, text);
+    for (const auto& [field, constraint, text] : row.constraints)
+      expect_constraint(res, field, constraint, text);
   }
   EXPECT_EQ(total_count(http(), key(), "/v1/virtual-accounts"), before);
 }
@@ -299,8 +301,9 @@ TEST_F(Wallets, FindRejectsBadPaginationWith400ValidationError) {
 
 TEST_F(Wallets, CreateWithTheLiveKeyOfANonLiveAccountIs403AndCreatesNothing) {
   const auto before = total_count(http(), key(), "/v1/virtual-accounts");
-  expect_error(http().post("/v1/virtual-accounts", wallet_body(unique_name("live"), "secondary"), server().live_key()),
-               403, "Live mode is not enabled for this account");
+  expect_error(
+      http().post("/v1/virtual-accounts", wallet_body(unique_name("live"), "secondary"), server().live_key()),
+      403, "Live mode is not enabled for this account");
   EXPECT_EQ(total_count(http(), key(), "/v1/virtual-accounts"), before);
 }
 

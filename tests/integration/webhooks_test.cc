@@ -33,7 +33,8 @@ Business new_business(HttpClient& http) {
 }
 
 void set_webhooks(HttpClient& http, const Business& b, const std::vector<std::string>& urls) {
-  data_or_throw(http.patch("/v1/accounts/" + b.account, json{{"webhooks", urls}}, b.key), 200, "PATCH webhooks");
+  data_or_throw(http.patch("/v1/accounts/" + b.account, json{{"webhooks", urls}}, b.key), 200,
+                "PATCH webhooks");
 }
 
 std::vector<json> deliveries(HttpClient& http, const std::string& key, const std::string& query = "") {
@@ -50,7 +51,8 @@ void expect_signed(const ReceivedRequest& r, const std::string& secret_key) {
   EXPECT_EQ(r.header("content-type"), "application/json");
   EXPECT_NE(r.header("user-agent").find("Kobo"), std::string::npos) << r.header("user-agent");
   EXPECT_TRUE(r.header("x-kobo-event-id").starts_with("evt-"));
-  EXPECT_EQ(r.header("x-kobo-signature"), hmac_sha512_hex(secret_key, r.body)) << "signature of the exact bytes";
+  EXPECT_EQ(r.header("x-kobo-signature"), hmac_sha512_hex(secret_key, r.body))
+      << "signature of the exact bytes";
   const json b = body_of(r);
   ASSERT_TRUE(b.is_object());
   EXPECT_EQ(b.size(), 2u);
@@ -78,9 +80,10 @@ TEST_F(Webhooks, ReceiverGetsEachEventOnceWithAValidSignature) {
   const json destination = create_wallet(http(), b.key);
   const json credit = fund(http(), b.key, source, 50'000);
   const std::string reference = unique_name("ref");
-  data_or_throw(http().post("/v1/transactions/transfer",
-                            transfer_body(source["publicId"], destination["publicId"], 20'000, reference), b.key),
-                200, "transfer");
+  data_or_throw(
+      http().post("/v1/transactions/transfer",
+                  transfer_body(source["publicId"], destination["publicId"], 20'000, reference), b.key),
+      200, "transfer");
   const json debit = wait_settled(http(), b.key, reference);
 
   // The funding credit, the transfer's debit once it succeeded, and the transfer's credit.
@@ -125,9 +128,10 @@ TEST_F(Webhooks, ReceiverGetsEachEventOnceWithAValidSignature) {
     expect_timestamp(d["createdAt"], "createdAt");
   }
   const std::string metrics = http().get("/metrics").body;
-  for (const char* m : {"kobo_webhook_attempts_total ", "kobo_webhook_deliveries_total{status=\"succeeded\"} ",
-                        "kobo_webhook_deliveries_total{status=\"failed\"} ", "kobo_webhook_in_flight ",
-                        "kobo_webhook_deliveries_recorded_total ", "kobo_webhook_attempt_duration_seconds_count "})
+  for (const char* m :
+       {"kobo_webhook_attempts_total ", "kobo_webhook_deliveries_total{status=\"succeeded\"} ",
+        "kobo_webhook_deliveries_total{status=\"failed\"} ", "kobo_webhook_in_flight ",
+        "kobo_webhook_deliveries_recorded_total ", "kobo_webhook_attempt_duration_seconds_count "})
     EXPECT_NE(metrics.find(m), std::string::npos) << m;
 }
 
@@ -138,8 +142,12 @@ TEST_F(Webhooks, PayoutsSendDebitOnSuccessAndDebitFailedOnFailure) {
   const json wallet = create_wallet(http(), b.key);
   fund(http(), b.key, wallet, 100'000);
   const auto payout = [&](json metadata) {
-    json body{{"source", wallet["publicId"]}, {"accountNumber", "0123456784"}, {"bankCode", "044"},
-              {"amount", 20'000},             {"currency", "NGN"},              {"narration", "webhook payout"}};
+    json body{{"source", wallet["publicId"]},
+              {"accountNumber", "0123456784"},
+              {"bankCode", "044"},
+              {"amount", 20'000},
+              {"currency", "NGN"},
+              {"narration", "webhook payout"}};
     if (!metadata.is_null()) body["metadata"] = std::move(metadata);
     return data_or_throw(http().post("/v1/transactions/bank-transfer", body, b.key), 200, "bank transfer");
   };
@@ -166,7 +174,8 @@ TEST_F(Webhooks, PayoutsSendDebitOnSuccessAndDebitFailedOnFailure) {
   EXPECT_EQ(by_event["account.debit.failed"][0]["status"], "failed");
   ASSERT_EQ(by_event["account.credit"].size(), 2u);
   const auto& credits = by_event["account.credit"];
-  EXPECT_TRUE(credits[0]["amount"] == bounced["actualAmount"] || credits[1]["amount"] == bounced["actualAmount"])
+  EXPECT_TRUE(credits[0]["amount"] == bounced["actualAmount"] ||
+              credits[1]["amount"] == bounced["actualAmount"])
       << "one credit is the reversal of amount + fee";
 }
 
@@ -228,7 +237,8 @@ TEST_F(Webhooks, ReceiverThatNeverAnswersDoesNotDelayAnother) {
   // An attempt in flight cannot be retried on top of itself: exactly the hung ones are 409.
   std::size_t in_progress = 0;
   for (const json& d : deliveries(http(), b.key, "status=pending")) {
-    const auto res = http().post("/v1/webhook-deliveries/" + d["id"].get<std::string>() + "/retry", json::object(), b.key);
+    const auto res =
+        http().post("/v1/webhook-deliveries/" + d["id"].get<std::string>() + "/retry", json::object(), b.key);
     if (res.status == 409) {
       expect_error(res, 409, "Delivery attempt in progress");
       ++in_progress;
@@ -254,7 +264,8 @@ TEST_F(Webhooks, FailedDeliveryIsSentAgainOnRequest) {
   EXPECT_EQ(before, failed["attempts"].size());
 
   receiver.answer_with({});
-  const auto res = http().post("/v1/webhook-deliveries/" + failed["id"].get<std::string>() + "/retry", json::object(), b.key);
+  const auto res = http().post("/v1/webhook-deliveries/" + failed["id"].get<std::string>() + "/retry",
+                               json::object(), b.key);
   expect_success(res, 200, Message::kPresent);
   EXPECT_EQ(res.json["data"]["status"], "pending");
   ASSERT_TRUE(wait_until([&] { return deliveries(http(), b.key, "status=succeeded").size() == 1; }));
@@ -287,26 +298,29 @@ TEST_F(Webhooks, DeliveryEndpointsRejectBadRequestsAndOtherBusinessesIds) {
   EXPECT_EQ(total_count(http(), mine.key, "/v1/webhook-deliveries"), 0);
   expect_error(http().post("/v1/webhook-deliveries/" + their_id + "/retry", json::object(), mine.key), 404,
                "Data not found");
-  expect_error(http().post("/v1/webhook-deliveries/whd-" + random_uuid() + "/retry", json::object(), theirs.key), 404,
-               "Data not found");
+  expect_error(
+      http().post("/v1/webhook-deliveries/whd-" + random_uuid() + "/retry", json::object(), theirs.key), 404,
+      "Data not found");
 
   expect_validation(http().get("/v1/webhook-deliveries?status=done", theirs.key), {"status"});
   expect_validation(http().get("/v1/webhook-deliveries?page=0", theirs.key), {"page"});
   expect_validation(http().get("/v1/webhook-deliveries?perPage=101", theirs.key), {"perPage"});
   expect_error(http().get("/v1/webhook-deliveries"), 401, "Unauthorized");
-  expect_error(http().post("/v1/webhook-deliveries/" + their_id + "/retry", json::object()), 401, "Unauthorized");
+  expect_error(http().post("/v1/webhook-deliveries/" + their_id + "/retry", json::object()), 401,
+               "Unauthorized");
   // Known paths asked with another method: 405 with the methods they have.
-  const auto wrong_method = http().request(boost::beast::http::verb::delete_,
-                                           "/v1/webhook-deliveries/" + their_id + "/retry", std::nullopt,
-                                           {{"x-service-key", theirs.key}});
+  const auto wrong_method =
+      http().request(boost::beast::http::verb::delete_, "/v1/webhook-deliveries/" + their_id + "/retry",
+                     std::nullopt, {{"x-service-key", theirs.key}});
   expect_error(wrong_method, 405, "Method not allowed");
   EXPECT_EQ(wrong_method.header("allow"), "POST");
-  expect_error(http().get("/v1/webhook-deliveries/" + their_id + "/retry", theirs.key), 405, "Method not allowed");
+  expect_error(http().get("/v1/webhook-deliveries/" + their_id + "/retry", theirs.key), 405,
+               "Method not allowed");
   expect_error(http().post("/v1/webhook-deliveries", json::object(), theirs.key), 405, "Method not allowed");
 
   // A retry of a delivered event sends it again, same event id.
-  expect_success(http().post("/v1/webhook-deliveries/" + their_id + "/retry", json::object(), theirs.key), 200,
-                 Message::kPresent);
+  expect_success(http().post("/v1/webhook-deliveries/" + their_id + "/retry", json::object(), theirs.key),
+                 200, Message::kPresent);
   ASSERT_TRUE(wait_until([&] { return receiver.count() == 3; }));
   for (const json& d : deliveries(http(), theirs.key))
     if (d["id"] == their_id) {
@@ -348,7 +362,8 @@ TEST_F(WebhooksOwnServer, RestartBetweenAttemptsStillDelivers) {
   EXPECT_EQ(got[1].header("x-kobo-event-id"), got[0].header("x-kobo-event-id"));
   EXPECT_EQ(got[1].body, got[0].body);
   expect_signed(got[1], b.key);
-  ASSERT_TRUE(wait_until([&] { return deliveries(server_->client(), b.key, "status=succeeded").size() == 1; }));
+  ASSERT_TRUE(
+      wait_until([&] { return deliveries(server_->client(), b.key, "status=succeeded").size() == 1; }));
   const json d = deliveries(server_->client(), b.key)[0];
   ASSERT_EQ(d["attempts"].size(), 2u);
   EXPECT_EQ(d["attempts"][0]["statusCode"], 500);
@@ -363,7 +378,8 @@ TEST_F(WebhooksOwnServer, PrivateAddressesAreRefusedWithoutTheFlag) {
   WebhookReceiver receiver;
   const Business b{server_->test_key(), server_->credentials().account_id};
   // A literal address is refused when it is set...
-  for (const char* url : {"http://127.0.0.1:9/h", "http://10.0.0.7/h", "https://[::1]/h", "http://169.254.169.254/x"}) {
+  for (const char* url :
+       {"http://127.0.0.1:9/h", "http://10.0.0.7/h", "https://[::1]/h", "http://169.254.169.254/x"}) {
     const auto res = server_->client().patch("/v1/accounts/" + b.account, json{{"webhooks", {url}}}, b.key);
     expect_validation(res, {"webhooks"});
     EXPECT_NE(res.body.find("must be a public URL"), std::string::npos) << res.body;
@@ -372,7 +388,8 @@ TEST_F(WebhooksOwnServer, PrivateAddressesAreRefusedWithoutTheFlag) {
   set_webhooks(server_->client(), b, {"http://localhost:" + std::to_string(receiver.port()) + "/h"});
   fund(server_->client(), b.key, create_wallet(server_->client(), b.key), 10'000);
 
-  ASSERT_TRUE(wait_until([&] { return deliveries(server_->client(), b.key, "status=failed").size() == 1; }, 15s));
+  ASSERT_TRUE(
+      wait_until([&] { return deliveries(server_->client(), b.key, "status=failed").size() == 1; }, 15s));
   for (const json& d : deliveries(server_->client(), b.key)) {
     ASSERT_FALSE(d["attempts"].empty());
     for (const json& a : d["attempts"]) {

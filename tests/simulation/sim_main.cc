@@ -25,11 +25,16 @@ int main(int argc, char** argv) {
       }
       return std::stoull(argv[++i]);
     };
-    if (a == "--seed") first = value(), seeds = 1;
-    else if (a == "--seeds") seeds = value();
-    else if (a == "--first") first = value();
-    else if (a == "--steps") steps = static_cast<int>(value());
-    else if (a == "--verbose") verbose = true;
+    if (a == "--seed")
+      first = value(), seeds = 1;
+    else if (a == "--seeds")
+      seeds = value();
+    else if (a == "--first")
+      first = value();
+    else if (a == "--steps")
+      steps = static_cast<int>(value());
+    else if (a == "--verbose")
+      verbose = true;
     else {
       std::cerr << "usage: kobo_sim [--seed S | --seeds N [--first S]] [--steps K] [--verbose]\n";
       return 2;

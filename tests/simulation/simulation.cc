@@ -63,8 +63,8 @@ struct Payout {
 };
 
 enum System { inbound, fees, suspense, outbound };
-constexpr std::array<std::string_view, 4> kSystemNames{"sys:inbound-settlement", "sys:fees", "sys:payout-suspense",
-                                                       "sys:outbound-settlement"};
+constexpr std::array<std::string_view, 4> kSystemNames{"sys:inbound-settlement", "sys:fees",
+                                                       "sys:payout-suspense", "sys:outbound-settlement"};
 
 std::optional<std::int64_t> add(std::int64_t a, std::int64_t b) {
   std::int64_t r = 0;
@@ -79,12 +79,12 @@ std::int64_t fee_for(std::int64_t amount) {  // CBN NIP tiers, VAT included (API
 }
 
 struct Model {
-  std::map<std::string, Wallet> wallets;             // by publicId
-  std::map<std::string, std::string> by_number;      // account number -> publicId
-  std::map<std::string, std::string> references;     // account|mode|reference -> request
-  std::set<std::string> collection_references;       // account|mode|reference
-  std::set<std::string> names;                        // account|mode|name of (non-transit) wallets
-  std::map<std::string, int> primaries;               // account|mode -> primary wallets
+  std::map<std::string, Wallet> wallets;          // by publicId
+  std::map<std::string, std::string> by_number;   // account number -> publicId
+  std::map<std::string, std::string> references;  // account|mode|reference -> request
+  std::set<std::string> collection_references;    // account|mode|reference
+  std::set<std::string> names;                    // account|mode|name of (non-transit) wallets
+  std::map<std::string, int> primaries;           // account|mode -> primary wallets
   std::vector<Payout> payouts;
   std::array<std::array<std::int64_t, 4>, kPartitions> system{};
 };
@@ -127,10 +127,14 @@ class Simulation {
 
  private:
   // ---- randomness ----
-  std::uint64_t below(std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng_); }
+  std::uint64_t below(std::uint64_t n) {
+    return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng_);
+  }
   bool chance(int percent) { return below(100) < static_cast<std::uint64_t>(percent); }
   template <typename T>
-  const T& pick(const std::vector<T>& v) { return v[below(v.size())]; }
+  const T& pick(const std::vector<T>& v) {
+    return v[below(v.size())];
+  }
 
   // ---- the system under test ----
   bool start_writer() {
@@ -162,7 +166,9 @@ class Simulation {
   }
 
   void trace(const std::string& what) {
-    if (options_.verbose) std::cerr << "seed " << options_.seed << " step " << step_ << " t+" << (now_ - kStart) << "ms: " << what << "\n";
+    if (options_.verbose)
+      std::cerr << "seed " << options_.seed << " step " << step_ << " t+" << (now_ - kStart) << "ms: " << what
+                << "\n";
   }
 
   // Issues a command and then a barrier (a command rejected without events): the writer decides
@@ -191,8 +197,8 @@ class Simulation {
       return false;
     }
     if (o.ok() != accepted) {
-      fail(what + ": the model expects " + (accepted ? "acceptance" : "a rejection") + ", the writer answered " +
-           std::string(to_string(o.rejection)));
+      fail(what + ": the model expects " + (accepted ? "acceptance" : "a rejection") +
+           ", the writer answered " + std::string(to_string(o.rejection)));
       return false;
     }
     accepted ? ++report_.accepted : ++report_.rejected;
@@ -204,8 +210,14 @@ class Simulation {
     b.id = "biz-sim-" + std::to_string(options_.seed) + "-" + std::to_string(k);
     b.account = "acc-sim-" + std::to_string(options_.seed) + "-" + std::to_string(k);
     b.partition = writer_->partition_of(b.id).value;
-    CreateBusiness c{b.id, "Business " + std::to_string(k), b.account, "Default",
-                     sha256_hex("test" + b.id), sha256_hex("live" + b.id), "pk_test_" + b.id, "pk_live_" + b.id};
+    CreateBusiness c{b.id,
+                     "Business " + std::to_string(k),
+                     b.account,
+                     "Default",
+                     sha256_hex("test" + b.id),
+                     sha256_hex("live" + b.id),
+                     "pk_test_" + b.id,
+                     "pk_live_" + b.id};
     businesses_.push_back(b);
     const Outcome o = writer_->execute(c);
     if (!o.ok()) fail("a business cannot be registered: " + std::string(to_string(o.rejection)));
@@ -215,10 +227,14 @@ class Simulation {
   void step() {
     // Time passes; what fell due happens before the step's command (the writer's rule).
     const std::uint64_t r = below(100);
-    if (r < 45) now_ += 0;
-    else if (r < 88) now_ += static_cast<UnixMs>(1 + below(1'000));
-    else if (r < 98) now_ += static_cast<UnixMs>(below(2 * 3'600'000));
-    else now_ += 2 * 86'400'000;
+    if (r < 45)
+      now_ += 0;
+    else if (r < 88)
+      now_ += static_cast<UnixMs>(1 + below(1'000));
+    else if (r < 98)
+      now_ += static_cast<UnixMs>(below(2 * 3'600'000));
+    else
+      now_ += 2 * 86'400'000;
     fall_due();
 
     if (chance(2)) {
@@ -239,13 +255,20 @@ class Simulation {
       log_.fail_next_appends(1);
     }
     const std::uint64_t kind = below(100);
-    if (kind < 14) create_wallet();
-    else if (kind < 18) create_transit();
-    else if (kind < 24) create_collection();
-    else if (kind < 49) incoming_credit();
-    else if (kind < 79) wallet_transfer();
-    else if (kind < 95) bank_transfer();
-    else update_account();
+    if (kind < 14)
+      create_wallet();
+    else if (kind < 18)
+      create_transit();
+    else if (kind < 24)
+      create_collection();
+    else if (kind < 49)
+      incoming_credit();
+    else if (kind < 79)
+      wallet_transfer();
+    else if (kind < 95)
+      bank_transfer();
+    else
+      update_account();
     if (injected_) {
       // Nothing consumed the fault (a command rejected without events appends nothing).
       log_.fail_next_appends(0);
@@ -290,7 +313,8 @@ class Simulation {
     std::vector<std::string> own, any;
     for (const auto& [id, w] : model_.wallets) {
       any.push_back(id);
-      if (w.kind != Kind::collection && businesses_[static_cast<std::size_t>(w.business)].id == b.id && w.live == live)
+      if (w.kind != Kind::collection && businesses_[static_cast<std::size_t>(w.business)].id == b.id &&
+          w.live == live)
         own.push_back(id);
     }
     if (!own.empty() && chance(85)) return pick(own);
@@ -301,16 +325,18 @@ class Simulation {
   Wallet* callers_wallet(const Business& b, bool live, const std::string& id) {
     auto it = model_.wallets.find(id);
     if (it == model_.wallets.end() || it->second.kind == Kind::collection) return nullptr;
-    if (businesses_[static_cast<std::size_t>(it->second.business)].id != b.id || it->second.live != live) return nullptr;
+    if (businesses_[static_cast<std::size_t>(it->second.business)].id != b.id || it->second.live != live)
+      return nullptr;
     return &it->second;
   }
   std::int64_t amount_for(std::int64_t balance) {
     const std::uint64_t r = below(100);
-    if (r < 4) return -static_cast<std::int64_t>(below(1'000));          // not positive
-    if (r < 6) return kHuge;                                              // overflows when it lands twice
-    if (r < 20 && balance > 0) return balance;                            // all of it
+    if (r < 4) return -static_cast<std::int64_t>(below(1'000));  // not positive
+    if (r < 6) return kHuge;                                     // overflows when it lands twice
+    if (r < 20 && balance > 0) return balance;                   // all of it
     if (r < 30) return balance + 1 + static_cast<std::int64_t>(below(10'000));  // more than there is
-    if (balance > 1 && r < 80) return 1 + static_cast<std::int64_t>(below(static_cast<std::uint64_t>(balance)));
+    if (balance > 1 && r < 80)
+      return 1 + static_cast<std::int64_t>(below(static_cast<std::uint64_t>(balance)));
     return 1 + static_cast<std::int64_t>(below(10'000'000));
   }
 
@@ -352,7 +378,8 @@ class Simulation {
     const std::string settlement = wallet_for(*b, live);
     const Wallet* s = callers_wallet(*b, live, settlement);
     const bool accept = s != nullptr && s->kind == Kind::wallet;
-    const Outcome o = execute(CreateTransitWallet{as_caller(*b, live), "transit", settlement, std::nullopt, std::nullopt});
+    const Outcome o =
+        execute(CreateTransitWallet{as_caller(*b, live), "transit", settlement, std::nullopt, std::nullopt});
     if (!expect(o, accept, "create transit to " + settlement)) return;
     Wallet w;
     w.name = "transit";
@@ -373,7 +400,8 @@ class Simulation {
     c.expire_in_s = chance(3) ? -1 : static_cast<std::int64_t>(below(7'200));
     if (chance(40)) c.reference = "col-" + std::to_string(below(6));
     const std::string sc = scope(*b, live);
-    const bool accept = c.amount.value > 0 && c.expire_in_s >= 0 && callers_wallet(*b, live, c.destination) != nullptr &&
+    const bool accept = c.amount.value > 0 && c.expire_in_s >= 0 &&
+                        callers_wallet(*b, live, c.destination) != nullptr &&
                         !(c.reference && model_.collection_references.contains(sc + *c.reference));
     const Outcome o = execute(c);
     if (!expect(o, accept, "create collection into " + c.destination)) return;
@@ -402,7 +430,8 @@ class Simulation {
     }
     std::int64_t amount = amount_for(100'000);
     if (target != nullptr && target->kind == Kind::collection && chance(70)) amount = target->amount;
-    IncomingCredit c{as_caller(*b, live), number, Kobo(amount), "funding", "Sender", "0000014579", "058", "GTBank", "000013"};
+    IncomingCredit c{as_caller(*b, live), number, Kobo(amount), "funding", "Sender",
+                     "0000014579",        "058",  "GTBank",     "000013"};
 
     // Where the money lands: the wallet, or a collection's destination; a transit wallet sweeps.
     auto& sys = model_.system[b->partition];
@@ -450,14 +479,17 @@ class Simulation {
     t.amount = Kobo(amount_for(src != nullptr ? src->balance : 10'000));
     t.narration = chance(50) ? "rent" : "stock";
     if (chance(50)) t.reference = "ref-" + std::to_string(below(8));
-    const std::string request = "wallet|" + t.source + "|" + t.destination + "|" + std::to_string(t.amount.value) + "|" + t.narration;
+    const std::string request =
+        "wallet|" + t.source + "|" + t.destination + "|" + std::to_string(t.amount.value) + "|" + t.narration;
     bool replay = false;
     bool accept = t.amount.value > 0 && check_reference(*b, live, t.reference, request, replay);
     if (accept && !replay)
-      accept = src != nullptr && dst != nullptr && t.source != t.destination && src->balance >= t.amount.value &&
-               add(dst->balance, t.amount.value).has_value();
+      accept = src != nullptr && dst != nullptr && t.source != t.destination &&
+               src->balance >= t.amount.value && add(dst->balance, t.amount.value).has_value();
     const Outcome o = execute(t);
-    if (!expect(o, accept, "transfer " + std::to_string(t.amount.value) + " " + t.source + " -> " + t.destination)) return;
+    if (!expect(o, accept,
+                "transfer " + std::to_string(t.amount.value) + " " + t.source + " -> " + t.destination))
+      return;
     if (replay != o.replayed) {
       fail("a repeated reference: the model expects " + std::string(replay ? "a replay" : "a new transfer"));
       return;
@@ -477,7 +509,8 @@ class Simulation {
     t.account_number = "01234567" + std::to_string(10 + below(3));
     t.bank_code = "058";
     // As query-api derives it: one beneficiary id per business, mode, bank and number.
-    t.bank_account_id = "bka-" + sha256_hex(scope_key(b->id, live) + t.bank_code + t.account_number).substr(0, 32);
+    t.bank_account_id =
+        "bka-" + sha256_hex(scope_key(b->id, live) + t.bank_code + t.account_number).substr(0, 32);
     t.account_name = "Ada Obi";
     t.bank_name = "GTBank";
     t.name_enquiry_ref = "ner-sim";
@@ -487,8 +520,9 @@ class Simulation {
     const bool fails = chance(30);
     t.metadata = RawJson{fails ? R"({"sandboxOutcome":"failed"})" : "{}"};
     t.save_beneficiary = chance(30);
-    const std::string request = "bank|" + t.source + "|" + t.account_number + "|" + std::to_string(t.amount.value) + "|" +
-                                t.metadata.text + (t.save_beneficiary ? "|save" : "|");
+    const std::string request = "bank|" + t.source + "|" + t.account_number + "|" +
+                                std::to_string(t.amount.value) + "|" + t.metadata.text +
+                                (t.save_beneficiary ? "|save" : "|");
     auto& sys = model_.system[b->partition];
     bool replay = false;
     bool accept = t.amount.value > 0 && check_reference(*b, live, t.reference, request, replay);
@@ -515,8 +549,10 @@ class Simulation {
     auto [b, live] = caller();
     const Business& whose = businesses_[below(businesses_.size())];
     UpdateAccount u{as_caller(*b, live), whose.account, std::nullopt, std::nullopt};
-    if (chance(50)) u.live = chance(50);
-    else u.webhooks = std::vector<std::string>{"https://hooks.example.com/" + std::to_string(below(3))};
+    if (chance(50))
+      u.live = chance(50);
+    else
+      u.webhooks = std::vector<std::string>{"https://hooks.example.com/" + std::to_string(below(3))};
     const Outcome o = execute(u);
     expect(o, whose.id == b->id, "update account " + whose.account);
   }
@@ -527,8 +563,13 @@ class Simulation {
     for (int i = 0; i < 3 && report_.failure.empty(); ++i) {
       now_ += 3 * 86'400'000;
       fall_due();
-      const WalletTransfer nothing{Caller{businesses_[0].id, businesses_[0].account, false}, "vba-none", "vba-none",
-                                   Kobo(1), "settle", std::nullopt, std::nullopt};
+      const WalletTransfer nothing{Caller{businesses_[0].id, businesses_[0].account, false},
+                                   "vba-none",
+                                   "vba-none",
+                                   Kobo(1),
+                                   "settle",
+                                   std::nullopt,
+                                   std::nullopt};
       execute(nothing);
       after_command();
     }
@@ -548,7 +589,8 @@ class Simulation {
       }
       const auto shown = json::parse(*text).at("balance").get<std::int64_t>();
       if (shown != w.balance) {
-        fail("wallet " + id + ": the views show " + std::to_string(shown) + ", the model " + std::to_string(w.balance));
+        fail("wallet " + id + ": the views show " + std::to_string(shown) + ", the model " +
+             std::to_string(w.balance));
         return;
       }
     }
@@ -577,8 +619,8 @@ class Simulation {
       const auto it = report.value().system.find(std::string(kSystemNames[static_cast<std::size_t>(a)]));
       const std::int64_t found = it == report.value().system.end() ? 0 : it->second.value;
       if (found != *expected) {
-        fail(std::string(kSystemNames[static_cast<std::size_t>(a)]) + ": the log says " + std::to_string(found) +
-             ", the model " + std::to_string(*expected));
+        fail(std::string(kSystemNames[static_cast<std::size_t>(a)]) + ": the log says " +
+             std::to_string(found) + ", the model " + std::to_string(*expected));
         return;
       }
     }
@@ -622,12 +664,13 @@ Report run(const Options& options) { return Simulation(options).run(); }
 
 std::string summary(const Options& options, const Report& r) {
   std::ostringstream out;
-  out << "sim seed " << options.seed << ": " << (r.ok ? "ok" : "FAILED") << ", " << r.accepted << " accepted, "
-      << r.rejected << " rejected, " << r.failed_appends << " failed appends, " << r.writer_restarts
-      << " writer restarts, " << r.projector_restarts << " projector restarts, " << r.events << " events, log "
-      << r.log_digest.substr(0, 16);
-  if (!r.ok) out << "\n  " << r.failure << "\n  reproduce: build/tests/kobo_sim --seed " << options.seed << " --steps "
-                 << options.steps << " --verbose";
+  out << "sim seed " << options.seed << ": " << (r.ok ? "ok" : "FAILED") << ", " << r.accepted
+      << " accepted, " << r.rejected << " rejected, " << r.failed_appends << " failed appends, "
+      << r.writer_restarts << " writer restarts, " << r.projector_restarts << " projector restarts, "
+      << r.events << " events, log " << r.log_digest.substr(0, 16);
+  if (!r.ok)
+    out << "\n  " << r.failure << "\n  reproduce: build/tests/kobo_sim --seed " << options.seed << " --steps "
+        << options.steps << " --verbose";
   return out.str();
 }
 

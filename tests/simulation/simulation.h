@@ -22,18 +22,18 @@ namespace kobo::sim {
 
 struct Options {
   std::uint64_t seed = 1;
-  int steps = 300;                 // commands issued
-  std::filesystem::path dir;       // scratch space for the views (created, removed afterwards)
-  bool verbose = false;            // print every step to stderr
+  int steps = 300;            // commands issued
+  std::filesystem::path dir;  // scratch space for the views (created, removed afterwards)
+  bool verbose = false;       // print every step to stderr
 };
 
 struct Report {
   bool ok = false;
-  std::string failure;             // what disagreed, at which step; empty when ok
+  std::string failure;  // what disagreed, at which step; empty when ok
   std::uint64_t accepted = 0, rejected = 0;
   std::uint64_t failed_appends = 0, writer_restarts = 0, projector_restarts = 0;
   std::uint64_t events = 0;
-  std::string log_digest;          // SHA-256 over every record of the log, in order
+  std::string log_digest;  // SHA-256 over every record of the log, in order
 };
 
 Report run(const Options& options);

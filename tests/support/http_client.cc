@@ -114,7 +114,8 @@ HttpResult HttpClient::request(bhttp::verb method, std::string_view target, std:
   req.set(bhttp::field::host, host_ + ":" + std::to_string(port_));
   for (const auto& [name, value] : headers) req.set(name, value);
   if (body) {
-    if (req.find(bhttp::field::content_type) == req.end()) req.set(bhttp::field::content_type, "application/json");
+    if (req.find(bhttp::field::content_type) == req.end())
+      req.set(bhttp::field::content_type, "application/json");
     req.body() = std::move(*body);
   }
   req.prepare_payload();
@@ -145,13 +146,15 @@ HttpResult HttpClient::get(std::string_view target, std::string_view service_key
   return request(bhttp::verb::get, target, std::nullopt, headers);
 }
 
-HttpResult HttpClient::post(std::string_view target, const nlohmann::json& body, std::string_view service_key) {
+HttpResult HttpClient::post(std::string_view target, const nlohmann::json& body,
+                            std::string_view service_key) {
   HttpHeaders headers;
   if (!service_key.empty()) headers.emplace_back("x-service-key", service_key);
   return request(bhttp::verb::post, target, body.dump(), headers);
 }
 
-HttpResult HttpClient::patch(std::string_view target, const nlohmann::json& body, std::string_view service_key) {
+HttpResult HttpClient::patch(std::string_view target, const nlohmann::json& body,
+                             std::string_view service_key) {
   HttpHeaders headers;
   if (!service_key.empty()) headers.emplace_back("x-service-key", service_key);
   return request(bhttp::verb::patch, target, body.dump(), headers);

@@ -109,9 +109,7 @@ std::string KoboProcess::kafka_topic() const {
   return options_.kafka_topic.empty() ? "it." + data_dir_.filename().string() : options_.kafka_topic;
 }
 
-fs::path KoboProcess::log_path() const {
-  return data_dir_ / ("kobo." + std::to_string(starts_) + ".log");
-}
+fs::path KoboProcess::log_path() const { return data_dir_ / ("kobo." + std::to_string(starts_) + ".log"); }
 
 fs::path KoboProcess::stdout_path() const {
   return data_dir_ / ("kobo." + std::to_string(starts_) + ".stdout");
@@ -136,8 +134,9 @@ void KoboProcess::spawn() {
   ++starts_;
   client_.reset();
 
-  std::vector<std::string> args = {binary_.string(), "serve", "--listen",
-                                   "127.0.0.1:" + std::to_string(port_), "--data-dir", data_dir_.string()};
+  std::vector<std::string> args = {binary_.string(), "serve",
+                                   "--listen",       "127.0.0.1:" + std::to_string(port_),
+                                   "--data-dir",     data_dir_.string()};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   if (const auto brokers = test_kafka_brokers(); !brokers.empty() && !options_.embedded_only) {
     // The Kafka run of a suite: a topic of its own per data dir, kept across restarts.
@@ -194,8 +193,8 @@ void KoboProcess::wait_healthy() {
     pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
       pid_ = -1;
-      throw std::runtime_error("kobo serve " + describe_status(status) + " before it was healthy; log tail:\n" +
-                               log_tail());
+      throw std::runtime_error("kobo serve " + describe_status(status) +
+                               " before it was healthy; log tail:\n" + log_tail());
     }
     try {
       HttpClient probe("127.0.0.1", port_, milliseconds(1000));

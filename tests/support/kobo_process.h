@@ -5,8 +5,8 @@
 // directory (a fresh temporary one unless given), waits until GET /healthz answers 200, and reads
 // the bootstrap credentials the server wrote to <data-dir>/credentials.json. The child's stderr
 // (its JSON log) goes to <data-dir>/kobo.<n>.log and its stdout to <data-dir>/kobo.<n>.stdout
-// (n counts starts), so a failed start can show the log's tail. The child gets SIGKILL if the thread that started it dies (PR_SET_PDEATHSIG), so a
-// crashed test leaves no server behind.
+// (n counts starts), so a failed start can show the log's tail. The child gets SIGKILL if the thread that
+// started it dies (PR_SET_PDEATHSIG), so a crashed test leaves no server behind.
 //
 // With KOBO_TEST_KAFKA_DIR set (see test_kafka_brokers()) the child serves on Kafka instead.
 //
