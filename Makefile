@@ -54,7 +54,7 @@ TSAN_TESTS ?= ^(Ledger|ProjectionTest|Simulation|LogFollower|Concurrency)\.
 tsan: deps kafka
 	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKOBO_TSAN=ON >/dev/null
 	@cmake --build build-tsan -j$(JOBS) --target $(TSAN_TARGETS)
-	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tools/tsan.supp \
 	  ctest --test-dir build-tsan --output-on-failure -j2 --timeout 1800 -LE kafka -R '$(TSAN_TESTS)'
 
 bench: kafka
