@@ -12,6 +12,7 @@
 # The jars come from Maven Central through tools/kafka/pom.xml (`mvn package` copies them to
 # tools/kafka/target/lib); Java is Debian's OpenJDK. Broker output goes to DIR/broker.log.
 set -euo pipefail
+trap 'echo "broker.sh: ${cmd:-?} failed at line $LINENO (exit $?)" >&2' ERR
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 lib="$here/target/lib"
@@ -103,8 +104,21 @@ log4j.appender.file.File=$dir/broker.log
 log4j.appender.file.layout=org.apache.log4j.PatternLayout
 log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
 PROPS
-    (java_run kafka.tools.StorageTool format -t "$(python3 -c 'import base64,uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')" \
-      -c "$dir/server.properties" --ignore-formatted) >>"$dir/broker.log" 2>&1
+    # A cluster id as Kafka's Uuid.randomUuid() makes one: 16 random bytes in base64url, never
+    # starting with '-', which the storage tool's argument parser would take for an option.
+    cluster_id="$(python3 -c '
+import base64, uuid
+while True:
+    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not s.startswith("-"):
+        print(s)
+        break')"
+    if ! (java_run kafka.tools.StorageTool format -t "$cluster_id" -c "$dir/server.properties" \
+          --ignore-formatted) >>"$dir/broker.log" 2>&1; then
+      echo "broker.sh: formatting the KRaft log failed; see $dir/broker.log" >&2
+      tail -20 "$dir/broker.log" >&2
+      exit 1
+    fi
     launch
     ;;
   restart)
