@@ -117,9 +117,7 @@ void write(std::string& out, const T& v) {
     out += v ? "true" : "false";
   else if constexpr (std::is_same_v<T, std::uint64_t>)
     write_number(out, v);
-  else if constexpr (std::is_same_v<T, Kobo>)
-    write_number(out, v.value);
-  else if constexpr (std::is_same_v<T, Epoch>)
+  else if constexpr (std::is_same_v<T, Kobo> || std::is_same_v<T, Epoch>)
     write_number(out, v.value);
   else if constexpr (std::is_same_v<T, Timestamp>)
     append_json_string(out, format_iso8601(v.ms));
@@ -492,9 +490,43 @@ std::string seal_unvalidated(Event& e) {
   return wire;
 }
 
-Result<Event> decode_event(std::string_view bytes) { return decode(bytes, /*verify=*/true); }
+namespace {
 
-Result<Event> decode_event_unverified(std::string_view bytes) { return decode(bytes, /*verify=*/false); }
+// The schemaVersion a record says it is of, read without decoding it; an error when it says none.
+// The envelope's members are in key order and `data` comes before `schemaVersion`, so the last
+// occurrence is the envelope's, whatever the data holds.
+Result<int> stated_schema_version(std::string_view bytes) {
+  constexpr std::string_view kMember = "\"schemaVersion\":";
+  const auto at = bytes.rfind(kMember);
+  if (at == std::string_view::npos) return Status::error("event without a schemaVersion");
+  int version = -1;
+  const char* first = bytes.data() + at + kMember.size();
+  const auto [end, ec] = std::from_chars(first, bytes.data() + bytes.size(), version);
+  if (ec != std::errc() || end == first) return Status::error("event with a malformed schemaVersion");
+  return version;
+}
+
+// A record of another schemaVersion is refused for what it is, even when its envelope has
+// members v2's does not (a v1 event fails on its first unknown member, before its version).
+Result<Event> decode_naming_other_versions(std::string_view bytes, bool verify) {
+  auto e = decode(bytes, verify);
+  if (!e.ok()) {
+    const auto version = stated_schema_version(bytes);
+    if (version.ok() && version.value() != kEventSchemaVersion)
+      return unsupported_schema_version(version.value());
+  }
+  return e;
+}
+
+}  // namespace
+
+Result<Event> decode_event(std::string_view bytes) {
+  return decode_naming_other_versions(bytes, /*verify=*/true);
+}
+
+Result<Event> decode_event_unverified(std::string_view bytes) {
+  return decode_naming_other_versions(bytes, /*verify=*/false);
+}
 
 bool in_canonical_form(const Event& e, std::string_view bytes) {
   const auto body = wire_body(bytes, e.hash);
@@ -514,16 +546,9 @@ Status unsupported_schema_version(int found) {
 }
 
 Status check_schema_version(std::string_view bytes) {
-  // The envelope's members are in key order and `data` comes before `schemaVersion`, so the
-  // last occurrence is the envelope's, whatever the data holds.
-  constexpr std::string_view kMember = "\"schemaVersion\":";
-  const auto at = bytes.rfind(kMember);
-  if (at == std::string_view::npos) return Status::error("event without a schemaVersion");
-  int version = -1;
-  const char* first = bytes.data() + at + kMember.size();
-  const auto [end, ec] = std::from_chars(first, bytes.data() + bytes.size(), version);
-  if (ec != std::errc() || end == first) return Status::error("event with a malformed schemaVersion");
-  if (version != kEventSchemaVersion) return unsupported_schema_version(version);
+  const auto version = stated_schema_version(bytes);
+  if (!version.ok()) return version.status();
+  if (version.value() != kEventSchemaVersion) return unsupported_schema_version(version.value());
   return {};
 }
 

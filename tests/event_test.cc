@@ -139,6 +139,13 @@ TEST(EventV2, RefusesAnotherSchemaVersionNamingIt) {
   v1_with_v2_metadata.replace(v1_with_v2_metadata.find("\"data\":{") + 8, 0, "\"schemaVersion\":2,");
   EXPECT_FALSE(check_schema_version(v1_with_v2_metadata).ok());
   EXPECT_FALSE(check_schema_version("{}").ok());
+  // A version-1 envelope has members v2's lacks; it is still refused for its version.
+  std::string v1_envelope = wire;
+  v1_envelope.replace(v1_envelope.find("\"business\""), 0, "\"aggregateId\":\"wal-1\",");
+  for (const auto& d : {decode_event(v1_envelope), decode_event_unverified(v1_envelope)}) {
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.status().message(), decoded.status().message());
+  }
 }
 
 TEST(EventV2, RefusesWhatIsNotAValidEvent) {
