@@ -18,7 +18,7 @@ namespace kobo {
 namespace {
 
 constexpr char kEventPrefix = 'e';
-const std::string kPartitionsKey = "m:partitions";
+constexpr std::string_view kPartitionsKey = "m:partitions";
 
 void put_be(std::string& out, std::uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));

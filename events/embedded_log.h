@@ -10,6 +10,10 @@
 
 #include "events/event_log.h"
 
+namespace rocksdb {
+class Env;
+}
+
 namespace kobo {
 
 struct EmbeddedLogOptions {
@@ -21,6 +25,9 @@ struct EmbeddedLogOptions {
   // instance, which takes no lock and catches up with the writer's appends on every read.
   // append() fails. Its own small files go to a temporary directory removed on close.
   bool read_only = false;
+  // The RocksDB environment the log's files are written through; null: the machine's own.
+  // Fault tests give one whose file system fails on demand (tests/support/faulty_fs.h).
+  rocksdb::Env* env = nullptr;
 };
 
 class EmbeddedLog;

@@ -27,14 +27,15 @@ Views::DbLock::DbLock() {
 }
 Views::DbLock::~DbLock() { pthread_rwlock_destroy(&lock_); }
 
-Views::Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions)
-    : path_(std::move(path)), db_(std::move(db)), partitions_(partitions) {}
+Views::Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions, rocksdb::Env* env)
+    : path_(std::move(path)), env_(env), db_(std::move(db)), partitions_(partitions) {}
 Views::~Views() = default;
 
 namespace {
 
-rocksdb::Options views_options() {
+rocksdb::Options views_options(rocksdb::Env* env) {
   rocksdb::Options o;
+  if (env != nullptr) o.env = env;
   o.create_if_missing = true;
   // Records are JSON that repeats its member names and ids: LZ4 while they are still being
   // compacted, zstd where they come to rest (the log's choice, events/embedded_log.cc).
@@ -55,14 +56,15 @@ rocksdb::Options views_options() {
 
 }  // namespace
 
-Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_t partitions) {
+Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_t partitions,
+                                           rocksdb::Env* env) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec) return Status::error("create " + path + ": " + ec.message());
   rocksdb::DB* raw = nullptr;
-  const auto s = rocksdb::DB::Open(views_options(), path, &raw);
+  const auto s = rocksdb::DB::Open(views_options(env), path, &raw);
   if (!s.ok()) return Status::error("open views " + path + ": " + s.ToString());
-  return std::unique_ptr<Views>(new Views(std::unique_ptr<rocksdb::DB>(raw), path, partitions));
+  return std::unique_ptr<Views>(new Views(std::unique_ptr<rocksdb::DB>(raw), path, partitions, env));
 }
 
 Status Views::write(rocksdb::WriteBatch& batch) {
@@ -85,13 +87,18 @@ Result<std::optional<std::string>> Views::read(const std::string& key) const {
 
 Status Views::reopen() {
   std::unique_lock lock(db_lock_);
+  // Reads go on meanwhile against what is on disk: a read-only instance, opened before the
+  // failed one is closed. When even that cannot open, the failed instance stays (RocksDB serves
+  // reads in its error state) and the reopen is tried again later: db_ is never left empty.
+  rocksdb::DB* ro = nullptr;
+  if (const auto r = rocksdb::DB::OpenForReadOnly(views_options(env_), path_, &ro); !r.ok())
+    return Status::error("reopen views: cannot open them to read meanwhile: " + r.ToString());
+  std::unique_ptr<rocksdb::DB> reader(ro);
   db_.reset();
   rocksdb::DB* raw = nullptr;
-  const auto s = rocksdb::DB::Open(views_options(), path_, &raw);
+  const auto s = rocksdb::DB::Open(views_options(env_), path_, &raw);
   if (!s.ok()) {
-    // Leave no closed database behind: reads go on against the last state reopened read-only.
-    rocksdb::DB* ro = nullptr;
-    if (rocksdb::DB::OpenForReadOnly(views_options(), path_, &ro).ok()) db_.reset(ro);
+    db_ = std::move(reader);
     return Status::error("reopen views: " + s.ToString(),
                          s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
   }

@@ -22,6 +22,7 @@
 
 namespace rocksdb {
 class DB;
+class Env;
 class WriteBatch;
 }  // namespace rocksdb
 
@@ -88,7 +89,10 @@ struct ViewPosition {
 
 class Views {
  public:
-  [[nodiscard]] static Result<std::unique_ptr<Views>> open(const std::string& path, std::uint32_t partitions);
+  // `env`: the RocksDB environment the views' files are written through; null: the machine's own.
+  // Fault tests give one whose file system fails on demand (tests/support/faulty_fs.h).
+  [[nodiscard]] static Result<std::unique_ptr<Views>> open(const std::string& path, std::uint32_t partitions,
+                                                           rocksdb::Env* env = nullptr);
   ~Views();
 
   std::optional<KeyOwner> key_owner(std::string_view secret_key_hash) const;
@@ -135,7 +139,7 @@ class Views {
   rocksdb::DB& db() const { return *db_; }
 
  private:
-  Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions);
+  Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions, rocksdb::Env* env);
   // Shared for every use of db_, exclusive to swap it. Reader-preferring POSIX rwlock: a read
   // that reads again (a list fetching its records) takes it recursively, which POSIX allows and
   // which a waiting reopen() cannot block.
@@ -155,6 +159,7 @@ class Views {
   };
   mutable DbLock db_lock_;
   const std::string path_;
+  rocksdb::Env* const env_;  // null: the machine's own
   std::optional<std::string> get(const std::string& key) const;
   std::optional<nlohmann::json> get_json(const std::string& key) const;
   std::optional<std::string> get_scoped(const std::string& key, const Scope& scope) const;

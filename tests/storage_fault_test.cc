@@ -1,0 +1,233 @@
+// DESIGN guarantee 8 for each kind of storage fault: an I/O error, a read-only file system and a
+// full disk, injected under the real RocksDB databases of the embedded log and of the views
+// (tests/support/faulty_fs.h; the disk-full tests fill a real tmpfs as well). For each kind:
+// - the log: a command is refused with the fault named (unavailable, or storage_full for a full
+//   disk), nothing refused is in the log, the writer reports why it is not healthy, and once
+//   the fault clears it writes again in the same process; the log then holds exactly the
+//   acknowledged commands, also when read from scratch.
+// - the views: the projector keeps the batch it could not write and says why, reads go on, and
+//   once the fault clears the views catch up and equal views rebuilt from the log.
+
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+
+#include <filesystem>
+#include <map>
+
+#include "command/ledger.h"
+#include "events/embedded_log.h"
+#include "events/log_follower.h"
+#include "events/memory_log.h"
+#include "projection/projector.h"
+#include "tests/support/faulty_fs.h"
+
+namespace kobo {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using testing::Fault;
+using testing::FaultyFileSystem;
+
+constexpr std::uint32_t kPartitions = 2;
+const Caller kCaller{"biz-storage-faults", "acc-f", false};
+
+struct Kind {
+  Fault fault;
+  const char* name;
+  const char* says;     // what the fault's message names
+  Rejection rejection;  // how a command is refused while it lasts
+};
+
+const Kind kKinds[] = {
+    {Fault::io_error, "IoError", "Input/output error", Rejection::unavailable},
+    {Fault::read_only, "ReadOnly", "Read-only file system", Rejection::unavailable},
+    {Fault::no_space, "NoSpace", "No space left on device", Rejection::storage_full},
+};
+
+class StorageFaults : public ::testing::TestWithParam<Kind> {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kobo-storage-faults-" + std::to_string(::getpid()) + "-" + GetParam().name);
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static LedgerOptions ledger_options() {
+    LedgerOptions o;
+    o.config.partitions = kPartitions;
+    o.recovery_retry = 20ms;
+    return o;
+  }
+
+  static std::string account_number(const Outcome& opened) {
+    return std::get<WalletOpened>(opened.events.at(0).data).account_number;
+  }
+
+  // Two funded wallets; their public ids.
+  static std::pair<std::string, std::string> funded_pair(Ledger& l) {
+    std::vector<std::string> ids;
+    for (const char* name : {"a", "b"}) {
+      const Outcome w = l.execute(CreateWallet{kCaller, name, "secondary", {}, {}});
+      EXPECT_TRUE(w.ok()) << to_string(w.rejection);
+      ids.push_back(w.id);
+      const Outcome f = l.execute(IncomingCredit{kCaller, account_number(w), Kobo(1'000'000), "f", "S",
+                                                 "0000014579", "058", "GTB", "000013"});
+      EXPECT_TRUE(f.ok()) << to_string(f.rejection);
+    }
+    return {ids.at(0), ids.at(1)};
+  }
+
+  static WalletTransfer transfer(const std::string& src, const std::string& dst, std::string ref) {
+    WalletTransfer t;
+    t.caller = kCaller;
+    t.source = src;
+    t.destination = dst;
+    t.amount = Kobo(1'000);
+    t.narration = "n";
+    t.reference = std::move(ref);
+    return t;
+  }
+
+  fs::path dir_;
+};
+
+// The references of the wallet transfers a log holds, read from scratch.
+std::multiset<std::string> transfer_references(EventLog& log) {
+  class Collect final : public LogVisitor {
+   public:
+    Status accepted(const Event& e) override {
+      if (const auto* t = std::get_if<WalletTransferSettled>(&e.data)) refs.insert(t->reference);
+      return {};
+    }
+    std::multiset<std::string> refs;
+  } collect;
+  LogFollower follower(log);
+  EXPECT_TRUE(follower.open().ok());
+  const Status s = follower.follow_to_end(collect);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return collect.refs;
+}
+
+TEST_P(StorageFaults, OnTheLogCommandsAreRefusedNamingItAndResumeInTheSameProcess) {
+  const Kind& kind = GetParam();
+  auto faulty = std::make_shared<FaultyFileSystem>();
+  const std::string path = (dir_ / "log").string();
+  std::multiset<std::string> acknowledged;
+  {
+    auto opened = open_embedded_log({.path = path, .partitions = kPartitions, .env = faulty->env()});
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    Ledger ledger(*opened.value(), ledger_options());
+    ASSERT_TRUE(ledger.start().ok());
+    const auto [a, b] = funded_pair(ledger);
+    ASSERT_TRUE(ledger.execute(transfer(a, b, "before")).ok());
+    acknowledged.insert("before");
+
+    faulty->set(kind.fault);
+    for (int i = 0; i < 3; ++i) {
+      const Outcome refused = ledger.execute(transfer(a, b, "during-" + std::to_string(i)));
+      EXPECT_EQ(refused.rejection, kind.rejection) << to_string(refused.rejection) << ": " << refused.detail;
+      EXPECT_NE(refused.detail.find(kind.says), std::string::npos) << refused.detail;
+    }
+    EXPECT_GT(faulty->failed(), 0u);
+    EXPECT_FALSE(ledger.healthy());
+    EXPECT_NE(ledger.fault().find(kind.says), std::string::npos) << ledger.fault();
+    // Reads of what is durable go on: the log's end is where it was.
+    EXPECT_TRUE(opened.value()->end_offsets().ok());
+
+    faulty->set(Fault::none);
+    bool resumed = false;
+    for (int i = 0; i < 500 && !resumed; ++i) {
+      const std::string ref = "after-" + std::to_string(i);
+      const Outcome o = ledger.execute(transfer(a, b, ref));
+      if (o.ok()) {
+        acknowledged.insert(ref);
+        resumed = true;
+      } else {
+        EXPECT_TRUE(o.rejection == Rejection::unavailable || o.rejection == Rejection::storage_full)
+            << to_string(o.rejection) << ": " << o.detail;
+        std::this_thread::sleep_for(10ms);
+      }
+    }
+    ASSERT_TRUE(resumed) << "writes did not resume: " << ledger.fault();
+    EXPECT_TRUE(ledger.healthy());
+    EXPECT_EQ(ledger.fault(), "");
+    EXPECT_EQ(transfer_references(*opened.value()), acknowledged);
+  }
+  // From scratch, with nothing injected: exactly the acknowledged transfers.
+  auto reopened = open_embedded_log({.path = path, .partitions = kPartitions});
+  ASSERT_TRUE(reopened.ok()) << reopened.status().message();
+  EXPECT_EQ(transfer_references(*reopened.value()), acknowledged);
+}
+
+std::map<std::string, std::string> dump(const Views& v) {
+  std::map<std::string, std::string> out;
+  std::unique_ptr<rocksdb::Iterator> it(v.db().NewIterator(rocksdb::ReadOptions()));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) out[it->key().ToString()] = it->value().ToString();
+  return out;
+}
+
+TEST_P(StorageFaults, OnTheViewsReadsGoOnTheProjectorSaysWhyAndCatchesUpAfter) {
+  const Kind& kind = GetParam();
+  MemoryLog log(kPartitions);
+  Ledger ledger(log, ledger_options());
+  ASSERT_TRUE(ledger.start().ok());
+  auto faulty = std::make_shared<FaultyFileSystem>();
+  auto views = Views::open((dir_ / "views").string(), kPartitions, faulty->env());
+  ASSERT_TRUE(views.ok()) << views.status().message();
+  Projector projector(log, *views.value());
+  ASSERT_TRUE(projector.start().ok());
+  const auto caught_up = [&](std::chrono::milliseconds within) {
+    for (std::uint32_t p = 0; p < kPartitions; ++p)
+      if (!projector.wait_applied(Partition(p), ledger.durable_seq(Partition(p)), within)) return false;
+    return true;
+  };
+  const auto [a, b] = funded_pair(ledger);
+  ASSERT_TRUE(caught_up(5s));
+  const Scope scope{kCaller.business, false};
+  ASSERT_TRUE(views.value()->wallet_text(scope, a).has_value());
+
+  faulty->set(kind.fault);
+  // The writer is not on this disk: commands go on being acknowledged.
+  ASSERT_TRUE(ledger.execute(transfer(a, b, "while-the-views-fail")).ok());
+  bool said = false;
+  for (int i = 0; i < 500 && !said; ++i) {
+    said = projector.views_unwritable() && projector.fault().find(kind.says) != std::string::npos;
+    if (!said) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(said) << "views_unwritable " << projector.views_unwritable()
+                    << ", fault: " << projector.fault();
+  EXPECT_FALSE(caught_up(50ms)) << "the views cannot have applied what they could not write";
+  EXPECT_TRUE(views.value()->wallet_text(scope, a).has_value()) << "reads go on";
+  EXPECT_TRUE(projector.healthy()) << "a write fault is not the projection stopping";
+  // The projector retries through a reopen every second; while the fault lasts each one fails,
+  // and reads go on against the views as they were.
+  const std::uint64_t failed_before = faulty->failed();
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_GT(faulty->failed(), failed_before) << "the projector retried meanwhile";
+  EXPECT_TRUE(projector.views_unwritable());
+  EXPECT_NE(projector.fault().find(kind.says), std::string::npos) << projector.fault();
+  EXPECT_TRUE(views.value()->wallet_text(scope, b).has_value()) << "reads go on across failed reopens";
+
+  faulty->set(Fault::none);
+  ASSERT_TRUE(caught_up(10s)) << projector.fault();
+  EXPECT_FALSE(projector.views_unwritable());
+  EXPECT_EQ(projector.fault(), "");
+  EXPECT_TRUE(views.value()->transaction_text(scope, kCaller.account, "while-the-views-fail").has_value());
+
+  projector.stop();
+  auto rebuilt = Views::open((dir_ / "rebuilt").string(), kPartitions);
+  ASSERT_TRUE(rebuilt.ok());
+  Projector fresh(log, *rebuilt.value());
+  ASSERT_TRUE(fresh.catch_up().ok());
+  EXPECT_EQ(dump(*views.value()), dump(*rebuilt.value()));
+}
+
+INSTANTIATE_TEST_SUITE_P(EachKind, StorageFaults, ::testing::ValuesIn(kKinds),
+                         [](const ::testing::TestParamInfo<Kind>& param_info) {
+                           return std::string(param_info.param.name);
+                         });
+
+}  // namespace
+}  // namespace kobo

@@ -1,0 +1,85 @@
+#pragma once
+// A RocksDB file system that fails writes on demand, for the fault tests of DESIGN guarantee 8:
+// the real file system underneath (the databases are real and on disk), and while a fault is
+// set, every write to a file, sync, new file, rename and directory sync answers it as the
+// kernel would: EIO (an I/O error), EROFS (a read-only file system) or ENOSPC (a full disk).
+// Reads are never failed: a disk that cannot be written can still be read.
+//
+// Use: auto fs = std::make_shared<FaultyFileSystem>(); give fs->env() to the log or the views;
+// fs->set(Fault::io_error) ... fs->set(Fault::none). Thread-safe.
+
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+namespace kobo::testing {
+
+enum class Fault { none, io_error, read_only, no_space };
+
+class FaultyFileSystem : public rocksdb::FileSystemWrapper,
+                         public std::enable_shared_from_this<FaultyFileSystem> {
+ public:
+  FaultyFileSystem() : FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+
+  static const char* kClassName() { return "KoboFaultyFileSystem"; }
+  const char* Name() const override { return kClassName(); }
+
+  void set(Fault f) { fault_.store(f); }
+  Fault fault() const { return fault_.load(); }
+  // How many operations were failed since construction: a test shows its fault was met.
+  std::uint64_t failed() const { return failed_.load(); }
+
+  // An Env with this file system under it, for rocksdb::Options::env. Lives as long as this
+  // (which must be owned by a shared_ptr).
+  rocksdb::Env* env() {
+    if (!env_) env_ = rocksdb::NewCompositeEnv(shared_from_this());
+    return env_.get();
+  }
+
+  // The error the current fault gives; ok while there is none.
+  rocksdb::IOStatus check(const std::string& what) {
+    switch (fault_.load()) {
+      case Fault::none:
+        return rocksdb::IOStatus::OK();
+      case Fault::io_error:
+        ++failed_;
+        return rocksdb::IOStatus::IOError(what, "Input/output error");
+      case Fault::read_only:
+        ++failed_;
+        return rocksdb::IOStatus::IOError(what, "Read-only file system");
+      case Fault::no_space:
+        ++failed_;
+        return rocksdb::IOStatus::NoSpace(what, "No space left on device");
+    }
+    return rocksdb::IOStatus::OK();
+  }
+
+  rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                    rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus ReopenWritableFile(const std::string& f, const rocksdb::FileOptions& o,
+                                       std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                       rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus ReuseWritableFile(const std::string& f, const std::string& old,
+                                      const rocksdb::FileOptions& o,
+                                      std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                      rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus NewDirectory(const std::string& name, const rocksdb::IOOptions& o,
+                                 std::unique_ptr<rocksdb::FSDirectory>* r,
+                                 rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus RenameFile(const std::string& src, const std::string& target, const rocksdb::IOOptions& o,
+                               rocksdb::IODebugContext* dbg) override {
+    if (auto s = check("rename " + src); !s.ok()) return s;
+    return FileSystemWrapper::RenameFile(src, target, o, dbg);
+  }
+
+ private:
+  std::atomic<Fault> fault_{Fault::none};
+  std::atomic<std::uint64_t> failed_{0};
+  std::unique_ptr<rocksdb::Env> env_;
+};
+
+}  // namespace kobo::testing
