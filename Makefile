@@ -7,7 +7,7 @@ LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./data
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test kafka asan tsan bench fuzz sim format format-check clean
+.PHONY: all deps build run test kafka asan tsan bench fuzz sim format format-check tidy clean
 
 all: build
 
@@ -83,6 +83,12 @@ format-check:
 	@tools/install-deps.sh format
 	@$(FORMAT_FILES) | xargs clang-format-14 --dry-run --Werror
 	@echo "format-check: every C++ source is formatted"
+
+# clang-tidy 14 (Debian's) with the curated checks of .clang-tidy over the service's own sources,
+# with the build's compile commands (tools/tidy.sh): in CI, where any finding fails it.
+tidy: build
+	@tools/install-deps.sh tidy
+	@tools/tidy.sh build
 
 clean:
 	rm -rf build build-asan build-tsan build-bench build-fuzz

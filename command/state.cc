@@ -35,7 +35,7 @@ std::optional<WalletKey> pack_uuid(std::string_view uuid) {
     if (c >= '0' && c <= '9')
       nibble = static_cast<std::uint64_t>(c - '0');
     else if (c >= 'a' && c <= 'f')
-      nibble = static_cast<std::uint64_t>(c - 'a' + 10);
+      nibble = static_cast<std::uint64_t>(c - 'a') + 10;
     else
       return std::nullopt;
     std::uint64_t& half = digits < 16 ? k.hi : k.lo;

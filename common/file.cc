@@ -17,14 +17,14 @@ namespace fs = std::filesystem;
 namespace {
 
 Status errno_error(const std::string& what, const fs::path& path) {
-  return Status::error("cannot " + what + " " + path.string() + ": " + std::strerror(errno));
+  return Status::error("cannot " + what + " " + path.string() + ": " + error_text(errno));
 }
 
 Status write_all(int fd, std::string_view contents) {
   while (!contents.empty()) {
     const ssize_t n = ::write(fd, contents.data(), contents.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Status::error(n < 0 ? std::strerror(errno) : "write returned 0");
+    if (n <= 0) return Status::error(n < 0 ? error_text(errno) : "write returned 0");
     contents.remove_prefix(static_cast<std::size_t>(n));
   }
   return {};
@@ -60,16 +60,26 @@ Status write_file_atomically(const fs::path& path, std::string_view contents, un
     return s;
   }
   // The rename is durable once the directory is.
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return errno_error("open directory", dir);
-  const bool synced = ::fsync(dir_fd) == 0;
+  return sync_directory(dir);
+}
+
+Status sync_directory(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno_error("open directory", dir);
+  const bool synced = ::fsync(fd) == 0;
   const int fsync_errno = errno;
-  ::close(dir_fd);
+  ::close(fd);
   if (!synced) {
     errno = fsync_errno;
     return errno_error("fsync directory", dir);
   }
   return {};
+}
+
+std::string error_text(int errnum) {
+  char buffer[256];
+  // The GNU strerror_r: the message, in `buffer` or in a static string.
+  return ::strerror_r(errnum, buffer, sizeof buffer);
 }
 
 }  // namespace kobo

@@ -1,7 +1,9 @@
 #pragma once
-// Files that must be whole or absent: credentials.json, the signing keys.
+// Files that must be whole or absent (credentials.json, the signing keys), and the small
+// POSIX file helpers the components share.
 
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 #include "common/result.h"
@@ -17,5 +19,11 @@ namespace kobo {
 // rename wins.
 [[nodiscard]] Status write_file_atomically(const std::filesystem::path& path, std::string_view contents,
                                            unsigned mode = 0600);
+
+// fsyncs the directory `dir`, so that what was created, renamed or removed in it survives a crash.
+[[nodiscard]] Status sync_directory(const std::filesystem::path& dir);
+
+// What errno value `errnum` means, as strerror() says it, but thread-safe.
+std::string error_text(int errnum);
 
 }  // namespace kobo

@@ -99,7 +99,14 @@ std::string Registry::render() const {
   std::lock_guard lock(mu_);
   std::string out;
   for (const auto& [name, f] : families_) {
-    out += "# HELP " + name + " " + f.help + "\n# TYPE " + name + " " + f.type + "\n";
+    out.append("# HELP ")
+        .append(name)
+        .append(" ")
+        .append(f.help)
+        .append("\n# TYPE ")
+        .append(name)
+        .append(" ");
+    out.append(f.type).append("\n");
     for (const auto& [labels, c] : f.counters)
       out += name + braces(labels) + " " + std::to_string(c->value()) + "\n";
     for (const auto& [labels, g] : f.gauges)

@@ -257,8 +257,9 @@ Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& op
   // RocksDB's own recovery thread, which would answer Resume() "busy" while it tries.
   o.max_bgerror_resume_count = 0;
   o.info_log = rocksdb_logger("log");
+  if (options.env != nullptr) o.env = options.env;
   rocksdb::BlockBasedTableOptions table;
-  table.block_size = 16 * 1024;
+  table.block_size = std::size_t{16} * 1024;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::DB* raw = nullptr;
   std::string secondary_dir;

@@ -64,7 +64,7 @@ Result<Handle> new_handle(rd_kafka_type_t type, const KafkaLogOptions& o, Proper
   rd_kafka_conf_set_log_cb(conf.get(), on_log);
   rd_kafka_t* rk = rd_kafka_new(type, conf.get(), err, sizeof err);
   if (rk == nullptr) return Status::error(std::string("kafka: ") + err);
-  conf.release();  // owned by the handle now
+  (void)conf.release();  // owned by the handle now
   return Handle(rk);
 }
 

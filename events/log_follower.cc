@@ -39,8 +39,7 @@ Disposition LogVisitor::refused(const RefusedRecord& r) {
   return Disposition::stop;
 }
 
-LogFollower::LogFollower(EventLog& log, LogFollowerOptions options)
-    : log_(log), options_(std::move(options)) {
+LogFollower::LogFollower(EventLog& log, LogFollowerOptions options) : log_(log), options_(options) {
   KOBO_ASSERT(options_.poll_records_max > 0, "a follower must read something per poll");
 }
 
@@ -49,6 +48,7 @@ Status LogFollower::open() { return open(std::vector<FollowCursor>(log_.partitio
 Status LogFollower::open(std::vector<FollowCursor> cursors) {
   if (cursors.size() != log_.partitions()) return Status::error("a follower needs one cursor per partition");
   std::vector<Offset> start;
+  start.reserve(cursors.size());
   for (const FollowCursor& c : cursors) start.push_back(c.next_offset);
   auto reader = log_.open_reader(std::move(start));
   if (!reader) return reader.status();

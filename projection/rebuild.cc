@@ -11,6 +11,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "common/file.h"
 #include "projection/projector.h"
 #include "projection/view_keys.h"
 
@@ -149,32 +150,18 @@ ViewsDiff compare_views(const Views& expected, const Views& actual, std::size_t 
   return diff;
 }
 
-namespace {
-
-Status sync_dir(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return Status::error("open " + dir.string() + ": " + std::strerror(errno));
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Status::error("fsync " + dir.string() + ": " + std::strerror(errno));
-  return {};
-}
-
-}  // namespace
-
 Status swap_in_views(const fs::path& live, const fs::path& rebuilt) {
   std::error_code ec;
   const fs::path parent = live.parent_path().empty() ? fs::path(".") : live.parent_path();
   if (!fs::exists(live, ec)) {
     fs::rename(rebuilt, live, ec);
     if (ec) return Status::error("rename " + rebuilt.string() + " to " + live.string() + ": " + ec.message());
-    return sync_dir(parent);
+    return sync_directory(parent);
   }
   fs::path old = rebuilt;  // after an exchange, the old views are where the rebuilt ones were
   if (::renameat2(AT_FDCWD, rebuilt.c_str(), AT_FDCWD, live.c_str(), RENAME_EXCHANGE) != 0) {
     if (errno != EINVAL && errno != ENOSYS)
-      return Status::error("swap " + rebuilt.string() + " with " + live.string() + ": " +
-                           std::strerror(errno));
+      return Status::error("swap " + rebuilt.string() + " with " + live.string() + ": " + error_text(errno));
     // No atomic exchange on this filesystem: two renames. A crash in between leaves no views,
     // which the next start rebuilds from the log.
     old = live.string() + ".old-" + std::to_string(::getpid());
@@ -183,7 +170,7 @@ Status swap_in_views(const fs::path& live, const fs::path& rebuilt) {
     fs::rename(rebuilt, live, ec);
     if (ec) return Status::error("rename " + rebuilt.string() + " to " + live.string() + ": " + ec.message());
   }
-  if (auto s = sync_dir(parent); !s) return s;
+  if (auto s = sync_directory(parent); !s) return s;
   fs::remove_all(old, ec);
   if (ec) return Status::error("remove the old views at " + old.string() + ": " + ec.message());
   return {};

@@ -29,7 +29,7 @@ constexpr std::int64_t kAmountMax = 1'000'000'000'000;
 constexpr std::size_t kNameLengthMax = 100;
 constexpr std::size_t kTextLengthMax = 255;
 constexpr std::size_t kWebhooksMax = 5;
-constexpr std::size_t kMetadataBytesMax = 8 * 1024;
+constexpr std::size_t kMetadataBytesMax = std::size_t{8} * 1024;
 constexpr std::int64_t kExpireInMax = 1800;  // seconds
 
 }  // namespace
@@ -145,8 +145,8 @@ class Api::Handlers {
   // changes the answer alone (a transfer answers `pending`, DESIGN section 4.1).
   void answer_created(Outcome o, int status, std::string message, Responder respond,
                       std::function<void(json&)> adjust = {}) {
-    boost::asio::post(api_.waits_, [this, o = std::move(o), status, message = std::move(message), adjust,
-                                    respond = std::move(respond)]() mutable {
+    boost::asio::post(api_.waits_, [this, o = std::move(o), status, message = std::move(message),
+                                    adjust = std::move(adjust), respond = std::move(respond)]() mutable {
       const bool applied =
           api_.projector_.wait_applied(o.partition, o.seq, api_.options_.read_barrier_timeout);
       const ViewRecords records(api_.views_);
@@ -190,23 +190,24 @@ class Api::Handlers {
           return respond(http::validation_error(
               {{"webhooks", {{"isUrl", "each value in webhooks must be a public URL address: " + *why}}}}));
     if (!barrier(*c, respond)) return;
-    const std::string id = params.at("id");
+    const std::string& id = params.at("id");
     if (!api_.views_.account(c->caller.business, id)) return respond(http::error(404, "Data not found"));
     UpdateAccount cmd{c->caller, id, std::nullopt, std::nullopt};
     if (body->contains("webhooks") && !body->at("webhooks").is_null())
       cmd.webhooks = body->at("webhooks").get<std::vector<std::string>>();
     if (body->contains("live") && !body->at("live").is_null()) cmd.live = body->at("live").get<bool>();
     const std::string business = c->caller.business;
-    api_.ledger_.submit(std::move(cmd), [this, business, id, respond](Outcome o) mutable {
-      if (!o.ok())
-        return respond(o.rejection == Rejection::account_not_found ? http::error(404, "Data not found")
-                                                                   : rejection_response(o.rejection));
-      after_projection(o, std::move(respond), [this, business, id](Responder r) {
-        auto a = api_.views_.account(business, id);
-        KOBO_ASSERT(a.has_value(), "an updated account is missing from the views");
-        r(http::ok(200, *a, "Account updated successfully"));
-      });
-    });
+    api_.ledger_.submit(
+        std::move(cmd), [this, business, id, respond = std::move(respond)](const Outcome& o) mutable {
+          if (!o.ok())
+            return respond(o.rejection == Rejection::account_not_found ? http::error(404, "Data not found")
+                                                                       : rejection_response(o.rejection));
+          after_projection(o, std::move(respond), [this, business, id](Responder r) {
+            auto a = api_.views_.account(business, id);
+            KOBO_ASSERT(a.has_value(), "an updated account is missing from the views");
+            r(http::ok(200, *a, "Account updated successfully"));
+          });
+        });
   }
 
   void create_business(Request&& req, const PathParams&, Responder respond) {
@@ -228,20 +229,21 @@ class Api::Handlers {
         return respond(http::internal_error());
       }
     }
-    api_.ledger_.submit(
-        create_business_command(creds, body->at("name")), [this, creds, respond](Outcome o) mutable {
-          if (!o.ok()) return respond(rejection_response(o.rejection));
-          // The keys must work as soon as they are handed out.
-          after_projection(o, std::move(respond), [creds, o](Responder r) {
-            const Event& e = o.events.front();
-            const auto records = render::business_records(e, std::get<BusinessRegistered>(e.data));
-            r(http::ok(201,
-                       json{{"business", records.business},
-                            {"account", records.account},
-                            {"credentials", to_json(creds)}},
-                       "Business created successfully"));
-          });
-        });
+    api_.ledger_.submit(create_business_command(creds, body->at("name")),
+                        [this, creds, respond = std::move(respond)](const Outcome& o) mutable {
+                          if (!o.ok()) return respond(rejection_response(o.rejection));
+                          // The keys must work as soon as they are handed out.
+                          after_projection(o, std::move(respond), [creds, o](Responder r) {
+                            const Event& e = o.events.front();
+                            const auto records =
+                                render::business_records(e, std::get<BusinessRegistered>(e.data));
+                            r(http::ok(201,
+                                       json{{"business", records.business},
+                                            {"account", records.account},
+                                            {"credentials", to_json(creds)}},
+                                       "Business created successfully"));
+                          });
+                        });
   }
 
   // ---- webhook deliveries ------------------------------------------------------------------
@@ -375,7 +377,7 @@ class Api::Handlers {
                        r.bank_code,
                        optional_string(*body, "beneficiaryType").value_or("personal")};
     const Scope scope = c->scope;
-    api_.ledger_.submit(std::move(cmd), [this, scope, respond](Outcome o) mutable {
+    api_.ledger_.submit(std::move(cmd), [this, scope, respond = std::move(respond)](Outcome o) mutable {
       if (!o.ok()) return respond(rejection_response(o.rejection));
       if (!o.replayed)
         return answer_created(std::move(o), 201, "Bank account added successfully", std::move(respond));
@@ -438,7 +440,7 @@ class Api::Handlers {
       cmd.email_address = body->at("emailAddress");
     if (body->contains("mobile") && !body->at("mobile").is_null())
       cmd.mobile = Mobile{body->at("mobile").at("isoCode"), body->at("mobile").at("phoneNumber")};
-    api_.ledger_.submit(std::move(cmd), [this, respond](Outcome o) {
+    api_.ledger_.submit(std::move(cmd), [this, respond = std::move(respond)](Outcome o) {
       if (!o.ok()) return respond(rejection_response(o.rejection));
       answer_created(std::move(o), 201, "Virtual account created successfully", respond);
     });
@@ -486,7 +488,7 @@ class Api::Handlers {
                          Kobo(*http::as_int64(body->at("amount"))),
                          *http::as_int64(body->at("expireIn")),
                          optional_string(*body, "reference")};
-    api_.ledger_.submit(std::move(cmd), [this, respond](Outcome o) {
+    api_.ledger_.submit(std::move(cmd), [this, respond = std::move(respond)](Outcome o) {
       if (!o.ok()) return respond(rejection_response(o.rejection));
       answer_created(std::move(o), 201, "Collection account created successfully", respond);
     });
@@ -511,7 +513,7 @@ class Api::Handlers {
                             optional_string(*body, "emailAddress"), std::nullopt};
     if (body->contains("mobile") && body->at("mobile").is_object())
       cmd.mobile = Mobile{body->at("mobile").at("isoCode"), body->at("mobile").at("phoneNumber")};
-    api_.ledger_.submit(std::move(cmd), [this, respond](Outcome o) {
+    api_.ledger_.submit(std::move(cmd), [this, respond = std::move(respond)](Outcome o) {
       if (!o.ok()) return respond(rejection_response(o.rejection));
       answer_created(std::move(o), 201, "Transit account created successfully", respond);
     });
@@ -545,7 +547,7 @@ class Api::Handlers {
     if (auto r = optional_string(*body, "reference")) cmd.reference = *r;
     if (auto r = optional_string(*body, "nameEnquiryRef")) cmd.name_enquiry_ref = *r;
     const Context ctx = *c;
-    api_.ledger_.submit(std::move(cmd), [this, ctx, respond](Outcome o) {
+    api_.ledger_.submit(std::move(cmd), [this, ctx, respond = std::move(respond)](Outcome o) {
       if (o.replayed) return answer_replay(ctx, std::move(o), respond);
       if (!o.ok()) return respond(rejection_response(o.rejection));
       answer_created(std::move(o), 200, "Transfer initiated successfully", respond,
@@ -597,7 +599,7 @@ class Api::Handlers {
     if (body->contains("metadata") && body->at("metadata").is_object())
       cmd.metadata = RawJson{dump_json(body->at("metadata"))};
     const Context ctx = *c;
-    api_.ledger_.submit(std::move(cmd), [this, ctx, respond](Outcome o) {
+    api_.ledger_.submit(std::move(cmd), [this, ctx, respond = std::move(respond)](Outcome o) {
       if (o.replayed) return answer_replay(ctx, std::move(o), respond);
       if (!o.ok()) return respond(rejection_response(o.rejection));
       answer_created(std::move(o), 200, "Transfer initiated successfully", respond,
@@ -648,7 +650,7 @@ class Api::Handlers {
     } else {
       return respond(http::error(400, "Bank not found"));
     }
-    api_.ledger_.submit(std::move(cmd), [this, respond](Outcome o) {
+    api_.ledger_.submit(std::move(cmd), [this, respond = std::move(respond)](Outcome o) {
       if (!o.ok()) return respond(rejection_response(o.rejection));
       answer_created(std::move(o), 201, "Incoming transfer received", respond);
     });
@@ -730,7 +732,7 @@ class Api::Handlers {
 };
 
 Api::Api(Ledger& ledger, Views& views, Projector& projector, ApiOptions options)
-    : ledger_(ledger), views_(views), projector_(projector), options_(options) {}
+    : ledger_(ledger), views_(views), projector_(projector), options_(std::move(options)) {}
 
 Api::~Api() { waits_.join(); }
 

@@ -42,10 +42,10 @@ namespace {
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 // Bytes asked for when waiting for the start of a request.
-constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::size_t kReadChunk = std::size_t{16} * 1024;
 // After an error answer the connection half-closes and reads what the client still sends, so
 // the client sees the answer rather than a reset caused by unread data; bounded in both ways.
-constexpr std::size_t kDrainBytesMax = 1024 * 1024;
+constexpr std::size_t kDrainBytesMax = std::size_t{1024} * 1024;
 constexpr std::chrono::milliseconds kDrainTimeout{1000};
 // Accept errors such as EMFILE would otherwise spin the acceptor.
 constexpr std::chrono::milliseconds kAcceptRetryDelay{50};

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Kobo Ledger builds and tests with, only those missing.
 # Idempotent: a machine that has them all returns at once without touching apt.
-# Usage: tools/install-deps.sh [build|kafka|bench|fuzz|format]...   (default: build)
+# Usage: tools/install-deps.sh [build|kafka|bench|fuzz|format|tidy]...   (default: build)
 set -euo pipefail
 
 build_pkgs=(
@@ -17,6 +17,8 @@ bench_pkgs=(libbenchmark-dev wrk nginx-light postgresql-15)
 fuzz_pkgs=(clang libclang-rt-14-dev)
 # make format-check: the formatter .clang-format is written for.
 format_pkgs=(clang-format-14)
+# make tidy: the clang-tidy .clang-tidy's curated checks are chosen for.
+tidy_pkgs=(clang-tidy-14)
 
 wanted=()
 for group in "${@:-build}"; do
@@ -26,7 +28,8 @@ for group in "${@:-build}"; do
     bench) wanted+=("${bench_pkgs[@]}") ;;
     fuzz) wanted+=("${fuzz_pkgs[@]}") ;;
     format) wanted+=("${format_pkgs[@]}") ;;
-    *) echo "install-deps: unknown group '$group' (build, kafka, bench, fuzz, format)" >&2; exit 2 ;;
+    tidy) wanted+=("${tidy_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$group' (build, kafka, bench, fuzz, format, tidy)" >&2; exit 2 ;;
   esac
 done
 

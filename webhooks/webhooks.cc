@@ -211,7 +211,8 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
     const UnixMs now = now_ms();
     const std::string ts = format_iso8601(now);
     for (const auto& url : urls) {
-      const std::string id = "whd-" + derived_uuid("delivery|" + seed + "|" + url);
+      const std::string id =
+          "whd-" + derived_uuid(std::string("delivery|").append(seed).append("|").append(url));
       const json d{{"id", id},
                    {"event", *name},
                    {"eventId", event_id},
@@ -408,8 +409,8 @@ asio::awaitable<void> Webhooks::Impl::attempt(json record) {
                                           {"user-agent", kUserAgent},
                                           {"x-kobo-event-id", record.at("eventId").get<std::string>()},
                                           {"x-kobo-signature", webhook_signature(*key, body)}}};
-    result = co_await webhooks_detail::post(tls_, std::move(request),
-                                            {options_.timeout, options_.allow_private, 8 * 1024});
+    result = co_await webhooks_detail::post(
+        tls_, std::move(request), {options_.timeout, options_.allow_private, std::size_t{8} * 1024});
   }
   complete(record, started, result);
 }
