@@ -74,35 +74,37 @@ class FaultyDirectory final : public rocksdb::FSDirectoryWrapper {
 
 }  // namespace
 
+// Opens a writable file through `open` unless the fault refuses it, and wraps what it opened.
+template <typename Open>
+rocksdb::IOStatus FaultyFileSystem::writable(const std::string& what, const std::string& f, Open&& open,
+                                             std::unique_ptr<rocksdb::FSWritableFile>* r) {
+  if (auto s = check(what + " " + f); !s.ok()) return s;
+  std::unique_ptr<rocksdb::FSWritableFile> file;
+  auto s = open(&file);
+  if (s.ok()) *r = std::make_unique<FaultyFile>(std::move(file), *this, f);
+  return s;
+}
+
 rocksdb::IOStatus FaultyFileSystem::NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
                                                     rocksdb::IODebugContext* dbg) {
-  if (auto s = check("create " + f); !s.ok()) return s;
-  std::unique_ptr<rocksdb::FSWritableFile> file;
-  auto s = FileSystemWrapper::NewWritableFile(f, o, &file, dbg);
-  if (s.ok()) *r = std::make_unique<FaultyFile>(std::move(file), *this, f);
-  return s;
+  return writable(
+      "create", f, [&](auto* file) { return FileSystemWrapper::NewWritableFile(f, o, file, dbg); }, r);
 }
 
 rocksdb::IOStatus FaultyFileSystem::ReopenWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                                                        std::unique_ptr<rocksdb::FSWritableFile>* r,
                                                        rocksdb::IODebugContext* dbg) {
-  if (auto s = check("open " + f); !s.ok()) return s;
-  std::unique_ptr<rocksdb::FSWritableFile> file;
-  auto s = FileSystemWrapper::ReopenWritableFile(f, o, &file, dbg);
-  if (s.ok()) *r = std::make_unique<FaultyFile>(std::move(file), *this, f);
-  return s;
+  return writable(
+      "open", f, [&](auto* file) { return FileSystemWrapper::ReopenWritableFile(f, o, file, dbg); }, r);
 }
 
 rocksdb::IOStatus FaultyFileSystem::ReuseWritableFile(const std::string& f, const std::string& old,
                                                       const rocksdb::FileOptions& o,
                                                       std::unique_ptr<rocksdb::FSWritableFile>* r,
                                                       rocksdb::IODebugContext* dbg) {
-  if (auto s = check("create " + f); !s.ok()) return s;
-  std::unique_ptr<rocksdb::FSWritableFile> file;
-  auto s = FileSystemWrapper::ReuseWritableFile(f, old, o, &file, dbg);
-  if (s.ok()) *r = std::make_unique<FaultyFile>(std::move(file), *this, f);
-  return s;
+  return writable(
+      "create", f, [&](auto* file) { return FileSystemWrapper::ReuseWritableFile(f, old, o, file, dbg); }, r);
 }
 
 rocksdb::IOStatus FaultyFileSystem::NewDirectory(const std::string& name, const rocksdb::IOOptions& o,

@@ -77,6 +77,10 @@ class FaultyFileSystem : public rocksdb::FileSystemWrapper,
   }
 
  private:
+  template <typename Open>
+  rocksdb::IOStatus writable(const std::string& what, const std::string& f, Open&& open,
+                             std::unique_ptr<rocksdb::FSWritableFile>* r);
+
   std::atomic<Fault> fault_{Fault::none};
   std::atomic<std::uint64_t> failed_{0};
   std::unique_ptr<rocksdb::Env> env_;
