@@ -120,31 +120,22 @@ struct Router::Node {
     return nullptr;
   }
 
-  // Depth-first, literal before parameter; `values` collects the parameter segments.
-  const Route* match(const std::vector<std::string_view>& segments, std::size_t i, bhttp::verb method,
-                     std::vector<std::string_view>& values) const {
-    if (i == segments.size()) return route_for(method);
+  // The node of the pattern the path matches, whatever the method: depth-first, literal before
+  // parameter, the first node where the path ends and some route does. As OpenAPI matches
+  // paths, a concrete path wins over a templated one (`/v1/transactions/transfer` is never
+  // `/v1/transactions/{id}`), and only then is the method looked up in it. `values` collects
+  // the parameter segments.
+  const Node* match(const std::vector<std::string_view>& segments, std::size_t i,
+                    std::vector<std::string_view>& values) const {
+    if (i == segments.size()) return routes.empty() ? nullptr : this;
     if (auto it = literals.find(segments[i]); it != literals.end())
-      if (const Route* r = it->second->match(segments, i + 1, method, values)) return r;
+      if (const Node* n = it->second->match(segments, i + 1, values)) return n;
     if (param && !segments[i].empty()) {
       values.push_back(segments[i]);
-      if (const Route* r = param->match(segments, i + 1, method, values)) return r;
+      if (const Node* n = param->match(segments, i + 1, values)) return n;
       values.pop_back();
     }
     return nullptr;
-  }
-
-  // The methods of every route whose pattern matches the path, whatever the method.
-  void methods_matching(const std::vector<std::string_view>& segments, std::size_t i,
-                        std::vector<bhttp::verb>& out) const {
-    if (i == segments.size()) {
-      for (const Route* r : routes)
-        if (std::find(out.begin(), out.end(), r->method) == out.end()) out.push_back(r->method);
-      return;
-    }
-    if (auto it = literals.find(segments[i]); it != literals.end())
-      it->second->methods_matching(segments, i + 1, out);
-    if (param && !segments[i].empty()) param->methods_matching(segments, i + 1, out);
   }
 };
 
@@ -216,14 +207,15 @@ void Router::dispatch(Request&& request, Responder responder) const {
   const auto start = Clock::now();
   const auto segments = split_path(request.path);
   std::vector<std::string_view> values;
-  const Route* route = root_->match(segments, 0, request.method, values);
+  const Node* node = root_->match(segments, 0, values);
+  const Route* route = node == nullptr ? nullptr : node->route_for(request.method);
   if (route == nullptr) {
     // A known path asked with another method is 405 with the methods it has (RFC 9110 15.5.6);
     // only an unknown path is 404 `Route not found`.
-    std::vector<bhttp::verb> allowed;
-    root_->methods_matching(segments, 0, allowed);
     Response answer = route_not_found();
-    if (!allowed.empty()) {
+    if (node != nullptr) {
+      std::vector<bhttp::verb> allowed;
+      for (const Route* r : node->routes) allowed.push_back(r->method);
       std::sort(allowed.begin(), allowed.end());
       std::string allow;
       for (const bhttp::verb m : allowed) {

@@ -109,11 +109,15 @@ TEST_F(RouterTest, LiteralSegmentBeatsParameter) {
   EXPECT_EQ(r.json["data"]["params"], json({{"reference", "banks"}}));
 }
 
-TEST_F(RouterTest, LiteralWithoutTheMethodFallsBackToTheParameter) {
-  // POST /v1/transactions/transfer is a literal; GET of the same path is the {id} route.
+TEST_F(RouterTest, AConcretePathWinsOverATemplatedOneWhateverTheMethod) {
+  // As OpenAPI matches paths: /v1/transactions/transfer is the POST-only concrete path, never
+  // /v1/transactions/{id}, so a GET of it is 405 with the methods the concrete path has.
   start();
-  EXPECT_EQ(get("/v1/transactions/transfer").json["data"]["route"], "get-transaction");
   EXPECT_EQ(client_->post("/v1/transactions/transfer", json::object()).json["data"]["route"], "transfer");
+  const HttpResult r = get("/v1/transactions/transfer");
+  EXPECT_EQ(r.status, 405u);
+  EXPECT_EQ(r.header("allow"), "POST");
+  EXPECT_EQ(get("/v1/transactions/transfers").json["data"]["route"], "get-transaction");
 }
 
 TEST_F(RouterTest, DispatchesByMethod) {

@@ -218,7 +218,9 @@ TEST_F(Errors, AKnownPathWithAnotherMethodIs405WithAllow) {
   const std::vector<std::tuple<bhttp::verb, std::string, std::string>> routes = {
       {bhttp::verb::delete_, "/v1/virtual-accounts", "GET, POST"},
       {bhttp::verb::trace, "/v1/virtual-accounts", "GET, POST"},
-      {bhttp::verb::put, "/v1/transactions/transfer", "GET, POST"},  // GET: /v1/transactions/{id}
+      // A concrete path wins over /v1/transactions/{id}, as OpenAPI matches paths.
+      {bhttp::verb::put, "/v1/transactions/transfer", "POST"},
+      {bhttp::verb::get, "/v1/transactions/bank-transfer", "POST"},
       {bhttp::verb::post, "/v1/transactions", "GET"},
       {bhttp::verb::patch, "/v1/virtual-accounts", "GET, POST"},
       {bhttp::verb::delete_, "/v1/accounts/acc-x", "PATCH"},
