@@ -4,6 +4,7 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/scheme.hpp>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -39,13 +40,12 @@ int compare_number(const json& v, std::int64_t bound) {
   return d < b ? -1 : (d > b ? 1 : 0);
 }
 
-// Length as JavaScript's String.length counts it: UTF-16 code units.
-std::size_t utf16_length(std::string_view s) {
+// Length in characters (Unicode code points), as JSON Schema's minLength and maxLength count
+// it, so that the OpenAPI document's limits are the server's (schemas/openapi.yaml).
+std::size_t code_points(std::string_view s) {
   std::size_t n = 0;
-  for (const unsigned char c : s) {
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte
-    n += c >= 0xF0 ? 2 : 1;            // a 4-byte sequence is a surrogate pair
-  }
+  for (const unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++n;  // every byte but a continuation byte starts a character
   return n;
 }
 
@@ -144,6 +144,14 @@ std::optional<std::int64_t> as_int64(const json& value) {
     return static_cast<std::int64_t>(u);
   }
   if (value.is_number_integer()) return value.get<std::int64_t>();
+  // JSON does not tell 10000 from 10000.0, nor does class-validator's isInt (JavaScript has one
+  // number type) or JSON Schema's `integer`: a number with no fraction is an integer.
+  if (value.is_number_float()) {
+    const double d = value.get<double>();
+    constexpr double kLimit = 9'007'199'254'740'992.0;  // 2^53: every integer up to it is exact
+    if (std::isfinite(d) && d == std::trunc(d) && d >= -kLimit && d <= kLimit)
+      return static_cast<std::int64_t>(d);
+  }
   return std::nullopt;
 }
 
@@ -246,16 +254,14 @@ FieldRules& FieldRules::is_url() {
 
 FieldRules& FieldRules::min_length(std::size_t length) {
   if (skipped()) return *this;
-  if (!present(value_) || !value_->is_string() ||
-      utf16_length(value_->get_ref<const std::string&>()) < length)
+  if (!present(value_) || !value_->is_string() || code_points(value_->get_ref<const std::string&>()) < length)
     fail("minLength", path_ + " must be longer than or equal to " + std::to_string(length) + " characters");
   return *this;
 }
 
 FieldRules& FieldRules::max_length(std::size_t length) {
   if (skipped()) return *this;
-  if (!present(value_) || !value_->is_string() ||
-      utf16_length(value_->get_ref<const std::string&>()) > length)
+  if (!present(value_) || !value_->is_string() || code_points(value_->get_ref<const std::string&>()) > length)
     fail("maxLength", path_ + " must be shorter than or equal to " + std::to_string(length) + " characters");
   return *this;
 }

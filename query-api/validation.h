@@ -62,7 +62,7 @@ class FieldRules {
   FieldRules& is_in(const std::vector<std::string>& allowed);
   FieldRules& is_email();
   FieldRules& is_url();                        // absolute http or https URL with a host
-  FieldRules& min_length(std::size_t length);  // in UTF-16 code units, as JavaScript counts
+  FieldRules& min_length(std::size_t length);  // in characters (code points), as JSON Schema counts
   FieldRules& max_length(std::size_t length);
   FieldRules& array_max_size(std::size_t size);
   // class-validator's {each: true}: every element of an array (or the value, if not an array).

@@ -125,11 +125,15 @@ INSTANTIATE_TEST_SUITE_P(
              [](Validator& v) { v.optional("reference").is_string(); },
              R"({"reference": {"isString": "reference must be a string"}})"},
 
-        // Amounts are JSON integers: no fractions, strings, booleans, or wrapping.
+        // Amounts are integers: no fractions, strings, booleans, or wrapping. A number written
+        // with a point but no fraction is one (as JSON Schema and class-validator's isInt say).
         Case{"FloatWithFractionIsNotInt", R"({"amount": 10000.5})", kAmount,
              R"({"amount": {"isInt": "amount must be an integer number"}})"},
-        Case{"IntegralFloatIsNotInt", R"({"amount": 10000.0})", kAmount,
-             R"({"amount": {"isInt": "amount must be an integer number"}})"},
+        Case{"IntegralFloatIsInt", R"({"amount": 10000.0})", kAmount, "null"},
+        Case{"IntegralFloatInExponentFormIsInt", R"({"amount": 1e4})", kAmount, "null"},
+        Case{"IntegralFloatBeyondExactIntegersIsNotInt", R"({"amount": 1e300})", kAmount,
+             R"({"amount": {"isInt": "amount must be an integer number",
+                            "max": "amount must not be greater than 1000000000"}})"},
         Case{"StringAmountFailsIntAndBounds", R"({"amount": "10000"})", kAmount,
              R"({"amount": {"isInt": "amount must be an integer number",
                             "min": "amount must not be less than 10000",
@@ -219,13 +223,16 @@ INSTANTIATE_TEST_SUITE_P(Urls, UrlTable,
                                            TextCase{"example.com/path", false}, TextCase{"not a url", false},
                                            TextCase{"", false}));
 
-TEST(Validator, MinLengthCountsUtf16UnitsLikeJavaScript) {
+TEST(Validator, LengthsCountCharactersAsJsonSchemaDoes) {
   const json body = {{"euros", "\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC"},  // 5 × U+20AC
                      {"emoji", "\xF0\x9F\x98\x80\xF0\x9F\x98\x80"}};  // 2 × U+1F600
   Validator v(body);
-  v.field("euros").min_length(5);
-  v.field("emoji").min_length(4).max_length(4);
+  v.field("euros").min_length(5).max_length(5);
+  v.field("emoji").min_length(2).max_length(2);
   EXPECT_TRUE(v.ok()) << v.errors()->dump();
+  Validator longer(body);
+  longer.field("emoji").max_length(1);
+  EXPECT_FALSE(longer.ok());
 }
 
 TEST(Validator, ReportsEveryFailingFieldAtOnce) {
@@ -259,13 +266,16 @@ TEST(ParseJsonObject, SurvivesDeepNestingWithinTheBodyLimit) {
   EXPECT_TRUE(v.ok());
 }
 
-TEST(AsInt64, ConvertsOnlyIntegersInRange) {
+TEST(AsInt64, ConvertsOnlyIntegersInRange) {  // numbers with no fraction, exact in a double
   EXPECT_EQ(as_int64(json(42)), 42);
   EXPECT_EQ(as_int64(json(std::numeric_limits<std::int64_t>::min())),
             std::numeric_limits<std::int64_t>::min());
   EXPECT_EQ(as_int64(json::parse("9223372036854775807")), std::numeric_limits<std::int64_t>::max());
   EXPECT_FALSE(as_int64(json::parse("9223372036854775808")).has_value());
-  EXPECT_FALSE(as_int64(json(10000.0)).has_value());
+  EXPECT_EQ(as_int64(json(10000.0)), 10000);
+  EXPECT_EQ(as_int64(json(-9'007'199'254'740'992.0)), -9'007'199'254'740'992);
+  EXPECT_FALSE(as_int64(json(10000.5)).has_value());
+  EXPECT_FALSE(as_int64(json::parse("18446744073709551616")).has_value());  // a float beyond 2^53
   EXPECT_FALSE(as_int64(json("10000")).has_value());
   EXPECT_FALSE(as_int64(json(true)).has_value());
 }
