@@ -9,6 +9,10 @@ venv="$root/.venv"
 requirements="$root/tools/test-requirements.txt"
 stamp="$venv/.requirements.sha256"
 want=$(sha256sum "$requirements" | cut -d' ' -f1)
+# Tests that need the venv may start at once (ctest -j2): one makes it, the others wait.
+mkdir -p "$root/build"
+exec 9>"$root/build/.venv.lock"
+flock 9
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "venv: installing $(grep -v '^#' "$requirements" | tr '\n' ' ')into $venv" >&2
   rm -rf "$venv"
