@@ -113,10 +113,11 @@ std::multiset<std::string> transfer_references(EventLog& log) {
 TEST_P(StorageFaults, OnTheLogCommandsAreRefusedNamingItAndResumeInTheSameProcess) {
   const Kind& kind = GetParam();
   auto faulty = std::make_shared<FaultyFileSystem>();
+  const auto env = testing::env_over(faulty);
   const std::string path = (dir_ / "log").string();
   std::multiset<std::string> acknowledged;
   {
-    auto opened = open_embedded_log({.path = path, .partitions = kPartitions, .env = faulty->env()});
+    auto opened = open_embedded_log({.path = path, .partitions = kPartitions, .env = env.get()});
     ASSERT_TRUE(opened.ok()) << opened.status().message();
     Ledger ledger(*opened.value(), ledger_options());
     ASSERT_TRUE(ledger.start().ok());
@@ -174,7 +175,8 @@ TEST_P(StorageFaults, OnTheViewsReadsGoOnTheProjectorSaysWhyAndCatchesUpAfter) {
   Ledger ledger(log, ledger_options());
   ASSERT_TRUE(ledger.start().ok());
   auto faulty = std::make_shared<FaultyFileSystem>();
-  auto views = Views::open((dir_ / "views").string(), kPartitions, faulty->env());
+  const auto env = testing::env_over(faulty);
+  auto views = Views::open((dir_ / "views").string(), kPartitions, env.get());
   ASSERT_TRUE(views.ok()) << views.status().message();
   Projector projector(log, *views.value());
   ASSERT_TRUE(projector.start().ok());

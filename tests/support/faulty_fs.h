@@ -5,8 +5,9 @@
 // kernel would: EIO (an I/O error), EROFS (a read-only file system) or ENOSPC (a full disk).
 // Reads are never failed: a disk that cannot be written can still be read.
 //
-// Use: auto fs = std::make_shared<FaultyFileSystem>(); give fs->env() to the log or the views;
-// fs->set(Fault::io_error) ... fs->set(Fault::none). Thread-safe.
+// Use: auto fs = std::make_shared<FaultyFileSystem>(); auto env = env_over(fs); give env.get() to
+// the log or the views (the env must outlive them); fs->set(Fault::io_error) ...
+// fs->set(Fault::none). Thread-safe.
 
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
@@ -19,8 +20,7 @@ namespace kobo::testing {
 
 enum class Fault { none, io_error, read_only, no_space };
 
-class FaultyFileSystem : public rocksdb::FileSystemWrapper,
-                         public std::enable_shared_from_this<FaultyFileSystem> {
+class FaultyFileSystem : public rocksdb::FileSystemWrapper {
  public:
   FaultyFileSystem() : FileSystemWrapper(rocksdb::FileSystem::Default()) {}
 
@@ -31,13 +31,6 @@ class FaultyFileSystem : public rocksdb::FileSystemWrapper,
   Fault fault() const { return fault_.load(); }
   // How many operations were failed since construction: a test shows its fault was met.
   std::uint64_t failed() const { return failed_.load(); }
-
-  // An Env with this file system under it, for rocksdb::Options::env. Lives as long as this
-  // (which must be owned by a shared_ptr).
-  rocksdb::Env* env() {
-    if (!env_) env_ = rocksdb::NewCompositeEnv(shared_from_this());
-    return env_.get();
-  }
 
   // The error the current fault gives; ok while there is none.
   rocksdb::IOStatus check(const std::string& what) {
@@ -83,7 +76,11 @@ class FaultyFileSystem : public rocksdb::FileSystemWrapper,
 
   std::atomic<Fault> fault_{Fault::none};
   std::atomic<std::uint64_t> failed_{0};
-  std::unique_ptr<rocksdb::Env> env_;
 };
+
+// An Env with `fs` under it, for rocksdb::Options::env; it keeps `fs` alive.
+inline std::unique_ptr<rocksdb::Env> env_over(std::shared_ptr<FaultyFileSystem> fs) {
+  return rocksdb::NewCompositeEnv(std::move(fs));
+}
 
 }  // namespace kobo::testing
