@@ -22,3 +22,34 @@ def _is_likely_root_transition(operation, node, produced_anywhere):
 
 
 stateful.is_likely_root_transition = _is_likely_root_transition
+
+
+# Wallet names are unique per account and mode (400 `Virtual Account name already exist`), an
+# account has a bounded number of primary wallets (400 `Primary wallet limit reached`), and the
+# data schemathesis generates repeats the few shortest names and the first category: most
+# wallets it asks for would be refused, and few runs would get past their first step. So a
+# schema-valid name gets a suffix that makes it unique (still within maxLength), and a primary
+# wallet becomes a secondary one, with the e-mail address and mobile a secondary wallet needs
+# (those generated when they are valid). Anything else is sent as generated.
+import itertools
+
+import schemathesis
+
+_WALLET_PATHS = {"/v1/virtual-accounts", "/v1/transit-accounts"}
+_serial = itertools.count(1)
+
+
+@schemathesis.hook
+def before_call(ctx, case, **kwargs):
+    if case.method.upper() != "POST" or case.path not in _WALLET_PATHS or not isinstance(case.body, dict):
+        return
+    name = case.body.get("accountName")
+    if not (isinstance(name, str) and 1 <= len(name) <= 90):
+        return
+    case.body["accountName"] = f"{name} #{next(_serial)}"
+    if case.path == "/v1/virtual-accounts" and case.body.get("category") == "primary":
+        case.body["category"] = "secondary"
+        if not isinstance(case.body.get("emailAddress"), str):
+            case.body["emailAddress"] = "wallet@example.com"
+        if not isinstance(case.body.get("mobile"), dict):
+            case.body["mobile"] = {"phoneNumber": "08030000000", "isoCode": "NG"}
