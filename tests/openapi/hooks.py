@@ -9,6 +9,9 @@ transfers, payouts, collections, credits, gets) would ever be followed. Our `ema
 e-mail address, nothing else's id: creating a wallet or a transit wallet is a first step.
 """
 
+import itertools
+
+import schemathesis
 from schemathesis.specs.openapi import stateful
 
 _CREATE_WALLET = {("post", "/v1/virtual-accounts"), ("post", "/v1/transit-accounts")}
@@ -31,10 +34,6 @@ stateful.is_likely_root_transition = _is_likely_root_transition
 # schema-valid name gets a suffix that makes it unique (still within maxLength), and a primary
 # wallet becomes a secondary one, with the e-mail address and mobile a secondary wallet needs
 # (those generated when they are valid). Anything else is sent as generated.
-import itertools
-
-import schemathesis
-
 _WALLET_PATHS = {"/v1/virtual-accounts", "/v1/transit-accounts"}
 _serial = itertools.count(1)
 
