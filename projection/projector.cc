@@ -3,8 +3,11 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <map>
+#include <set>
 
 #include "common/json_dump.h"
 #include "common/log.h"
@@ -363,12 +366,53 @@ Status Projector::start() {
 void Projector::stop() {
   stopping_.store(true);
   if (thread_.joinable()) thread_.join();
+  answer_waiters(/*all=*/true);
 }
 
 bool Projector::wait_applied(Partition p, Seq seq, std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mu_);
   return cv_.wait_for(lock, timeout, [&] { return applied_seq(p) >= seq || !healthy_.load(); }) &&
          applied_seq(p) >= seq;
+}
+
+void Projector::when_applied(Partition p, Seq seq, std::chrono::milliseconds timeout,
+                             std::function<void(bool)> then) {
+  if (applied_seq(p) >= seq) return then(true);
+  {
+    std::lock_guard lock(waiters_mu_);
+    // Checked again under the lock that answer_waiters takes after each publish, so a seq
+    // applied in between is never missed; a stopped projection answers at once.
+    if (applied_seq(p) < seq && healthy_.load() && !stopping_.load()) {
+      waiters_.push_back(Waiter{p, seq, std::chrono::steady_clock::now() + timeout, std::move(then)});
+      return;
+    }
+  }
+  then(applied_seq(p) >= seq);
+}
+
+void Projector::answer_waiters(bool all) {
+  std::vector<std::pair<std::function<void(bool)>, bool>> due;
+  {
+    std::lock_guard lock(waiters_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    const bool stopped = all || !healthy_.load();
+    std::erase_if(waiters_, [&](Waiter& w) {
+      const bool applied = applied_seq(w.partition) >= w.seq;
+      if (!applied && !stopped && w.deadline > now) return false;
+      due.emplace_back(std::move(w.then), applied);
+      return true;
+    });
+  }
+  for (auto& [then, applied] : due) then(applied);
+}
+
+void Projector::sleep_answering_waiters(std::chrono::milliseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (!stopping_.load() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(kWaiterTick, until - std::chrono::steady_clock::now()));
+    answer_waiters();
+  }
 }
 
 std::string Projector::fault() const {
@@ -387,7 +431,7 @@ void Projector::run() {
       // The views could not be written (a full disk, an I/O error): the batch waits, the views
       // are reopened to clear RocksDB's error, and the same batch is written again, every
       // second until it goes through. Reads go on meanwhile; the views only lag.
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+      sleep_answering_waiters(std::chrono::seconds(1));
       Status s = views_.reopen();
       if (s) s = batch_->flush();
       if (!s) {
@@ -414,8 +458,10 @@ void Projector::run() {
       set_fault("the projection stopped: " + s.message());
       healthy_.store(false);
       cv_.notify_all();
+      answer_waiters();
       return;
     }
+    answer_waiters();  // their deadlines
   }
 }
 
@@ -427,6 +473,7 @@ void Projector::publish_applied() {
       applied_[p].store(cursors[p].chain.last_seq().value, std::memory_order_release);
   }
   cv_.notify_all();
+  answer_waiters();
 }
 
 Status Projector::open_follower() {

@@ -7,10 +7,13 @@
 // Lifecycle: construct over open Views and an EventLog, start(), stop() (or destructor).
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "events/event_log.h"
 #include "events/log_follower.h"
@@ -37,6 +40,14 @@ class Projector {
   Seq applied_seq(Partition p) const { return Seq(applied_[p.value].load(std::memory_order_acquire)); }
   // Thread-safe. Waits until partition p has applied `seq`; false on timeout or failure.
   bool wait_applied(Partition p, Seq seq, std::chrono::milliseconds timeout) const;
+  // Thread-safe, and blocks no thread: calls `then(true)` once partition p has applied `seq`,
+  // or `then(false)` when `timeout` passes first, the projection stops on a log it cannot
+  // accept, or the projector stops. `then` is called exactly once, on the calling thread when
+  // `seq` is applied already, else on the projector's thread (timeouts within
+  // kWaiterTick): it must be quick, so it hands any real work to a thread of its own.
+  void when_applied(Partition p, Seq seq, std::chrono::milliseconds timeout, std::function<void(bool)> then);
+  // How late a when_applied timeout may fire.
+  static constexpr std::chrono::milliseconds kWaiterTick{100};
   // Thread-safe. False once the projector stopped on a log it cannot accept.
   bool healthy() const { return healthy_.load(); }
   // Thread-safe. True while the views cannot be written (a full disk, an I/O error) and the
@@ -73,6 +84,21 @@ class Projector {
   std::string fault_;  // guarded by fault_mu_
   void set_fault(std::string fault);
   void publish_applied();
+  // The callers of when_applied still waiting, bounded by theirs (one per HTTP request in
+  // flight). Called back outside waiters_mu_.
+  struct Waiter {
+    Partition partition;
+    Seq seq;
+    std::chrono::steady_clock::time_point deadline;
+    std::function<void(bool)> then;
+  };
+  std::mutex waiters_mu_;
+  std::vector<Waiter> waiters_;  // guarded by waiters_mu_
+  // Answers the waiters whose seq is applied (true), whose deadline passed (false), or all of
+  // them (false) when `all` is set, as the projector stops.
+  void answer_waiters(bool all = false);
+  // Sleeps `d` on the projector's thread, answering the waiters whose deadline passes meanwhile.
+  void sleep_answering_waiters(std::chrono::milliseconds d);
   std::atomic<bool> stopping_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

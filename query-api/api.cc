@@ -111,29 +111,44 @@ class Api::Handlers {
     return c;
   }
 
-  // Read barrier: the views have applied everything durable in the caller's partition.
-  // While the views cannot be written (a full disk) reads are served from them as they are
-  // rather than refused (DESIGN guarantee 8): they still show every write that was answered,
-  // because a write is answered only once the views have it (after_projection).
-  bool barrier(const Context& c, const Responder& respond) const {
-    if (api_.projector_.views_unwritable()) return true;
-    if (api_.projector_.wait_applied(c.partition, api_.ledger_.durable_seq(c.partition),
-                                     api_.options_.read_barrier_timeout))
-      return true;
-    if (api_.projector_.views_unwritable()) return true;
-    respond(http::error(503, "Service unavailable"));
-    return false;
+  using Continuation = std::function<void(Responder)>;
+
+  // Calls `then(applied)` on Api's pool once the views have applied `seq` of partition p, or
+  // with false after the read barrier's timeout. No thread is held while it waits: the
+  // projector calls back (Projector::when_applied), and the answer is rendered on the pool,
+  // never on the writer's thread nor the projector's.
+  void on_applied(Partition p, Seq seq, std::function<void(bool)> then) {
+    api_.projector_.when_applied(
+        p, seq, api_.options_.read_barrier_timeout, [this, then = std::move(then)](bool applied) mutable {
+          boost::asio::post(api_.answers_, [then = std::move(then), applied]() mutable { then(applied); });
+        });
   }
 
-  // Runs `then` once the views have applied the command's events, on Api's own pool: never on
-  // the writer thread, which must not wait for the projection.
-  void after_projection(const Outcome& o, Responder respond, std::function<void(Responder)> then) {
-    boost::asio::post(api_.waits_, [this, p = o.partition, seq = o.seq, respond = std::move(respond),
-                                    then = std::move(then)]() mutable {
-      if (!api_.projector_.wait_applied(p, seq, api_.options_.read_barrier_timeout))
-        return respond(http::error(503, "Service unavailable"));
-      then(std::move(respond));
-    });
+  // Read barrier: `then` runs once the views have applied everything durable in the caller's
+  // partition: at once on this thread when they have, else on Api's pool; 503 after the read
+  // barrier's timeout. While the views cannot be written (a full disk) reads are served from
+  // them as they are rather than refused (DESIGN guarantee 8): they still show every write that
+  // was answered, because a write is answered only once the views have it (after_projection).
+  void barrier(const Context& c, Responder respond, Continuation then) {
+    const Seq durable = api_.ledger_.durable_seq(c.partition);
+    if (api_.projector_.views_unwritable() || api_.projector_.applied_seq(c.partition) >= durable)
+      return then(std::move(respond));
+    on_applied(c.partition, durable,
+               [this, respond = std::move(respond), then = std::move(then)](bool applied) mutable {
+                 if (!applied && !api_.projector_.views_unwritable())
+                   return respond(http::error(503, "Service unavailable"));
+                 then(std::move(respond));
+               });
+  }
+
+  // Runs `then` on Api's pool once the views have applied the command's events (503 if they
+  // do not within the read barrier's timeout).
+  void after_projection(const Outcome& o, Responder respond, Continuation then) {
+    on_applied(o.partition, o.seq,
+               [respond = std::move(respond), then = std::move(then)](bool applied) mutable {
+                 if (!applied) return respond(http::error(503, "Service unavailable"));
+                 then(std::move(respond));
+               });
   }
 
   // Answers a command that created a record with that record, rendered from the command's
@@ -145,18 +160,19 @@ class Api::Handlers {
   // changes the answer alone (a transfer answers `pending`, DESIGN section 4.1).
   void answer_created(Outcome o, int status, std::string message, Responder respond,
                       std::function<void(json&)> adjust = {}) {
-    boost::asio::post(api_.waits_, [this, o = std::move(o), status, message = std::move(message),
-                                    adjust = std::move(adjust), respond = std::move(respond)]() mutable {
-      const bool applied =
-          api_.projector_.wait_applied(o.partition, o.seq, api_.options_.read_barrier_timeout);
-      const ViewRecords records(api_.views_);
-      if (!applied && !render::can_render(o.events, records))
-        return respond(http::error(503, "Service unavailable"));
-      auto record = render::created_record(o.events, o.id, records);
-      KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
-      if (adjust) adjust(*record);
-      respond(http::ok(status, *record, message));
-    });
+    const Partition p = o.partition;
+    const Seq seq = o.seq;
+    on_applied(p, seq,
+               [this, o = std::move(o), status, message = std::move(message), adjust = std::move(adjust),
+                respond = std::move(respond)](bool applied) mutable {
+                 const ViewRecords records(api_.views_);
+                 if (!applied && !render::can_render(o.events, records))
+                   return respond(http::error(503, "Service unavailable"));
+                 auto record = render::created_record(o.events, o.id, records);
+                 KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
+                 if (adjust) adjust(*record);
+                 respond(http::ok(status, *record, message));
+               });
   }
 
   // ---- accounts and businesses -----------------------------------------------------------
@@ -171,8 +187,9 @@ class Api::Handlers {
     filter.live = q.boolean("live");
     const auto page = q.pagination();
     if (auto errors = q.errors()) return respond(http::validation_error(*errors));
-    if (!barrier(*c, respond)) return;
-    respond(list(api_.views_.accounts(c->caller.business, filter, to_page(page)), page));
+    barrier(*c, std::move(respond), [this, business = c->caller.business, filter, page](Responder r) {
+      r(list(api_.views_.accounts(business, filter, to_page(page)), page));
+    });
   }
 
   void update_account(Request&& req, const PathParams& params, Responder respond) {
@@ -189,14 +206,20 @@ class Api::Handlers {
         if (auto why = api_.options_.webhooks->refused_url(url.get<std::string>()))
           return respond(http::validation_error(
               {{"webhooks", {{"isUrl", "each value in webhooks must be a public URL address: " + *why}}}}));
-    if (!barrier(*c, respond)) return;
-    const std::string& id = params.at("id");
-    if (!api_.views_.account(c->caller.business, id)) return respond(http::error(404, "Data not found"));
-    UpdateAccount cmd{c->caller, id, std::nullopt, std::nullopt};
+    UpdateAccount cmd{c->caller, params.at("id"), std::nullopt, std::nullopt};
     if (body->contains("webhooks") && !body->at("webhooks").is_null())
       cmd.webhooks = body->at("webhooks").get<std::vector<std::string>>();
     if (body->contains("live") && !body->at("live").is_null()) cmd.live = body->at("live").get<bool>();
-    const std::string business = c->caller.business;
+    barrier(*c, std::move(respond), [this, cmd = std::move(cmd)](Responder r) mutable {
+      if (!api_.views_.account(cmd.caller.business, cmd.account_id))
+        return r(http::error(404, "Data not found"));
+      submit_update_account(std::move(cmd), std::move(r));
+    });
+  }
+
+  void submit_update_account(UpdateAccount cmd, Responder respond) {
+    const std::string business = cmd.caller.business;
+    const std::string id = cmd.account_id;
     api_.ledger_.submit(
         std::move(cmd), [this, business, id, respond = std::move(respond)](const Outcome& o) mutable {
           if (!o.ok())
@@ -322,25 +345,32 @@ class Api::Handlers {
     v.field("accountNumber").is_not_empty().is_string().max_length(32);
     v.field("bankCode").is_not_empty().is_string().max_length(16);
     if (auto errors = v.errors()) return respond(http::validation_error(*errors));
-    if (!barrier(*c, respond)) return;
-    auto resolved = resolve_account(api_.views_, api_.ledger_.config(), c->caller.live,
-                                    body->at("bankCode").get<std::string>(),
-                                    body->at("accountNumber").get<std::string>());
+    barrier(*c, std::move(respond),
+            [this, caller = c->caller, bank_code = body->at("bankCode").get<std::string>(),
+             account_number = body->at("accountNumber").get<std::string>()](Responder r) {
+              answer_validated(caller, bank_code, account_number, std::move(r));
+            });
+  }
+
+  void answer_validated(const Caller& caller, const std::string& bank_code, const std::string& account_number,
+                        const Responder& respond) {
+    auto resolved =
+        resolve_account(api_.views_, api_.ledger_.config(), caller.live, bank_code, account_number);
     if (auto* error = std::get_if<Response>(&resolved)) return respond(std::move(*error));
     const auto& r = std::get<ResolvedAccount>(resolved);
     // The answer has the shape of the beneficiary it would be saved as; validating saves nothing.
     const std::string ts = format_iso8601(now_ms());
     respond(http::ok(
         201,
-        json{{"publicId", bank_account_id(c->caller.business, c->caller.live, r.bank_code, r.account_number)},
-             {"auth", c->caller.business},
-             {"account", c->caller.account},
+        json{{"publicId", bank_account_id(caller.business, caller.live, r.bank_code, r.account_number)},
+             {"auth", caller.business},
+             {"account", caller.account},
              {"accountName", r.account_name},
              {"accountNumber", r.account_number},
              {"bankName", r.bank_name},
              {"bankCode", r.bank_code},
              {"nibssBankCode", r.nibss_code},
-             {"live", c->caller.live},
+             {"live", caller.live},
              {"processor", render::kProcessor},
              {"currency", "NGN"},
              {"beneficiaryType", r.own_bank ? "vba" : "external"},
@@ -363,20 +393,26 @@ class Api::Handlers {
     v.field("bankCode").is_not_empty().is_string().max_length(16);
     v.optional("beneficiaryType").is_string().is_in({"vba", "external", "personal"});
     if (auto errors = v.errors()) return respond(http::validation_error(*errors));
-    if (!barrier(*c, respond)) return;
-    auto resolved = resolve_account(api_.views_, api_.ledger_.config(), c->caller.live,
-                                    body->at("bankCode").get<std::string>(),
-                                    body->at("accountNumber").get<std::string>());
+    // Resolving the account reads the views (a wallet of ours): after the read barrier.
+    barrier(*c, std::move(respond), [this, ctx = *c, body = std::move(*body)](Responder r) {
+      submit_bank_account(ctx, body, std::move(r));
+    });
+  }
+
+  void submit_bank_account(const Context& ctx, const json& body, Responder respond) {
+    auto resolved =
+        resolve_account(api_.views_, api_.ledger_.config(), ctx.caller.live,
+                        body.at("bankCode").get<std::string>(), body.at("accountNumber").get<std::string>());
     if (auto* error = std::get_if<Response>(&resolved)) return respond(std::move(*error));
     const auto& r = std::get<ResolvedAccount>(resolved);
-    AddBankAccount cmd{c->caller,
-                       bank_account_id(c->caller.business, c->caller.live, r.bank_code, r.account_number),
-                       body->at("accountName"),
+    AddBankAccount cmd{ctx.caller,
+                       bank_account_id(ctx.caller.business, ctx.caller.live, r.bank_code, r.account_number),
+                       body.at("accountName"),
                        r.account_number,
-                       body->at("bankName"),
+                       body.at("bankName"),
                        r.bank_code,
-                       optional_string(*body, "beneficiaryType").value_or("personal")};
-    const Scope scope = c->scope;
+                       optional_string(body, "beneficiaryType").value_or("personal")};
+    const Scope scope = ctx.scope;
     api_.ledger_.submit(std::move(cmd), [this, scope, respond = std::move(respond)](Outcome o) mutable {
       if (!o.ok()) return respond(rejection_response(o.rejection));
       if (!o.replayed)
@@ -394,10 +430,12 @@ class Api::Handlers {
 
   void get_bank_account(Request&& req, const PathParams& params, Responder respond) {
     auto c = authenticate(req, respond);
-    if (!c || !barrier(*c, respond)) return;
-    auto b = api_.views_.bank_account_text(c->scope, params.at("id"));
-    if (!b) return respond(http::error(404, "Data not found"));
-    respond(http::ok_text(200, *b));
+    if (!c) return;
+    barrier(*c, std::move(respond), [this, scope = c->scope, id = params.at("id")](Responder r) {
+      auto b = api_.views_.bank_account_text(scope, id);
+      if (!b) return r(http::error(404, "Data not found"));
+      r(http::ok_text(200, *b));
+    });
   }
 
   void list_bank_accounts(Request&& req, const PathParams&, Responder respond) {
@@ -410,8 +448,9 @@ class Api::Handlers {
     filter.live = q.boolean("live");
     const auto page = q.pagination();
     if (auto errors = q.errors()) return respond(http::validation_error(*errors));
-    if (!barrier(*c, respond)) return;
-    respond(list(api_.views_.bank_accounts(c->scope, filter, to_page(page)), page));
+    barrier(*c, std::move(respond), [this, scope = c->scope, filter, page](Responder r) {
+      r(list(api_.views_.bank_accounts(scope, filter, to_page(page)), page));
+    });
   }
 
   // ---- wallets ---------------------------------------------------------------------------
@@ -448,10 +487,12 @@ class Api::Handlers {
 
   void get_wallet(Request&& req, const PathParams& params, Responder respond) {
     auto c = authenticate(req, respond);
-    if (!c || !barrier(*c, respond)) return;
-    auto w = api_.views_.wallet_text(c->scope, params.at("id"));
-    if (!w) return respond(http::error(404, "Data not found"));
-    respond(http::ok_text(200, *w));
+    if (!c) return;
+    barrier(*c, std::move(respond), [this, scope = c->scope, id = params.at("id")](Responder r) {
+      auto w = api_.views_.wallet_text(scope, id);
+      if (!w) return r(http::error(404, "Data not found"));
+      r(http::ok_text(200, *w));
+    });
   }
 
   void list_wallets(Request&& req, const PathParams&, Responder respond) {
@@ -464,8 +505,9 @@ class Api::Handlers {
     filter.live = q.boolean("live");
     const auto page = q.pagination();
     if (auto errors = q.errors()) return respond(http::validation_error(*errors));
-    if (!barrier(*c, respond)) return;
-    respond(list(api_.views_.wallets(c->scope, filter, to_page(page)), page));
+    barrier(*c, std::move(respond), [this, scope = c->scope, filter, page](Responder r) {
+      r(list(api_.views_.wallets(scope, filter, to_page(page)), page));
+    });
   }
 
   // ---- collection and transit wallets ----------------------------------------------------
@@ -548,7 +590,7 @@ class Api::Handlers {
     if (auto r = optional_string(*body, "nameEnquiryRef")) cmd.name_enquiry_ref = *r;
     const Context ctx = *c;
     api_.ledger_.submit(std::move(cmd), [this, ctx, respond = std::move(respond)](Outcome o) {
-      if (o.replayed) return answer_replay(ctx, std::move(o), respond);
+      if (o.replayed) return answer_replay(ctx, o, respond);
       if (!o.ok()) return respond(rejection_response(o.rejection));
       answer_created(std::move(o), 200, "Transfer initiated successfully", respond,
                      [](json& record) { record["status"] = "pending"; });
@@ -575,49 +617,53 @@ class Api::Handlers {
       return respond(http::validation_error(
           {{"metadata",
             {{"maxSize", "metadata must be at most " + std::to_string(kMetadataBytesMax) + " bytes"}}}}));
-    if (!barrier(*c, respond)) return;
-    auto resolved = resolve_account(api_.views_, api_.ledger_.config(), c->caller.live,
-                                    body->at("bankCode").get<std::string>(),
-                                    body->at("accountNumber").get<std::string>());
+    // Resolving the account reads the views (a wallet of ours): after the read barrier.
+    barrier(*c, std::move(respond), [this, ctx = *c, body = std::move(*body)](Responder r) {
+      submit_bank_transfer(ctx, body, std::move(r));
+    });
+  }
+
+  void submit_bank_transfer(const Context& ctx, const json& body, Responder respond) {
+    auto resolved =
+        resolve_account(api_.views_, api_.ledger_.config(), ctx.caller.live,
+                        body.at("bankCode").get<std::string>(), body.at("accountNumber").get<std::string>());
     if (auto* error = std::get_if<Response>(&resolved)) return respond(std::move(*error));
     const auto& r = std::get<ResolvedAccount>(resolved);
 
     BankTransfer cmd;
-    cmd.caller = c->caller;
-    cmd.source = body->at("source");
-    cmd.bank_account_id = bank_account_id(c->caller.business, c->caller.live, r.bank_code, r.account_number);
+    cmd.caller = ctx.caller;
+    cmd.source = body.at("source");
+    cmd.bank_account_id =
+        bank_account_id(ctx.caller.business, ctx.caller.live, r.bank_code, r.account_number);
     cmd.account_number = r.account_number;
     cmd.account_name = r.account_name;
     cmd.bank_code = r.bank_code;
     cmd.bank_name = r.bank_name;
     cmd.name_enquiry_ref = "ner-" + uuid_v4();
-    cmd.amount = Kobo(*http::as_int64(body->at("amount")));
-    cmd.narration = body->at("narration");
-    if (auto ref = optional_string(*body, "reference")) cmd.reference = *ref;
+    cmd.amount = Kobo(*http::as_int64(body.at("amount")));
+    cmd.narration = body.at("narration");
+    if (auto ref = optional_string(body, "reference")) cmd.reference = *ref;
     cmd.save_beneficiary =
-        body->value("saveBeneficiary", json(false)).is_boolean() && body->value("saveBeneficiary", false);
-    if (body->contains("metadata") && body->at("metadata").is_object())
-      cmd.metadata = RawJson{dump_json(body->at("metadata"))};
-    const Context ctx = *c;
+        body.value("saveBeneficiary", json(false)).is_boolean() && body.value("saveBeneficiary", false);
+    if (body.contains("metadata") && body.at("metadata").is_object())
+      cmd.metadata = RawJson{dump_json(body.at("metadata"))};
     api_.ledger_.submit(std::move(cmd), [this, ctx, respond = std::move(respond)](Outcome o) {
-      if (o.replayed) return answer_replay(ctx, std::move(o), respond);
+      if (o.replayed) return answer_replay(ctx, o, respond);
       if (!o.ok()) return respond(rejection_response(o.rejection));
       answer_created(std::move(o), 200, "Transfer initiated successfully", respond,
                      [](json& record) { record["status"] = "pending"; });
     });
   }
 
-  // The original transaction of an idempotent repeat, read once the views have it. Runs the
-  // wait on Api's own pool: never on the writer thread.
-  void answer_replay(const Context& ctx, Outcome o, Responder respond) {
-    boost::asio::post(api_.waits_, [this, ctx, o = std::move(o), respond] {
-      if (!api_.projector_.wait_applied(o.partition, o.seq, api_.options_.read_barrier_timeout))
-        return respond(http::error(503, "Service unavailable"));
-      auto t = api_.views_.transaction_text(ctx.scope, ctx.caller.account, o.id);
+  // The original transaction of an idempotent repeat, read once the views have it, on Api's
+  // pool: never on the writer thread.
+  void answer_replay(const Context& ctx, const Outcome& o, Responder respond) {
+    after_projection(o, std::move(respond), [this, ctx, id = o.id](Responder later) {
+      auto t = api_.views_.transaction_text(ctx.scope, ctx.caller.account, id);
       KOBO_ASSERT(t.has_value(), "a replayed transfer's transaction is missing from the views");
       Response r = http::ok_text(200, *t, "Transfer initiated successfully");
       r.headers.emplace_back("Idempotent-Replayed", "true");
-      respond(std::move(r));
+      later(std::move(r));
     });
   }
 
@@ -690,24 +736,29 @@ class Api::Handlers {
       all.update(date_errors);
       return respond(http::validation_error(all));
     }
-    if (!barrier(*c, respond)) return;
-    respond(list(api_.views_.transactions(c->scope, filter, to_page(page)), page));
+    barrier(*c, std::move(respond), [this, scope = c->scope, filter, page](Responder r) {
+      r(list(api_.views_.transactions(scope, filter, to_page(page)), page));
+    });
   }
 
   void get_transaction(Request&& req, const PathParams& params, Responder respond) {
     auto c = authenticate(req, respond);
-    if (!c || !barrier(*c, respond)) return;
-    auto t = api_.views_.transaction_text(c->scope, c->caller.account, params.at("id"));
-    if (!t) return respond(http::error(404, "Data not found"));
-    respond(http::ok_text(200, *t));
+    if (!c) return;
+    barrier(*c, std::move(respond), [this, ctx = *c, id = params.at("id")](Responder r) {
+      auto t = api_.views_.transaction_text(ctx.scope, ctx.caller.account, id);
+      if (!t) return r(http::error(404, "Data not found"));
+      r(http::ok_text(200, *t));
+    });
   }
 
   void verify_transaction(Request&& req, const PathParams& params, Responder respond) {
     auto c = authenticate(req, respond);
-    if (!c || !barrier(*c, respond)) return;
-    auto t = api_.views_.transaction_by_reference_text(c->scope, c->caller.account, params.at("reference"));
-    if (!t) return respond(http::error(404, "Transaction not found or does not exist"));
-    respond(http::ok_text(200, *t));
+    if (!c) return;
+    barrier(*c, std::move(respond), [this, ctx = *c, reference = params.at("reference")](Responder r) {
+      auto t = api_.views_.transaction_by_reference_text(ctx.scope, ctx.caller.account, reference);
+      if (!t) return r(http::error(404, "Transaction not found or does not exist"));
+      r(http::ok_text(200, *t));
+    });
   }
 
  private:
@@ -734,7 +785,7 @@ class Api::Handlers {
 Api::Api(Ledger& ledger, Views& views, Projector& projector, ApiOptions options)
     : ledger_(ledger), views_(views), projector_(projector), options_(std::move(options)) {}
 
-Api::~Api() { waits_.join(); }
+Api::~Api() { answers_.join(); }
 
 bool Api::caught_up() const {
   for (std::uint32_t p = 0; p < ledger_.config().partitions; ++p)

@@ -7,7 +7,8 @@
 //
 // Domain rejections are mapped to HTTP in one table, `rejection_response()`.
 // Thread safety: handlers run on the HTTP threads and on the ledger's writer thread (answers);
-// Api holds no mutable state besides a small thread pool for waits that must not block either.
+// Api holds no mutable state besides a small thread pool on which answers that had to wait for
+// the views are rendered. Nothing blocks a thread while it waits (Projector::when_applied).
 
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
@@ -48,7 +49,7 @@ class Api {
   Views& views_;
   Projector& projector_;
   const ApiOptions options_;
-  boost::asio::thread_pool waits_{1};
+  boost::asio::thread_pool answers_{2};
 };
 
 // /healthz (the process runs), /readyz (503 while `ready` says no) and /metrics.

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 
+#include <atomic>
 #include <filesystem>
+#include <future>
 #include <map>
+#include <set>
 
 #include "command/ledger.h"
 #include "common/json_dump.h"
@@ -77,9 +80,10 @@ class ProjectionTest : public ::testing::Test {
     return std::get<WalletOpened>(opened.events.at(0).data).account_number;
   }
 
-  void wait_caught_up(const Projector& p) {
+  void wait_caught_up(const Projector& p) { wait_caught_up(p, *ledger_); }
+  static void wait_caught_up(const Projector& p, const Ledger& ledger) {
     for (std::uint32_t i = 0; i < kPartitions; ++i)
-      ASSERT_TRUE(p.wait_applied(Partition(i), ledger_->durable_seq(Partition(i)), 5s));
+      ASSERT_TRUE(p.wait_applied(Partition(i), ledger.durable_seq(Partition(i)), 5s));
   }
 
   fs::path dir_;
@@ -201,6 +205,216 @@ TEST_F(ProjectionTest, ASingleRecordsScopeIsItsTopLevelAuthAndLive) {
   EXPECT_EQ(text("biz-1", false, "w-plain"), dump_json(records.at("w-plain")));
   EXPECT_FALSE(text("biz-1", true, "w-plain"));
   EXPECT_FALSE(text("biz-1", false, "w-missing"));
+}
+
+// The asynchronous read barrier: no thread waits, every caller is answered exactly once.
+TEST_F(ProjectionTest, WhenAppliedAnswersOnceAppliedOnTimeoutAndOnStop) {
+  auto views = open_views("live");
+  Projector p(log_, *views);
+  ASSERT_TRUE(p.start().ok());
+  traffic("w", 2);
+  wait_caught_up(p);
+  const Partition part(0);
+  auto waiter = [&](Seq seq, std::chrono::milliseconds timeout) {
+    auto answered = std::make_shared<std::promise<bool>>();
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    p.when_applied(part, seq, timeout, [answered, calls](bool applied) {
+      if (calls->fetch_add(1) == 0) answered->set_value(applied);
+    });
+    return std::pair{answered->get_future(), calls};
+  };
+
+  // Applied already: answered before when_applied returns.
+  auto [now, now_calls] = waiter(ledger_->durable_seq(part), 5s);
+  ASSERT_EQ(now.wait_for(0s), std::future_status::ready);
+  EXPECT_TRUE(now.get());
+
+  // Not yet appended: answered true once it is applied, not before.
+  const Seq next(ledger_->durable_seq(part).value + 1);
+  auto [later, later_calls] = waiter(next, 10s);
+  EXPECT_EQ(later.wait_for(200ms), std::future_status::timeout);
+  // A command lands in partition 0 or 1; append until partition 0 moves.
+  for (int i = 0; ledger_->durable_seq(part) < next; ++i) {
+    ASSERT_LT(i, 50) << "no command reached partition 0";
+    const Caller other{"biz-when-applied-" + std::to_string(i), "acc-w", false};
+    ASSERT_TRUE(ledger_->execute(CreateWallet{other, "w", "secondary", {}, {}}).ok());
+  }
+  ASSERT_EQ(later.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(later.get());
+
+  // Never appended: answered false at its deadline, within a tick or so.
+  const auto asked = std::chrono::steady_clock::now();
+  auto [never, never_calls] = waiter(Seq(next.value + 1'000), 300ms);
+  ASSERT_EQ(never.wait_for(5s), std::future_status::ready);
+  EXPECT_FALSE(never.get());
+  EXPECT_GE(std::chrono::steady_clock::now() - asked, 300ms);
+
+  // Waiting when the projector stops: answered false by stop().
+  auto [stopped, stopped_calls] = waiter(Seq(next.value + 1'000), 60s);
+  EXPECT_EQ(stopped.wait_for(100ms), std::future_status::timeout);
+  p.stop();
+  ASSERT_EQ(stopped.wait_for(0s), std::future_status::ready);
+  EXPECT_FALSE(stopped.get());
+  // And one asked after the stop is answered at once.
+  auto [after, after_calls] = waiter(Seq(next.value + 1'000), 60s);
+  ASSERT_EQ(after.wait_for(0s), std::future_status::ready);
+  EXPECT_FALSE(after.get());
+
+  std::this_thread::sleep_for(2 * Projector::kWaiterTick);
+  for (const auto& calls : {now_calls, later_calls, never_calls, stopped_calls, after_calls})
+    EXPECT_EQ(calls->load(), 1) << "a waiter was answered more than once";
+}
+
+// A list of one filter reads a counter and pages through a listing of matching transactions
+// (view_keys.h): for every such filter and page it must say what filtering every record says,
+// across days and through payouts moving from status to status; so must a list of two filters,
+// which scans. And the counters and listings, built batch by batch, equal a rebuild's.
+TEST_F(ProjectionTest, ListsOfOneFilterAgreeWithFilteringEveryRecord) {
+  constexpr UnixMs kStart = 20'000 * kMsPerDay + 5'000;
+  std::atomic<UnixMs> clock{kStart};
+  LedgerOptions o;
+  o.config.partitions = kPartitions;
+  o.config.rail_delay = 1'000ms;
+  o.clock = [&clock] { return clock.load(); };
+  MemoryLog log(kPartitions);
+  Ledger ledger(log, o);
+  ASSERT_TRUE(ledger.start().ok());
+  auto views = open_views("lists");
+  Projector projector(log, *views);
+  ASSERT_TRUE(projector.start().ok());
+
+  std::vector<Outcome> wallets;
+  for (int i = 0; i < 3; ++i) {
+    wallets.push_back(
+        ledger.execute(CreateWallet{kCaller, "lists-" + std::to_string(i), "secondary", {}, {}}));
+    ASSERT_TRUE(wallets.back().ok());
+    ASSERT_TRUE(ledger
+                    .execute(IncomingCredit{kCaller, account_number(wallets.back()), Kobo(50'000'000), "f",
+                                            "S", "0000014579", "058", "GTB", "000013"})
+                    .ok());
+  }
+  // What fell due under the virtual clock is decided when a command comes: this one is refused.
+  const auto move_clock = [&](std::chrono::milliseconds by) {
+    clock += by.count();
+    WalletTransfer nudge;
+    nudge.caller = kCaller;
+    nudge.source = "vba-none";
+    nudge.destination = wallets[0].id;
+    nudge.amount = Kobo(10'000);
+    nudge.narration = "nudge";
+    EXPECT_EQ(ledger.execute(nudge).rejection, Rejection::source_not_found);
+  };
+  int n = 0;
+  for (int day = 0; day < 4; ++day) {
+    clock = kStart + day * kMsPerDay;
+    for (int i = 0; i < 5; ++i, ++n) {
+      WalletTransfer t;
+      t.caller = kCaller;
+      t.source = wallets[static_cast<std::size_t>(n % 3)].id;
+      t.destination = wallets[static_cast<std::size_t>((n + 1) % 3)].id;
+      t.amount = Kobo(10'000 * (1 + n % 4));
+      t.narration = "t";
+      ASSERT_TRUE(ledger.execute(t).ok());
+      BankTransfer b;
+      b.caller = kCaller;
+      b.source = t.source;
+      b.bank_account_id = "bka-lists";
+      b.account_number = "0123456784";
+      b.account_name = "Ada";
+      b.bank_code = "044";
+      b.bank_name = "Access Bank";
+      b.name_enquiry_ref = "ne";
+      b.amount = Kobo(10'000 * (1 + n % 3));
+      b.narration = "out";
+      if (n % 4 == 0) b.metadata = RawJson{R"({"sandboxOutcome":"failed"})"};
+      ASSERT_TRUE(ledger.execute(b).ok());
+      move_clock(600ms);  // some payouts move on, some stay where they are
+    }
+  }
+  wait_caught_up(projector, ledger);
+
+  // The oracle: every transaction record of the scope, newest first, filtered one by one.
+  const Scope scope{kCaller.business, false};
+  std::vector<json> records;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(views->db().NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek("T"); it->Valid() && it->key().starts_with("T"); it->Next()) {
+      json t = json::parse(it->value().ToString());
+      if (t.at("auth") == scope.business && t.at("live") == scope.live) records.push_back(std::move(t));
+    }
+  }
+  std::sort(records.begin(), records.end(), [](const json& a, const json& b) {
+    return std::pair{a.at("createdAt").get<std::string>(), a.at("id").get<std::uint64_t>()} >
+           std::pair{b.at("createdAt").get<std::string>(), b.at("id").get<std::uint64_t>()};
+  });
+  std::set<std::string> statuses;
+  for (const json& t : records) statuses.insert(t.at("status").get<std::string>());
+  EXPECT_GE(statuses.size(), 3u) << "the payouts did not move through enough statuses to test the lists";
+
+  const auto day_start = [](int day) { return kStart - kStart % kMsPerDay + day * kMsPerDay; };
+  const auto with = [](auto set) {
+    TransactionFilter f;
+    set(f);
+    return f;
+  };
+  std::vector<std::pair<std::string, TransactionFilter>> filters{{"none", {}}};
+  for (const char* entry : {"credit", "debit"})
+    filters.push_back({entry, with([&](TransactionFilter& f) { f.entry = entry; })});
+  for (const char* status : {"pending", "processing", "success", "failed"})
+    filters.push_back({status, with([&](TransactionFilter& f) { f.status = status; })});
+  for (const std::int64_t amount : {10'000, 20'000, 40'000, 12'345})
+    filters.push_back(
+        {"amount " + std::to_string(amount), with([&](TransactionFilter& f) { f.amount = amount; })});
+  filters.push_back({"day 1", with([&](TransactionFilter& f) {
+                       f.created_from = day_start(1);
+                       f.created_until = day_start(2);
+                     })});
+  filters.push_back({"days 1-2", with([&](TransactionFilter& f) {
+                       f.created_from = day_start(1);
+                       f.created_until = day_start(3);
+                     })});
+  filters.push_back({"from day 2", with([&](TransactionFilter& f) { f.created_from = day_start(2); })});
+  filters.push_back({"until day 1", with([&](TransactionFilter& f) { f.created_until = day_start(1); })});
+  filters.push_back({"debit and success (a scan)", with([&](TransactionFilter& f) {
+                       f.entry = "debit";
+                       f.status = "success";
+                     })});
+  filters.push_back({"day 3 and failed (a scan)", with([&](TransactionFilter& f) {
+                       f.status = "failed";
+                       f.created_from = day_start(3);
+                       f.created_until = day_start(4);
+                     })});
+
+  for (const auto& [name, filter] : filters) {
+    std::vector<std::string> expected;
+    for (const json& t : records) {
+      const UnixMs created = *parse_iso8601(t.at("createdAt").get<std::string>());
+      if ((filter.entry && t.at("entry") != *filter.entry) ||
+          (filter.status && t.at("status") != *filter.status) ||
+          (filter.amount && t.at("amount") != *filter.amount) ||
+          (filter.created_from && created < *filter.created_from) ||
+          (filter.created_until && created >= *filter.created_until))
+        continue;
+      expected.push_back(t.at("publicId").get<std::string>());
+    }
+    for (std::uint64_t page = 1; page <= expected.size() / 7 + 2; ++page) {
+      const Page got = views->transactions(scope, filter, PageRequest{page, 7});
+      EXPECT_EQ(got.total_count, expected.size()) << name << ", page " << page;
+      std::vector<std::string> ids;
+      for (const json& t : got.items) ids.push_back(t.at("publicId").get<std::string>());
+      const auto from = std::min<std::size_t>(expected.size(), (page - 1) * 7);
+      const auto to = std::min<std::size_t>(expected.size(), page * 7);
+      EXPECT_EQ(ids, std::vector<std::string>(expected.begin() + static_cast<std::ptrdiff_t>(from),
+                                              expected.begin() + static_cast<std::ptrdiff_t>(to)))
+          << name << ", page " << page;
+    }
+  }
+
+  projector.stop();
+  auto rebuilt = open_views("lists-rebuilt");
+  Projector fresh(log, *rebuilt);
+  ASSERT_TRUE(fresh.catch_up().ok());
+  EXPECT_EQ(dump(*views), dump(*rebuilt));
 }
 
 }  // namespace
