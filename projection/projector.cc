@@ -51,7 +51,30 @@ class Projector::Batch {
  public:
   explicit Batch(Views& views) : views_(views) {}
 
-  void put(const std::string& key, std::string value) { writes_.insert_or_assign(key, std::move(value)); }
+  void put(const std::string& key, std::string value) {
+    erased_.erase(key);
+    writes_.insert_or_assign(key, std::move(value));
+  }
+  void erase(const std::string& key) {
+    writes_.erase(key);
+    erased_.insert(key);
+  }
+  // Adds `delta` to the counter at `key` (view_keys.h: decimal text; absent is 0).
+  void count(const std::string& key, std::int64_t delta) {
+    auto it = writes_.find(key);
+    if (it == writes_.end()) {
+      auto value = views_.read(key);
+      KOBO_ASSERT(value.ok(), "views read failed");
+      it = writes_.emplace(key, value.value().value_or("0")).first;
+    }
+    std::int64_t n = 0;
+    const std::string& text = it->second;
+    KOBO_ASSERT(std::from_chars(text.data(), text.data() + text.size(), n).ptr == text.data() + text.size(),
+                "a view counter is not a number");
+    n += delta;
+    KOBO_ASSERT(n >= 0, "a view counter went below zero");
+    it->second = std::to_string(n);
+  }
   void put(const std::string& key, const json& record) { put(key, dump_json(record)); }
 
   void apply(const Event& e);
@@ -62,8 +85,9 @@ class Projector::Batch {
 
   // Writes the batch; its events are visible from here on, which is when their lag ends.
   [[nodiscard]] Status flush() {
-    if (!writes_.empty()) {
+    if (!writes_.empty() || !erased_.empty()) {
       rocksdb::WriteBatch wb;
+      for (const auto& key : erased_) KOBO_ASSERT(wb.Delete(key).ok(), "WriteBatch delete");
       for (const auto& [key, value] : writes_) KOBO_ASSERT(wb.Put(key, value).ok(), "WriteBatch put");
       if (auto s = views_.write(wb); !s) return s;  // the batch stays, to be written again
     }
@@ -73,6 +97,7 @@ class Projector::Batch {
     if (!appended_at_.empty())
       projector_metrics().last_lag.set(static_cast<double>(now - appended_at_.back()) / 1000.0);
     writes_.clear();
+    erased_.clear();
     appended_at_.clear();
     return {};
   }
@@ -114,9 +139,12 @@ class Projector::Batch {
   void put_wallet(const json& wallet, bool listed);
   void close_collection(const WalletId& id, CollectionStatus status, UnixMs time);
   void index_transaction(const TransactionIndex& t);
+  void count_transaction(const TransactionIndex& t, std::int64_t delta);
+  void reindex_transaction(const TransactionIndex& before, const TransactionIndex& after);
 
   Views& views_;
   std::map<std::string, std::string, std::less<>> writes_;  // key -> value, written at the flush
+  std::set<std::string, std::less<>> erased_;               // keys deleted at the flush, none in writes_
   std::vector<UnixMs> appended_at_;  // Event::time of each event applied since the last flush
 };
 
@@ -188,6 +216,23 @@ struct Projector::Batch::TransactionIndex {
     created = created_ms(record_bytes::string_value(created_text));
   }
 
+  // The list's single-value filters it is listed under (an `f` listing each), and all those it
+  // is counted under (view_keys.h).
+  std::array<std::string, 3> listed_filters() const {
+    std::int64_t a = 0;
+    KOBO_ASSERT(
+        std::from_chars(amount.data(), amount.data() + amount.size(), a).ptr == amount.data() + amount.size(),
+        "a transaction's amount is not an integer");
+    return {view_keys::transaction_filter::entry(record_bytes::string_value(entry)),
+            view_keys::transaction_filter::status(record_bytes::string_value(status)),
+            view_keys::transaction_filter::amount(a)};
+  }
+  std::array<std::string, 5> counted_filters() const {
+    auto listed = listed_filters();
+    return {view_keys::transaction_filter::all(), view_keys::transaction_filter::day(created / kMsPerDay),
+            std::move(listed[0]), std::move(listed[1]), std::move(listed[2])};
+  }
+
   static UnixMs created_ms(const std::string& iso) {
     const auto t = parse_iso8601(iso);
     KOBO_ASSERT(t.has_value(), "transaction createdAt");
@@ -212,6 +257,32 @@ void Projector::Batch::index_transaction(const TransactionIndex& t) {
   row += '}';
   put(view_keys::transaction_list(t.business, t.live, static_cast<std::uint64_t>(t.created), t.number),
       std::move(row));
+  for (const std::string& filter : t.listed_filters())
+    put(view_keys::transaction_filtered(t.business, t.live, filter, static_cast<std::uint64_t>(t.created),
+                                        t.number),
+        t.id);
+}
+
+void Projector::Batch::count_transaction(const TransactionIndex& t, std::int64_t delta) {
+  for (const std::string& filter : t.counted_filters())
+    count(view_keys::transaction_count(t.business, t.live, filter), delta);
+}
+
+// A transaction whose status (or any listed member) changed: out of the listings and counts of
+// what it was, into those of what it is.
+void Projector::Batch::reindex_transaction(const TransactionIndex& before, const TransactionIndex& after) {
+  KOBO_ASSERT(before.id == after.id && before.created == after.created && before.number == after.number,
+              "a transaction changed its identity");
+  const auto was = before.listed_filters();
+  const auto is = after.listed_filters();
+  for (std::size_t i = 0; i < was.size(); ++i) {
+    if (was[i] == is[i]) continue;
+    erase(view_keys::transaction_filtered(before.business, before.live, was[i],
+                                          static_cast<std::uint64_t>(before.created), before.number));
+    count(view_keys::transaction_count(before.business, before.live, was[i]), -1);
+    count(view_keys::transaction_count(after.business, after.live, is[i]), +1);
+  }
+  index_transaction(after);
 }
 
 // The records this batch sees, for rendering: what the batch wrote, else what the views hold.
@@ -257,6 +328,7 @@ void Projector::Batch::apply_postings(const Event& e, const std::vector<Posting>
 void Projector::Batch::put_transaction(const json& trx) {
   const TransactionIndex index(trx);
   index_transaction(index);
+  count_transaction(index, +1);
   put(view_keys::transaction(index.id), trx);
 }
 
@@ -279,12 +351,14 @@ void Projector::Batch::apply(const Event& e) {
   }
   if (const auto change = status_change(e.data)) {
     const std::string key = view_keys::transaction(change->transaction.value);
-    edit_decoded(key, "status change of a transaction the views do not have", [&](json& trx) {
+    const TransactionIndex before{
+        std::string_view(edit(key, "status change of a transaction the views do not have"))};
+    edit_decoded(key, "", [&](json& trx) {
       KOBO_ASSERT(trx.at("status") == to_string(change->from),
                   "status change from a status the transaction is not in");
       render::advance_payout(trx, change->to, e.time);
     });
-    index_transaction(TransactionIndex{std::string_view(edit(key, ""))});
+    reindex_transaction(before, TransactionIndex{std::string_view(edit(key, ""))});
   }
   std::visit(
       [&](const auto& x) {

@@ -16,7 +16,11 @@
 //   i<business>|<t|l>|<id:8>                     -> transaction publicId
 //   r<account>|<t|l>|<reference>                 -> transaction publicId
 //   t<business>|<t|l>|<createdAt ms:8>|<id:8>    -> {entry, status, amount, publicId} (listing)
-// Integers are big-endian so keys sort numerically.
+//   f<business>|<t|l>|<filter>|<createdAt ms:8>|<id:8> -> transaction publicId (listing by one filter)
+//   n<business>|<t|l>|<filter>                   -> how many transactions match it (decimal text)
+// Integers are big-endian so keys sort numerically. A transaction <filter> is one of the list's
+// single-value filters (TransactionFilters below): the counters make totalCount a read and the
+// `f` listings page through matching transactions only, so no list of one filter scans.
 
 #include <cstdint>
 #include <string>
@@ -87,6 +91,43 @@ inline std::string transaction_reference(std::string_view account, bool live, st
 inline std::string transaction_list(std::string_view business, bool live, std::uint64_t created_ms,
                                     std::uint64_t id) {
   std::string k = scoped('t', business, live);
+  put_be(k, created_ms);
+  put_be(k, id);
+  return k;
+}
+
+// The transaction list's single-value filters as keys spell them: every transaction is counted
+// under `all` and its day, and listed and counted under its entry, status and amount.
+namespace transaction_filter {
+inline std::string all() { return "*"; }
+inline std::string entry(std::string_view entry) { return "e" + std::string(entry); }
+inline std::string status(std::string_view status) { return "s" + std::string(status); }
+inline std::string amount(std::int64_t amount) {
+  std::string k("a");
+  put_be(k, static_cast<std::uint64_t>(amount));
+  return k;
+}
+inline std::string day(std::int64_t day) {
+  std::string k("d");
+  put_be(k, static_cast<std::uint64_t>(day));
+  return k;
+}
+}  // namespace transaction_filter
+
+inline std::string transaction_count(std::string_view business, bool live, std::string_view filter) {
+  return scoped('n', business, live) + std::string(filter);
+}
+// The `f` listing of one filter: its prefix, and the key of one transaction in it.
+inline std::string transaction_filtered_prefix(std::string_view business, bool live,
+                                               std::string_view filter) {
+  std::string k = scoped('f', business, live);
+  k += filter;
+  k += '|';
+  return k;
+}
+inline std::string transaction_filtered(std::string_view business, bool live, std::string_view filter,
+                                        std::uint64_t created_ms, std::uint64_t id) {
+  std::string k = transaction_filtered_prefix(business, live, filter);
   put_be(k, created_ms);
   put_be(k, id);
   return k;

@@ -158,6 +158,13 @@ void scan_newest_first(rocksdb::DB& db, const std::string& prefix, const std::st
   KOBO_ASSERT(it->status().ok(), "views scan failed");
 }
 
+std::uint64_t count_value(std::string_view text) {
+  std::uint64_t n = 0;
+  KOBO_ASSERT(std::from_chars(text.data(), text.data() + text.size(), n).ptr == text.data() + text.size(),
+              "a view counter is not a number");
+  return n;
+}
+
 bool in_page(std::uint64_t index, const PageRequest& page) {
   const std::uint64_t first = (page.page - 1) * page.per_page;
   return index >= first && index < first + page.per_page;
@@ -330,28 +337,83 @@ std::optional<std::string> Views::transaction_text(const Scope& scope, std::stri
   return transaction_by_reference_text(scope, account, id_or_reference);
 }
 
+// A list of one filter, or none, never scans: totalCount is read from the filter's counter (the
+// counters of its days, for a createdAt range) and the page walks a listing of matching
+// transactions only (view_keys.h). A list of several filters scans the date range, as filters
+// combine in too many ways to keep a listing of each.
 Page Views::transactions(const Scope& scope, const TransactionFilter& filter, const PageRequest& page) const {
+  namespace tf = view_keys::transaction_filter;
   Page out;
   if (filter.live && *filter.live != scope.live) return out;
-  const std::string prefix = view_keys::scoped('t', scope.business, scope.live);
-  std::string upper = prefix, lower = prefix;
+  const bool dated = filter.created_from || filter.created_until;
+  const int filters = static_cast<int>(filter.entry.has_value()) +
+                      static_cast<int>(filter.status.has_value()) +
+                      static_cast<int>(filter.amount.has_value()) + static_cast<int>(dated);
+  const auto whole_day = [](const std::optional<UnixMs>& t) {
+    return !t || (*t >= 0 && *t % kMsPerDay == 0);
+  };
+  const std::string list_prefix = view_keys::scoped('t', scope.business, scope.live);
+  std::string upper = list_prefix, lower = list_prefix;
   view_keys::put_be(upper, filter.created_until
                                ? static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_until, 0))
                                : UINT64_MAX);
   if (!filter.created_until) upper += std::string(8, '\xff');
   if (filter.created_from)
     view_keys::put_be(lower, static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_from, 0)));
+  const std::uint64_t first = (page.page - 1) * page.per_page;
   std::vector<std::string> ids;
   std::shared_lock lock(db_lock_);
-  scan_newest_first(*db_, prefix, upper, lower, [&](std::string_view, std::string_view value) {
-    const json row = json::parse(value);
-    if (filter.entry && row.at("entry") != *filter.entry) return true;
-    if (filter.status && row.at("status") != *filter.status) return true;
-    if (filter.amount && row.at("amount") != *filter.amount) return true;
-    if (in_page(out.total_count, page)) ids.push_back(row.at("publicId").get<std::string>());
-    ++out.total_count;
-    return true;
-  });
+
+  if (filters <= 1 && whole_day(filter.created_from) && whole_day(filter.created_until)) {
+    std::optional<std::string> single;
+    if (filter.entry) single = tf::entry(*filter.entry);
+    if (filter.status) single = tf::status(*filter.status);
+    if (filter.amount) single = tf::amount(*filter.amount);
+    if (dated) {
+      const std::string from = view_keys::transaction_count(
+          scope.business, scope.live, tf::day(filter.created_from.value_or(0) / kMsPerDay));
+      const std::string until = view_keys::transaction_count(
+          scope.business, scope.live,
+          filter.created_until ? tf::day(*filter.created_until / kMsPerDay) : std::string("d\xff"));
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+      for (it->Seek(from); it->Valid() && it->key().compare(until) < 0; it->Next())
+        out.total_count += count_value(std::string_view(it->value().data(), it->value().size()));
+      KOBO_ASSERT(it->status().ok(), "views scan failed");
+    } else {
+      const auto n =
+          get(view_keys::transaction_count(scope.business, scope.live, single.value_or(tf::all())));
+      out.total_count = n ? count_value(*n) : 0;
+    }
+    if (first < out.total_count) {
+      std::uint64_t index = 0;
+      const auto take = [&](std::string_view id) {
+        if (index++ >= first) ids.emplace_back(id);
+        return ids.size() < page.per_page;
+      };
+      if (single) {
+        const std::string prefix =
+            view_keys::transaction_filtered_prefix(scope.business, scope.live, *single);
+        scan_newest_first(*db_, prefix, prefix + std::string(17, '\xff'), prefix,
+                          [&](std::string_view, std::string_view id) { return take(id); });
+      } else {
+        scan_newest_first(*db_, list_prefix, upper, lower, [&](std::string_view, std::string_view row) {
+          const auto id = record_bytes::member(row, "publicId");
+          KOBO_ASSERT(id.has_value(), "a transaction listing without its publicId");
+          return take(record_bytes::string_value(*id));
+        });
+      }
+    }
+  } else {
+    scan_newest_first(*db_, list_prefix, upper, lower, [&](std::string_view, std::string_view value) {
+      const json row = json::parse(value);
+      if (filter.entry && row.at("entry") != *filter.entry) return true;
+      if (filter.status && row.at("status") != *filter.status) return true;
+      if (filter.amount && row.at("amount") != *filter.amount) return true;
+      if (in_page(out.total_count, page)) ids.push_back(row.at("publicId").get<std::string>());
+      ++out.total_count;
+      return true;
+    });
+  }
   for (const auto& id : ids) {
     auto t = get_json(view_keys::transaction(id));
     KOBO_ASSERT(t.has_value(), "transaction index points at a missing transaction");
