@@ -45,6 +45,7 @@ struct ServeOptions {
   bool no_fsync = false;
   std::string admin_key;
   int rail_delay_ms = 500;
+  std::uint64_t snapshot_every_events = 100'000;  // 0: no snapshots of the writer's state
   std::int64_t expire_in_min_s = 600;
   std::string fee_tiers = "500000:1075,5000000:2688,max:5375";
   std::string log_level = "info";
@@ -277,6 +278,8 @@ int serve(const ServeOptions& o) {
   lo.config.bank_name = o.bank_name;
   lo.config.bank_code = o.bank_code;
   lo.config.nuban_code = o.nuban_code;
+  if (o.snapshot_every_events > 0) lo.snapshot_dir = data_dir / "snapshots";
+  lo.snapshot_every_events = o.snapshot_every_events;
   Ledger ledger(*log.value(), lo);
   if (auto s = ledger.start(); !s) return fail("writer: " + s.message());
   Projector projector(*log.value(), *views.value());
@@ -372,6 +375,11 @@ int main(int argc, char** argv) {
                 "Enables the admin API (POST /v1/admin/businesses), "
                 "authenticated by header x-admin-key")
       ->envname("KOBO_ADMIN_KEY");
+  s->add_option("--snapshot-every-events", serve.snapshot_every_events,
+                "Write a snapshot of the writer's state to <data-dir>/snapshots every N events, so a restart "
+                "replays only the log after the newest one; 0: none")
+      ->envname("KOBO_SNAPSHOT_EVERY_EVENTS")
+      ->capture_default_str();
   s->add_option("--rail-delay-ms", serve.rail_delay_ms, "Sandbox payout rail: processing to final, in ms")
       ->envname("KOBO_RAIL_DELAY_MS")
       ->check(CLI::Range(0, 3'600'000))

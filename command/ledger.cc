@@ -110,10 +110,30 @@ Partition Ledger::route(const Command& c) const {
       c);
 }
 
+// The state from the newest usable snapshot and the log after it; from the whole log when there
+// is none or the log after it cannot be replayed onto it.
 Status Ledger::replay() {
+  if (!options_.snapshot_dir.empty()) {
+    if (auto snapshot = load_snapshot(options_.snapshot_dir, log_)) {
+      const std::uint64_t at = snapshot->events;
+      auto s = replay_after(std::move(*snapshot));
+      if (s) return s;
+      log::warn("the log after the snapshot cannot be replayed onto it; replaying the whole log",
+                {{"snapshot_events", at}, {"error", s.message()}});
+    }
+  }
+  return replay_after(Snapshot{});
+}
+
+Status Ledger::replay_after(Snapshot from) {
   const std::uint32_t n = options_.config.partitions;
-  states_.assign(n, PartitionState{});
-  for (std::uint32_t p = 0; p < n; ++p) states_[p].partition = Partition(p);
+  const bool whole_log = from.states.empty();
+  states_ = std::move(from.states);
+  if (whole_log) {
+    states_.assign(n, PartitionState{});
+    for (std::uint32_t p = 0; p < n; ++p) states_[p].partition = Partition(p);
+  }
+  KOBO_ASSERT(states_.size() == n, "a snapshot of another partition count");
   // The same loop and acceptance rule as the projectors and `kobo audit` (events/log_follower.h).
   class Replayer final : public LogVisitor {
    public:
@@ -125,16 +145,20 @@ Status Ledger::replay() {
     std::vector<PartitionState>& states;
   };
   LogFollower follower(log_);
-  if (auto s = follower.open(); !s) return s;
+  if (auto s = whole_log ? follower.open() : follower.open(std::move(from.cursors)); !s) return s;
   Replayer replayer(states_);
   if (auto s = follower.follow_to_end(replayer); !s) return s;
   for (std::uint32_t p = 0; p < n; ++p) states_[p].chain = follower.cursor(Partition(p)).chain;
   const std::uint64_t events = follower.events_accepted();
+  replayed_events_ = from.events + events;
+  replayed_cursors_ = follower.cursors();
   std::size_t businesses = 0;
   for (const auto& st : states_) businesses += st.businesses.size();
   business_count_.store(businesses);
   publish_durable();
-  log::info("writer state rebuilt from the log", {{"events", events}, {"businesses", businesses}});
+  log::info(whole_log ? "writer state rebuilt from the log"
+                      : "writer state rebuilt from a snapshot and the log after it",
+            {{"events", events}, {"snapshot_events", from.events}, {"businesses", businesses}});
   return {};
 }
 
@@ -195,13 +219,24 @@ Status Ledger::append_writer_started() {
 
 Status Ledger::start() {
   if (auto s = replay(); !s) return s;
+  std::optional<Snapshot> replayed;
+  if (!options_.snapshot_dir.empty()) replayed = Snapshot{replayed_events_, replayed_cursors_, states_};
   if (auto s = append_writer_started(); !s) return s;
   resume_scheduled();
   thread_ = std::thread([this] { run(); });
+  if (replayed) {
+    snapshotter_ = std::make_unique<Snapshotter>(
+        log_, SnapshotterOptions{options_.snapshot_dir, options_.snapshot_every_events});
+    if (auto s = snapshotter_->start(std::move(*replayed)); !s) {
+      log::warn("no snapshots of the writer's state will be written", {{"error", s.message()}});
+      snapshotter_.reset();
+    }
+  }
   return {};
 }
 
 void Ledger::stop() {
+  if (snapshotter_) snapshotter_->stop();
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;

@@ -8,14 +8,16 @@
 // command's callback. A failed append acknowledges nothing: every command of the batch is
 // answered `unavailable` and the state is rebuilt from the log.
 //
-// Lifecycle: construct, start() (replays the log, appends WriterStarted to every partition,
-// starts the thread), submit() from any thread, stop() (or the destructor) drains the queue
-// answering `unavailable` and joins the thread.
+// Lifecycle: construct, start() (rebuilds the state from the newest snapshot and the log after
+// it, or from the whole log; appends WriterStarted to every partition; starts the thread and,
+// with a snapshot dir, the Snapshotter's), submit() from any thread, stop() (or the destructor)
+// drains the queue answering `unavailable` and joins the threads.
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,6 +27,7 @@
 
 #include "command/commands.h"
 #include "command/decide.h"
+#include "command/snapshot.h"
 #include "command/state.h"
 #include "events/event_log.h"
 
@@ -45,6 +48,10 @@ struct LedgerOptions {
   // After a failed append, how long the writer waits between attempts to settle and re-read the
   // log (commands meanwhile are answered `unavailable`).
   std::chrono::milliseconds recovery_retry{1000};
+  // Where snapshots of the writer's state are kept (command/snapshot.h); empty: none are read or
+  // written, and every start replays the whole log.
+  std::filesystem::path snapshot_dir;
+  std::uint64_t snapshot_every_events = 100'000;
 };
 
 class Ledger {
@@ -86,6 +93,7 @@ class Ledger {
   };
 
   [[nodiscard]] Status replay();
+  [[nodiscard]] Status replay_after(Snapshot from);
   [[nodiscard]] Status append_writer_started();
   void run();
   void recover();
@@ -100,6 +108,10 @@ class Ledger {
   const LedgerOptions options_;
   const std::shared_ptr<IdSource> ids_;  // writer thread only
   std::vector<PartitionState> states_;
+  // Where the last replay() ended: what the Snapshotter starts from.
+  std::uint64_t replayed_events_ = 0;
+  std::vector<FollowCursor> replayed_cursors_;
+  std::unique_ptr<Snapshotter> snapshotter_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> durable_seq_;
   std::atomic<std::size_t> business_count_{0};
   std::atomic<bool> healthy_{true};

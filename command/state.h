@@ -70,6 +70,7 @@ class Interned {
     return it->second;
   }
   const T& operator[](std::uint32_t index) const { return values_.at(index); }
+  std::size_t size() const { return values_.size(); }
 
  private:
   std::vector<T> values_;
@@ -107,6 +108,8 @@ class Wallets {
   std::unordered_map<WalletKey, WalletState, WalletKeyHash> by_key_;
   std::unordered_multimap<std::uint64_t, WalletKey> by_name_;  // hash of scope_key(account, live) + name
   std::unordered_map<std::uint64_t, WalletKey> by_number_;     // account number
+
+  friend class SnapshotCodec;  // command/snapshot.cc writes and reads every member as it is
 };
 
 struct CollectionState {

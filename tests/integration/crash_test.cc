@@ -9,8 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
@@ -274,6 +276,93 @@ TEST_F(Crash, Kill9RightAfterStartKeepsTheBootstrapCredentials) {
                 .get("/v1/virtual-accounts/" + w["publicId"].get<std::string>(), server_->test_key())
                 .status,
             200u);
+}
+
+// Snapshots of the writer's state (command/snapshot.h) under kill -9: restarts from an intact
+// snapshot, from one half written and from a corrupt one each come back with every balance the
+// client modelled, every reference remembered (a repeat replays) and writes going on.
+TEST_F(Crash, Kill9WithASnapshotHalfWrittenOrCorruptRestartsToTheRightBalances) {
+  server_ = std::make_unique<KoboProcess>(kobo_options({"--snapshot-every-events", "30"}));
+  const std::string key = server_->test_key();
+  const fs::path snapshots = server_->data_dir() / "snapshots";
+  const auto newest_snapshot = [&]() -> fs::path {
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(snapshots, ec))
+      if (e.path().extension() == ".bin") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    return files.empty() ? fs::path() : files.back();
+  };
+  std::vector<std::string> ids;
+  std::map<std::string, std::int64_t> model;
+  for (int i = 0; i < 4; ++i) {
+    const json w = create_wallet(server_->client(), key);
+    ids.push_back(w["publicId"]);
+    fund(server_->client(), key, w, 10'000'000);
+    model[ids.back()] = 10'000'000;
+  }
+  std::vector<json> sent;  // every acknowledged transfer's body
+  const auto transfers = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      const std::size_t a = sent.size() % ids.size(), b = (a + 1) % ids.size();
+      const std::int64_t amount = 10'000 + static_cast<std::int64_t>(sent.size());
+      json body = transfer_body(ids[a], ids[b], amount, unique_name("snap"));
+      const HttpResult res = server_->client().post("/v1/transactions/transfer", body, key);
+      ASSERT_EQ(res.status, 200u) << res.body;
+      model[ids[a]] -= amount;
+      model[ids[b]] += amount;
+      sent.push_back(std::move(body));
+    }
+  };
+  // Transfers until a snapshot newer than `than` is written, then a few more: the log's tail.
+  const auto until_snapshot_after = [&](const fs::path& than) {
+    for (int round = 0; newest_snapshot().empty() || newest_snapshot() == than; ++round) {
+      ASSERT_LT(round, 30) << "no snapshot was written";
+      transfers(10);
+      wait_until([&] { return !newest_snapshot().empty() && newest_snapshot() != than; },
+                 std::chrono::seconds(2));
+    }
+    transfers(7);
+  };
+  const auto log_says = [&](std::string_view what) {
+    std::ifstream in(server_->log_path());
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    return text.find(what) != std::string::npos;
+  };
+
+  for (const std::string damage : {"intact", "half written", "corrupt"}) {
+    SCOPED_TRACE(damage);
+    until_snapshot_after(newest_snapshot());
+    server_->kill9();
+    const fs::path file = newest_snapshot();
+    for (const auto& e : fs::directory_iterator(snapshots))  // only the newest: nothing older to fall back on
+      if (e.path() != file) fs::remove(e.path());
+    std::string bytes;
+    {
+      std::ifstream in(file, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    if (damage == "half written") bytes.resize(bytes.size() / 2);
+    if (damage == "corrupt") bytes[bytes.size() / 3] = static_cast<char>(bytes[bytes.size() / 3] ^ 0x01);
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+
+    server_->start();
+    if (damage == "intact") {
+      EXPECT_TRUE(log_says("writer state rebuilt from a snapshot and the log after it"))
+          << server_->log_tail();
+    } else {
+      EXPECT_TRUE(log_says("a snapshot of the writer's state is not used")) << server_->log_tail();
+      EXPECT_TRUE(log_says("writer state rebuilt from the log")) << server_->log_tail();
+    }
+    for (const auto& [id, balance] : model) EXPECT_EQ(balance_of(server_->client(), key, id), balance) << id;
+    // The writer remembers every reference: the first and the last transfer replay.
+    for (const json* body : {&sent.front(), &sent.back()}) {
+      const HttpResult res = server_->client().post("/v1/transactions/transfer", *body, key);
+      EXPECT_EQ(res.status, 200u) << res.body;
+      EXPECT_EQ(res.header("idempotent-replayed"), "true") << res.body;
+    }
+  }
+  for (const auto& [id, balance] : model) EXPECT_EQ(balance_of(server_->client(), key, id), balance) << id;
 }
 
 }  // namespace

@@ -1,0 +1,497 @@
+#include "command/snapshot.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "common/crypto.h"
+#include "common/file.h"
+#include "common/log.h"
+
+namespace kobo {
+
+namespace {
+
+constexpr std::string_view kMagic = "KOBOSNAP";
+// Bumped whenever PartitionState or the layout changes: an older snapshot is then refused
+// (and the log replayed), never misread.
+constexpr std::uint32_t kFormat = 1;
+constexpr std::size_t kHashSize = 32;
+constexpr std::size_t kKeep = 2;
+
+class Writer {
+ public:
+  void u8(std::uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void u32(std::uint32_t v) { raw(v); }
+  void u64(std::uint64_t v) { raw(v); }
+  void i64(std::int64_t v) { raw(v); }
+  void boolean(bool v) { u8(v ? 1 : 0); }
+  void str(std::string_view s) {
+    u64(s.size());
+    out_.append(s);
+  }
+  std::string& bytes() { return out_; }
+
+ private:
+  template <typename T>
+  void raw(T v) {
+    static_assert(std::endian::native == std::endian::little, "snapshots are written little-endian");
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out_.append(b, sizeof(T));
+  }
+  std::string out_;
+};
+
+// Reads what Writer wrote. A read past the end sets failed() and returns zeros, so a decoder
+// reads on and is refused once at the end; counts are checked against what is left before
+// anything is reserved.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  std::uint8_t u8() { return raw<std::uint8_t>(); }
+  std::uint32_t u32() { return raw<std::uint32_t>(); }
+  std::uint64_t u64() { return raw<std::uint64_t>(); }
+  std::int64_t i64() { return raw<std::int64_t>(); }
+  bool boolean() { return u8() != 0; }
+  std::string str() {
+    const std::uint64_t n = u64();
+    if (n > in_.size() - at_) return fail<std::string>();
+    std::string s(in_.substr(at_, n));
+    at_ += n;
+    return s;
+  }
+  // A container's element count: each element takes at least one byte.
+  std::uint64_t count() {
+    const std::uint64_t n = u64();
+    return n > in_.size() - at_ ? fail<std::uint64_t>() : n;
+  }
+  bool failed() const { return failed_; }
+  bool at_end() const { return at_ == in_.size(); }
+  // A value no writer writes: the snapshot is refused.
+  void refuse() { fail<int>(); }
+
+ private:
+  template <typename T>
+  T raw() {
+    if (sizeof(T) > in_.size() - at_) return fail<T>();
+    T v;
+    std::memcpy(&v, in_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return v;
+  }
+  template <typename T>
+  T fail() {
+    failed_ = true;
+    at_ = in_.size();
+    return T{};
+  }
+  std::string_view in_;
+  std::size_t at_ = 0;
+  bool failed_ = false;
+};
+
+void put_chain(Writer& w, const ChainFollower& c) {
+  w.u64(c.last_seq().value);
+  w.str(c.last_hash());
+  w.u64(c.epoch().value);
+}
+
+ChainFollower get_chain(Reader& r) {
+  const Seq seq(r.u64());
+  std::string hash = r.str();
+  const Epoch epoch(r.u64());
+  return ChainFollower(seq, std::move(hash), epoch);
+}
+
+template <typename Set>
+void put_strings(Writer& w, const Set& set) {
+  w.u64(set.size());
+  for (const auto& s : set) w.str(s);
+}
+
+template <typename Set>
+void get_strings(Reader& r, Set& set) {
+  for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) set.insert(r.str());
+}
+
+// Writes a map's entries, each value through `put`.
+template <typename Map, typename Put>
+void put_map(Writer& w, const Map& map, Put put) {
+  w.u64(map.size());
+  for (const auto& [key, value] : map) {
+    w.str(key);
+    put(value);
+  }
+}
+
+template <typename Map, typename Get>
+void get_map(Reader& r, Map& map, Get get) {
+  for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) {
+    std::string key = r.str();
+    map.emplace(std::move(key), get());
+  }
+}
+
+std::filesystem::path snapshot_path(const std::filesystem::path& dir, std::uint64_t events) {
+  std::string digits = std::to_string(events);
+  return dir / ("snapshot-" + std::string(20 - digits.size(), '0') + digits + ".bin");
+}
+
+// The snapshots in `dir`, newest first (the name sorts by the events they cover).
+std::vector<std::filesystem::path> snapshots_in(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() == 33 && name.starts_with("snapshot-") && name.ends_with(".bin"))
+      out.push_back(entry.path());
+  }
+  std::sort(out.begin(), out.end(), std::greater<>());
+  return out;
+}
+
+}  // namespace
+
+// Every member of the state, in one order for writing and reading.
+class SnapshotCodec {
+ public:
+  static void put(Writer& w, const PartitionState& s) {
+    w.u32(s.partition.value);
+    put_chain(w, s.chain);
+    for (const std::uint64_t n : {s.wallets_created, s.transactions_created, s.accounts_created,
+                                  s.account_numbers_issued, s.bank_accounts_created})
+      w.u64(n);
+    put_strings(w, s.businesses);
+    put_map(w, s.account_business, [&](const std::string& v) { w.str(v); });
+    put_wallets(w, s.wallets);
+    put_map(w, s.transit_settlement, [&](const std::string& v) { w.str(v); });
+    put_map(w, s.bank_accounts, [&](std::uint64_t v) { w.u64(v); });
+    put_map(w, s.collections, [&](const CollectionState& c) {
+      w.str(c.public_id);
+      w.str(c.destination);
+      w.i64(c.amount.value);
+      w.i64(c.expires_at);
+      w.boolean(c.active);
+      w.str(c.business);
+      w.str(c.account);
+      w.boolean(c.live);
+    });
+    put_map(w, s.collection_numbers, [&](const std::string& v) { w.str(v); });
+    put_strings(w, s.collection_references);
+    put_map(w, s.primary_wallets, [&](int v) { w.i64(v); });
+    put_map(w, s.references, [&](const ReferenceState& v) {
+      w.str(v.fingerprint);
+      w.str(v.transaction);
+    });
+    w.u64(s.system_balances.size());
+    for (const Kobo b : s.system_balances) w.i64(b.value);
+    put_map(w, s.payouts, [&](const PayoutState& p) {
+      w.u8(static_cast<std::uint8_t>(p.status));
+      w.str(p.source);
+      w.i64(p.amount.value);
+      w.i64(p.fee.value);
+      w.i64(p.updated_at);
+      w.boolean(p.sandbox_fails);
+      w.str(p.business);
+      w.boolean(p.live);
+    });
+    w.i64(s.total.value);
+  }
+
+  static bool get(Reader& r, PartitionState& s) {
+    s.partition = Partition(r.u32());
+    s.chain = get_chain(r);
+    for (std::uint64_t* n : {&s.wallets_created, &s.transactions_created, &s.accounts_created,
+                             &s.account_numbers_issued, &s.bank_accounts_created})
+      *n = r.u64();
+    get_strings(r, s.businesses);
+    get_map(r, s.account_business, [&] { return r.str(); });
+    get_wallets(r, s.wallets);
+    get_map(r, s.transit_settlement, [&] { return r.str(); });
+    get_map(r, s.bank_accounts, [&] { return r.u64(); });
+    get_map(r, s.collections, [&] {
+      CollectionState c;
+      c.public_id = r.str();
+      c.destination = r.str();
+      c.amount = Kobo(r.i64());
+      c.expires_at = r.i64();
+      c.active = r.boolean();
+      c.business = r.str();
+      c.account = r.str();
+      c.live = r.boolean();
+      return c;
+    });
+    get_map(r, s.collection_numbers, [&] { return r.str(); });
+    get_strings(r, s.collection_references);
+    get_map(r, s.primary_wallets, [&] { return static_cast<int>(r.i64()); });
+    get_map(r, s.references, [&] {
+      ReferenceState v;
+      v.fingerprint = r.str();
+      v.transaction = r.str();
+      return v;
+    });
+    if (r.u64() != s.system_balances.size()) return false;
+    for (Kobo& b : s.system_balances) b = Kobo(r.i64());
+    get_map(r, s.payouts, [&] {
+      PayoutState p;
+      const std::uint8_t status = r.u8();
+      if (status > static_cast<std::uint8_t>(TransactionStatus::failed)) r.refuse();
+      p.status = static_cast<TransactionStatus>(status);
+      p.source = r.str();
+      p.amount = Kobo(r.i64());
+      p.fee = Kobo(r.i64());
+      p.updated_at = r.i64();
+      p.sandbox_fails = r.boolean();
+      p.business = r.str();
+      p.live = r.boolean();
+      return p;
+    });
+    s.total = Kobo(r.i64());
+    return !r.failed();
+  }
+
+ private:
+  static void put_wallets(Writer& w, const Wallets& ws) {
+    w.u64(ws.owners_.size());
+    for (std::uint32_t i = 0; i < ws.owners_.size(); ++i) {
+      const Caller& c = ws.owners_[i];
+      w.str(c.business);
+      w.str(c.account);
+      w.boolean(c.live);
+    }
+    w.u64(ws.odd_ids_.size());
+    for (std::uint32_t i = 0; i < ws.odd_ids_.size(); ++i) w.str(ws.odd_ids_[i]);
+    w.u64(ws.by_key_.size());
+    for (const auto& [key, wallet] : ws.by_key_) {
+      w.u64(key.hi);
+      w.u64(key.lo);
+      w.u64(wallet.id);
+      w.str(wallet.account_name);
+      w.u64(wallet.account_number);
+      w.i64(wallet.balance.value);
+      w.u32(wallet.owner);
+    }
+    w.u64(ws.by_name_.size());
+    for (const auto& [hash, key] : ws.by_name_) {
+      w.u64(hash);
+      w.u64(key.hi);
+      w.u64(key.lo);
+    }
+    w.u64(ws.by_number_.size());
+    for (const auto& [number, key] : ws.by_number_) {
+      w.u64(number);
+      w.u64(key.hi);
+      w.u64(key.lo);
+    }
+  }
+
+  static void get_wallets(Reader& r, Wallets& ws) {
+    for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) {
+      Caller c;
+      c.business = r.str();
+      c.account = r.str();
+      c.live = r.boolean();
+      ws.owners_.intern(c);
+    }
+    for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) ws.odd_ids_.intern(r.str());
+    const std::uint64_t wallets = r.count();
+    ws.by_key_.reserve(wallets);
+    for (std::uint64_t n = wallets; n > 0 && !r.failed(); --n) {
+      WalletKey key{r.u64(), r.u64()};
+      WalletState wallet;
+      wallet.id = r.u64();
+      wallet.account_name = r.str();
+      wallet.account_number = r.u64();
+      wallet.balance = Kobo(r.i64());
+      wallet.owner = r.u32();
+      ws.by_key_.emplace(key, std::move(wallet));
+    }
+    for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) {
+      const std::uint64_t hash = r.u64();
+      ws.by_name_.emplace(hash, WalletKey{r.u64(), r.u64()});
+    }
+    const std::uint64_t numbers = r.count();
+    ws.by_number_.reserve(numbers);
+    for (std::uint64_t n = numbers; n > 0 && !r.failed(); --n) {
+      const std::uint64_t number = r.u64();
+      ws.by_number_.emplace(number, WalletKey{r.u64(), r.u64()});
+    }
+  }
+};
+
+std::string encode_snapshot(const Snapshot& s) {
+  KOBO_ASSERT(s.cursors.size() == s.states.size(), "a snapshot's cursors and states disagree");
+  Writer w;
+  w.bytes().append(kMagic);
+  w.u32(kFormat);
+  w.u32(static_cast<std::uint32_t>(s.states.size()));
+  w.u64(s.events);
+  for (std::size_t p = 0; p < s.states.size(); ++p) {
+    const FollowCursor& c = s.cursors[p];
+    w.u64(c.next_offset.value);
+    put_chain(w, c.chain);
+    w.boolean(c.mid_command);
+    SnapshotCodec::put(w, s.states[p]);
+  }
+  const Sha256 hash = sha256(w.bytes());
+  w.bytes().append(reinterpret_cast<const char*>(hash.data()), hash.size());
+  return std::move(w.bytes());
+}
+
+Result<Snapshot> decode_snapshot(std::string_view bytes, std::uint32_t partitions) {
+  if (bytes.size() < kMagic.size() + kHashSize || !bytes.starts_with(kMagic))
+    return Status::error("not a snapshot (" + std::to_string(bytes.size()) + " bytes)");
+  const std::string_view body = bytes.substr(0, bytes.size() - kHashSize);
+  const Sha256 hash = sha256(body);
+  if (std::memcmp(hash.data(), bytes.data() + body.size(), kHashSize) != 0)
+    return Status::error("its hash does not hold (a torn or corrupt file)");
+  Reader r(body.substr(kMagic.size()));
+  if (const std::uint32_t format = r.u32(); format != kFormat)
+    return Status::error("format " + std::to_string(format) + ", this kobo reads format " +
+                         std::to_string(kFormat));
+  if (const std::uint32_t n = r.u32(); n != partitions)
+    return Status::error("it has " + std::to_string(n) + " partitions, the log " +
+                         std::to_string(partitions));
+  Snapshot s;
+  s.events = r.u64();
+  s.cursors.resize(partitions);
+  s.states.resize(partitions);
+  for (std::uint32_t p = 0; p < partitions; ++p) {
+    FollowCursor& c = s.cursors[p];
+    c.next_offset = Offset(r.u64());
+    c.chain = get_chain(r);
+    c.mid_command = r.boolean();
+    if (!SnapshotCodec::get(r, s.states[p]) || s.states[p].partition.value != p)
+      return Status::error("partition " + std::to_string(p) + " does not decode");
+    if (s.states[p].chain.last_seq() != c.chain.last_seq() ||
+        s.states[p].chain.last_hash() != c.chain.last_hash())
+      return Status::error("partition " + std::to_string(p) + ": its state and its position disagree");
+  }
+  if (r.failed() || !r.at_end()) return Status::error("its body does not decode");
+  return s;
+}
+
+Status write_snapshot(const std::filesystem::path& dir, const Snapshot& s) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::error("create " + dir.string() + ": " + ec.message());
+  if (auto st = write_file_atomically(snapshot_path(dir, s.events), encode_snapshot(s)); !st) return st;
+  const auto all = snapshots_in(dir);
+  for (std::size_t i = kKeep; i < all.size(); ++i) std::filesystem::remove(all[i], ec);
+  return {};
+}
+
+namespace {
+
+// Whether `log` holds what the snapshot says it reflects: every partition reaches its position,
+// and the record before it is its head event, or (on Kafka, where offsets also count markers)
+// the first record from there is the head or extends it.
+Status check_position(EventLog& log, const Snapshot& s) {
+  auto ends = log.end_offsets();
+  if (!ends) return ends.status();
+  for (std::uint32_t p = 0; p < s.cursors.size(); ++p) {
+    const FollowCursor& c = s.cursors[p];
+    if (ends.value()[p] < c.next_offset)
+      return Status::error("partition " + std::to_string(p) +
+                           " of the log ends before the snapshot's position");
+    if (c.chain.last_seq().value == 0 || c.next_offset.value == 0) continue;
+    std::vector<Offset> start = ends.value();
+    start[p] = Offset(c.next_offset.value - 1);
+    auto reader = log.open_reader(std::move(start));
+    if (!reader) return reader.status();
+    std::vector<LogRecord> records;
+    if (auto st = reader.value()->poll(1, std::chrono::milliseconds(2'000), records); !st) return st;
+    if (records.empty()) continue;  // a Kafka marker and no tail: the end offset was checked
+    auto e = decode_event(records.front().bytes);
+    if (!e) return Status::error("partition " + std::to_string(p) + ": " + e.status().message());
+    const bool head = e.value().seq == c.chain.last_seq() && e.value().hash == c.chain.last_hash();
+    const bool next =
+        e.value().seq.value == c.chain.last_seq().value + 1 && e.value().prev_hash == c.chain.last_hash();
+    if (!head && !next)
+      return Status::error("partition " + std::to_string(p) +
+                           " of the log does not hold the snapshot's seq " +
+                           std::to_string(c.chain.last_seq().value));
+  }
+  return {};
+}
+
+}  // namespace
+
+std::optional<Snapshot> load_snapshot(const std::filesystem::path& dir, EventLog& log) {
+  for (const auto& path : snapshots_in(dir)) {
+    std::ifstream in(path, std::ios::binary);
+    const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    auto s = decode_snapshot(bytes, log.partitions());
+    Status why = s ? check_position(log, s.value()) : s.status();
+    if (why) return std::move(s).value();
+    log::warn("a snapshot of the writer's state is not used; trying an older one, else the whole log",
+              {{"snapshot", path.string()}, {"why", why.message()}});
+  }
+  return std::nullopt;
+}
+
+// ---- Snapshotter ---------------------------------------------------------------------------
+
+Snapshotter::Snapshotter(EventLog& log, SnapshotterOptions options)
+    : log_(log), options_(std::move(options)) {}
+
+Snapshotter::~Snapshotter() { stop(); }
+
+Status Snapshotter::start(Snapshot from) {
+  state_ = std::move(from);
+  events_at_last_write_ = state_.events;
+  follower_ = std::make_unique<LogFollower>(log_);
+  if (auto s = follower_->open(state_.cursors); !s) return s;
+  thread_ = std::thread([this] { run(); });
+  return {};
+}
+
+void Snapshotter::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Snapshotter::run() {
+  class Applier final : public LogVisitor {
+   public:
+    explicit Applier(Snapshot& s) : s_(s) {}
+    Status accepted(const Event& e) override {
+      apply(s_.states[e.partition.value], e);
+      ++s_.events;
+      return {};
+    }
+
+   private:
+    Snapshot& s_;
+  } applier(state_);
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, options_.poll, [&] { return stopping_; })) return;
+    }
+    if (auto s = follower_->follow_to_end(applier); !s) {
+      // The writer's log is the writer's concern; snapshots only wait for a log they can read.
+      log::warn("snapshots stopped: the log cannot be followed", {{"error", s.message()}});
+      return;
+    }
+    if (state_.events - events_at_last_write_ < options_.every_events || follower_->mid_command()) continue;
+    state_.cursors = follower_->cursors();
+    for (std::uint32_t p = 0; p < state_.states.size(); ++p) state_.states[p].chain = state_.cursors[p].chain;
+    if (auto s = write_snapshot(options_.dir, state_); !s) {
+      log::warn("a snapshot of the writer's state could not be written; the next try is later",
+                {{"error", s.message()}});
+      continue;
+    }
+    events_at_last_write_ = state_.events;
+    written_.fetch_add(1);
+    log::info("snapshot of the writer's state written", {{"events", state_.events}});
+  }
+}
+
+}  // namespace kobo

@@ -1,0 +1,302 @@
+// Snapshots of the writer's state (command/snapshot.h): a writer started from a snapshot and the
+// log after it decides exactly as one that replayed the whole log, byte for byte in what it
+// appends; a torn, corrupt or foreign snapshot is refused, an older one or the whole log used.
+#include "command/snapshot.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "command/ledger.h"
+#include "events/embedded_log.h"
+
+namespace kobo {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr std::uint32_t kPartitions = 3;
+constexpr UnixMs kNow = 1'790'000'000'000;
+
+const Caller kAda{"biz-snapshot-a", "acc-snapshot-a", false};
+const Caller kBola{"biz-snapshot-b", "acc-snapshot-b", true};
+
+class SnapshotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kobo-snapshot-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  static std::unique_ptr<EventLog> open_log(const fs::path& path) {
+    EmbeddedLogOptions o;
+    o.path = path.string();
+    o.partitions = kPartitions;
+    auto log = open_embedded_log(o);
+    EXPECT_TRUE(log.ok()) << log.status().message();
+    return std::move(log).value();
+  }
+
+  // A seeded, virtual-clock writer: two of them given the same commands decide the same events.
+  LedgerOptions options(std::uint64_t seed, bool snapshots) const {
+    LedgerOptions o;
+    o.config.partitions = kPartitions;
+    o.config.rail_delay = std::chrono::hours(1);  // payouts stay in flight: part of the state
+    o.ids = std::make_shared<SeededIds>(seed);
+    o.clock = [this] { return clock_.load(); };
+    if (snapshots) {
+      o.snapshot_dir = dir_ / "snapshots";
+      o.snapshot_every_events = 20;
+    }
+    return o;
+  }
+
+  // Commands that touch every part of the state: businesses, wallets (named and transit),
+  // funding, transfers and their references (an idempotent repeat, a refusal), a payout in
+  // flight, a collection wallet, a beneficiary. Returns what each was answered.
+  std::vector<std::string> traffic(Ledger& l, int round) {
+    std::vector<std::string> answers;
+    const auto run = [&](Command c) { return answer(l, std::move(c), answers); };
+    const std::string r = std::to_string(round);
+    for (const Caller& caller : {kAda, kBola}) {
+      if (round == 0)
+        run(CreateBusiness{caller.business, "Biz", caller.account, "Default", std::string(64, 'a' + round),
+                           std::string(64, 'b'), "pk_test_x", "pk_live_x"});
+      std::vector<Outcome> wallets;
+      for (int i = 0; i < 3; ++i) {
+        wallets.push_back(run(CreateWallet{caller, "w" + r + "-" + std::to_string(i), "secondary", {}, {}}));
+        wallets_[{round, caller.business}].push_back(wallets.back().id);
+        const auto& opened = std::get<WalletOpened>(wallets.back().events.at(0).data);
+        run(IncomingCredit{caller, opened.account_number, Kobo(1'000'000), "fund", "S", "0000014579", "058",
+                           "GTB", "000013"});
+      }
+      for (int i = 0; i < 6; ++i) run(transfer(caller, round, i));
+      WalletTransfer too_much;
+      too_much.caller = caller;
+      too_much.source = wallets[0].id;
+      too_much.destination = wallets[1].id;
+      too_much.amount = Kobo(999'000'000);
+      too_much.narration = "no";
+      run(too_much);
+      BankTransfer b;
+      b.caller = caller;
+      b.source = wallets[2].id;
+      b.bank_account_id = "bka-" + r;
+      b.account_number = "0123456784";
+      b.account_name = "Ada";
+      b.bank_code = "044";
+      b.bank_name = "Access Bank";
+      b.name_enquiry_ref = "ne";
+      b.amount = Kobo(50'000);
+      b.narration = "out";
+      b.save_beneficiary = true;
+      run(b);
+      run(CreateCollection{caller, wallets[0].id, "Pay me", Kobo(25'000), 900, "col-ref-" + r});
+      run(CreateTransitWallet{caller, "transit " + r, wallets[1].id, std::nullopt, std::nullopt});
+      run(AddBankAccount{caller, "bka-saved-" + r, "Ada", "0000014579", "GTB", "058", "personal"});
+    }
+    return answers;
+  }
+
+  static Outcome answer(Ledger& l, Command c, std::vector<std::string>& answers) {
+    Outcome o = l.execute(std::move(c));
+    answers.push_back(std::string(to_string(o.rejection)) + " " + o.id + (o.replayed ? " replayed" : ""));
+    return o;
+  }
+
+  // The i-th transfer of a round; i and i + 4 share a reference (the second conflicts).
+  WalletTransfer transfer(const Caller& caller, int round, int i, std::int64_t extra = 0) {
+    const auto& ids = wallets_.at({round, caller.business});
+    WalletTransfer t;
+    t.caller = caller;
+    t.source = ids.at(static_cast<std::size_t>(i % 3));
+    t.destination = ids.at(static_cast<std::size_t>((i + 1) % 3));
+    t.amount = Kobo(10'000 * (i + 1) + extra);
+    t.narration = "t";
+    t.reference = "ref-" + std::to_string(round) + "-" + std::to_string(i % 4);
+    return t;
+  }
+
+  // What an earlier round did, again: what the writer remembers of it answers (taken names and
+  // references, idempotent repeats and conflicting ones).
+  std::vector<std::string> repeat(Ledger& l, int round) {
+    std::vector<std::string> answers;
+    const std::string r = std::to_string(round);
+    for (const Caller& caller : {kAda, kBola}) {
+      answer(l, CreateWallet{caller, "w" + r + "-0", "secondary", {}, {}}, answers);
+      for (int i = 0; i < 4; ++i) answer(l, transfer(caller, round, i), answers);
+      answer(l, transfer(caller, round, 1, 1), answers);
+      answer(l,
+             CreateCollection{caller, wallets_.at({round, caller.business}).at(0), "Again", Kobo(25'000), 900,
+                              "col-ref-" + r},
+             answers);
+    }
+    return answers;
+  }
+
+  // What fell due under the virtual clock is decided when a command comes: payouts in flight
+  // move on, unpaid collection wallets expire.
+  std::vector<std::string> later(Ledger& l) {
+    std::vector<std::string> answers;
+    for (int step = 0; step < 3; ++step) {
+      clock_ += 3 * 3'600'000;
+      WalletTransfer nudge = transfer(kAda, 0, 0);
+      nudge.source = "vba-none";
+      answer(l, nudge, answers);
+    }
+    return answers;
+  }
+
+  // Every record of the log, as stored, in partition and log order.
+  static std::vector<std::string> records(EventLog& log) {
+    auto reader = log.open_reader(std::vector<Offset>(kPartitions, Offset(0)));
+    std::vector<std::string> out;
+    for (;;) {
+      std::vector<LogRecord> got;
+      EXPECT_TRUE(reader.value()->poll(4096, 0ms, got).ok());
+      if (got.empty()) break;
+      for (auto& r : got) out.push_back(std::to_string(r.partition.value) + ":" + r.bytes);
+    }
+    std::stable_sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+      return a.substr(0, a.find(':')) < b.substr(0, b.find(':'));
+    });
+    return out;
+  }
+
+  std::vector<fs::path> snapshot_files() const {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir_ / "snapshots", ec))
+      if (e.path().extension() == ".bin") out.push_back(e.path());
+    std::sort(out.begin(), out.end(), std::greater<>());
+    return out;
+  }
+
+  // Runs two rounds of traffic with snapshots on until at least `snapshots` were written after
+  // the first; the second round is the log's tail after the newest.
+  void make_log_with_snapshots(std::size_t snapshots = 1) {
+    auto log = open_log(dir_ / "log");
+    Ledger l(*log, options(1, true));
+    ASSERT_TRUE(l.start().ok());
+    for (int round = 0; snapshot_files().size() < snapshots; ++round) {
+      ASSERT_LT(round, 40) << "the snapshotter wrote no snapshot";
+      traffic(l, round);
+      for (int i = 0; i < 30 && snapshot_files().size() < snapshots; ++i) std::this_thread::sleep_for(100ms);
+    }
+    traffic(l, 100);  // the tail: after the newest snapshot
+  }
+
+  // Starts one writer on the log with its snapshots and one on a copy of the log without any,
+  // gives both the same commands, and expects the same answers and byte-identical logs.
+  void expect_start_equals_whole_replay() {
+    fs::remove_all(dir_ / "log-copy");
+    fs::copy(dir_ / "log", dir_ / "log-copy", fs::copy_options::recursive);
+    auto with = open_log(dir_ / "log");
+    auto without = open_log(dir_ / "log-copy");
+    const auto run = [&](EventLog& log, bool snapshots) {
+      clock_ = kNow;
+      Ledger l(log, options(2, snapshots));
+      EXPECT_TRUE(l.start().ok());
+      std::vector<std::string> answers;
+      for (auto part : {traffic(l, 200), repeat(l, 0), repeat(l, 100), later(l)})
+        answers.insert(answers.end(), part.begin(), part.end());
+      return answers;
+    };
+    const auto answers_with = run(*with, true);
+    const auto answers_without = run(*without, false);
+    EXPECT_EQ(answers_with, answers_without);
+    const auto a = records(*with), b = records(*without);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "record " << i;
+  }
+
+  fs::path dir_;
+  std::atomic<UnixMs> clock_{kNow};
+  std::map<std::pair<int, std::string>, std::vector<std::string>>
+      wallets_;  // (round, business) -> wallet ids
+};
+
+TEST_F(SnapshotTest, AStartFromASnapshotDecidesExactlyAsAWholeReplay) {
+  make_log_with_snapshots();
+  {
+    auto log = open_log(dir_ / "log");
+    const auto snapshot = load_snapshot(dir_ / "snapshots", *log);
+    ASSERT_TRUE(snapshot.has_value()) << "the snapshot written is not used";
+    EXPECT_GT(snapshot->events, 0u);
+  }
+  expect_start_equals_whole_replay();
+}
+
+TEST_F(SnapshotTest, ATornOrCorruptSnapshotIsRefusedAndTheWholeLogReplayed) {
+  make_log_with_snapshots();
+  const auto files = snapshot_files();
+  for (std::size_t i = 1; i < files.size(); ++i) fs::remove(files[i]);  // only the newest is left
+  const fs::path newest = files.front();
+  std::string pristine;
+  {
+    std::ifstream in(newest, std::ios::binary);
+    pristine.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const auto write = [&](const std::string& bytes) {
+    std::ofstream(newest, std::ios::binary | std::ios::trunc) << bytes;
+  };
+  std::string flipped = pristine;
+  flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0x20);
+  const std::vector<std::pair<std::string, std::string>> damages{
+      {"half written", pristine.substr(0, pristine.size() / 2)},
+      {"a byte changed", flipped},
+      {"bytes after its end", pristine + "junk"},
+      {"empty", ""},
+  };
+  for (const auto& [name, bytes] : damages) {
+    write(bytes);
+    auto log = open_log(dir_ / "log");
+    EXPECT_FALSE(load_snapshot(dir_ / "snapshots", *log).has_value()) << name;
+    EXPECT_FALSE(decode_snapshot(bytes, kPartitions).ok()) << name;
+  }
+  write(flipped);
+  expect_start_equals_whole_replay();
+}
+
+TEST_F(SnapshotTest, TheNewestUsableSnapshotIsTheOneUsed) {
+  make_log_with_snapshots(2);
+  const auto files = snapshot_files();
+  ASSERT_EQ(files.size(), 2u) << "the two newest are kept";
+  std::ofstream(files.front(), std::ios::binary | std::ios::app) << "x";
+  auto log = open_log(dir_ / "log");
+  const auto used = load_snapshot(dir_ / "snapshots", *log);
+  ASSERT_TRUE(used.has_value());
+  EXPECT_EQ(fs::path("snapshot-" + std::string(20 - std::to_string(used->events).size(), '0') +
+                     std::to_string(used->events) + ".bin"),
+            files.back().filename())
+      << "the older snapshot, the newest being damaged";
+}
+
+TEST_F(SnapshotTest, ASnapshotOfAnotherLogIsRefused) {
+  make_log_with_snapshots();
+  {
+    // A log that holds less than the snapshot: refused for its end.
+    auto empty = open_log(dir_ / "empty-log");
+    EXPECT_FALSE(load_snapshot(dir_ / "snapshots", *empty).has_value());
+  }
+  // A log as long, with other events: refused for its seq's hash.
+  auto other = open_log(dir_ / "other-log");
+  {
+    Ledger l(*other, options(99, false));
+    ASSERT_TRUE(l.start().ok());
+    for (int round = 0; round < 12; ++round) traffic(l, round);
+  }
+  EXPECT_FALSE(load_snapshot(dir_ / "snapshots", *other).has_value());
+}
+
+}  // namespace
+}  // namespace kobo
