@@ -226,7 +226,8 @@ Status Ledger::start() {
   thread_ = std::thread([this] { run(); });
   if (replayed) {
     snapshotter_ = std::make_unique<Snapshotter>(
-        log_, SnapshotterOptions{options_.snapshot_dir, options_.snapshot_every_events});
+        log_,
+        SnapshotterOptions{options_.snapshot_dir, options_.snapshot_every_events, options_.snapshot_poll});
     if (auto s = snapshotter_->start(std::move(*replayed)); !s) {
       log::warn("no snapshots of the writer's state will be written", {{"error", s.message()}});
       snapshotter_.reset();

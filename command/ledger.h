@@ -52,6 +52,7 @@ struct LedgerOptions {
   // written, and every start replays the whole log.
   std::filesystem::path snapshot_dir;
   std::uint64_t snapshot_every_events = 100'000;
+  std::chrono::milliseconds snapshot_poll{1'000};  // how often the Snapshotter reads the log's new events
 };
 
 class Ledger {

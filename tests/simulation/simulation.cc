@@ -144,6 +144,11 @@ class Simulation {
     o.ids = ids_;
     o.clock = [this] { return now_; };
     o.recovery_retry = 0ms;
+    // A restart starts from the newest snapshot when there is one. Which one that is depends on
+    // the snapshotter's thread, not on the seed: the run must come out the same either way.
+    o.snapshot_dir = options_.dir / "snapshots";
+    o.snapshot_every_events = 25;
+    o.snapshot_poll = 5ms;
     writer_ = std::make_unique<Ledger>(log_, o);
     if (auto s = writer_->start(); !s) {
       fail("the writer cannot start: " + s.message());
