@@ -45,12 +45,13 @@ asan: deps kafka
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir build-asan --output-on-failure -j2 --timeout 1800
 
-# TSan over the tests where threads meet: the writer and its callers, the projector beside it,
-# the simulation (writer, projector and restarts), the log follower, and HTTP under concurrent
-# load. Only their targets are built, and the audit of the data dirs they leave.
+# TSan over the tests where threads meet: the writer and its callers, the projector beside it and
+# its waiters, the snapshotter beside the writer, the simulation (writer, projector and restarts),
+# the log follower, and HTTP under concurrent load. Only their targets are built, and the audit of
+# the data dirs they leave.
 TSAN_TARGETS ?= kobo command_test projection_test simulation_test log_follower_test it_concurrency_test \
   audit_integration_data_test
-TSAN_TESTS ?= ^(Ledger|ProjectionTest|Simulation|LogFollower|Concurrency)\.
+TSAN_TESTS ?= ^(Ledger|ProjectionTest|SnapshotTest|Simulation|LogFollower|Concurrency)\.
 tsan: deps kafka
 	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKOBO_TSAN=ON >/dev/null
 	@cmake --build build-tsan -j$(JOBS) --target $(TSAN_TARGETS)
@@ -60,7 +61,7 @@ tsan: deps kafka
 bench: kafka
 	@tools/install-deps.sh build bench
 	@cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKOBO_BENCH=ON >/dev/null
-	@cmake --build build-bench -j$(JOBS) --target kobo kobo_make_log kobo_engine_bench
+	@cmake --build build-bench -j$(JOBS) --target kobo kobo_make_log kobo_engine_bench kobo_restart_bench
 	bench/run.sh build-bench
 
 # libFuzzer with Debian's clang (ASan+UBSan) in its own build dir: builds only the fuzz targets

@@ -70,6 +70,12 @@ row "Replay of $(n "${EVENTS:-1000000}") events: writer state" \
     "$(n "${R[replay.writer_replay_eps]}") events/s" "-" ">= 1,000,000/s" "$(meets "${R[replay.writer_replay_eps]}" '>=' 1000000)"
 row "Replay of $(n "${EVENTS:-1000000}") events: every view (kobo replay)" \
     "$(n "${R[replay.views_replay_eps]}") events/s" "-" ">= 200,000 transfers/s" "$(meets "${R[replay.views_replay_eps]}" '>=' 200000)"
+row "Writer ready after a restart on $(n "${EVENTS:-1000000}") events: from the whole log / from a snapshot" \
+    "${R[replay.restart_whole_s]} s / ${R[replay.restart_snapshot_s]} s (snapshot ${R[replay.snapshot_mib]} MiB)" "-" \
+    "<= 2 s, flat from 100k to 1M" "$(meets "${R[replay.restart_snapshot_s]}" '<=' 2)"
+row "GET /v1/transactions from the views, $(n "${R[replay.list_records]}") records: page 1 / page 1,000 / page 1,000 of entry=debit" \
+    "${R[replay.list_page1_ms]} / ${R[replay.list_page1000_ms]} / ${R[replay.list_page1000_debit_ms]} ms" "-" "<= 10 ms each" \
+    "$( [ "$(meets "${R[replay.list_page1_ms]}" '<=' 10)" = yes ] && [ "$(meets "${R[replay.list_page1000_ms]}" '<=' 10)" = yes ] && echo yes || echo no)"
 row "Events per settled wallet transfer, as kobo events prints them" \
     "${R[replay.transfer_event_bytes]} bytes" "-" "<= 800 bytes" "$(meets "${R[replay.transfer_event_bytes]}" '<=' 800)"
 row "Disk per wallet transfer: log / views (compressed, WAL included)" \

@@ -151,6 +151,7 @@ Status Ledger::replay_after(Snapshot from) {
   for (std::uint32_t p = 0; p < n; ++p) states_[p].chain = follower.cursor(Partition(p)).chain;
   const std::uint64_t events = follower.events_accepted();
   replayed_events_ = from.events + events;
+  replayed_snapshot_events_ = from.events;
   replayed_cursors_ = follower.cursors();
   std::size_t businesses = 0;
   for (const auto& st : states_) businesses += st.businesses.size();
@@ -228,7 +229,7 @@ Status Ledger::start() {
     snapshotter_ = std::make_unique<Snapshotter>(
         log_,
         SnapshotterOptions{options_.snapshot_dir, options_.snapshot_every_events, options_.snapshot_poll});
-    if (auto s = snapshotter_->start(std::move(*replayed)); !s) {
+    if (auto s = snapshotter_->start(std::move(*replayed), replayed_snapshot_events_); !s) {
       log::warn("no snapshots of the writer's state will be written", {{"error", s.message()}});
       snapshotter_.reset();
     }

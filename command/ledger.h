@@ -111,6 +111,7 @@ class Ledger {
   std::vector<PartitionState> states_;
   // Where the last replay() ended: what the Snapshotter starts from.
   std::uint64_t replayed_events_ = 0;
+  std::uint64_t replayed_snapshot_events_ = 0;  // of the snapshot it started from; 0: none
   std::vector<FollowCursor> replayed_cursors_;
   std::unique_ptr<Snapshotter> snapshotter_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> durable_seq_;

@@ -439,9 +439,9 @@ Snapshotter::Snapshotter(EventLog& log, SnapshotterOptions options)
 
 Snapshotter::~Snapshotter() { stop(); }
 
-Status Snapshotter::start(Snapshot from) {
+Status Snapshotter::start(Snapshot from, std::uint64_t written_at) {
   state_ = std::move(from);
-  events_at_last_write_ = state_.events;
+  events_at_last_write_ = written_at;
   follower_ = std::make_unique<LogFollower>(log_);
   if (auto s = follower_->open(state_.cursors); !s) return s;
   thread_ = std::thread([this] { run(); });
@@ -483,12 +483,15 @@ void Snapshotter::run() {
     if (state_.events - events_at_last_write_ < options_.every_events || follower_->mid_command()) continue;
     state_.cursors = follower_->cursors();
     for (std::uint32_t p = 0; p < state_.states.size(); ++p) state_.states[p].chain = state_.cursors[p].chain;
-    if (auto s = write_snapshot(options_.dir, state_); !s) {
+    const Status s = write_snapshot(options_.dir, state_);
+    // After a failure too, the next try waits for as many events again: a full disk is not
+    // hammered with snapshots every poll, and the log goes on being what restarts rely on.
+    events_at_last_write_ = state_.events;
+    if (!s) {
       log::warn("a snapshot of the writer's state could not be written; the next try is later",
                 {{"error", s.message()}});
       continue;
     }
-    events_at_last_write_ = state_.events;
     written_.fetch_add(1);
     log::info("snapshot of the writer's state written", {{"events", state_.events}});
   }

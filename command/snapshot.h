@@ -68,7 +68,9 @@ class Snapshotter {
   Snapshotter& operator=(const Snapshotter&) = delete;
 
   // Starts following the log after `from` (the state the writer replayed to) on a thread.
-  [[nodiscard]] Status start(Snapshot from);
+  // `written_at`: the events of the newest snapshot there is (0: none), so that a state replayed
+  // far past it is written at the first look rather than `every_events` later.
+  [[nodiscard]] Status start(Snapshot from, std::uint64_t written_at);
   void stop();
   // Thread-safe. Snapshots written since start().
   std::uint64_t written() const { return written_.load(); }

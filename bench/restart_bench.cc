@@ -1,0 +1,151 @@
+// kobo_restart_bench: on a data dir kobo_make_log wrote (and `kobo replay` gave views), how long
+// the writer takes to be ready again, and how long a transaction list takes deep into the
+// biggest business (bench/replay_speed.sh runs both for run.sh).
+//
+//   kobo_restart_bench restart --data-dir D   the writer's start from the whole log (no snapshot
+//                                             yet), then, once a snapshot is written, from it
+//   kobo_restart_bench lists --data-dir D     GET /v1/transactions' read of the views: page 1
+//                                             and page 1,000 of the scope with most records
+#include <rocksdb/db.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "command/ledger.h"
+#include "common/log.h"
+#include "events/embedded_log.h"
+#include "projection/views.h"
+
+namespace kobo::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::unique_ptr<EventLog> open_log(const fs::path& data_dir) {
+  EmbeddedLogOptions o;
+  o.path = (data_dir / "log").string();
+  o.partitions = 0;
+  o.create_if_missing = false;
+  auto log = open_embedded_log(o);
+  KOBO_ASSERT(log.ok(), "open the log");
+  return std::move(log).value();
+}
+
+std::size_t snapshots_in(const fs::path& dir) {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) n += e.path().extension() == ".bin";
+  return n;
+}
+
+int restart(const fs::path& data_dir) {
+  const fs::path snapshots = data_dir / "snapshots";
+  fs::remove_all(snapshots);
+  auto log = open_log(data_dir);
+  LedgerOptions o;
+  o.config.partitions = log->partitions();
+  o.snapshot_dir = snapshots;
+  o.snapshot_poll = std::chrono::milliseconds(50);
+  std::uint64_t events = 0;
+  const auto ends = log->end_offsets();
+  KOBO_ASSERT(ends.ok(), "the log's end offsets");
+  for (const Offset end : ends.value()) events += end.value;
+
+  auto started = Clock::now();
+  auto first = std::make_unique<Ledger>(*log, o);
+  KOBO_ASSERT(first->start().ok(), "the writer's start from the whole log");
+  const double whole = seconds_since(started);
+  // The state replayed from the whole log is written as a snapshot at the snapshotter's first look.
+  const auto deadline = Clock::now() + std::chrono::minutes(5);
+  while (snapshots_in(snapshots) == 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const double written = seconds_since(started);
+  first.reset();
+  KOBO_ASSERT(snapshots_in(snapshots) > 0, "no snapshot was written");
+  std::uintmax_t snapshot_bytes = 0;
+  for (const auto& e : fs::directory_iterator(snapshots)) snapshot_bytes += fs::file_size(e.path());
+
+  started = Clock::now();
+  auto second = std::make_unique<Ledger>(*log, o);
+  KOBO_ASSERT(second->start().ok(), "the writer's start from the snapshot");
+  const double from_snapshot = seconds_since(started);
+  second.reset();
+  std::printf(
+      "writer ready on a log of %lu events: from the whole log in %.2f s; snapshot written %.2f s after "
+      "the start (%.1f MiB); from the snapshot in %.3f s\n",
+      static_cast<unsigned long>(events), whole, written, static_cast<double>(snapshot_bytes) / (1 << 20),
+      from_snapshot);
+  std::printf("RESULT restart_whole_s=%.2f restart_snapshot_s=%.3f snapshot_mib=%.1f\n", whole, from_snapshot,
+              static_cast<double>(snapshot_bytes) / (1 << 20));
+  return 0;
+}
+
+int lists(const fs::path& data_dir) {
+  auto log = open_log(data_dir);
+  auto views = Views::open((data_dir / "views").string(), log->partitions());
+  KOBO_ASSERT(views.ok(), "open the views");
+  // The scope with most transactions: its counter of all of them is the largest.
+  Scope biggest;
+  std::uint64_t most = 0;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(views.value()->db().NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek("n"); it->Valid() && it->key().starts_with("n"); it->Next()) {
+      const std::string key = it->key().ToString();
+      if (!key.ends_with("|*")) continue;
+      const std::uint64_t n = std::stoull(it->value().ToString());
+      if (n <= most) continue;
+      most = n;
+      const std::string scope = key.substr(1, key.size() - 2);  // <business>|<t|l>|
+      biggest = Scope{scope.substr(0, scope.size() - 3), scope.ends_with("|l|")};
+    }
+  }
+  KOBO_ASSERT(most > 0, "no transactions in the views");
+  const auto time_page = [&](std::uint64_t page, const TransactionFilter& filter) {
+    std::vector<double> ms;
+    for (int i = 0; i < 21; ++i) {
+      const auto t = Clock::now();
+      const Page p = views.value()->transactions(biggest, filter, PageRequest{page, 10});
+      ms.push_back(seconds_since(t) * 1e3);
+      KOBO_ASSERT(p.total_count > 0, "an empty list");
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  TransactionFilter debits;
+  debits.entry = "debit";
+  const double first = time_page(1, {}), deep = time_page(1'000, {}),
+               deep_filtered = time_page(1'000, debits);
+  std::printf(
+      "GET /v1/transactions of %s (%lu records), median of 21: page 1 %.2f ms, page 1,000 %.2f ms, "
+      "page 1,000 of entry=debit %.2f ms\n",
+      biggest.business.c_str(), static_cast<unsigned long>(most), first, deep, deep_filtered);
+  std::printf(
+      "RESULT list_records=%lu list_page1_ms=%.2f list_page1000_ms=%.2f list_page1000_debit_ms=%.2f\n",
+      static_cast<unsigned long>(most), first, deep, deep_filtered);
+  return 0;
+}
+
+}  // namespace
+}  // namespace kobo::bench
+
+int main(int argc, char** argv) {
+  CLI::App app{"The writer's restart, and deep transaction lists, on a large data dir"};
+  app.require_subcommand(1);
+  std::string data_dir;
+  auto* r = app.add_subcommand("restart", "The writer's start from the whole log, then from a snapshot");
+  r->add_option("--data-dir", data_dir, "A data dir kobo_make_log wrote")->required();
+  auto* l = app.add_subcommand("lists", "Transaction list pages of the biggest business, from the views");
+  l->add_option("--data-dir", data_dir, "A data dir kobo_make_log wrote and kobo replay gave views")
+      ->required();
+  CLI11_PARSE(app, argc, argv);
+  kobo::log::set_min_level(kobo::log::Level::warn);
+  if (r->parsed()) return kobo::bench::restart(data_dir);
+  return kobo::bench::lists(data_dir);
+}
