@@ -137,6 +137,7 @@ class Projector::Batch {
   void apply_postings(const Event& e, const std::vector<Posting>& postings);
   void put_transaction(const json& trx);
   void put_wallet(const json& wallet, bool listed);
+  void list_record(char kind, const json& record, std::initializer_list<std::string> filters);
   void close_collection(const WalletId& id, CollectionStatus status, UnixMs time);
   void index_transaction(const TransactionIndex& t);
   void count_transaction(const TransactionIndex& t, std::int64_t delta);
@@ -335,11 +336,29 @@ void Projector::Batch::put_transaction(const json& trx) {
 void Projector::Batch::put_wallet(const json& w, bool listed) {
   const std::string id = w.at("publicId").get<std::string>();
   put(view_keys::wallet(id), w);
-  if (listed)
-    put(view_keys::wallet_list(w.at("auth").get<std::string>(), w.at("live").get<bool>(),
-                               w.at("id").get<std::uint64_t>()),
-        id);
+  if (listed) {
+    list_record('w', w,
+                {view_keys::record_filter::of('c', w.at("category").get<std::string>()),
+                 view_keys::record_filter::of('f', w.at("isFavourite").get<bool>() ? "true" : "false")});
+  }
   put(view_keys::account_number(w.at("accountNumber").get<std::string>()), id);
+}
+
+// A new wallet or beneficiary (`kind` w or d) in the listings of its list's filters, counted:
+// under all, and under each of `filters` (view_keys.h). Records of these kinds never change
+// what they are filtered by.
+void Projector::Batch::list_record(char kind, const json& record,
+                                   std::initializer_list<std::string> filters) {
+  const auto business = record.at("auth").get<std::string>();
+  const bool live = record.at("live").get<bool>();
+  const auto id = record.at("id").get<std::uint64_t>();
+  const auto public_id = record.at("publicId").get<std::string>();
+  const auto add = [&](const std::string& filter) {
+    put(view_keys::record_listed(kind, business, live, filter, id), public_id);
+    count(view_keys::record_count(kind, business, live, filter), +1);
+  };
+  add(view_keys::record_filter::all());
+  for (const std::string& filter : filters) add(filter);
 }
 
 void Projector::Batch::apply(const Event& e) {
@@ -390,8 +409,11 @@ void Projector::Batch::apply(const Event& e) {
         } else if constexpr (std::is_same_v<T, IncomingCreditReceived>) {
           if (x.collection) close_collection(*x.collection, CollectionStatus::success, e.time);
         } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
-          put(view_keys::bank_account(x.bank_account.value), render::bank_account(e, x));
-          put(view_keys::bank_account_list(e.business, e.live, x.id), x.bank_account.value);
+          const json b = render::bank_account(e, x);
+          put(view_keys::bank_account(x.bank_account.value), b);
+          list_record('d', b,
+                      {view_keys::record_filter::of('b', b.at("beneficiaryType").get<std::string>()),
+                       view_keys::record_filter::of('n', b.at("accountName").get<std::string>())});
         }
       },
       e.data);

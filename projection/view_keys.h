@@ -7,9 +7,7 @@
 //   a<business>|<id:8>                           -> account publicId (listing)
 //   K<secret key sha256 hex>                     -> {business, account, live}
 //   D<bank account publicId>                     -> bank account JSON
-//   d<business>|<t|l>|<id:8>                     -> bank account publicId (listing)
 //   W<wallet publicId>                           -> wallet JSON (with balance)
-//   w<business>|<t|l>|<id:8>                     -> wallet publicId (listing, newest first)
 //   N<account number>                            -> wallet publicId
 //   S<partition:4><ledger account>               -> system account balance JSON
 //   T<transaction publicId>                      -> transaction JSON
@@ -18,9 +16,13 @@
 //   t<business>|<t|l>|<createdAt ms:8>|<id:8>    -> {entry, status, amount, publicId} (listing)
 //   f<business>|<t|l>|<filter>|<createdAt ms:8>|<id:8> -> transaction publicId (listing by one filter)
 //   n<business>|<t|l>|<filter>                   -> how many transactions match it (decimal text)
+//   g<kind><business>|<t|l>|<filter>|<id:8>      -> publicId: wallets (kind w) and beneficiaries
+//                                                   (kind d) listed by one filter of their list
+//   m<kind><business>|<t|l>|<filter>             -> how many of them match it (decimal text)
 // Integers are big-endian so keys sort numerically. A transaction <filter> is one of the list's
-// single-value filters (TransactionFilters below): the counters make totalCount a read and the
-// `f` listings page through matching transactions only, so no list of one filter scans.
+// single-value filters (transaction_filter below): the counters make totalCount a read and the
+// `f` listings page through matching transactions only, so no list of one filter scans. The
+// wallet and beneficiary lists do the same with `m` and `g` (record_filter below).
 
 #include <cstdint>
 #include <string>
@@ -62,16 +64,6 @@ inline std::string account_list(std::string_view business, std::uint64_t id) {
 inline std::string key_owner(std::string_view hash) { return "K" + std::string(hash); }
 inline std::string wallet(std::string_view id) { return "W" + std::string(id); }
 inline std::string bank_account(std::string_view id) { return "D" + std::string(id); }
-inline std::string bank_account_list(std::string_view business, bool live, std::uint64_t id) {
-  std::string k = scoped('d', business, live);
-  put_be(k, id);
-  return k;
-}
-inline std::string wallet_list(std::string_view business, bool live, std::uint64_t id) {
-  std::string k = scoped('w', business, live);
-  put_be(k, id);
-  return k;
-}
 inline std::string account_number(std::string_view number) { return "N" + std::string(number); }
 inline std::string system_balance(std::uint32_t p, std::string_view ledger_account) {
   std::string k("S");
@@ -113,6 +105,41 @@ inline std::string day(std::int64_t day) {
   return k;
 }
 }  // namespace transaction_filter
+
+// The wallet and beneficiary lists' filters as keys spell them: every record is listed and
+// counted under `all` and under each of its filtered members (`member` names it: c category,
+// f isFavourite, b beneficiaryType, n accountName) with its value, length first, so that no
+// value's listing is a prefix of another's.
+namespace record_filter {
+inline std::string all() { return "*"; }
+inline std::string of(char member, std::string_view value) {
+  std::string k(1, member);
+  put_be(k, value.size(), 2);
+  k += value;
+  return k;
+}
+}  // namespace record_filter
+
+inline std::string record_count(char kind, std::string_view business, bool live, std::string_view filter) {
+  std::string k = scoped('m', business, live);
+  k.insert(1, 1, kind);
+  k += filter;
+  return k;
+}
+inline std::string record_listed_prefix(char kind, std::string_view business, bool live,
+                                        std::string_view filter) {
+  std::string k = scoped('g', business, live);
+  k.insert(1, 1, kind);
+  k += filter;
+  k += '|';
+  return k;
+}
+inline std::string record_listed(char kind, std::string_view business, bool live, std::string_view filter,
+                                 std::uint64_t id) {
+  std::string k = record_listed_prefix(kind, business, live, filter);
+  put_be(k, id);
+  return k;
+}
 
 inline std::string transaction_count(std::string_view business, bool live, std::string_view filter) {
   return scoped('n', business, live) + std::string(filter);

@@ -243,11 +243,45 @@ std::optional<std::string> Views::bank_account_text(const Scope& scope, std::str
   return get_scoped(view_keys::bank_account(public_id), scope);
 }
 
+Page Views::listed_records(char kind, const Scope& scope, const std::string& filter,
+                           const PageRequest& page) const {
+  Page out;
+  std::vector<std::string> ids;
+  {
+    std::shared_lock lock(db_lock_);
+    const auto n = get(view_keys::record_count(kind, scope.business, scope.live, filter));
+    out.total_count = n ? count_value(*n) : 0;
+    const std::uint64_t first = (page.page - 1) * page.per_page;
+    if (first < out.total_count) {
+      const std::string prefix = view_keys::record_listed_prefix(kind, scope.business, scope.live, filter);
+      std::uint64_t index = 0;
+      scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix,
+                        [&](std::string_view, std::string_view id) {
+                          if (index++ >= first) ids.emplace_back(id);
+                          return ids.size() < page.per_page;
+                        });
+    }
+  }
+  for (const auto& id : ids) {
+    auto record = get_json(kind == 'w' ? view_keys::wallet(id) : view_keys::bank_account(id));
+    KOBO_ASSERT(record.has_value(), "a listing points at a missing record");
+    out.items.push_back(std::move(*record));
+  }
+  return out;
+}
+
 Page Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter,
                           const PageRequest& page) const {
+  namespace rf = view_keys::record_filter;
   Page out;
   if (filter.live && *filter.live != scope.live) return out;
-  const std::string prefix = view_keys::scoped('d', scope.business, scope.live);
+  if (!(filter.account_name && filter.beneficiary_type))
+    return listed_records('d', scope,
+                          filter.account_name       ? rf::of('n', *filter.account_name)
+                          : filter.beneficiary_type ? rf::of('b', *filter.beneficiary_type)
+                                                    : rf::all(),
+                          page);
+  const std::string prefix = view_keys::record_listed_prefix('d', scope.business, scope.live, rf::all());
   std::shared_lock lock(db_lock_);
   scan_newest_first(
       *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
@@ -277,9 +311,16 @@ std::optional<std::string> Views::wallet_text(const Scope& scope, std::string_vi
 }
 
 Page Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRequest& page) const {
+  namespace rf = view_keys::record_filter;
   Page out;
   if (filter.live && *filter.live != scope.live) return out;
-  const std::string prefix = view_keys::scoped('w', scope.business, scope.live);
+  if (!(filter.category && filter.is_favourite))
+    return listed_records('w', scope,
+                          filter.category       ? rf::of('c', *filter.category)
+                          : filter.is_favourite ? rf::of('f', *filter.is_favourite ? "true" : "false")
+                                                : rf::all(),
+                          page);
+  const std::string prefix = view_keys::record_listed_prefix('w', scope.business, scope.live, rf::all());
   std::shared_lock lock(db_lock_);
   scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix,
                     [&](std::string_view, std::string_view id) {

@@ -163,6 +163,10 @@ class Views {
   std::optional<std::string> get(const std::string& key) const;
   std::optional<nlohmann::json> get_json(const std::string& key) const;
   std::optional<std::string> get_scoped(const std::string& key, const Scope& scope) const;
+  // A page of the wallets (kind w) or beneficiaries (kind d) of `scope` listed under `filter`
+  // (view_keys.h): totalCount from its counter, the page from its listing, no scan.
+  Page listed_records(char kind, const Scope& scope, const std::string& filter,
+                      const PageRequest& page) const;
 
   std::unique_ptr<rocksdb::DB> db_;  // guarded by db_lock_
   std::uint32_t partitions_;

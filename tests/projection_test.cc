@@ -417,5 +417,99 @@ TEST_F(ProjectionTest, ListsOfOneFilterAgreeWithFilteringEveryRecord) {
   EXPECT_EQ(dump(*views), dump(*rebuilt));
 }
 
+// The wallet and beneficiary lists of one filter read a counter and a listing (view_keys.h);
+// for every filter and page they must say what filtering every record says, and so must the
+// lists of two filters, which scan.
+TEST_F(ProjectionTest, WalletAndBeneficiaryListsOfOneFilterAgreeWithFilteringEveryRecord) {
+  auto views = open_views("record-lists");
+  Projector p(log_, *views);
+  ASSERT_TRUE(p.start().ok());
+  for (int i = 0; i < 13; ++i)
+    ASSERT_TRUE(ledger_
+                    ->execute(CreateWallet{
+                        kCaller, "list-" + std::to_string(i), i % 3 == 0 ? "primary" : "secondary", {}, {}})
+                    .ok());
+  const char* types[] = {"vba", "external", "personal"};
+  const char* names[] = {"Ada", "Ada|Obi", "Bola"};  // a name that another one begins
+  for (int i = 0; i < 11; ++i)
+    ASSERT_TRUE(
+        ledger_
+            ->execute(AddBankAccount{kCaller, "bka-list-" + std::to_string(i), names[i % 3],
+                                     "00000" + std::to_string(10'000 + i), "GTB", "058", types[i % 3]})
+            .ok());
+  wait_caught_up(p);
+  const Scope scope{kCaller.business, kCaller.live};
+
+  // The oracle: every record of a kind in the scope, newest (highest id) first.
+  const auto all_of = [&](const std::string& tag) {
+    std::vector<json> out;
+    std::unique_ptr<rocksdb::Iterator> it(views->db().NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek(tag); it->Valid() && it->key().starts_with(tag); it->Next()) {
+      json r = json::parse(it->value().ToString());
+      if (r.value("auth", "") == scope.business && r.value("live", !scope.live) == scope.live &&
+          (tag != "W" || r.value("type", "") != "transit"))
+        out.push_back(std::move(r));
+    }
+    std::sort(out.begin(), out.end(), [](const json& a, const json& b) {
+      return std::stoull(a.at("id").dump()) > std::stoull(b.at("id").dump());
+    });
+    return out;
+  };
+  const auto expect_pages = [](const std::string& name, const std::vector<json>& records, const auto& keep,
+                               const auto& list) {
+    std::vector<std::string> expected;
+    for (const json& r : records)
+      if (keep(r)) expected.push_back(r.at("publicId").get<std::string>());
+    EXPECT_FALSE(expected.empty()) << name << ": the filter keeps nothing, which tests little";
+    for (std::uint64_t page = 1; page <= expected.size() / 4 + 2; ++page) {
+      const Page got = list(PageRequest{page, 4});
+      EXPECT_EQ(got.total_count, expected.size()) << name << ", page " << page;
+      std::vector<std::string> ids;
+      for (const json& r : got.items) ids.push_back(r.at("publicId").get<std::string>());
+      const auto from = std::min<std::size_t>(expected.size(), (page - 1) * 4);
+      const auto to = std::min<std::size_t>(expected.size(), page * 4);
+      EXPECT_EQ(ids, std::vector<std::string>(expected.begin() + static_cast<std::ptrdiff_t>(from),
+                                              expected.begin() + static_cast<std::ptrdiff_t>(to)))
+          << name << ", page " << page;
+    }
+  };
+
+  const auto wallets = all_of("W");
+  for (const std::optional<std::string>& category :
+       {std::optional<std::string>{}, std::optional<std::string>{"primary"},
+        std::optional<std::string>{"secondary"}})
+    for (const std::optional<bool> favourite : {std::optional<bool>{}, std::optional<bool>{false}}) {
+      WalletFilter f;
+      f.category = category;
+      f.is_favourite = favourite;
+      expect_pages(
+          "wallets " + category.value_or("-") + (favourite ? " favourite=false" : ""), wallets,
+          [&](const json& w) {
+            return (!category || w.at("category") == *category) &&
+                   (!favourite || w.at("isFavourite") == *favourite);
+          },
+          [&](const PageRequest& page) { return views->wallets(scope, f, page); });
+    }
+  const auto beneficiaries = all_of("D");
+  for (const std::optional<std::string>& type :
+       {std::optional<std::string>{}, std::optional<std::string>{"vba"},
+        std::optional<std::string>{"personal"}})
+    for (const std::optional<std::string>& name :
+         {std::optional<std::string>{}, std::optional<std::string>{"Ada"},
+          std::optional<std::string>{"Ada|Obi"}}) {
+      if (type && name && !(*type == "vba" && *name == "Ada") && !(*type == "personal" && *name == "Bola"))
+        continue;
+      BankAccountFilter f;
+      f.beneficiary_type = type;
+      f.account_name = name;
+      expect_pages(
+          "beneficiaries " + type.value_or("-") + " " + name.value_or("-"), beneficiaries,
+          [&](const json& b) {
+            return (!type || b.at("beneficiaryType") == *type) && (!name || b.at("accountName") == *name);
+          },
+          [&](const PageRequest& page) { return views->bank_accounts(scope, f, page); });
+    }
+}
+
 }  // namespace
 }  // namespace kobo
