@@ -165,8 +165,16 @@ std::uint64_t count_value(std::string_view text) {
   return n;
 }
 
+// The index of a page's first item; past the end of every list when it does not fit in 64 bits
+// (a page number far beyond the end, which the API allows up to 2^63 - 1).
+std::uint64_t first_index(const PageRequest& page) {
+  std::uint64_t first = 0;
+  if (__builtin_mul_overflow(page.page - 1, page.per_page, &first)) return UINT64_MAX;
+  return first;
+}
+
 bool in_page(std::uint64_t index, const PageRequest& page) {
-  const std::uint64_t first = (page.page - 1) * page.per_page;
+  const std::uint64_t first = first_index(page);
   return index >= first && index < first + page.per_page;
 }
 
@@ -251,7 +259,7 @@ Page Views::listed_records(char kind, const Scope& scope, const std::string& fil
     std::shared_lock lock(db_lock_);
     const auto n = get(view_keys::record_count(kind, scope.business, scope.live, filter));
     out.total_count = n ? count_value(*n) : 0;
-    const std::uint64_t first = (page.page - 1) * page.per_page;
+    const std::uint64_t first = first_index(page);
     if (first < out.total_count) {
       const std::string prefix = view_keys::record_listed_prefix(kind, scope.business, scope.live, filter);
       std::uint64_t index = 0;
@@ -401,7 +409,7 @@ Page Views::transactions(const Scope& scope, const TransactionFilter& filter, co
   if (!filter.created_until) upper += std::string(8, '\xff');
   if (filter.created_from)
     view_keys::put_be(lower, static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_from, 0)));
-  const std::uint64_t first = (page.page - 1) * page.per_page;
+  const std::uint64_t first = first_index(page);
   std::vector<std::string> ids;
   std::shared_lock lock(db_lock_);
 

@@ -410,6 +410,14 @@ TEST_F(ProjectionTest, ListsOfOneFilterAgreeWithFilteringEveryRecord) {
     }
   }
 
+  // A page whose first index does not fit in 64 bits ((2^62) * 64 would wrap to 0): past the end.
+  for (const auto& filter :
+       {TransactionFilter{}, filters.at(1).second, filters.at(12).second, filters.at(15).second}) {
+    const Page far = views->transactions(scope, filter, PageRequest{(std::uint64_t{1} << 62) + 1, 64});
+    EXPECT_TRUE(far.items.empty()) << "a page far past the end is empty";
+    EXPECT_GT(far.total_count, 0u);
+  }
+
   projector.stop();
   auto rebuilt = open_views("lists-rebuilt");
   Projector fresh(log, *rebuilt);
@@ -490,6 +498,9 @@ TEST_F(ProjectionTest, WalletAndBeneficiaryListsOfOneFilterAgreeWithFilteringEve
           },
           [&](const PageRequest& page) { return views->wallets(scope, f, page); });
     }
+  const Page far = views->wallets(scope, {}, PageRequest{(std::uint64_t{1} << 62) + 1, 64});
+  EXPECT_TRUE(far.items.empty()) << "a page far past the end is empty";
+  EXPECT_EQ(far.total_count, wallets.size());
   const auto beneficiaries = all_of("D");
   for (const std::optional<std::string>& type :
        {std::optional<std::string>{}, std::optional<std::string>{"vba"},
