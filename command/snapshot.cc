@@ -380,6 +380,10 @@ Status write_snapshot(const std::filesystem::path& dir, const Snapshot& s) {
   if (auto st = write_file_atomically(snapshot_path(dir, s.events), encode_snapshot(s)); !st) return st;
   const auto all = snapshots_in(dir);
   for (std::size_t i = kKeep; i < all.size(); ++i) std::filesystem::remove(all[i], ec);
+  // A snapshot's temporary file that a crash left (write_file_atomically's ".<name>.tmp-…"): only
+  // this thread writes snapshots, so any such file is a leftover, as large as a snapshot.
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().filename().string().starts_with(".snapshot-")) std::filesystem::remove(entry.path(), ec);
   return {};
 }
 

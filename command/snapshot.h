@@ -6,7 +6,8 @@
 //
 // Files: <dir>/snapshot-<events, 20 digits>.bin, each written whole through
 // write_file_atomically (a temporary file, fsync, rename, fsync of the directory), so a crash
-// leaves the previous snapshot or the new one, never part of one. The two newest are kept.
+// leaves the previous snapshot or the new one, never part of one (and the next snapshot removes
+// the temporary file a crash left). The two newest are kept.
 //
 // Layout: "KOBOSNAP", format u32, partitions u32, events u64, then per partition its cursor
 // and its state, then the SHA-256 of everything before it. Integers are little-endian, strings

@@ -281,6 +281,15 @@ TEST_F(SnapshotTest, TheNewestUsableSnapshotIsTheOneUsed) {
       << "the older snapshot, the newest being damaged";
 }
 
+TEST_F(SnapshotTest, ATemporaryFileACrashLeftIsRemovedByTheNextSnapshot) {
+  fs::create_directories(dir_ / "snapshots");
+  const fs::path leftover = dir_ / "snapshots" / ".snapshot-00000000000000000007.bin.tmp-0123456789abcdef";
+  std::ofstream(leftover, std::ios::binary) << "half a snapshot";
+  make_log_with_snapshots();
+  EXPECT_FALSE(fs::exists(leftover));
+  EXPECT_FALSE(snapshot_files().empty());
+}
+
 TEST_F(SnapshotTest, ASnapshotOfAnotherLogIsRefused) {
   make_log_with_snapshots();
   {
