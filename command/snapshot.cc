@@ -237,8 +237,10 @@ class SnapshotCodec {
     get_map(r, s.payouts, [&] {
       PayoutState p;
       const std::uint8_t status = r.u8();
-      if (status > static_cast<std::uint8_t>(TransactionStatus::failed)) r.refuse();
-      p.status = static_cast<TransactionStatus>(status);
+      if (status <= static_cast<std::uint8_t>(TransactionStatus::failed))
+        p.status = static_cast<TransactionStatus>(status);
+      else
+        r.refuse();
       p.source = r.str();
       p.amount = Kobo(r.i64());
       p.fee = Kobo(r.i64());
