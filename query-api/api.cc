@@ -348,7 +348,7 @@ class Api::Handlers {
     barrier(*c, std::move(respond),
             [this, caller = c->caller, bank_code = body->at("bankCode").get<std::string>(),
              account_number = body->at("accountNumber").get<std::string>()](Responder r) {
-              answer_validated(caller, bank_code, account_number, std::move(r));
+              answer_validated(caller, bank_code, account_number, r);
             });
   }
 
