@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "events/memory_log.h"
+#include "tests/support/commands.h"
 
 namespace kobo {
 namespace {
@@ -178,18 +179,7 @@ TEST(Ledger, MovesAPayoutAlongTheRailUntilItSucceeds) {
   ASSERT_TRUE(l.start().ok());
   const Outcome src = create_wallet(l, "src");
   fund(l, src, 100'000);
-  BankTransfer b;
-  b.caller = kCaller;
-  b.source = src.id;
-  b.bank_account_id = "bka-x";
-  b.account_number = "0123456784";
-  b.account_name = "Ada";
-  b.bank_code = "044";
-  b.bank_name = "Access Bank";
-  b.name_enquiry_ref = "ne";
-  b.amount = Kobo(10'000);
-  b.narration = "out";
-  const Outcome sent = l.execute(b);
+  const Outcome sent = l.execute(testing::bank_transfer(kCaller, src.id, Kobo(10'000)));
   ASSERT_TRUE(sent.ok());
   bool processing = false, succeeded = false;
   for (int i = 0; i < 200 && !succeeded; ++i) {

@@ -13,6 +13,7 @@
 #include "command/ledger.h"
 #include "common/json_dump.h"
 #include "events/memory_log.h"
+#include "tests/support/commands.h"
 
 namespace kobo {
 namespace {
@@ -315,17 +316,7 @@ TEST_F(ProjectionTest, ListsOfOneFilterAgreeWithFilteringEveryRecord) {
       t.amount = Kobo(10'000 * (1 + n % 4));
       t.narration = "t";
       ASSERT_TRUE(ledger.execute(t).ok());
-      BankTransfer b;
-      b.caller = kCaller;
-      b.source = t.source;
-      b.bank_account_id = "bka-lists";
-      b.account_number = "0123456784";
-      b.account_name = "Ada";
-      b.bank_code = "044";
-      b.bank_name = "Access Bank";
-      b.name_enquiry_ref = "ne";
-      b.amount = Kobo(10'000 * (1 + n % 3));
-      b.narration = "out";
+      BankTransfer b = testing::bank_transfer(kCaller, t.source, Kobo(10'000 * (1 + n % 3)), "bka-lists");
       if (n % 4 == 0) b.metadata = RawJson{R"({"sandboxOutcome":"failed"})"};
       ASSERT_TRUE(ledger.execute(b).ok());
       move_clock(600ms);  // some payouts move on, some stay where they are

@@ -12,6 +12,7 @@
 
 #include "command/ledger.h"
 #include "events/embedded_log.h"
+#include "tests/support/commands.h"
 
 namespace kobo {
 namespace {
@@ -87,17 +88,7 @@ class SnapshotTest : public ::testing::Test {
       too_much.amount = Kobo(999'000'000);
       too_much.narration = "no";
       run(too_much);
-      BankTransfer b;
-      b.caller = caller;
-      b.source = wallets[2].id;
-      b.bank_account_id = "bka-" + r;
-      b.account_number = "0123456784";
-      b.account_name = "Ada";
-      b.bank_code = "044";
-      b.bank_name = "Access Bank";
-      b.name_enquiry_ref = "ne";
-      b.amount = Kobo(50'000);
-      b.narration = "out";
+      BankTransfer b = testing::bank_transfer(caller, wallets[2].id, Kobo(50'000), "bka-" + r);
       b.save_beneficiary = true;
       run(b);
       run(CreateCollection{caller, wallets[0].id, "Pay me", Kobo(25'000), 900, "col-ref-" + r});
