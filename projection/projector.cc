@@ -135,9 +135,9 @@ class Projector::Batch {
   struct TransactionIndex;
   class Records;
   void apply_postings(const Event& e, const std::vector<Posting>& postings);
-  void put_transaction(const json& trx);
-  void put_wallet(const json& wallet, bool listed);
-  void list_record(char kind, const json& record, std::initializer_list<std::string> filters);
+  void put_transaction(std::string trx);
+  void put_wallet(std::string wallet, bool listed);
+  void list_record(char kind, std::string_view record, std::initializer_list<std::string> filters);
   void close_collection(const WalletId& id, CollectionStatus status, UnixMs time);
   void index_transaction(const TransactionIndex& t);
   void count_transaction(const TransactionIndex& t, std::int64_t delta);
@@ -160,26 +160,13 @@ std::uint64_t unsigned_value(std::string_view text) {
 
 }  // namespace
 
-// What the indexes of a transaction need of its record: from the decoded record an event
-// carries, or from the stored bytes of one a status change edits.
+// What the indexes of a transaction need of its record, read from the record's text.
 struct Projector::Batch::TransactionIndex {
   std::string id, business, account, reference;
   bool live = false;
   std::uint64_t number = 0;
   UnixMs created = 0;
   std::string entry, status, amount;  // JSON texts, as in the record
-
-  explicit TransactionIndex(const json& trx)
-      : id(trx.at("publicId").get<std::string>()),
-        business(trx.at("auth").get<std::string>()),
-        account(trx.at("account").get<std::string>()),
-        reference(trx.at("reference").get<std::string>()),
-        live(trx.at("live").get<bool>()),
-        number(trx.at("id").get<std::uint64_t>()),
-        created(created_ms(trx.at("createdAt").get<std::string>())),
-        entry(dump_json(trx.at("entry"))),
-        status(dump_json(trx.at("status"))),
-        amount(dump_json(trx.at("amount"))) {}
 
   explicit TransactionIndex(std::string_view record) {
     std::string_view id_text, live_text, number_text, created_text;
@@ -290,18 +277,19 @@ void Projector::Batch::reindex_transaction(const TransactionIndex& before, const
 class Projector::Batch::Records final : public render::RecordSource {
  public:
   explicit Records(Batch& batch) : batch_(batch) {}
-  std::optional<json> wallet(std::string_view id) const override { return find(view_keys::wallet(id)); }
-  std::optional<json> transaction(std::string_view id) const override {
+  std::optional<std::string> wallet(std::string_view id) const override {
+    return find(view_keys::wallet(id));
+  }
+  std::optional<std::string> transaction(std::string_view id) const override {
     return find(view_keys::transaction(id));
   }
 
  private:
-  std::optional<json> find(const std::string& key) const {
-    if (auto it = batch_.writes_.find(key); it != batch_.writes_.end()) return json::parse(it->second);
+  std::optional<std::string> find(const std::string& key) const {
+    if (auto it = batch_.writes_.find(key); it != batch_.writes_.end()) return it->second;
     auto value = batch_.views_.read(key);
     KOBO_ASSERT(value.ok(), "views read failed");
-    if (!value.value()) return std::nullopt;
-    return json::parse(*value.value());
+    return std::move(value.value());
   }
   Batch& batch_;
 };
@@ -326,33 +314,45 @@ void Projector::Batch::apply_postings(const Event& e, const std::vector<Posting>
   }
 }
 
-void Projector::Batch::put_transaction(const json& trx) {
-  const TransactionIndex index(trx);
+void Projector::Batch::put_transaction(std::string trx) {
+  const TransactionIndex index{std::string_view(trx)};
   index_transaction(index);
   count_transaction(index, +1);
-  put(view_keys::transaction(index.id), trx);
+  put(view_keys::transaction(index.id), std::move(trx));
 }
 
-void Projector::Batch::put_wallet(const json& w, bool listed) {
-  const std::string id = w.at("publicId").get<std::string>();
-  put(view_keys::wallet(id), w);
+namespace {
+
+// A member of a record the projector just rendered, decoded.
+std::string string_member(std::string_view record, std::string_view name) {
+  const auto v = record_bytes::member(record, name);
+  KOBO_ASSERT(v.has_value(), "a rendered record lacks a member the projector indexes it by");
+  return record_bytes::string_value(*v);
+}
+
+}  // namespace
+
+void Projector::Batch::put_wallet(std::string w, bool listed) {
+  const std::string id = string_member(w, "publicId");
   if (listed) {
-    list_record('w', w,
-                {view_keys::record_filter::of('c', w.at("category").get<std::string>()),
-                 view_keys::record_filter::of('f', w.at("isFavourite").get<bool>() ? "true" : "false")});
+    list_record(
+        'w', w,
+        {view_keys::record_filter::of('c', string_member(w, "category")),
+         view_keys::record_filter::of('f', std::string(record_bytes::member(w, "isFavourite").value()))});
   }
-  put(view_keys::account_number(w.at("accountNumber").get<std::string>()), id);
+  put(view_keys::account_number(string_member(w, "accountNumber")), id);
+  put(view_keys::wallet(id), std::move(w));
 }
 
 // A new wallet or beneficiary (`kind` w or d) in the listings of its list's filters, counted:
 // under all, and under each of `filters` (view_keys.h). Records of these kinds never change
 // what they are filtered by.
-void Projector::Batch::list_record(char kind, const json& record,
+void Projector::Batch::list_record(char kind, std::string_view record,
                                    std::initializer_list<std::string> filters) {
-  const auto business = record.at("auth").get<std::string>();
-  const bool live = record.at("live").get<bool>();
-  const auto id = record.at("id").get<std::uint64_t>();
-  const auto public_id = record.at("publicId").get<std::string>();
+  const auto business = string_member(record, "auth");
+  const bool live = record_bytes::member(record, "live") == "true";
+  const auto id = unsigned_value(record_bytes::member(record, "id").value());
+  const auto public_id = string_member(record, "publicId");
   const auto add = [&](const std::string& filter) {
     put(view_keys::record_listed(kind, business, live, filter, id), public_id);
     count(view_keys::record_count(kind, business, live, filter), +1);
@@ -365,7 +365,7 @@ void Projector::Batch::apply(const Event& e) {
   const Records records(*this);
   // The records first (they snapshot the wallets as they were), then the balances.
   if (const auto* postings = postings_of(e.data)) {
-    for (const json& trx : render::transactions(e, records)) put_transaction(trx);
+    for (std::string& trx : render::transactions(e, records)) put_transaction(std::move(trx));
     apply_postings(e, *postings);
   }
   if (const auto change = status_change(e.data)) {
@@ -383,9 +383,9 @@ void Projector::Batch::apply(const Event& e) {
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, BusinessRegistered>) {
-          const auto r = render::business_records(e, x);
-          put(view_keys::business(e.business), r.business);
-          put(view_keys::account(x.account.value), r.account);
+          auto r = render::business_records(e, x);
+          put(view_keys::business(e.business), std::move(r.business));
+          put(view_keys::account(x.account.value), std::move(r.account));
           put(view_keys::account_list(e.business, x.id), x.account.value);
           put(view_keys::key_owner(x.test_secret_key_hash),
               json{{"business", e.business}, {"account", x.account.value}, {"live", false}});
@@ -409,11 +409,11 @@ void Projector::Batch::apply(const Event& e) {
         } else if constexpr (std::is_same_v<T, IncomingCreditReceived>) {
           if (x.collection) close_collection(*x.collection, CollectionStatus::success, e.time);
         } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
-          const json b = render::bank_account(e, x);
-          put(view_keys::bank_account(x.bank_account.value), b);
+          std::string b = render::bank_account(e, x);
           list_record('d', b,
-                      {view_keys::record_filter::of('b', b.at("beneficiaryType").get<std::string>()),
-                       view_keys::record_filter::of('n', b.at("accountName").get<std::string>())});
+                      {view_keys::record_filter::of('b', string_member(b, "beneficiaryType")),
+                       view_keys::record_filter::of('n', string_member(b, "accountName"))});
+          put(view_keys::bank_account(x.bank_account.value), std::move(b));
         }
       },
       e.data);

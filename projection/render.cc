@@ -1,27 +1,31 @@
 #include "projection/render.h"
 
-#include <concepts>
+#include <array>
 
 #include "common/crypto.h"
+#include "common/json_dump.h"
 #include "common/log.h"
+#include "projection/record_bytes.h"
+#include "projection/record_text.h"
 
 namespace kobo::render {
 
 using nlohmann::json;
+using record_text::Object;
 
 namespace {
 
 std::string iso(UnixMs ms) { return format_iso8601(ms); }
 
-json rate(Kobo amount) {
-  return {{"rateId", 1},
-          {"rate", 1},
-          {"sourceCurrency", "NGN"},
-          {"destinationCurrency", "NGN"},
-          {"convertedAmount", amount.value}};
+Object rate(Kobo amount) {
+  Object r;
+  r.number("rateId", 1)
+      .number("rate", 1)
+      .string("sourceCurrency", "NGN")
+      .string("destinationCurrency", "NGN")
+      .number("convertedAmount", amount.value);
+  return r;
 }
-
-json mobile(const Mobile& m) { return {{"isoCode", m.iso_code}, {"phoneNumber", m.phone_number}}; }
 
 // 20 lowercase hex digits, derived from the record (the processor's transaction reference).
 std::string t_ref(const TransactionId& id) { return to_hex(sha256("tref|" + id.value)).substr(0, 20); }
@@ -38,293 +42,329 @@ std::string session_id(std::string_view institution, UnixMs time, std::string_vi
   return id;
 }
 
-// The records a fact creates, moved out of the caller's variables: a braced list would copy
-// each tree, since an initializer list's elements are const.
-template <std::same_as<json>... Records>
-std::vector<json> records_of(Records&... records) {
-  std::vector<json> out;
-  out.reserve(sizeof...(records));
-  (out.push_back(std::move(records)), ...);
-  return out;
+// The text of top-level member `name` of a stored record; a record without it is a broken view.
+std::string_view member(std::string_view record, std::string_view name) {
+  const auto v = record_bytes::member(record, name);
+  KOBO_ASSERT(v.has_value(), "a view record lacks a member rendering reads");
+  return *v;
 }
 
 // How a transaction shows a wallet it moves money from or to.
-json snapshot(const json& wallet) {
-  return {{"accountName", wallet.at("accountName")},
-          {"accountNumber", wallet.at("accountNumber")},
-          {"bankCode", wallet.at("bankCode")},
-          {"bankName", wallet.at("bankName")},
-          {"currency", "NGN"},
-          {"id", wallet.at("id")},
-          {"processor", kProcessor},
-          {"publicId", wallet.at("publicId")},
-          {"reference", nullptr}};
+Object snapshot(std::string_view wallet) {
+  Object s;
+  for (const std::string_view k : {"accountName", "accountNumber", "bankCode", "bankName", "id", "publicId"})
+    s.raw(k, member(wallet, k));
+  s.string("currency", "NGN").string("processor", kProcessor).null("reference");
+  return s;
 }
 
-json wallet_of(const RecordSource& records, std::string_view id) {
+std::string wallet_of(const RecordSource& records, std::string_view id) {
   auto w = records.wallet(id);
   KOBO_ASSERT(w.has_value(), "a transaction names a wallet the views do not have");
   return std::move(*w);
 }
 
 // meta.credit: the counterpart side of a transaction, as the API document's 2.7 lists it.
-json mirror(const json& other) {
-  json m;
-  for (const char* k :
-       {"source", "sourceType", "sourceData", "destination", "destinationType", "destinationData", "amount",
-        "currency", "actualAmount", "fee", "narration", "balance"})
-    m[k] = other.at(k);
+Object mirror(const Object& other) {
+  static constexpr std::array<std::string_view, 12> kMirrored{
+      "source", "sourceType", "sourceData",   "destination", "destinationType", "destinationData",
+      "amount", "currency",   "actualAmount", "fee",         "narration",       "balance"};
+  Object m;
+  for (const std::string_view k : kMirrored) {
+    const auto v = other.get(k);
+    KOBO_ASSERT(v.has_value(), "a transaction record lacks a member its mirror shows");
+    m.raw(k, *v);
+  }
   return m;
 }
 
-// The members every transaction record has; the caller adds source, destination, reference,
-// linkRef, status and meta.
-json transaction_base(const Event& e, const AccountId& account, const CreatedTransaction& t, Kobo amount,
-                      std::string_view narration) {
+// The members every transaction record has; the caller adds source, destination and meta, and
+// changes what differs.
+Object transaction_base(const Event& e, const AccountId& account, const CreatedTransaction& t, Kobo amount,
+                        std::string_view narration) {
   const std::string ts = iso(e.time);
-  return {{"_id", object_id_of(t.id.value)},
-          {"account", account.value},
-          {"actualAmount", amount.value},
-          {"amount", amount.value},
-          {"auth", e.business},
-          {"balance", t.posting->balance.value},
-          {"batchId", nullptr},
-          {"clientTransaction", {{"actualAmount", amount.value}, {"fee", 0}}},
-          {"createdAt", ts},
-          {"currency", "NGN"},
-          {"currencyPair", "NGN/NGN"},
-          {"debitReference", t.debit_reference ? json(*t.debit_reference) : json(nullptr)},
-          {"deletedAt", nullptr},
-          {"entry", to_string(entry_of(t.kind))},
-          {"fee", 0},
-          {"feeReference", nullptr},
-          {"id", t.number},
-          {"linkRef", t.link_ref},
-          {"live", e.live},
-          {"metadata", json::object()},
-          {"narration", narration},
-          {"processor", kProcessor},
-          {"publicId", t.id.value},
-          {"reference", t.reference},
-          {"requestSrc", "api"},
-          {"status", to_string(t.status)},
-          {"tRef", t_ref(t.id)},
-          {"tags", json::array()},
-          {"updatedAt", ts}};
+  Object client;
+  client.number("actualAmount", amount.value).number("fee", 0);
+  Object r;
+  r.string("_id", object_id_of(t.id.value))
+      .string("account", account.value)
+      .number("actualAmount", amount.value)
+      .number("amount", amount.value)
+      .string("auth", e.business)
+      .number("balance", t.posting->balance.value)
+      .null("batchId")
+      .object("clientTransaction", client)
+      .string("createdAt", ts)
+      .string("currency", "NGN")
+      .string("currencyPair", "NGN/NGN")
+      .null("deletedAt")
+      .string("entry", to_string(entry_of(t.kind)))
+      .number("fee", 0)
+      .null("feeReference")
+      .number("id", t.number)
+      .string("linkRef", t.link_ref)
+      .boolean("live", e.live)
+      .raw("metadata", "{}")
+      .string("narration", narration)
+      .string("processor", kProcessor)
+      .string("publicId", t.id.value)
+      .string("reference", t.reference)
+      .string("requestSrc", "api")
+      .string("status", to_string(t.status))
+      .string("tRef", t_ref(t.id))
+      .raw("tags", "[]")
+      .string("updatedAt", ts);
+  if (t.debit_reference)
+    r.string("debitReference", *t.debit_reference);
+  else
+    r.null("debitReference");
+  return r;
 }
 
 // Source and destination members of a record that moves money between two wallets.
-void between_wallets(json& t, const json& source, const json& destination) {
-  t["source"] = source.at("publicId");
-  t["sourceType"] = "VirtualAccount";
-  t["sourceData"] = snapshot(source);
-  t["destination"] = destination.at("publicId");
-  t["destinationType"] = "VirtualAccount";
-  t["destinationData"] = snapshot(destination);
+void between_wallets(Object& t, std::string_view source, const Object& destination_data,
+                     std::string_view destination) {
+  t.raw("source", member(source, "publicId"))
+      .string("sourceType", "VirtualAccount")
+      .object("sourceData", snapshot(source))
+      .raw("destination", member(destination, "publicId"))
+      .string("destinationType", "VirtualAccount")
+      .object("destinationData", destination_data);
+}
+
+Object meta(bool third_party, Kobo amount, const Object& credit) {
+  Object m;
+  m.boolean("isThirdParty", third_party).object("rate", rate(amount)).object("credit", credit);
+  return m;
 }
 
 // A pair of records of money moving between two wallets (a wallet transfer, a sweep): each
 // mirrors the other in meta.credit.
-void mirror_pair(json& debit, json& credit, Kobo amount) {
-  json debit_meta{{"isThirdParty", false}, {"rate", rate(amount)}, {"credit", mirror(credit)}};
-  credit["meta"] = {{"isThirdParty", false}, {"rate", rate(amount)}, {"credit", mirror(debit)}};
-  debit["meta"] = std::move(debit_meta);
+std::vector<std::string> mirror_pair(Object& debit, Object& credit, Kobo amount) {
+  const Object debit_meta = meta(false, amount, mirror(credit));
+  credit.object("meta", meta(false, amount, mirror(debit)));
+  debit.object("meta", debit_meta);
+  std::vector<std::string> out;
+  out.reserve(2);
+  out.push_back(debit.text());
+  out.push_back(credit.text());
+  return out;
 }
 
-std::vector<json> wallet_transfer(const Event& e, const WalletTransferSettled& x,
-                                  const std::vector<CreatedTransaction>& created,
-                                  const RecordSource& records) {
-  const json source = wallet_of(records, created[0].posting->account);
-  const json destination = wallet_of(records, created[1].posting->account);
+std::vector<std::string> wallet_transfer(const Event& e, const WalletTransferSettled& x,
+                                         const std::vector<CreatedTransaction>& created,
+                                         const RecordSource& records) {
+  const std::string source = wallet_of(records, created[0].posting->account);
+  const std::string destination = wallet_of(records, created[1].posting->account);
   const Kobo amount = created[1].posting->amount;
-  json debit = transaction_base(e, x.account, created[0], amount, x.narration);
-  json credit = transaction_base(e, x.account, created[1], amount, x.narration);
-  for (json* t : {&debit, &credit}) {
-    between_wallets(*t, source, destination);
-    if (x.name_enquiry_ref) (*t)["destinationData"]["nameEnquiryRef"] = *x.name_enquiry_ref;
-  }
-  mirror_pair(debit, credit, amount);
-  return records_of(debit, credit);
+  Object destination_data = snapshot(destination);
+  if (x.name_enquiry_ref) destination_data.string("nameEnquiryRef", *x.name_enquiry_ref);
+  Object debit = transaction_base(e, x.account, created[0], amount, x.narration);
+  Object credit = transaction_base(e, x.account, created[1], amount, x.narration);
+  for (Object* t : {&debit, &credit}) between_wallets(*t, source, destination_data, destination);
+  return mirror_pair(debit, credit, amount);
 }
 
-std::vector<json> bank_transfer(const Event& e, const BankTransferInitiated& x,
-                                const std::vector<CreatedTransaction>& created, const RecordSource& records) {
+std::vector<std::string> bank_transfer(const Event& e, const BankTransferInitiated& x,
+                                       const std::vector<CreatedTransaction>& created,
+                                       const RecordSource& records) {
   const CreatedTransaction& t = created[0];
-  const json source = wallet_of(records, t.posting->account);
+  const std::string source = wallet_of(records, t.posting->account);
   const Kobo actual = -t.posting->amount;
   const Kobo amount = x.postings.at(1).amount;  // to payout suspense
   const Kobo fee = x.postings.at(2).amount;     // to fees
   const Beneficiary& b = x.beneficiary;
-  json debit = transaction_base(e, x.account, t, amount, x.narration);
-  debit["source"] = source.at("publicId");
-  debit["sourceType"] = "VirtualAccount";
-  debit["sourceData"] = snapshot(source);
-  debit["destination"] = b.bank_account.value;
-  debit["destinationType"] = "BankAccount";
-  debit["destinationData"] = {{"id", b.id},
-                              {"publicId", b.bank_account.value},
-                              {"bankName", b.bank_name},
-                              {"bankCode", b.bank_code},
-                              {"accountName", b.account_name},
-                              {"accountNumber", b.account_number},
-                              {"processor", kProcessor},
-                              {"clientIds", json::object()},
-                              {"nameEnquiryRef", b.name_enquiry_ref}};
-  debit["fee"] = fee.value;
-  debit["feeReference"] = derived_reference("fee-", t.id);
-  debit["actualAmount"] = actual.value;
-  debit["clientTransaction"] = {{"fee", fee.value}, {"actualAmount", actual.value}};
-  debit["metadata"] = json::parse(x.metadata.text);
-  json other_side = mirror(debit);
-  other_side["balance"] = 0;  // the other side is a bank whose balance we do not keep
-  debit["meta"] = {{"isThirdParty", true}, {"rate", rate(amount)}, {"credit", std::move(other_side)}};
-  return records_of(debit);
+  Object destination;
+  destination.number("id", b.id)
+      .string("publicId", b.bank_account.value)
+      .string("bankName", b.bank_name)
+      .string("bankCode", b.bank_code)
+      .string("accountName", b.account_name)
+      .string("accountNumber", b.account_number)
+      .string("processor", kProcessor)
+      .raw("clientIds", "{}")
+      .string("nameEnquiryRef", b.name_enquiry_ref);
+  Object client;
+  client.number("fee", fee.value).number("actualAmount", actual.value);
+  Object debit = transaction_base(e, x.account, t, amount, x.narration);
+  debit.raw("source", member(source, "publicId"))
+      .string("sourceType", "VirtualAccount")
+      .object("sourceData", snapshot(source))
+      .string("destination", b.bank_account.value)
+      .string("destinationType", "BankAccount")
+      .object("destinationData", destination)
+      .number("fee", fee.value)
+      .string("feeReference", derived_reference("fee-", t.id))
+      .number("actualAmount", actual.value)
+      .object("clientTransaction", client)
+      // In the form the views store, whatever form the event holds it in.
+      .raw("metadata", dump_json(json::parse(x.metadata.text)));
+  Object other_side = mirror(debit);
+  other_side.number("balance", 0);  // the other side is a bank whose balance we do not keep
+  debit.object("meta", meta(true, amount, other_side));
+  return {debit.text()};
 }
 
-std::vector<json> payout_reversal(const Event& e, const PayoutFailed& x,
-                                  const std::vector<CreatedTransaction>& created,
-                                  const RecordSource& records) {
+std::vector<std::string> payout_reversal(const Event& e, const PayoutFailed& x,
+                                         const std::vector<CreatedTransaction>& created,
+                                         const RecordSource& records) {
   const CreatedTransaction& t = created[0];
-  auto payout = records.transaction(x.transaction.value);
+  const auto payout = records.transaction(x.transaction.value);
   KOBO_ASSERT(payout.has_value(), "a reversal of a payout the views do not have");
-  const json destination = wallet_of(records, t.posting->account);
+  const std::string destination = wallet_of(records, t.posting->account);
   const Kobo actual = t.posting->amount;
-  json credit = transaction_base(e, AccountId(payout->at("account").get<std::string>()), t, actual,
-                                 "Reversal: " + payout->at("narration").get<std::string>());
-  credit["source"] = payout->at("destination");
-  credit["sourceType"] = "BankAccount";
-  credit["sourceData"] = payout->at("destinationData");
-  credit["destination"] = destination.at("publicId");
-  credit["destinationType"] = "VirtualAccount";
-  credit["destinationData"] = snapshot(destination);
-  credit["debitReference"] = payout->at("reference");
-  credit["tags"] = json::array({"reversal"});
-  json mirrored = mirror(credit);
-  credit["meta"] = {{"isThirdParty", true}, {"rate", rate(actual)}, {"credit", std::move(mirrored)}};
-  return records_of(credit);
+  Object credit =
+      transaction_base(e, AccountId(record_bytes::string_value(member(*payout, "account"))), t, actual,
+                       "Reversal: " + record_bytes::string_value(member(*payout, "narration")));
+  credit.raw("source", member(*payout, "destination"))
+      .string("sourceType", "BankAccount")
+      .raw("sourceData", member(*payout, "destinationData"))
+      .raw("destination", member(destination, "publicId"))
+      .string("destinationType", "VirtualAccount")
+      .object("destinationData", snapshot(destination))
+      .raw("debitReference", member(*payout, "reference"))
+      .raw("tags", R"(["reversal"])");
+  credit.object("meta", meta(true, actual, mirror(credit)));
+  return {credit.text()};
 }
 
-std::vector<json> incoming_credit(const Event& e, const IncomingCreditReceived& x,
-                                  const std::vector<CreatedTransaction>& created,
-                                  const RecordSource& records) {
+std::vector<std::string> incoming_credit(const Event& e, const IncomingCreditReceived& x,
+                                         const std::vector<CreatedTransaction>& created,
+                                         const RecordSource& records) {
   const CreatedTransaction& t = created[0];
-  const json destination = wallet_of(records, t.posting->account);
+  const std::string destination = wallet_of(records, t.posting->account);
   const Kobo amount = t.posting->amount;
   const Sender& s = x.sender;
   const std::string ts = iso(e.time);
   // The sender as the NIP transfer authorised it; the credit's source shows the same.
-  const json authorization{{"channel", "NIP"},
-                           {"reference", t.reference},
-                           {"sessionId", session_id(s.nibss_bank_code, e.time, t.id.value)},
-                           {"bankName", s.bank_name},
-                           {"bankCode", s.bank_code},
-                           {"nibssBankCode", s.nibss_bank_code},
-                           {"accountName", s.account_name},
-                           {"accountNumber", s.account_number}};
-  json source = authorization;
-  source.update({{"id", t.number},
-                 {"processor", kProcessor},
-                 {"type", "bank_account"},
-                 {"publicId", "src-" + derived_uuid("src|" + t.id.value)},
-                 {"createdAt", ts},
-                 {"updatedAt", ts},
-                 {"currency", "NGN"},
-                 {"live", e.live}});
-  json credit = transaction_base(e, x.account, t, amount, x.narration);
-  credit["source"] = source.at("publicId");
-  credit["sourceType"] = "External";
-  credit["sourceData"] = source;
-  credit["destination"] = destination.at("publicId");
-  credit["destinationType"] = "VirtualAccount";
-  credit["destinationData"] = snapshot(destination);
-  if (x.collection) credit["metadata"] = {{"collectionAccount", x.collection->value}};
-  json mirrored = mirror(credit);
-  mirrored["auth"] = e.business;
-  mirrored["account"] = x.account.value;
-  mirrored["linkRef"] = t.link_ref;
-  credit["meta"] = {
-      {"isThirdParty", false},
-      {"rate", rate(amount)},
-      {"credit", std::move(mirrored)},
-      {"clientResponse",
-       {{"message", "Transaction successful"},
-        {"amount", amount.value},
-        {"tranDateTime", ts},
-        {"currency", "NGN"},
-        {"processor", kProcessor},
-        {"narration", x.narration},
-        {"reference", t.reference},
-        {"type", "credit"},
-        {"authorization", authorization},
-        {"status", "success"}}},
+  const auto sender = [&](Object& o) -> Object& {
+    return o.string("channel", "NIP")
+        .string("reference", t.reference)
+        .string("sessionId", session_id(s.nibss_bank_code, e.time, t.id.value))
+        .string("bankName", s.bank_name)
+        .string("bankCode", s.bank_code)
+        .string("nibssBankCode", s.nibss_bank_code)
+        .string("accountName", s.account_name)
+        .string("accountNumber", s.account_number);
   };
-  std::vector<json> out = records_of(credit);
+  Object authorization;
+  sender(authorization);
+  Object source;
+  sender(source)
+      .number("id", t.number)
+      .string("processor", kProcessor)
+      .string("type", "bank_account")
+      .string("publicId", "src-" + derived_uuid("src|" + t.id.value))
+      .string("createdAt", ts)
+      .string("updatedAt", ts)
+      .string("currency", "NGN")
+      .boolean("live", e.live);
+  Object credit = transaction_base(e, x.account, t, amount, x.narration);
+  credit.raw("source", *source.get("publicId"))
+      .string("sourceType", "External")
+      .object("sourceData", source)
+      .raw("destination", member(destination, "publicId"))
+      .string("destinationType", "VirtualAccount")
+      .object("destinationData", snapshot(destination));
+  if (x.collection) {
+    Object metadata;
+    metadata.string("collectionAccount", x.collection->value);
+    credit.object("metadata", metadata);
+  }
+  Object mirrored = mirror(credit);
+  mirrored.string("auth", e.business).string("account", x.account.value).string("linkRef", t.link_ref);
+  Object response;
+  response.string("message", "Transaction successful")
+      .number("amount", amount.value)
+      .string("tranDateTime", ts)
+      .string("currency", "NGN")
+      .string("processor", kProcessor)
+      .string("narration", x.narration)
+      .string("reference", t.reference)
+      .string("type", "credit")
+      .object("authorization", authorization)
+      .string("status", "success");
+  Object m = meta(false, amount, mirrored);
+  m.object("clientResponse", response);
+  credit.object("meta", m);
+  std::vector<std::string> out{credit.text()};
   if (created.size() == 3) {
     // A transit wallet sweeps what it received to its settlement wallet. Its snapshot is as
     // the credit left it.
-    const json transit = wallet_of(records, created[1].posting->account);
-    const json settlement = wallet_of(records, created[2].posting->account);
-    json debit = transaction_base(e, x.account, created[1], amount, "Transit settlement");
-    json swept = transaction_base(e, x.account, created[2], amount, "Transit settlement");
-    for (json* r : {&debit, &swept}) {
-      between_wallets(*r, transit, settlement);
-      (*r)["tags"] = json::array({"sweep"});
+    const std::string transit = wallet_of(records, created[1].posting->account);
+    const std::string settlement = wallet_of(records, created[2].posting->account);
+    const Object settlement_data = snapshot(settlement);
+    Object debit = transaction_base(e, x.account, created[1], amount, "Transit settlement");
+    Object swept = transaction_base(e, x.account, created[2], amount, "Transit settlement");
+    for (Object* r : {&debit, &swept}) {
+      between_wallets(*r, transit, settlement_data, settlement);
+      r->raw("tags", R"(["sweep"])");
     }
-    mirror_pair(debit, swept, amount);
-    out.push_back(std::move(debit));
-    out.push_back(std::move(swept));
+    for (std::string& record : mirror_pair(debit, swept, amount)) out.push_back(std::move(record));
   }
   return out;
 }
 
 // The fields every wallet of the service's bank has (API document 2.1 and 2.2).
-json wallet_base(const Event& e, const AccountId& account, std::uint64_t id, const WalletId& wallet,
-                 const std::string& name, const std::string& number, const std::string& bank_name,
-                 const std::string& bank_code) {
+Object wallet_base(const Event& e, const AccountId& account, std::uint64_t id, const WalletId& wallet,
+                   const std::string& name, const std::string& number, const std::string& bank_name,
+                   const std::string& bank_code) {
   const std::string ts = iso(e.time);
-  return {{"_id", object_id_of(wallet.value)},
-          {"id", id},
-          {"publicId", wallet.value},
-          {"auth", e.business},
-          {"account", account.value},
-          {"accountName", name},
-          {"accountNumber", number},
-          {"bankName", bank_name},
-          {"bankCode", bank_code},
-          {"live", e.live},
-          {"processor", kProcessor},
-          {"balance", 0},
-          {"currency", "NGN"},
-          {"createdAt", ts},
-          {"updatedAt", ts},
-          {"lastUpdated", ts}};
+  Object w;
+  w.string("_id", object_id_of(wallet.value))
+      .number("id", id)
+      .string("publicId", wallet.value)
+      .string("auth", e.business)
+      .string("account", account.value)
+      .string("accountName", name)
+      .string("accountNumber", number)
+      .string("bankName", bank_name)
+      .string("bankCode", bank_code)
+      .boolean("live", e.live)
+      .string("processor", kProcessor)
+      .number("balance", 0)
+      .string("currency", "NGN")
+      .string("createdAt", ts)
+      .string("updatedAt", ts)
+      .string("lastUpdated", ts);
+  return w;
 }
 
 template <typename Opened>
-void contact(json& w, const Opened& x) {
-  if (x.email_address) w["emailAddress"] = *x.email_address;
-  if (x.mobile) w["mobile"] = mobile(*x.mobile);
+void contact(Object& w, const Opened& x) {
+  if (x.email_address) w.string("emailAddress", *x.email_address);
+  if (x.mobile) {
+    Object m;
+    m.string("isoCode", x.mobile->iso_code).string("phoneNumber", x.mobile->phone_number);
+    w.object("mobile", m);
+  }
 }
 
 }  // namespace
 
 BusinessRecords business_records(const Event& e, const BusinessRegistered& x) {
   const std::string ts = iso(e.time);
-  BusinessRecords r;
-  r.business = {{"publicId", e.business}, {"name", x.name}, {"createdAt", ts}, {"updatedAt", ts}};
-  r.account = {{"_id", object_id_of(x.account.value)},
-               {"id", std::to_string(x.id)},
-               {"publicId", x.account.value},
-               {"name", x.account_name},
-               {"webhooks", json::array()},
-               {"isDefault", true},
-               {"live", false},
-               {"pubKey", {{"live", x.live_public_key}, {"test", x.test_public_key}}},
-               {"business", e.business},
-               {"createdAt", ts},
-               {"updatedAt", ts},
-               {"__v", 0}};
-  return r;
+  Object business;
+  business.string("publicId", e.business)
+      .string("name", x.name)
+      .string("createdAt", ts)
+      .string("updatedAt", ts);
+  Object keys;
+  keys.string("live", x.live_public_key).string("test", x.test_public_key);
+  Object account;
+  account.string("_id", object_id_of(x.account.value))
+      .string("id", std::to_string(x.id))
+      .string("publicId", x.account.value)
+      .string("name", x.account_name)
+      .raw("webhooks", "[]")
+      .boolean("isDefault", true)
+      .boolean("live", false)
+      .object("pubKey", keys)
+      .string("business", e.business)
+      .string("createdAt", ts)
+      .string("updatedAt", ts)
+      .number("__v", 0);
+  return {business.text(), account.text()};
 }
 
 void update_account(json& account, const Event& e, const AccountUpdated& x) {
@@ -334,72 +374,76 @@ void update_account(json& account, const Event& e, const AccountUpdated& x) {
   account["__v"] = account.at("__v").get<std::int64_t>() + 1;
 }
 
-json wallet(const Event& e, const WalletOpened& x) {
-  json w = wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code);
+std::string wallet(const Event& e, const WalletOpened& x) {
+  Object w = wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code);
   contact(w, x);
-  w["isFavourite"] = false;
-  w["category"] = to_string(x.category);
-  return w;
+  w.boolean("isFavourite", false).string("category", to_string(x.category));
+  return w.text();
 }
 
-json transit_wallet(const Event& e, const TransitWalletOpened& x) {
-  json w = wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code);
+std::string transit_wallet(const Event& e, const TransitWalletOpened& x) {
+  Object w = wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code);
   contact(w, x);
-  w["alias"] = x.name;
-  w["reference"] = nullptr;
-  w["settlementAccount"] = x.settlement_wallet.value;
-  return w;
+  w.string("alias", x.name).null("reference").string("settlementAccount", x.settlement_wallet.value);
+  return w.text();
 }
 
-json collection_wallet(const Event& e, const CollectionWalletOpened& x, const json& destination) {
+std::string collection_wallet(const Event& e, const CollectionWalletOpened& x, std::string_view destination) {
   const std::string ts = iso(e.time);
-  return {{"_id", object_id_of(x.wallet.value)},
-          {"id", x.id},
-          {"publicId", x.wallet.value},
-          {"auth", e.business},
-          {"account", x.account.value},
-          {"reference", x.reference ? json(*x.reference) : json(nullptr)},
-          {"destination", x.destination.value},
-          {"parentAccountNumber", destination.at("accountNumber")},
-          {"accountName", x.name},
-          {"accountNumber", x.account_number},
-          {"amount", x.amount.value},
-          {"bankName", x.bank_name},
-          {"bankCode", x.bank_code},
-          {"live", e.live},
-          {"processor", kProcessor},
-          {"expiration", iso(x.expires_at.ms)},
-          {"createdAt", ts},
-          {"updatedAt", ts},
-          {"currency", "NGN"},
-          {"active", true},
-          {"status", "pending"}};
+  Object c;
+  c.string("_id", object_id_of(x.wallet.value))
+      .number("id", x.id)
+      .string("publicId", x.wallet.value)
+      .string("auth", e.business)
+      .string("account", x.account.value)
+      .string("destination", x.destination.value)
+      .raw("parentAccountNumber", member(destination, "accountNumber"))
+      .string("accountName", x.name)
+      .string("accountNumber", x.account_number)
+      .number("amount", x.amount.value)
+      .string("bankName", x.bank_name)
+      .string("bankCode", x.bank_code)
+      .boolean("live", e.live)
+      .string("processor", kProcessor)
+      .string("expiration", iso(x.expires_at.ms))
+      .string("createdAt", ts)
+      .string("updatedAt", ts)
+      .string("currency", "NGN")
+      .boolean("active", true)
+      .string("status", "pending");
+  if (x.reference)
+    c.string("reference", *x.reference);
+  else
+    c.null("reference");
+  return c.text();
 }
 
-json bank_account(const Event& e, const BeneficiarySaved& x) {
+std::string bank_account(const Event& e, const BeneficiarySaved& x) {
   const std::string ts = iso(e.time);
-  return {{"_id", object_id_of(x.bank_account.value)},
-          {"id", x.id},
-          {"publicId", x.bank_account.value},
-          {"auth", e.business},
-          {"account", x.account.value},
-          {"accountName", x.account_name},
-          {"accountNumber", x.account_number},
-          {"bankName", x.bank_name},
-          {"bankCode", x.bank_code},
-          {"reference", "bkr-" + derived_uuid("bkr|" + x.bank_account.value)},
-          {"live", e.live},
-          {"processor", kProcessor},
-          {"currency", "NGN"},
-          {"version", 1},
-          {"beneficiaryType", to_string(x.beneficiary_type)},
-          {"clientIds", json::object()},
-          {"createdAt", ts},
-          {"updatedAt", ts},
-          {"lastUpdated", ts}};
+  Object b;
+  b.string("_id", object_id_of(x.bank_account.value))
+      .number("id", x.id)
+      .string("publicId", x.bank_account.value)
+      .string("auth", e.business)
+      .string("account", x.account.value)
+      .string("accountName", x.account_name)
+      .string("accountNumber", x.account_number)
+      .string("bankName", x.bank_name)
+      .string("bankCode", x.bank_code)
+      .string("reference", "bkr-" + derived_uuid("bkr|" + x.bank_account.value))
+      .boolean("live", e.live)
+      .string("processor", kProcessor)
+      .string("currency", "NGN")
+      .number("version", 1)
+      .string("beneficiaryType", to_string(x.beneficiary_type))
+      .raw("clientIds", "{}")
+      .string("createdAt", ts)
+      .string("updatedAt", ts)
+      .string("lastUpdated", ts);
+  return b.text();
 }
 
-std::vector<json> transactions(const Event& e, const RecordSource& records) {
+std::vector<std::string> transactions(const Event& e, const RecordSource& records) {
   const auto created = transactions_created(e.data);
   if (created.empty()) return {};
   if (const auto* x = std::get_if<WalletTransferSettled>(&e.data))
@@ -463,12 +507,12 @@ bool can_render(const std::vector<Event>& events, const RecordSource& records) {
   return true;
 }
 
-std::optional<json> created_record(const std::vector<Event>& events, std::string_view id,
-                                   const RecordSource& records) {
+std::optional<std::string> created_record(const std::vector<Event>& events, std::string_view id,
+                                          const RecordSource& records) {
   for (const Event& e : events) {
-    std::optional<json> found;
-    const auto match = [&](json record) {
-      if (record.at("publicId") == id) found = std::move(record);
+    std::optional<std::string> found;
+    const auto match = [&](std::string record) {
+      if (record_bytes::string_value(member(record, "publicId")) == id) found = std::move(record);
     };
     std::visit(
         [&](const auto& x) {
@@ -484,12 +528,17 @@ std::optional<json> created_record(const std::vector<Event>& events, std::string
           else if constexpr (std::is_same_v<T, BusinessRegistered>)
             match(business_records(e, x).account);
           else
-            for (json& t : transactions(e, records)) match(std::move(t));
+            for (std::string& t : transactions(e, records)) match(std::move(t));
         },
         e.data);
     if (found) return found;
   }
   return std::nullopt;
+}
+
+void answer_pending(std::string& record) {
+  const bool replaced = record_bytes::replace_members(record, {{"status", R"("pending")"}});
+  KOBO_ASSERT(replaced, "an answer without a status");
 }
 
 }  // namespace kobo::render

@@ -10,6 +10,9 @@
 // beneficiary for its reversal), through a RecordSource. So views rebuilt from the log render
 // byte-identical records.
 //
+// Records are rendered as their JSON text in the form the views store (dump_json()'s: compact,
+// members in key order; record_text.h writes it without building a tree), and read the same way.
+//
 // Pure functions of their inputs; thread-safe.
 
 #include <nlohmann/json.hpp>
@@ -26,42 +29,41 @@ namespace kobo::render {
 // The payment processor every record names (the service is its own processor).
 inline constexpr std::string_view kProcessor = "kobo";
 
-// The records an event refers to but does not hold, as the views store them.
+// The records an event refers to but does not hold, as the views store them (their text).
 class RecordSource {
  public:
   virtual ~RecordSource() = default;
   // A wallet, transit or collection wallet record (vba-…); nullopt when unknown.
-  virtual std::optional<nlohmann::json> wallet(std::string_view public_id) const = 0;
+  virtual std::optional<std::string> wallet(std::string_view public_id) const = 0;
   // A transaction record (trx-…); nullopt when unknown.
-  virtual std::optional<nlohmann::json> transaction(std::string_view public_id) const = 0;
+  virtual std::optional<std::string> transaction(std::string_view public_id) const = 0;
 };
 
 // ---- records an event opens ------------------------------------------------------------------
 
 struct BusinessRecords {
-  nlohmann::json business;
-  nlohmann::json account;
+  std::string business;
+  std::string account;
 };
 BusinessRecords business_records(const Event& e, const BusinessRegistered& x);
-// The account record after `x`: `account` as it was, changed.
+// The account record after `x`: `account` as it was (decoded: an update is rare), changed.
 void update_account(nlohmann::json& account, const Event& e, const AccountUpdated& x);
 
-nlohmann::json wallet(const Event& e, const WalletOpened& x);
-nlohmann::json transit_wallet(const Event& e, const TransitWalletOpened& x);
+std::string wallet(const Event& e, const WalletOpened& x);
+std::string transit_wallet(const Event& e, const TransitWalletOpened& x);
 // `destination` is the destination wallet's record (its account number is shown).
-nlohmann::json collection_wallet(const Event& e, const CollectionWalletOpened& x,
-                                 const nlohmann::json& destination);
-nlohmann::json bank_account(const Event& e, const BeneficiarySaved& x);
+std::string collection_wallet(const Event& e, const CollectionWalletOpened& x, std::string_view destination);
+std::string bank_account(const Event& e, const BeneficiarySaved& x);
 
 // ---- transactions ----------------------------------------------------------------------------
 
 // The transaction records `e` creates, in transactions_created() order (events/ledger.h), as
 // created (a payout pending, everything else success). Wallets and the payout a reversal
 // answers are read from `records`; a missing one is a broken log and asserts.
-std::vector<nlohmann::json> transactions(const Event& e, const RecordSource& records);
+std::vector<std::string> transactions(const Event& e, const RecordSource& records);
 
 // A payout's record after the rail moved it to `status` at `time` (meta.verify as the rail
-// reported it): `payout` as it was, changed.
+// reported it): `payout` as it was (decoded: a payout moves a few times at most), changed.
 void advance_payout(nlohmann::json& payout, TransactionStatus status, UnixMs time);
 
 // ---- answers ---------------------------------------------------------------------------------
@@ -77,7 +79,10 @@ bool can_render(const std::vector<Event>& events, const RecordSource& records);
 
 // The record with publicId `id` among those `events` (one command's, as appended) create: the
 // answer to the command. Nullopt when none of them creates it.
-std::optional<nlohmann::json> created_record(const std::vector<Event>& events, std::string_view id,
-                                             const RecordSource& records);
+std::optional<std::string> created_record(const std::vector<Event>& events, std::string_view id,
+                                          const RecordSource& records);
+// A transfer's answer shows it `pending` whatever its record says (DESIGN section 4.1): the
+// created transaction record `record`, so changed.
+void answer_pending(std::string& record);
 
 }  // namespace kobo::render

@@ -485,12 +485,12 @@ std::vector<ViewPosition> Views::positions() const {
   return out;
 }
 
-std::optional<nlohmann::json> ViewRecords::wallet(std::string_view public_id) const {
-  return views_.get_json(view_keys::wallet(public_id));
+std::optional<std::string> ViewRecords::wallet(std::string_view public_id) const {
+  return views_.get(view_keys::wallet(public_id));
 }
 
-std::optional<nlohmann::json> ViewRecords::transaction(std::string_view public_id) const {
-  return views_.get_json(view_keys::transaction(public_id));
+std::optional<std::string> ViewRecords::transaction(std::string_view public_id) const {
+  return views_.get(view_keys::transaction(public_id));
 }
 
 }  // namespace kobo

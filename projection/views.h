@@ -178,8 +178,8 @@ class Views {
 class ViewRecords final : public render::RecordSource {
  public:
   explicit ViewRecords(const Views& views) : views_(views) {}
-  std::optional<nlohmann::json> wallet(std::string_view public_id) const override;
-  std::optional<nlohmann::json> transaction(std::string_view public_id) const override;
+  std::optional<std::string> wallet(std::string_view public_id) const override;
+  std::optional<std::string> transaction(std::string_view public_id) const override;
 
  private:
   const Views& views_;

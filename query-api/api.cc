@@ -159,7 +159,7 @@ class Api::Handlers {
   // they never got) is the answer 503, which a retry with the same reference resolves. `adjust`
   // changes the answer alone (a transfer answers `pending`, DESIGN section 4.1).
   void answer_created(Outcome o, int status, std::string message, Responder respond,
-                      std::function<void(json&)> adjust = {}) {
+                      std::function<void(std::string&)> adjust = {}) {
     const Partition p = o.partition;
     const Seq seq = o.seq;
     on_applied(p, seq,
@@ -171,7 +171,7 @@ class Api::Handlers {
                  auto record = render::created_record(o.events, o.id, records);
                  KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
                  if (adjust) adjust(*record);
-                 respond(http::ok(status, *record, message));
+                 respond(http::ok_text(status, *record, message));
                });
   }
 
@@ -261,8 +261,8 @@ class Api::Handlers {
                             const auto records =
                                 render::business_records(e, std::get<BusinessRegistered>(e.data));
                             r(http::ok(201,
-                                       json{{"business", records.business},
-                                            {"account", records.account},
+                                       json{{"business", json::parse(records.business)},
+                                            {"account", json::parse(records.account)},
                                             {"credentials", to_json(creds)}},
                                        "Business created successfully"));
                           });
@@ -602,8 +602,7 @@ class Api::Handlers {
     api_.ledger_.submit(std::move(cmd), [this, ctx, respond = std::move(respond)](Outcome o) {
       if (o.replayed) return answer_replay(ctx, o, respond);
       if (!o.ok()) return respond(rejection_response(o.rejection));
-      answer_created(std::move(o), 200, "Transfer initiated successfully", respond,
-                     [](json& record) { record["status"] = "pending"; });
+      answer_created(std::move(o), 200, "Transfer initiated successfully", respond, render::answer_pending);
     });
   }
 
@@ -659,8 +658,7 @@ class Api::Handlers {
     api_.ledger_.submit(std::move(cmd), [this, ctx, respond = std::move(respond)](Outcome o) {
       if (o.replayed) return answer_replay(ctx, o, respond);
       if (!o.ok()) return respond(rejection_response(o.rejection));
-      answer_created(std::move(o), 200, "Transfer initiated successfully", respond,
-                     [](json& record) { record["status"] = "pending"; });
+      answer_created(std::move(o), 200, "Transfer initiated successfully", respond, render::answer_pending);
     });
   }
 
