@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <map>
-#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "common/json_dump.h"
 #include "common/log.h"
@@ -42,10 +42,11 @@ ProjectorMetrics& projector_metrics() {
 }  // namespace
 
 // The view changes not yet written, with an overlay so that later events of the batch read what
-// earlier ones wrote. Records are kept as the bytes they are stored as: a new record is dumped
-// once, and the changes every transfer makes (a wallet's balance, a transaction's status) are
-// made in those bytes (record_bytes.h) instead of parsing and dumping the record. At the flush
-// the writes go into the WriteBatch in key order, each key once, which makes RocksDB's memtable
+// earlier ones wrote. Records are kept as the bytes they are stored as: a new record is rendered
+// as text once, and the changes every transfer makes (a wallet's balance, a transaction's status)
+// are made in those bytes (record_bytes.h) instead of parsing and dumping the record; counters
+// are kept as numbers until the flush. The batch finds a key by its hash, and at the flush its
+// writes go into the WriteBatch in key order, each key once, which makes RocksDB's memtable
 // inserts much cheaper than in the order the events made them.
 class Projector::Batch {
  public:
@@ -61,19 +62,19 @@ class Projector::Batch {
   }
   // Adds `delta` to the counter at `key` (view_keys.h: decimal text; absent is 0).
   void count(const std::string& key, std::int64_t delta) {
-    auto it = writes_.find(key);
-    if (it == writes_.end()) {
+    auto it = counts_.find(key);
+    if (it == counts_.end()) {
       auto value = views_.read(key);
       KOBO_ASSERT(value.ok(), "views read failed");
-      it = writes_.emplace(key, value.value().value_or("0")).first;
+      std::int64_t n = 0;
+      if (const auto& text = value.value())
+        KOBO_ASSERT(
+            std::from_chars(text->data(), text->data() + text->size(), n).ptr == text->data() + text->size(),
+            "a view counter is not a number");
+      it = counts_.emplace(key, n).first;
     }
-    std::int64_t n = 0;
-    const std::string& text = it->second;
-    KOBO_ASSERT(std::from_chars(text.data(), text.data() + text.size(), n).ptr == text.data() + text.size(),
-                "a view counter is not a number");
-    n += delta;
-    KOBO_ASSERT(n >= 0, "a view counter went below zero");
-    it->second = std::to_string(n);
+    it->second += delta;
+    KOBO_ASSERT(it->second >= 0, "a view counter went below zero");
   }
   void put(const std::string& key, const json& record) { put(key, dump_json(record)); }
 
@@ -85,10 +86,8 @@ class Projector::Batch {
 
   // Writes the batch; its events are visible from here on, which is when their lag ends.
   [[nodiscard]] Status flush() {
-    if (!writes_.empty() || !erased_.empty()) {
-      rocksdb::WriteBatch wb;
-      for (const auto& key : erased_) KOBO_ASSERT(wb.Delete(key).ok(), "WriteBatch delete");
-      for (const auto& [key, value] : writes_) KOBO_ASSERT(wb.Put(key, value).ok(), "WriteBatch put");
+    if (!writes_.empty() || !erased_.empty() || !counts_.empty()) {
+      rocksdb::WriteBatch wb = write_batch();
       if (auto s = views_.write(wb); !s) return s;  // the batch stays, to be written again
     }
     const UnixMs now = now_ms();
@@ -98,11 +97,34 @@ class Projector::Batch {
       projector_metrics().last_lag.set(static_cast<double>(now - appended_at_.back()) / 1000.0);
     writes_.clear();
     erased_.clear();
+    counts_.clear();
     appended_at_.clear();
     return {};
   }
 
  private:
+  // Every change of the batch, in key order.
+  rocksdb::WriteBatch write_batch() const {
+    struct Change {
+      std::string_view key;
+      const std::string* value;  // null: deleted
+    };
+    std::vector<Change> changes;
+    changes.reserve(writes_.size() + erased_.size() + counts_.size());
+    std::vector<std::string> counts;  // reserved first: the changes point into it
+    counts.reserve(counts_.size());
+    for (const auto& [key, value] : writes_) changes.push_back({key, &value});
+    for (const auto& key : erased_) changes.push_back({key, nullptr});
+    for (const auto& [key, n] : counts_) changes.push_back({key, &counts.emplace_back(std::to_string(n))});
+    std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.key < b.key; });
+    rocksdb::WriteBatch wb;
+    for (const Change& c : changes) {
+      const rocksdb::Slice key(c.key.data(), c.key.size());
+      KOBO_ASSERT(c.value ? wb.Put(key, *c.value).ok() : wb.Delete(key).ok(), "WriteBatch change");
+    }
+    return wb;
+  }
+
   // The record at `key` as this batch sees it, to change in place (it is written at the flush).
   std::string& edit(const std::string& key, const char* missing) {
     auto it = writes_.find(key);
@@ -144,8 +166,9 @@ class Projector::Batch {
   void reindex_transaction(const TransactionIndex& before, const TransactionIndex& after);
 
   Views& views_;
-  std::map<std::string, std::string, std::less<>> writes_;  // key -> value, written at the flush
-  std::set<std::string, std::less<>> erased_;               // keys deleted at the flush, none in writes_
+  std::unordered_map<std::string, std::string> writes_;   // key -> value, written at the flush
+  std::unordered_set<std::string> erased_;                // keys deleted at the flush, none in writes_
+  std::unordered_map<std::string, std::int64_t> counts_;  // counter key -> its value, none in writes_
   std::vector<UnixMs> appended_at_;  // Event::time of each event applied since the last flush
 };
 
