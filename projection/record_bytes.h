@@ -1,6 +1,6 @@
 #pragma once
 // Reading and changing the top-level members of a view record in its stored bytes, without
-// decoding it. Internal to projection/.
+// decoding it. For projection/ and the readers of its views (webhooks/ reads a record's account).
 //
 // Every view record is stored as dump_json() writes it: compact, members in key order. In that
 // form a member's value can be found by scanning the bytes (strings and nested values are

@@ -25,6 +25,7 @@
 #include "events/ledger.h"
 #include "events/log_follower.h"
 #include "events/rocksdb_logger.h"
+#include "projection/record_bytes.h"
 #include "webhooks/http_post.h"
 
 namespace kobo {
@@ -195,9 +196,13 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
   void record(const Event& e, const FinalizedTransaction& f) {
     const auto name = event_name(f.entry, f.status);
     if (!name) return;
-    const auto trx = impl_.views_.transaction(Scope{e.business, e.live}, "", f.id.value);
+    // The record is read as its text, and only its account decoded: most accounts have no
+    // webhooks, and then nothing more is done.
+    const auto trx = impl_.views_.transaction_text(Scope{e.business, e.live}, "", f.id.value);
     KOBO_ASSERT(trx.has_value(), "a finalized transaction is missing from the views");
-    const std::string account_id = trx->at("account").get<std::string>();
+    const auto account_text = record_bytes::member(*trx, "account");
+    KOBO_ASSERT(account_text.has_value(), "a transaction record without its account");
+    const std::string account_id = record_bytes::string_value(*account_text);
     const auto account = impl_.views_.account(e.business, account_id);
     KOBO_ASSERT(account.has_value(), "a transaction of an account the views do not have");
     std::set<std::string> urls;
@@ -207,7 +212,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
 
     const std::string seed = e.hash + "|" + f.id.value;
     const std::string event_id = "evt-" + derived_uuid("event|" + seed);
-    const std::string body = R"({"event":)" + json(*name).dump() + R"(,"data":)" + trx->dump() + "}";
+    const std::string body = R"({"event":)" + json(*name).dump() + R"(,"data":)" + *trx + "}";
     const UnixMs now = now_ms();
     const std::string ts = format_iso8601(now);
     for (const auto& url : urls) {
