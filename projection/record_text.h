@@ -26,9 +26,11 @@ namespace kobo::record_text {
 
 class Object {
  public:
-  Object() {
-    members_.reserve(40);
-    values_.reserve(1024);
+  // Room for `members` members of `bytes` bytes of values in all (a transaction record has 36
+  // and about 2 KiB): it grows past them as needed.
+  explicit Object(std::size_t members = 12, std::size_t bytes = 256) {
+    members_.reserve(members);
+    values_.reserve(bytes);
   }
 
   // A value given as its JSON text (another record's member, a nested Object's text()).

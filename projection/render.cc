@@ -85,7 +85,7 @@ Object transaction_base(const Event& e, const AccountId& account, const CreatedT
   const std::string ts = iso(e.time);
   Object client;
   client.number("actualAmount", amount.value).number("fee", 0);
-  Object r;
+  Object r(40, 2048);
   r.string("_id", object_id_of(t.id.value))
       .string("account", account.value)
       .number("actualAmount", amount.value)

@@ -155,6 +155,9 @@ class Webhooks::Impl {
   asio::ssl::context tls_;
 
   std::unique_ptr<LogFollower> follower_;  // consumer thread only
+  // The webhook URLs of the accounts read so far (consumer thread only; emptied when an
+  // account is updated).
+  std::map<std::string, std::set<std::string>> urls_of_account_;
   std::atomic<bool> healthy_{true};
   bool unwritable_ = false;  // consumer thread only: its last write failed
   std::atomic<bool> stopping_{false};
@@ -179,6 +182,8 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
   std::size_t recorded() const { return recorded_; }
 
   Status accepted(const Event& e) override {
+    // An account's URLs are read once and kept until an account changes.
+    if (std::holds_alternative<AccountUpdated>(e.data)) impl_.urls_of_account_.clear();
     const auto finalized = transactions_finalized(e.data);
     if (finalized.empty()) return {};
     // The data is the Transaction as the API shows it: read it once the projector has it.
@@ -191,6 +196,17 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
   }
 
  private:
+  const std::set<std::string>& urls_of(const std::string& business, const std::string& account_id) {
+    auto it = impl_.urls_of_account_.find(account_id);
+    if (it != impl_.urls_of_account_.end()) return it->second;
+    const auto account = impl_.views_.account(business, account_id);
+    KOBO_ASSERT(account.has_value(), "a transaction of an account the views do not have");
+    std::set<std::string> urls;
+    for (const auto& u : account->value("webhooks", json::array()))
+      if (u.is_string()) urls.insert(u.get<std::string>());
+    return impl_.urls_of_account_.emplace(account_id, std::move(urls)).first->second;
+  }
+
   // The deliveries of one transaction's final state, one per URL of its account. Their ids
   // derive from the event and the transaction, so a re-read event records the same deliveries.
   void record(const Event& e, const FinalizedTransaction& f) {
@@ -203,11 +219,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
     const auto account_text = record_bytes::member(*trx, "account");
     KOBO_ASSERT(account_text.has_value(), "a transaction record without its account");
     const std::string account_id = record_bytes::string_value(*account_text);
-    const auto account = impl_.views_.account(e.business, account_id);
-    KOBO_ASSERT(account.has_value(), "a transaction of an account the views do not have");
-    std::set<std::string> urls;
-    for (const auto& u : account->value("webhooks", json::array()))
-      if (u.is_string()) urls.insert(u.get<std::string>());
+    const std::set<std::string>& urls = urls_of(e.business, account_id);
     if (urls.empty()) return;
 
     const std::string seed = e.hash + "|" + f.id.value;
