@@ -46,6 +46,9 @@ rocksdb::Options views_options(rocksdb::Env* env) {
   o.bottommost_compression_opts.enabled = true;
   o.bottommost_compression_opts.max_dict_bytes = 16 << 10;
   o.bottommost_compression_opts.zstd_max_train_bytes = 100 * (16 << 10);
+  // Most records in the last level, where zstd is: with the level sizes fixed from L1 down, a
+  // compaction leaves most of them in upper levels, in LZ4, for a long time.
+  o.level_compaction_dynamic_level_bytes = true;
   rocksdb::BlockBasedTableOptions t;
   t.block_size = 16 << 10;
   t.block_cache = rocksdb::NewLRUCache(64 << 20);
