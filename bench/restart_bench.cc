@@ -6,6 +6,9 @@
 //                                             yet), then, once a snapshot is written, from it
 //   kobo_restart_bench lists --data-dir D     GET /v1/transactions' read of the views: page 1
 //                                             and page 1,000 of the scope with most records
+//   kobo_restart_bench compact --data-dir D   the views' bytes on disk as `kobo replay` left
+//                                             them, and once compacted to rest (every record in
+//                                             the bottommost level, zstd with its dictionary)
 #include <rocksdb/db.h>
 
 #include <CLI/CLI.hpp>
@@ -132,6 +135,35 @@ int lists(const fs::path& data_dir) {
   return 0;
 }
 
+std::uint64_t bytes_under(const fs::path& dir) {
+  std::uint64_t n = 0;
+  for (const auto& f : fs::recursive_directory_iterator(dir))
+    if (f.is_regular_file()) n += f.file_size();
+  return n;
+}
+
+int compact(const fs::path& data_dir) {
+  const fs::path dir = data_dir / "views";
+  const std::uint64_t before = bytes_under(dir);
+  {
+    auto log = open_log(data_dir);
+    auto views = Views::open(dir.string(), log->partitions());
+    KOBO_ASSERT(views.ok(), "open the views");
+    const auto t = Clock::now();
+    rocksdb::CompactRangeOptions o;
+    o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    KOBO_ASSERT(views.value()->db().CompactRange(o, nullptr, nullptr).ok(), "compact the views");
+    KOBO_ASSERT(views.value()->db().Flush(rocksdb::FlushOptions()).ok(), "flush the views");
+    std::printf("views compacted to rest in %.1f s\n", seconds_since(t));
+  }
+  const std::uint64_t after = bytes_under(dir);
+  std::printf("views on disk: %lu bytes as replayed, %lu bytes at rest\n", static_cast<unsigned long>(before),
+              static_cast<unsigned long>(after));
+  std::printf("RESULT views_bytes_replayed=%lu views_bytes_at_rest=%lu\n", static_cast<unsigned long>(before),
+              static_cast<unsigned long>(after));
+  return 0;
+}
+
 }  // namespace
 }  // namespace kobo::bench
 
@@ -144,8 +176,12 @@ int main(int argc, char** argv) {
   auto* l = app.add_subcommand("lists", "Transaction list pages of the biggest business, from the views");
   l->add_option("--data-dir", data_dir, "A data dir kobo_make_log wrote and kobo replay gave views")
       ->required();
+  auto* c = app.add_subcommand("compact", "The views' bytes on disk as replayed, and compacted to rest");
+  c->add_option("--data-dir", data_dir, "A data dir kobo_make_log wrote and kobo replay gave views")
+      ->required();
   CLI11_PARSE(app, argc, argv);
   kobo::log::set_min_level(kobo::log::Level::warn);
   if (r->parsed()) return kobo::bench::restart(data_dir);
+  if (c->parsed()) return kobo::bench::compact(data_dir);
   return kobo::bench::lists(data_dir);
 }
