@@ -135,6 +135,31 @@ TEST_F(Webhooks, ReceiverGetsEachEventOnceWithAValidSignature) {
     EXPECT_NE(metrics.find(m), std::string::npos) << m;
 }
 
+// The consumer keeps each account's URLs once read: webhooks set on an account that already
+// had transactions without them, and webhooks removed, take effect from the next transaction.
+TEST_F(Webhooks, URLsSetOrRemovedAfterEarlierTransactionsApplyToTheNextOnes) {
+  WebhookReceiver receiver;
+  const Business b = new_business(http());
+  const json wallet = create_wallet(http(), b.key);
+  fund(http(), b.key, wallet, 10'000);  // read with no URLs
+  set_webhooks(http(), b, {receiver.url()});
+  const json second = fund(http(), b.key, wallet, 20'000);
+  ASSERT_TRUE(wait_until([&] { return receiver.count() >= 1; })) << "URLs set later are used";
+  set_webhooks(http(), b, {});
+  fund(http(), b.key, wallet, 30'000);
+  const json fourth = fund(http(), b.key, wallet, 40'000);
+  // Deliveries are recorded in log order: once the fourth credit is in the views and a moment
+  // has passed for its recording, only the second credit was ever delivered.
+  ASSERT_TRUE(wait_until([&] {
+    return http().get("/v1/transactions/" + fourth["publicId"].get<std::string>(), b.key).status == 200;
+  }));
+  std::this_thread::sleep_for(1s);
+  const auto got = receiver.requests();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(body_of(got[0])["data"]["publicId"], second["publicId"]);
+  EXPECT_EQ(deliveries(http(), b.key).size(), 1u);
+}
+
 TEST_F(Webhooks, PayoutsSendDebitOnSuccessAndDebitFailedOnFailure) {
   WebhookReceiver receiver;
   const Business b = new_business(http());
