@@ -212,15 +212,31 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
   void record(const Event& e, const FinalizedTransaction& f) {
     const auto name = event_name(f.entry, f.status);
     if (!name) return;
-    // The record is read as its text, and only its account decoded: most accounts have no
-    // webhooks, and then nothing more is done.
-    const auto trx = impl_.views_.transaction_text(Scope{e.business, e.live}, "", f.id.value);
-    KOBO_ASSERT(trx.has_value(), "a finalized transaction is missing from the views");
-    const auto account_text = record_bytes::member(*trx, "account");
-    KOBO_ASSERT(account_text.has_value(), "a transaction record without its account");
-    const std::string account_id = record_bytes::string_value(*account_text);
+    // Most accounts have no webhooks, and then nothing more is done. The account is the one
+    // the event names (its transactions are that account's), else the record's, read as text
+    // with only its account decoded.
+    std::optional<std::string> trx;
+    const auto read_trx = [&] {
+      if (!trx) trx = impl_.views_.transaction_text(Scope{e.business, e.live}, "", f.id.value);
+      KOBO_ASSERT(trx.has_value(), "a finalized transaction is missing from the views");
+    };
+    std::string account_id = std::visit(
+        [](const auto& x) -> std::string {
+          if constexpr (requires { x.account.value; })
+            return x.account.value;
+          else
+            return {};
+        },
+        e.data);
+    if (account_id.empty()) {
+      read_trx();
+      const auto account_text = record_bytes::member(*trx, "account");
+      KOBO_ASSERT(account_text.has_value(), "a transaction record without its account");
+      account_id = record_bytes::string_value(*account_text);
+    }
     const std::set<std::string>& urls = urls_of(e.business, account_id);
     if (urls.empty()) return;
+    read_trx();
 
     const std::string seed = e.hash + "|" + f.id.value;
     const std::string event_id = "evt-" + derived_uuid("event|" + seed);
