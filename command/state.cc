@@ -168,7 +168,7 @@ void post_all(PartitionState& s, const std::vector<Posting>& postings) {
 
 // The records a money event creates count towards the integer ids of the next ones.
 void count_transactions(PartitionState& s, const EventData& d) {
-  s.transactions_created += transactions_created(d).size();
+  s.transactions_created += transactions_created_count(d);
 }
 
 void remember_reference(PartitionState& s, const AccountId& account, bool live, const std::string& reference,

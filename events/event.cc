@@ -462,7 +462,7 @@ Status validate(const Event& e) {
   }
   if (postings->empty()) return Status::error("a money event without postings");
   if (sum.value != 0) return Status::error("the postings sum to " + std::to_string(sum.value) + ", not 0");
-  if (transactions_created(e.data).size() != wallet_postings)
+  if (transactions_created_count(e.data) != wallet_postings)
     return Status::error("not one transaction id per wallet posting");
   return {};
 }

@@ -117,8 +117,14 @@ Entry entry_of(TransactionKind k) {
   }
 }
 
-std::vector<CreatedTransaction> transactions_created(const EventData& d) {
+namespace {
+
+// The records `d` creates. With `derive` false, only what needs no derivation (kind, number,
+// posting, status): ids past the first, references and link refs are left empty, so counting
+// the records costs no hashing.
+std::vector<CreatedTransaction> created(const EventData& d, bool derive) {
   std::vector<CreatedTransaction> out;
+  out.reserve(3);  // an event creates at most 3 records: references into `out` stay valid
   // The wallet postings of an event, in order, are its records: the k-th gets ids[k] and the
   // k-th id derived from the event's transaction.
   const auto add = [&](TransactionKind kind, const TransactionId& first,
@@ -127,7 +133,7 @@ std::vector<CreatedTransaction> transactions_created(const EventData& d) {
     const std::size_t k = out.size();
     CreatedTransaction t;
     t.kind = kind;
-    t.id = nth_transaction_id(first, k);
+    if (derive) t.id = nth_transaction_id(first, k);
     t.number = id_at(ids, k);
     t.posting = &p;
     t.status = status;
@@ -146,20 +152,24 @@ std::vector<CreatedTransaction> transactions_created(const EventData& d) {
     if (w.size() != 2) return out;
     auto& debit = add(TransactionKind::wallet_transfer_debit, x->transaction, x->ids, *w[0],
                       TransactionStatus::success);
-    debit.reference = x->reference;
-    debit.link_ref = link_ref_of(x->transaction);
     auto& credit = add(TransactionKind::wallet_transfer_credit, x->transaction, x->ids, *w[1],
                        TransactionStatus::success);
-    credit.reference = derived_reference("ref-", credit.id);
-    credit.debit_reference = x->reference;
-    credit.link_ref = link_ref_of(x->transaction);
+    if (derive) {
+      debit.reference = x->reference;
+      debit.link_ref = link_ref_of(x->transaction);
+      credit.reference = derived_reference("ref-", credit.id);
+      credit.debit_reference = x->reference;
+      credit.link_ref = debit.link_ref;
+    }
   } else if (const auto* payout_event = as<BankTransferInitiated>(d)) {
     const auto* x = payout_event;
     const auto w = wallet_postings(x->postings);
     if (w.size() != 1) return out;
     auto& payout = add(TransactionKind::payout, x->transaction, x->ids, *w[0], TransactionStatus::pending);
-    payout.reference = x->reference;
-    payout.link_ref = link_ref_of(x->transaction);
+    if (derive) {
+      payout.reference = x->reference;
+      payout.link_ref = link_ref_of(x->transaction);
+    }
   } else if (const auto* failed = as<PayoutFailed>(d)) {
     const auto* x = failed;
     const auto w = wallet_postings(x->postings);
@@ -167,12 +177,14 @@ std::vector<CreatedTransaction> transactions_created(const EventData& d) {
     // The reversal is the payout's second record: the payout itself is the first.
     CreatedTransaction t;
     t.kind = TransactionKind::payout_reversal;
-    t.id = nth_transaction_id(x->transaction, 1);
     t.number = id_at(x->ids, 0);
     t.posting = w[0];
     t.status = TransactionStatus::success;
-    t.reference = derived_reference("rev-", t.id);
-    t.link_ref = link_ref_of(x->transaction);  // debit_reference: the payout's, which its reader holds
+    if (derive) {
+      t.id = nth_transaction_id(x->transaction, 1);
+      t.reference = derived_reference("rev-", t.id);
+      t.link_ref = link_ref_of(x->transaction);  // debit_reference: the payout's, which its reader holds
+    }
     out.push_back(std::move(t));
   } else if (const auto* incoming = as<IncomingCreditReceived>(d)) {
     const auto* x = incoming;
@@ -180,24 +192,32 @@ std::vector<CreatedTransaction> transactions_created(const EventData& d) {
     if (w.size() != 1 && w.size() != 3) return out;
     auto& credit =
         add(TransactionKind::incoming_credit, x->transaction, x->ids, *w[0], TransactionStatus::success);
-    credit.reference = derived_reference("ref-", credit.id);
-    credit.link_ref = link_ref_of(x->transaction);
+    if (derive) {
+      credit.reference = derived_reference("ref-", credit.id);
+      credit.link_ref = link_ref_of(x->transaction);
+    }
     if (w.size() == 3) {
       auto& debit =
           add(TransactionKind::sweep_debit, x->transaction, x->ids, *w[1], TransactionStatus::success);
-      debit.reference = derived_reference("swp-", debit.id);
-      debit.link_ref = link_ref_of(debit.id);
-      const std::string sweep_reference = debit.reference;
-      const std::string sweep_link = debit.link_ref;
       auto& swept =
           add(TransactionKind::sweep_credit, x->transaction, x->ids, *w[2], TransactionStatus::success);
-      swept.reference = derived_reference("swp-", swept.id);
-      swept.debit_reference = sweep_reference;
-      swept.link_ref = sweep_link;
+      if (derive) {
+        debit.reference = derived_reference("swp-", debit.id);
+        debit.link_ref = link_ref_of(debit.id);
+        swept.reference = derived_reference("swp-", swept.id);
+        swept.debit_reference = debit.reference;
+        swept.link_ref = debit.link_ref;
+      }
     }
   }
   return out;
 }
+
+}  // namespace
+
+std::vector<CreatedTransaction> transactions_created(const EventData& d) { return created(d, true); }
+
+std::size_t transactions_created_count(const EventData& d) { return created(d, false).size(); }
 
 std::optional<StatusChange> status_change(const EventData& d) {
   using S = TransactionStatus;

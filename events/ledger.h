@@ -93,6 +93,8 @@ struct CreatedTransaction {
 
 // The transaction records `d` creates (empty for events that create none).
 std::vector<CreatedTransaction> transactions_created(const EventData& d);
+// transactions_created(d).size(), without deriving their ids and references (no hashing).
+std::size_t transactions_created_count(const EventData& d);
 
 // A status an event gives an existing transaction (PayoutProcessing, PayoutSucceeded,
 // PayoutFailed); nullopt for other events.
