@@ -1,5 +1,6 @@
 #include "projection/render.h"
 
+#include <algorithm>
 #include <array>
 
 #include "common/crypto.h"
@@ -49,11 +50,20 @@ std::string_view member(std::string_view record, std::string_view name) {
   return *v;
 }
 
-// How a transaction shows a wallet it moves money from or to.
+// How a transaction shows a wallet it moves money from or to: its members read in one pass.
 Object snapshot(std::string_view wallet) {
+  static constexpr std::array<std::string_view, 6> kShown{
+      "accountName", "accountNumber", "bankCode", "bankName", "id", "publicId"};
   Object s;
-  for (const std::string_view k : {"accountName", "accountNumber", "bankCode", "bankName", "id", "publicId"})
-    s.raw(k, member(wallet, k));
+  std::size_t found = 0;
+  record_bytes::for_each_member(wallet, [&](std::string_view key, std::size_t begin, std::size_t end) {
+    if (const auto shown = std::find(kShown.begin(), kShown.end(), key); shown != kShown.end()) {
+      s.raw(*shown, wallet.substr(begin, end - begin));  // the key the array holds: it outlives `wallet`
+      ++found;
+    }
+    return found < kShown.size();
+  });
+  KOBO_ASSERT(found == kShown.size(), "a wallet record lacks a member its snapshot shows");
   s.string("currency", "NGN").string("processor", kProcessor).null("reference");
   return s;
 }
@@ -121,13 +131,13 @@ Object transaction_base(const Event& e, const AccountId& account, const CreatedT
   return r;
 }
 
-// Source and destination members of a record that moves money between two wallets.
-void between_wallets(Object& t, std::string_view source, const Object& destination_data,
-                     std::string_view destination) {
-  t.raw("source", member(source, "publicId"))
+// Source and destination members of a record that moves money between two wallets, from the
+// wallets' snapshots.
+void between_wallets(Object& t, const Object& source_data, const Object& destination_data) {
+  t.raw("source", *source_data.get("publicId"))
       .string("sourceType", "VirtualAccount")
-      .object("sourceData", snapshot(source))
-      .raw("destination", member(destination, "publicId"))
+      .object("sourceData", source_data)
+      .raw("destination", *destination_data.get("publicId"))
       .string("destinationType", "VirtualAccount")
       .object("destinationData", destination_data);
 }
@@ -157,11 +167,12 @@ std::vector<std::string> wallet_transfer(const Event& e, const WalletTransferSet
   const std::string source = wallet_of(records, created[0].posting->account);
   const std::string destination = wallet_of(records, created[1].posting->account);
   const Kobo amount = created[1].posting->amount;
+  const Object source_data = snapshot(source);
   Object destination_data = snapshot(destination);
   if (x.name_enquiry_ref) destination_data.string("nameEnquiryRef", *x.name_enquiry_ref);
   Object debit = transaction_base(e, x.account, created[0], amount, x.narration);
   Object credit = transaction_base(e, x.account, created[1], amount, x.narration);
-  for (Object* t : {&debit, &credit}) between_wallets(*t, source, destination_data, destination);
+  for (Object* t : {&debit, &credit}) between_wallets(*t, source_data, destination_data);
   return mirror_pair(debit, credit, amount);
 }
 
@@ -293,11 +304,12 @@ std::vector<std::string> incoming_credit(const Event& e, const IncomingCreditRec
     // the credit left it.
     const std::string transit = wallet_of(records, created[1].posting->account);
     const std::string settlement = wallet_of(records, created[2].posting->account);
+    const Object transit_data = snapshot(transit);
     const Object settlement_data = snapshot(settlement);
     Object debit = transaction_base(e, x.account, created[1], amount, "Transit settlement");
     Object swept = transaction_base(e, x.account, created[2], amount, "Transit settlement");
     for (Object* r : {&debit, &swept}) {
-      between_wallets(*r, transit, settlement_data, settlement);
+      between_wallets(*r, transit_data, settlement_data);
       r->raw("tags", R"(["sweep"])");
     }
     for (std::string& record : mirror_pair(debit, swept, amount)) out.push_back(std::move(record));
