@@ -548,6 +548,13 @@ std::optional<std::string> created_record(const std::vector<Event>& events, std:
   return std::nullopt;
 }
 
+bool settled_when_created(const std::vector<Event>& events, std::string_view id) {
+  for (const Event& e : events)
+    for (const CreatedTransaction& t : transactions_created(e.data))
+      if (t.id.value == id) return t.status == TransactionStatus::success;
+  return false;
+}
+
 void answer_pending(std::string& record) {
   const bool replaced = record_bytes::replace_members(record, {{"status", R"("pending")"}});
   KOBO_ASSERT(replaced, "an answer without a status");

@@ -81,6 +81,10 @@ bool can_render(const std::vector<Event>& events, const RecordSource& records);
 // answer to the command. Nullopt when none of them creates it.
 std::optional<std::string> created_record(const std::vector<Event>& events, std::string_view id,
                                           const RecordSource& records);
+// Whether the record with publicId `id` that `events` create is a transaction settled when it is
+// created (a wallet transfer's, a credit's): no later event changes it, so the views' copy, once
+// they applied `events`, is the created record itself and needs no rendering.
+bool settled_when_created(const std::vector<Event>& events, std::string_view id);
 // A transfer's answer shows it `pending` whatever its record says (DESIGN section 4.1): the
 // created transaction record `record`, so changed.
 void answer_pending(std::string& record);

@@ -168,7 +168,11 @@ class Api::Handlers {
                  const ViewRecords records(api_.views_);
                  if (!applied && !render::can_render(o.events, records))
                    return respond(http::error(503, "Service unavailable"));
-                 auto record = render::created_record(o.events, o.id, records);
+                 // A settled transaction is read back rather than rendered again: the same bytes.
+                 std::optional<std::string> record;
+                 if (applied && render::settled_when_created(o.events, o.id))
+                   record = records.transaction(o.id);
+                 if (!record) record = render::created_record(o.events, o.id, records);
                  KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
                  if (adjust) adjust(*record);
                  respond(http::ok_text(status, *record, message));

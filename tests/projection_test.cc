@@ -180,6 +180,16 @@ TEST_F(ProjectionTest, TheRecordAWriteAnswersIsTheOneTheViewsShow) {
     EXPECT_EQ(*answer, dump_json(json::parse(*answer)));
   }
   EXPECT_EQ(render::created_record(transfer.events, "trx-none", records), std::nullopt);
+
+  // Which answers may be read back from the views: a settled transaction's, never a record that
+  // later events change (a wallet's balance, a payout's status).
+  EXPECT_TRUE(render::settled_when_created(credit.events, credit.id));
+  EXPECT_TRUE(render::settled_when_created(transfer.events, transfer.id));
+  EXPECT_FALSE(render::settled_when_created(a.events, a.id));
+  const Outcome payout = ledger_->execute(testing::bank_transfer(kCaller, a.id, Kobo(1'000)));
+  ASSERT_TRUE(payout.ok());
+  ASSERT_TRUE(render::created_record(payout.events, payout.id, records).has_value()) << "the payout's id";
+  EXPECT_FALSE(render::settled_when_created(payout.events, payout.id));
 }
 
 // A single record is read as its stored text, and its scope from the text's top-level `auth`
