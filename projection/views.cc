@@ -44,6 +44,9 @@ rocksdb::Options views_options(rocksdb::Env* env) {
   o.compression = rocksdb::kLZ4Compression;
   o.bottommost_compression = rocksdb::kZSTD;
   o.bottommost_compression_opts.enabled = true;
+  // Level 1, not zstd's default 3: on the views of 205k transfers compacted, 35% less CPU for
+  // 1.3% more bytes; compaction shares the two cores with everything else.
+  o.bottommost_compression_opts.level = 1;
   o.bottommost_compression_opts.max_dict_bytes = 16 << 10;
   o.bottommost_compression_opts.zstd_max_train_bytes = 100 * (16 << 10);
   // Most records in the last level, where zstd is: with the level sizes fixed from L1 down, a
