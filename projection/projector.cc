@@ -346,11 +346,9 @@ void Projector::Batch::put_transaction(std::string trx) {
 
 namespace {
 
-// A member of a record the projector just rendered, decoded.
+// A string member of a record the projector just rendered, decoded.
 std::string string_member(std::string_view record, std::string_view name) {
-  const auto v = record_bytes::member(record, name);
-  KOBO_ASSERT(v.has_value(), "a rendered record lacks a member the projector indexes it by");
-  return record_bytes::string_value(*v);
+  return record_bytes::string_value(record_bytes::required_member(record, name));
 }
 
 }  // namespace
@@ -361,7 +359,7 @@ void Projector::Batch::put_wallet(std::string w, bool listed) {
     list_record(
         'w', w,
         {view_keys::record_filter::of('c', string_member(w, "category")),
-         view_keys::record_filter::of('f', std::string(record_bytes::member(w, "isFavourite").value()))});
+         view_keys::record_filter::of('f', std::string(record_bytes::required_member(w, "isFavourite")))});
   }
   put(view_keys::account_number(string_member(w, "accountNumber")), id);
   put(view_keys::wallet(id), std::move(w));
@@ -373,8 +371,8 @@ void Projector::Batch::put_wallet(std::string w, bool listed) {
 void Projector::Batch::list_record(char kind, std::string_view record,
                                    std::initializer_list<std::string> filters) {
   const auto business = string_member(record, "auth");
-  const bool live = record_bytes::member(record, "live") == "true";
-  const auto id = unsigned_value(record_bytes::member(record, "id").value());
+  const bool live = record_bytes::required_member(record, "live") == "true";
+  const auto id = unsigned_value(record_bytes::required_member(record, "id"));
   const auto public_id = string_member(record, "publicId");
   const auto add = [&](const std::string& filter) {
     put(view_keys::record_listed(kind, business, live, filter, id), public_id);

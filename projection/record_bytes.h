@@ -21,6 +21,8 @@
 #include <string_view>
 #include <utility>
 
+#include "common/assert.h"
+
 namespace kobo::record_bytes {
 
 namespace detail {
@@ -108,6 +110,13 @@ inline std::optional<std::string_view> member(std::string_view record, std::stri
     return false;
   });
   return out;
+}
+
+// member(), of a record that must have it: a view record without it is a broken view, and asserts.
+inline std::string_view required_member(std::string_view record, std::string_view name) {
+  const auto v = member(record, name);
+  KOBO_ASSERT(v.has_value(), "a view record lacks a member its reader needs");
+  return *v;
 }
 
 // The string a member's JSON string value (`text`, quotes included) stands for. Text without

@@ -43,12 +43,7 @@ std::string session_id(std::string_view institution, UnixMs time, std::string_vi
   return id;
 }
 
-// The text of top-level member `name` of a stored record; a record without it is a broken view.
-std::string_view member(std::string_view record, std::string_view name) {
-  const auto v = record_bytes::member(record, name);
-  KOBO_ASSERT(v.has_value(), "a view record lacks a member rendering reads");
-  return *v;
-}
+using record_bytes::required_member;
 
 // How a transaction shows a wallet it moves money from or to: its members read in one pass.
 Object snapshot(std::string_view wallet) {
@@ -198,7 +193,7 @@ std::vector<std::string> bank_transfer(const Event& e, const BankTransferInitiat
   Object client;
   client.number("fee", fee.value).number("actualAmount", actual.value);
   Object debit = transaction_base(e, x.account, t, amount, x.narration);
-  debit.raw("source", member(source, "publicId"))
+  debit.raw("source", required_member(source, "publicId"))
       .string("sourceType", "VirtualAccount")
       .object("sourceData", snapshot(source))
       .string("destination", b.bank_account.value)
@@ -224,16 +219,16 @@ std::vector<std::string> payout_reversal(const Event& e, const PayoutFailed& x,
   KOBO_ASSERT(payout.has_value(), "a reversal of a payout the views do not have");
   const std::string destination = wallet_of(records, t.posting->account);
   const Kobo actual = t.posting->amount;
-  Object credit =
-      transaction_base(e, AccountId(record_bytes::string_value(member(*payout, "account"))), t, actual,
-                       "Reversal: " + record_bytes::string_value(member(*payout, "narration")));
-  credit.raw("source", member(*payout, "destination"))
+  Object credit = transaction_base(
+      e, AccountId(record_bytes::string_value(required_member(*payout, "account"))), t, actual,
+      "Reversal: " + record_bytes::string_value(required_member(*payout, "narration")));
+  credit.raw("source", required_member(*payout, "destination"))
       .string("sourceType", "BankAccount")
-      .raw("sourceData", member(*payout, "destinationData"))
-      .raw("destination", member(destination, "publicId"))
+      .raw("sourceData", required_member(*payout, "destinationData"))
+      .raw("destination", required_member(destination, "publicId"))
       .string("destinationType", "VirtualAccount")
       .object("destinationData", snapshot(destination))
-      .raw("debitReference", member(*payout, "reference"))
+      .raw("debitReference", required_member(*payout, "reference"))
       .raw("tags", R"(["reversal"])");
   credit.object("meta", meta(true, actual, mirror(credit)));
   return {credit.text()};
@@ -274,7 +269,7 @@ std::vector<std::string> incoming_credit(const Event& e, const IncomingCreditRec
   credit.raw("source", *source.get("publicId"))
       .string("sourceType", "External")
       .object("sourceData", source)
-      .raw("destination", member(destination, "publicId"))
+      .raw("destination", required_member(destination, "publicId"))
       .string("destinationType", "VirtualAccount")
       .object("destinationData", snapshot(destination));
   if (x.collection) {
@@ -409,7 +404,7 @@ std::string collection_wallet(const Event& e, const CollectionWalletOpened& x, s
       .string("auth", e.business)
       .string("account", x.account.value)
       .string("destination", x.destination.value)
-      .raw("parentAccountNumber", member(destination, "accountNumber"))
+      .raw("parentAccountNumber", required_member(destination, "accountNumber"))
       .string("accountName", x.name)
       .string("accountNumber", x.account_number)
       .number("amount", x.amount.value)
@@ -524,7 +519,7 @@ std::optional<std::string> created_record(const std::vector<Event>& events, std:
   for (const Event& e : events) {
     std::optional<std::string> found;
     const auto match = [&](std::string record) {
-      if (record_bytes::string_value(member(record, "publicId")) == id) found = std::move(record);
+      if (record_bytes::string_value(required_member(record, "publicId")) == id) found = std::move(record);
     };
     std::visit(
         [&](const auto& x) {

@@ -230,9 +230,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
         e.data);
     if (account_id.empty()) {
       read_trx();
-      const auto account_text = record_bytes::member(*trx, "account");
-      KOBO_ASSERT(account_text.has_value(), "a transaction record without its account");
-      account_id = record_bytes::string_value(*account_text);
+      account_id = record_bytes::string_value(record_bytes::required_member(*trx, "account"));
     }
     const std::set<std::string>& urls = urls_of(e.business, account_id);
     if (urls.empty()) return;
