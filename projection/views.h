@@ -87,12 +87,19 @@ struct ViewPosition {
   bool operator==(const ViewPosition&) const = default;
 };
 
+// How the views' writes reach the disk.
+enum class ViewWrites {
+  logged,    // through RocksDB's write-ahead log: a write survives a crash once written
+  unlogged,  // into memory until flush(): for views being rebuilt, which a crash discards whole
+};
+
 class Views {
  public:
   // `env`: the RocksDB environment the views' files are written through; null: the machine's own.
   // Fault tests give one whose file system fails on demand (tests/support/faulty_fs.h).
   [[nodiscard]] static Result<std::unique_ptr<Views>> open(const std::string& path, std::uint32_t partitions,
-                                                           rocksdb::Env* env = nullptr);
+                                                           rocksdb::Env* env = nullptr,
+                                                           ViewWrites writes = ViewWrites::logged);
   ~Views();
 
   std::optional<KeyOwner> key_owner(std::string_view secret_key_hash) const;
@@ -129,6 +136,8 @@ class Views {
 
   // The projector's access: a batch written at once, and a key read for it.
   [[nodiscard]] Status write(rocksdb::WriteBatch& batch);
+  // Everything written so far onto the disk, waited for (what ViewWrites::unlogged defers).
+  [[nodiscard]] Status flush();
   // The value of `key`; nullopt when there is none. A read error is an error, never a crash.
   [[nodiscard]] Result<std::optional<std::string>> read(const std::string& key) const;
   // After a failed write (a full disk, an I/O error): closes the database and opens it again,
@@ -139,7 +148,8 @@ class Views {
   rocksdb::DB& db() const { return *db_; }
 
  private:
-  Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions, rocksdb::Env* env);
+  Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions, rocksdb::Env* env,
+        ViewWrites writes);
   // Shared for every use of db_, exclusive to swap it. Reader-preferring POSIX rwlock: a read
   // that reads again (a list fetching its records) takes it recursively, which POSIX allows and
   // which a waiting reopen() cannot block.
@@ -160,6 +170,7 @@ class Views {
   mutable DbLock db_lock_;
   const std::string path_;
   rocksdb::Env* const env_;  // null: the machine's own
+  const ViewWrites writes_;
   std::optional<std::string> get(const std::string& key) const;
   std::optional<nlohmann::json> get_json(const std::string& key) const;
   std::optional<std::string> get_scoped(const std::string& key, const Scope& scope) const;

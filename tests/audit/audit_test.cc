@@ -223,6 +223,14 @@ TEST_F(AuditOfARealLog, ReplayRebuildsViewsEqualToTheIncrementalOnesByteForByte)
     ASSERT_TRUE(log.ok());
     auto rebuilt = rebuild_views(*log.value(), dir / "rebuilt");
     ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().message();
+    // Written without a write-ahead log and handed over flushed: everything is in table files.
+    std::uint64_t unflushed = 0, in_memory = 0;
+    ASSERT_TRUE(rebuilt.value()->db().GetIntProperty("rocksdb.num-entries-active-mem-table", &unflushed));
+    ASSERT_TRUE(rebuilt.value()->db().GetIntProperty("rocksdb.num-entries-imm-mem-tables", &in_memory));
+    EXPECT_EQ(unflushed + in_memory, 0u);
+    std::string stats;
+    ASSERT_TRUE(rebuilt.value()->db().GetProperty("rocksdb.dbstats", &stats));
+    EXPECT_NE(stats.find("Cumulative WAL: 0 writes,"), std::string::npos) << stats;
     auto incremental = Views::open((dir / "views").string(), kPartitions);
     ASSERT_TRUE(incremental.ok());
     const ViewsDiff diff = compare_views(*rebuilt.value(), *incremental.value());
