@@ -1,5 +1,6 @@
 #include "command/decide.h"
 
+#include <algorithm>
 #include <type_traits>
 #include <variant>
 
@@ -400,11 +401,21 @@ Scheduled next_rail_step(const std::string& transaction, const PayoutState& payo
 }
 
 std::vector<Scheduled> resume_schedule(const PartitionState& state, const LedgerConfig& config) {
-  std::vector<Scheduled> out;
-  for (const auto& [trx, payout] : state.payouts)
-    out.push_back(next_rail_step(trx, payout, state.partition, config));
+  std::vector<const std::pair<const std::string, PayoutState>*> payouts;
+  for (const auto& p : state.payouts) payouts.push_back(&p);
+  std::sort(payouts.begin(), payouts.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  std::vector<const CollectionState*> collections;
   for (const auto& [number, c] : state.collections)
-    if (c.active) out.push_back({c.expires_at, ExpireCollection{state.partition, c.public_id}});
+    if (c.active) collections.push_back(&c);
+  std::sort(collections.begin(), collections.end(),
+            [](const CollectionState* a, const CollectionState* b) { return a->public_id < b->public_id; });
+
+  std::vector<Scheduled> out;
+  for (const auto* p : payouts) out.push_back(next_rail_step(p->first, p->second, state.partition, config));
+  for (const CollectionState* c : collections)
+    out.push_back({c->expires_at, ExpireCollection{state.partition, c->public_id}});
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Scheduled& a, const Scheduled& b) { return a.due < b.due; });
   return out;
 }
 

@@ -70,7 +70,9 @@ Scheduled next_rail_step(const std::string& transaction, const PayoutState& payo
                          const LedgerConfig& config);
 
 // The follow-ups a partition owes after a restart: rail steps of payouts in flight and the
-// expiries of open collection wallets.
+// expiries of open collection wallets. Ordered by what the state holds, not by its hash maps'
+// history: by due time, then payouts before collections, each by publicId. So a writer started
+// from a snapshot takes follow-ups due at the same time in the order a whole replay does.
 std::vector<Scheduled> resume_schedule(const PartitionState& state, const LedgerConfig& config);
 
 // Deterministic: the only ids the decision draws (new wallets' and transactions' uuids) come
