@@ -8,6 +8,7 @@
 #include "common/crypto.h"
 #include "common/file.h"
 #include "common/log.h"
+#include "common/metrics.h"
 
 namespace kobo {
 
@@ -440,6 +441,22 @@ std::optional<Snapshot> load_snapshot(const std::filesystem::path& dir, EventLog
 
 // ---- Snapshotter ---------------------------------------------------------------------------
 
+namespace {
+
+struct SnapshotMetrics {
+  metrics::Counter& written =
+      metrics::registry().counter("kobo_snapshots_written_total", "Snapshots of the writer's state written");
+  metrics::Counter& failures = metrics::registry().counter(
+      "kobo_snapshot_failures_total", "Snapshots of the writer's state that could not be written");
+};
+
+SnapshotMetrics& snapshot_metrics() {
+  static SnapshotMetrics m;
+  return m;
+}
+
+}  // namespace
+
 Snapshotter::Snapshotter(EventLog& log, SnapshotterOptions options)
     : log_(log), options_(std::move(options)) {}
 
@@ -494,11 +511,12 @@ void Snapshotter::run() {
     // hammered with snapshots every poll, and the log goes on being what restarts rely on.
     events_at_last_write_ = state_.events;
     if (!s) {
+      snapshot_metrics().failures.inc();
       log::warn("a snapshot of the writer's state could not be written; the next try is later",
                 {{"error", s.message()}});
       continue;
     }
-    written_.fetch_add(1);
+    snapshot_metrics().written.inc();
     log::info("snapshot of the writer's state written", {{"events", state_.events}});
   }
 }

@@ -19,9 +19,10 @@
 // with the same LogFollower and apply() as the writer's replay, and writes a snapshot every
 // `every_events` events at a command boundary. It owns one thread and never involves the
 // writer's, so no command waits for a snapshot; the price is a second copy of the state in
-// memory and a second decode of every event.
+// memory and a second decode of every event. A snapshot that cannot be written (a full disk)
+// leaves the older ones as they were and is tried again `every_events` later; /metrics counts
+// both outcomes (`kobo_snapshots_written_total`, `kobo_snapshot_failures_total`).
 
-#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -73,8 +74,6 @@ class Snapshotter {
   // far past it is written at the first look rather than `every_events` later.
   [[nodiscard]] Status start(Snapshot from, std::uint64_t written_at);
   void stop();
-  // Thread-safe. Snapshots written since start().
-  std::uint64_t written() const { return written_.load(); }
 
  private:
   void run();
@@ -84,7 +83,6 @@ class Snapshotter {
   Snapshot state_;  // the snapshotter's thread only
   std::unique_ptr<LogFollower> follower_;
   std::uint64_t events_at_last_write_ = 0;
-  std::atomic<std::uint64_t> written_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;  // guarded by mu_

@@ -1,6 +1,7 @@
 // Snapshots of the writer's state (command/snapshot.h): a writer started from a snapshot and the
 // log after it decides exactly as one that replayed the whole log, byte for byte in what it
-// appends; a torn, corrupt or foreign snapshot is refused, an older one or the whole log used.
+// appends; a torn, corrupt or foreign snapshot is refused, an older one or the whole log used;
+// a snapshot on a full disk fails without harm and is written once there is room.
 #include "command/snapshot.h"
 
 #include <gtest/gtest.h>
@@ -11,8 +12,10 @@
 #include <thread>
 
 #include "command/ledger.h"
+#include "common/metrics.h"
 #include "events/embedded_log.h"
 #include "tests/support/commands.h"
+#include "tests/support/small_disk.h"
 
 namespace kobo {
 namespace {
@@ -33,6 +36,7 @@ class SnapshotTest : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
+    snapshots_ = dir_ / "snapshots";
   }
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);
@@ -55,7 +59,7 @@ class SnapshotTest : public ::testing::Test {
     o.ids = std::make_shared<SeededIds>(seed);
     o.clock = [this] { return clock_.load(); };
     if (snapshots) {
-      o.snapshot_dir = dir_ / "snapshots";
+      o.snapshot_dir = snapshots_;
       o.snapshot_every_events = 20;
     }
     return o;
@@ -166,7 +170,7 @@ class SnapshotTest : public ::testing::Test {
   std::vector<fs::path> snapshot_files() const {
     std::vector<fs::path> out;
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir_ / "snapshots", ec))
+    for (const auto& e : fs::directory_iterator(snapshots_, ec))
       if (e.path().extension() == ".bin") out.push_back(e.path());
     std::sort(out.begin(), out.end(), std::greater<>());
     return out;
@@ -211,6 +215,7 @@ class SnapshotTest : public ::testing::Test {
   }
 
   fs::path dir_;
+  fs::path snapshots_;  // where the writers with snapshots keep them
   std::atomic<UnixMs> clock_{kNow};
   std::map<std::pair<int, std::string>, std::vector<std::string>>
       wallets_;  // (round, business) -> wallet ids
@@ -220,7 +225,7 @@ TEST_F(SnapshotTest, AStartFromASnapshotDecidesExactlyAsAWholeReplay) {
   make_log_with_snapshots();
   {
     auto log = open_log(dir_ / "log");
-    const auto snapshot = load_snapshot(dir_ / "snapshots", *log);
+    const auto snapshot = load_snapshot(snapshots_, *log);
     ASSERT_TRUE(snapshot.has_value()) << "the snapshot written is not used";
     EXPECT_GT(snapshot->events, 0u);
   }
@@ -251,7 +256,7 @@ TEST_F(SnapshotTest, ATornOrCorruptSnapshotIsRefusedAndTheWholeLogReplayed) {
   for (const auto& [name, bytes] : damages) {
     write(bytes);
     auto log = open_log(dir_ / "log");
-    EXPECT_FALSE(load_snapshot(dir_ / "snapshots", *log).has_value()) << name;
+    EXPECT_FALSE(load_snapshot(snapshots_, *log).has_value()) << name;
     EXPECT_FALSE(decode_snapshot(bytes, kPartitions).ok()) << name;
   }
   write(flipped);
@@ -264,7 +269,7 @@ TEST_F(SnapshotTest, TheNewestUsableSnapshotIsTheOneUsed) {
   ASSERT_EQ(files.size(), 2u) << "the two newest are kept";
   std::ofstream(files.front(), std::ios::binary | std::ios::app) << "x";
   auto log = open_log(dir_ / "log");
-  const auto used = load_snapshot(dir_ / "snapshots", *log);
+  const auto used = load_snapshot(snapshots_, *log);
   ASSERT_TRUE(used.has_value());
   EXPECT_EQ(fs::path("snapshot-" + std::string(20 - std::to_string(used->events).size(), '0') +
                      std::to_string(used->events) + ".bin"),
@@ -273,8 +278,8 @@ TEST_F(SnapshotTest, TheNewestUsableSnapshotIsTheOneUsed) {
 }
 
 TEST_F(SnapshotTest, ATemporaryFileACrashLeftIsRemovedByTheNextSnapshot) {
-  fs::create_directories(dir_ / "snapshots");
-  const fs::path leftover = dir_ / "snapshots" / ".snapshot-00000000000000000007.bin.tmp-0123456789abcdef";
+  fs::create_directories(snapshots_);
+  const fs::path leftover = snapshots_ / ".snapshot-00000000000000000007.bin.tmp-0123456789abcdef";
   std::ofstream(leftover, std::ios::binary) << "half a snapshot";
   make_log_with_snapshots();
   EXPECT_FALSE(fs::exists(leftover));
@@ -286,7 +291,7 @@ TEST_F(SnapshotTest, ASnapshotOfAnotherLogIsRefused) {
   {
     // A log that holds less than the snapshot: refused for its end.
     auto empty = open_log(dir_ / "empty-log");
-    EXPECT_FALSE(load_snapshot(dir_ / "snapshots", *empty).has_value());
+    EXPECT_FALSE(load_snapshot(snapshots_, *empty).has_value());
   }
   // A log as long, with other events: refused for its seq's hash.
   auto other = open_log(dir_ / "other-log");
@@ -295,7 +300,64 @@ TEST_F(SnapshotTest, ASnapshotOfAnotherLogIsRefused) {
     ASSERT_TRUE(l.start().ok());
     for (int round = 0; round < 12; ++round) traffic(l, round);
   }
-  EXPECT_FALSE(load_snapshot(dir_ / "snapshots", *other).has_value());
+  EXPECT_FALSE(load_snapshot(snapshots_, *other).has_value());
+}
+
+// DESIGN guarantee 8 for snapshots: on a full disk a snapshot fails without harm (commands go on
+// being decided, the snapshots there were stay whole and usable, no temporary file is left) and
+// the next one is written once there is room, and is the one a start uses.
+TEST_F(SnapshotTest, ASnapshotOnAFullDiskFailsWithoutHarmAndIsWrittenOnceThereIsRoom) {
+  if (!testing::SmallDisk::can_mount()) GTEST_SKIP() << "mounting a tmpfs needs root";
+  testing::SmallDisk disk("snapshot-full", "8m");
+  ASSERT_TRUE(disk.mounted()) << "mount tmpfs: errno " << disk.mount_error();
+  snapshots_ = disk.path() / "snapshots";  // the log stays on the test's own disk
+  const metrics::Counter& written = metrics::registry().counter("kobo_snapshots_written_total", "");
+  const metrics::Counter& failed = metrics::registry().counter("kobo_snapshot_failures_total", "");
+  // Rounds of traffic until `done`, each given up to 3 s for the snapshotter to act on it.
+  const auto rounds_until = [&](Ledger& l, int& round, const auto& done) {
+    for (const int first = round; !done(); ++round) {
+      if (round - first >= 10) return false;
+      traffic(l, round);
+      for (int i = 0; i < 30 && !done(); ++i) std::this_thread::sleep_for(100ms);
+    }
+    return true;
+  };
+  {
+    auto log = open_log(dir_ / "log");
+    LedgerOptions o = options(1, true);
+    o.snapshot_poll = 50ms;
+    Ledger l(*log, o);
+    ASSERT_TRUE(l.start().ok());
+    int round = 0;
+    ASSERT_TRUE(rounds_until(l, round, [&] { return !snapshot_files().empty(); })) << "no first snapshot";
+
+    ASSERT_TRUE(disk.fill(0));
+    const std::uint64_t failures = failed.value();
+    ASSERT_TRUE(rounds_until(l, round, [&] { return failed.value() > failures; }))
+        << "no snapshot was tried on the full disk";
+    // traffic() asserts nothing; what the writer decided meanwhile is in its log.
+    const auto ends = log->end_offsets();
+    ASSERT_TRUE(ends.ok());
+    for (const Offset end : ends.value()) EXPECT_GT(end.value, 0u);
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(snapshots_, ec))
+      EXPECT_EQ(e.path().extension(), ".bin") << "left on the full disk: " << e.path();
+    ASSERT_FALSE(snapshot_files().empty());
+    const auto usable = load_snapshot(snapshots_, *log);
+    ASSERT_TRUE(usable.has_value()) << "the full disk spoiled the snapshots there were";
+
+    disk.unfill();
+    const std::uint64_t writes = written.value();
+    const std::uint64_t failures_then = failed.value();
+    ASSERT_TRUE(rounds_until(l, round, [&] { return written.value() > writes; }))
+        << "no snapshot was written once there was room";
+    EXPECT_EQ(failed.value(), failures_then);
+    const auto newest = load_snapshot(snapshots_, *log);
+    ASSERT_TRUE(newest.has_value());
+    EXPECT_GT(newest->events, usable->events);
+    traffic(l, 100);  // a tail after the newest snapshot
+  }
+  expect_start_equals_whole_replay();
 }
 
 }  // namespace
