@@ -1,12 +1,16 @@
 #include "app/audit_cli.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <vector>
 
 #include "app/data_dir.h"
 #include "app/progress.h"
@@ -35,6 +39,30 @@ Result<std::unique_ptr<EventLog>> open_log(const fs::path& data_dir, const Audit
 }
 
 bool show_progress(bool flag) { return flag || ::isatty(STDERR_FILENO) == 1; }
+
+// Where this process builds a copy of the views beside the live ones: <data-dir>/views.<what>-<pid>.
+// Copies that processes no longer running left there (killed mid-rebuild) are removed first, as
+// they are as large as the views; a copy of a running process is left alone.
+fs::path scratch_views(const fs::path& data_dir, std::string_view what) {
+  std::error_code ec;
+  std::vector<fs::path> left;
+  for (const auto& entry : fs::directory_iterator(data_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    for (const std::string_view kind : {"views.rebuild-", "views.audit-"}) {
+      if (!name.starts_with(kind)) continue;
+      const std::string_view digits = std::string_view(name).substr(kind.size());
+      pid_t pid = 0;
+      const auto [end, parse] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+      if (parse == std::errc() && end == digits.data() + digits.size() && pid > 0 && ::kill(pid, 0) != 0 &&
+          errno == ESRCH)
+        left.push_back(entry.path());
+    }
+  }
+  for (const fs::path& p : left) fs::remove_all(p, ec);
+  const fs::path path = data_dir / ("views." + std::string(what) + "-" + std::to_string(::getpid()));
+  fs::remove_all(path, ec);
+  return path;
+}
 
 std::string per_second(std::uint64_t n, double seconds) {
   return seconds > 0 ? std::to_string(static_cast<std::uint64_t>(static_cast<double>(n) / seconds)) : "-";
@@ -118,9 +146,7 @@ int run_audit(const std::string& data_dir_flag, const AuditCommands::LogFlags& l
   } else if (!report->clean()) {
     report->views.note = "not compared: the log itself has violations";
   } else {
-    const fs::path scratch = data_dir / ("views.audit-" + std::to_string(::getpid()));
-    std::error_code ec;
-    fs::remove_all(scratch, ec);
+    const fs::path scratch = scratch_views(data_dir, "audit");
     if (auto s = audit::audit_views(*log.value(), *views, scratch, report.value(), progress); !s) {
       bar.finish();
       return cannot_run("audit", "rebuilding the views to compare them: " + s.message());
@@ -144,14 +170,13 @@ int run_replay(const std::string& data_dir_flag, const AuditCommands::LogFlags& 
   auto log = open_log(data_dir, log_flags);
   if (!log) return cannot_run("replay", log.status().message());
   const fs::path live = data_dir / "views";
-  const fs::path rebuilt = data_dir / ("views.rebuild-" + std::to_string(::getpid()));
   if (fs::exists(live)) {
     // Opening takes RocksDB's lock: a server on this data dir makes it fail here, not mid-swap.
     auto v = Views::open(live.string(), log.value()->partitions());
     if (!v) return cannot_run("replay", explain_lock(v.status().message()));
   }
+  const fs::path rebuilt = scratch_views(data_dir, "rebuild");
   std::error_code ec;
-  fs::remove_all(rebuilt, ec);
 
   auto ends = log.value()->end_offsets();
   if (!ends) return cannot_run("replay", ends.status().message());

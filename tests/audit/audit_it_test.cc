@@ -4,6 +4,8 @@
 // running server's data dir is refused, and tampered copies of the log exit 1 naming the
 // partition and seq of each tamper.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -145,6 +147,34 @@ TEST_F(AuditCommand, IsCleanOnAServedDataDirAndReplayReproducesItsViewsByteForBy
 
   audit = run_kobo(binary(), {"audit", "--data-dir", dir.string()});
   EXPECT_EQ(audit.exit_code, 0) << audit.output;
+}
+
+TEST_F(AuditCommand, ReplayAndAuditRemoveTheViewCopiesOfKilledRunsOnly) {
+  const fs::path dir = copy("leftovers");
+  const pid_t dead = ::fork();  // a process that is gone by the time kobo looks
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  const auto leave = [&](const std::string& name) {
+    fs::create_directories(dir / name);
+    std::ofstream(dir / name / "000001.sst") << "as large as the views";
+    return dir / name;
+  };
+  const fs::path rebuild_of_dead = leave("views.rebuild-" + std::to_string(dead));
+  const fs::path audit_of_dead = leave("views.audit-" + std::to_string(dead));
+  const fs::path running = leave("views.rebuild-" + std::to_string(::getpid()));  // this test runs
+
+  const RunResult replay = run_kobo(binary(), {"replay", "--data-dir", dir.string()});
+  ASSERT_EQ(replay.exit_code, 0) << replay.output;
+  EXPECT_FALSE(fs::exists(rebuild_of_dead));
+  EXPECT_FALSE(fs::exists(audit_of_dead));
+  EXPECT_TRUE(fs::exists(running / "000001.sst")) << "the copy of a running process was removed";
+
+  leave("views.audit-" + std::to_string(dead));
+  const RunResult audit = run_kobo(binary(), {"audit", "--data-dir", dir.string()});
+  EXPECT_EQ(audit.exit_code, 0) << audit.output;
+  EXPECT_FALSE(fs::exists(audit_of_dead));
+  EXPECT_TRUE(fs::exists(running));
 }
 
 TEST_F(AuditCommand, RefusesADataDirThatARunningServerHolds) {
