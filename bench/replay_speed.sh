@@ -38,8 +38,10 @@ rm -f "$dir/events.jsonl"
 log_bytes=$(du -sb "$dir/log" | cut -f1)
 views_bytes=$(du -sb "$dir/views" | cut -f1)
 # The views as a long-running server keeps them: compacted to rest (replay leaves recent
-# records in LZ4 files and the WAL).
-views_rest_bytes=$("$build/bench/kobo_restart_bench" compact --data-dir "$dir" | tee /dev/stderr |
+# records in LZ4 files in the upper levels).
+# (Copied to stderr through a pipe: `tee /dev/stderr` would reopen a redirected stderr's file and
+# truncate what the script wrote there before.)
+views_rest_bytes=$("$build/bench/kobo_restart_bench" compact --data-dir "$dir" | tee >(cat >&2) |
   sed -n 's/^RESULT .*views_bytes_at_rest=\([0-9]*\).*/\1/p')
 per() { python3 -c "print(round($1 / max($2, 1)))"; }
 echo "transfers in the log: $transfers; event $event_bytes B; log $(per "$log_bytes" "$transfers") B and views $(per "$views_bytes" "$transfers") B per transfer on disk ($(per "$views_rest_bytes" "$transfers") B at rest)" >&2
