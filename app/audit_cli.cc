@@ -59,7 +59,7 @@ fs::path scratch_views(const fs::path& data_dir, std::string_view what) {
     }
   }
   for (const fs::path& p : left) fs::remove_all(p, ec);
-  const fs::path path = data_dir / ("views." + std::string(what) + "-" + std::to_string(::getpid()));
+  fs::path path = data_dir / ("views." + std::string(what) + "-" + std::to_string(::getpid()));
   fs::remove_all(path, ec);
   return path;
 }

@@ -411,6 +411,7 @@ std::vector<Scheduled> resume_schedule(const PartitionState& state, const Ledger
             [](const CollectionState* a, const CollectionState* b) { return a->public_id < b->public_id; });
 
   std::vector<Scheduled> out;
+  out.reserve(payouts.size() + collections.size());
   for (const auto* p : payouts) out.push_back(next_rail_step(p->first, p->second, state.partition, config));
   for (const CollectionState* c : collections)
     out.push_back({c->expires_at, ExpireCollection{state.partition, c->public_id}});
