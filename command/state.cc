@@ -15,32 +15,17 @@ namespace kobo {
 namespace {
 
 constexpr std::string_view kWalletPrefix = "vba-";
-constexpr std::size_t kUuidLength = 36;  // 8-4-4-4-12 hex digits
-constexpr std::size_t kUuidDashes[] = {8, 13, 18, 23};
 constexpr std::size_t kUuidVersion = 14;  // the digit that is 4 in a uuid v4
 
-// A lower-case uuid v4 as its 128 bits (32 hex digits, dashes dropped); nullopt for any other
-// text, which would not print back the same.
+// A lower-case uuid v4 as its 128 bits; nullopt for any other text, which would not print back
+// the same.
 std::optional<WalletKey> pack_uuid(std::string_view uuid) {
-  if (uuid.size() != kUuidLength || uuid[kUuidVersion] != '4') return std::nullopt;
+  const auto bytes = parse_uuid(uuid);
+  if (!bytes || uuid[kUuidVersion] != '4') return std::nullopt;
   WalletKey k;
-  int digits = 0;
-  for (std::size_t i = 0; i < uuid.size(); ++i) {
-    const char c = uuid[i];
-    if (std::ranges::find(kUuidDashes, i) != std::end(kUuidDashes)) {
-      if (c != '-') return std::nullopt;
-      continue;
-    }
-    std::uint64_t nibble = 0;
-    if (c >= '0' && c <= '9')
-      nibble = static_cast<std::uint64_t>(c - '0');
-    else if (c >= 'a' && c <= 'f')
-      nibble = static_cast<std::uint64_t>(c - 'a') + 10;
-    else
-      return std::nullopt;
-    std::uint64_t& half = digits < 16 ? k.hi : k.lo;
-    half = half << 4 | nibble;
-    ++digits;
+  for (std::size_t i = 0; i < 8; ++i) {
+    k.hi = k.hi << 8 | (*bytes)[i];
+    k.lo = k.lo << 8 | (*bytes)[8 + i];
   }
   return k;
 }

@@ -124,6 +124,26 @@ std::string format_uuid(const UuidBytes& b) {
   return s;
 }
 
+std::optional<UuidBytes> parse_uuid(std::string_view text) {
+  if (text.size() != 36) return std::nullopt;
+  UuidBytes b{};
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) {
+      if (text[at++] != '-') return std::nullopt;
+    }
+    int byte = 0;
+    for (int half = 0; half < 2; ++half) {
+      const char c = text[at++];
+      const int nibble = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (nibble < 0) return std::nullopt;
+      byte = byte << 4 | nibble;
+    }
+    b[i] = static_cast<std::uint8_t>(byte);
+  }
+  return b;
+}
+
 bool constant_time_equal(std::string_view a, std::string_view b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }

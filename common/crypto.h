@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,9 @@ std::string uuid_v4();
 // Any 128 bits in that form.
 using UuidBytes = std::array<std::uint8_t, 16>;
 std::string format_uuid(const UuidBytes& b);
+// The 128 bits of a uuid in exactly that form (lower-case hex, dashes at 8, 13, 18 and 23);
+// nullopt for any other text, so that format_uuid(*parse_uuid(s)) == s whenever it parses.
+std::optional<UuidBytes> parse_uuid(std::string_view text);
 
 // Constant-time equality of two equally long strings (false when lengths differ).
 bool constant_time_equal(std::string_view a, std::string_view b);
