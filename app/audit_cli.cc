@@ -40,30 +40,6 @@ Result<std::unique_ptr<EventLog>> open_log(const fs::path& data_dir, const Audit
 
 bool show_progress(bool flag) { return flag || ::isatty(STDERR_FILENO) == 1; }
 
-// Where this process builds a copy of the views beside the live ones: <data-dir>/views.<what>-<pid>.
-// Copies that processes no longer running left there (killed mid-rebuild) are removed first, as
-// they are as large as the views; a copy of a running process is left alone.
-fs::path scratch_views(const fs::path& data_dir, std::string_view what) {
-  std::error_code ec;
-  std::vector<fs::path> left;
-  for (const auto& entry : fs::directory_iterator(data_dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    for (const std::string_view kind : {"views.rebuild-", "views.audit-"}) {
-      if (!name.starts_with(kind)) continue;
-      const std::string_view digits = std::string_view(name).substr(kind.size());
-      pid_t pid = 0;
-      const auto [end, parse] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
-      if (parse == std::errc() && end == digits.data() + digits.size() && pid > 0 && ::kill(pid, 0) != 0 &&
-          errno == ESRCH)
-        left.push_back(entry.path());
-    }
-  }
-  for (const fs::path& p : left) fs::remove_all(p, ec);
-  fs::path path = data_dir / ("views." + std::string(what) + "-" + std::to_string(::getpid()));
-  fs::remove_all(path, ec);
-  return path;
-}
-
 std::string per_second(std::uint64_t n, double seconds) {
   return seconds > 0 ? std::to_string(static_cast<std::uint64_t>(static_cast<double>(n) / seconds)) : "-";
 }
@@ -124,11 +100,16 @@ int run_audit(const std::string& data_dir_flag, const AuditCommands::LogFlags& l
   const std::string subject =
       log_flags.kafka_brokers.empty() ? data_dir.string() : "Kafka topic " + log_flags.kafka_topic;
   std::unique_ptr<Views> views;
+  std::string views_unread;  // why views that are there are not compared
   const fs::path views_dir = data_dir / "views";
   if (!data_dir_flag.empty() && fs::exists(views_dir)) {
     auto v = Views::open(views_dir.string(), log.value()->partitions());
-    if (!v) return cannot_run("audit", explain_lock(v.status().message()));
-    views = std::move(v).value();
+    if (v)
+      views = std::move(v).value();
+    else if (v.status().kind() == ErrorKind::other_format)
+      views_unread = v.status().message();
+    else
+      return cannot_run("audit", explain_lock(v.status().message()));
   }
 
   ProgressBar bar(show_progress(progress_flag));
@@ -141,8 +122,9 @@ int run_audit(const std::string& data_dir_flag, const AuditCommands::LogFlags& l
     return cannot_run("audit", "reading the log: " + report.status().message());
   }
   if (!views) {
-    report->views.note = data_dir_flag.empty() ? "not checked: no --data-dir with views given"
-                                               : "not checked: " + views_dir.string() + " does not exist";
+    report->views.note = data_dir_flag.empty()   ? "not checked: no --data-dir with views given"
+                         : !views_unread.empty() ? "not checked: " + views_unread
+                                                 : "not checked: " + views_dir.string() + " does not exist";
   } else if (!report->clean()) {
     report->views.note = "not compared: the log itself has violations";
   } else {
@@ -172,8 +154,10 @@ int run_replay(const std::string& data_dir_flag, const AuditCommands::LogFlags& 
   const fs::path live = data_dir / "views";
   if (fs::exists(live)) {
     // Opening takes RocksDB's lock: a server on this data dir makes it fail here, not mid-swap.
+    // Views of another key layout are what a replay is for: they are replaced.
     auto v = Views::open(live.string(), log.value()->partitions());
-    if (!v) return cannot_run("replay", explain_lock(v.status().message()));
+    if (!v && v.status().kind() != ErrorKind::other_format)
+      return cannot_run("replay", explain_lock(v.status().message()));
   }
   const fs::path rebuilt = scratch_views(data_dir, "rebuild");
   std::error_code ec;

@@ -1,12 +1,66 @@
 #include "app/data_dir.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <vector>
 
+#include "common/log.h"
 #include "events/embedded_log.h"
 #include "events/kafka_log.h"
+#include "projection/rebuild.h"
 
 namespace kobo {
+
+namespace fs = std::filesystem;
+
+// Where this process builds a copy of the views beside the live ones: <data-dir>/views.<what>-<pid>.
+// Copies that processes no longer running left there (killed mid-rebuild) are removed first, as
+// they are as large as the views; a copy of a running process is left alone.
+fs::path scratch_views(const fs::path& data_dir, std::string_view what) {
+  std::error_code ec;
+  std::vector<fs::path> left;
+  for (const auto& entry : fs::directory_iterator(data_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    for (const std::string_view kind : {"views.rebuild-", "views.audit-"}) {
+      if (!name.starts_with(kind)) continue;
+      const std::string_view digits = std::string_view(name).substr(kind.size());
+      pid_t pid = 0;
+      const auto [end, parse] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+      if (parse == std::errc() && end == digits.data() + digits.size() && pid > 0 && ::kill(pid, 0) != 0 &&
+          errno == ESRCH)
+        left.push_back(entry.path());
+    }
+  }
+  for (const fs::path& p : left) fs::remove_all(p, ec);
+  fs::path path = data_dir / ("views." + std::string(what) + "-" + std::to_string(::getpid()));
+  fs::remove_all(path, ec);
+  return path;
+}
+
+Result<std::unique_ptr<Views>> open_views(const fs::path& data_dir, EventLog& log) {
+  const fs::path live = data_dir / "views";
+  auto views = Views::open(live.string(), log.partitions());
+  if (views || views.status().kind() != ErrorKind::other_format) return views;
+  log::warn("rebuilding the views from the log before serving", {{"reason", views.status().message()}});
+  const fs::path rebuilt = scratch_views(data_dir, "rebuild");
+  auto fresh = rebuild_views(log, rebuilt);
+  if (!fresh) {
+    std::error_code ec;
+    fs::remove_all(rebuilt, ec);
+    return Status::error("rebuilding the views of another key layout: " + fresh.status().message());
+  }
+  std::uint64_t events = 0;
+  for (const ViewPosition& p : fresh.value()->positions()) events += p.last_seq.value;
+  fresh.value().reset();
+  if (auto s = swap_in_views(live, rebuilt); !s) return s;
+  log::info("the views are rebuilt", {{"events", events}});
+  return Views::open(live.string(), log.partitions());
+}
 
 // RocksDB says "lock … Resource temporarily unavailable" when another process has the database.
 std::string explain_lock(const std::string& message) {

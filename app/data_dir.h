@@ -1,13 +1,16 @@
 #pragma once
-// Opening an existing data dir's log for the offline commands (`kobo audit`, `kobo replay`,
-// `kobo events`), which must never create one and must say why a locked dir cannot be read.
+// The data dir's log and views as the commands open them: the offline commands (`kobo audit`,
+// `kobo replay`, `kobo events`) must never create a log and must say why a locked dir cannot be
+// read; `kobo serve` opens views of another key layout by rebuilding them first.
 
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "events/event_log.h"
+#include "projection/views.h"
 
 namespace kobo {
 
@@ -23,6 +26,16 @@ namespace kobo {
                                                                  const std::string& kafka_brokers,
                                                                  const std::string& kafka_topic,
                                                                  bool beside_a_writer = false);
+
+// Where this process builds a copy of the views beside the live ones: <data-dir>/views.<what>-<pid>.
+// Copies that processes no longer running left there (killed mid-rebuild) are removed first, as
+// they are as large as the views; a copy of a running process is left alone.
+std::filesystem::path scratch_views(const std::filesystem::path& data_dir, std::string_view what);
+
+// data_dir/views, created when missing. Views in another key layout than this build's (written
+// by an older kobo) are rebuilt from `log` first, in a scratch copy swapped in when complete, as
+// `kobo replay` does: they are derived from the log, so an upgrade needs no step of its own.
+[[nodiscard]] Result<std::unique_ptr<Views>> open_views(const std::filesystem::path& data_dir, EventLog& log);
 
 // `message` with a hint when RocksDB refused the database because another process holds it.
 std::string explain_lock(const std::string& message);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "app/audit_cli.h"
+#include "app/data_dir.h"
 #include "app/events_cli.h"
 #include "command/ledger.h"
 #include "common/crypto.h"
@@ -263,7 +264,7 @@ int serve(const ServeOptions& o) {
   auto log = open_serve_log(o, data_dir, roles->command);
   if (!log) return fail(log.status().message());
   const std::uint32_t partitions = log.value()->partitions();  // an existing topic decides
-  auto views = Views::open((data_dir / "views").string(), partitions);
+  auto views = open_views(data_dir, *log.value());
   if (!views) return fail(views.status().message());
   const std::string backend = o.kafka_brokers.empty() ? "embedded" : "kafka";
   if (!roles->command)

@@ -13,7 +13,11 @@ namespace kobo {
 
 // What kind of operating error a Status is, where a caller acts on the kind: a full disk is
 // answered 507 and clears by itself when space returns; anything else is 503.
-enum class ErrorKind { other, no_space };
+enum class ErrorKind {
+  other,
+  no_space,
+  other_format,  // data written in a layout this build does not read (derived data: rebuild it)
+};
 
 class [[nodiscard]] Status {
  public:

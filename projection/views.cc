@@ -67,6 +67,34 @@ rocksdb::Options views_options(rocksdb::Env* env) {
   return o;
 }
 
+// New views get the key layout's version; views of another layout, or of the first one (which
+// had no version), are refused: their keys mean something else.
+Status check_format(rocksdb::DB& db, const std::string& path, ViewWrites writes) {
+  std::string stored;
+  const auto s = db.Get(rocksdb::ReadOptions(), view_keys::kFormatKey, &stored);
+  if (s.ok()) {
+    if (stored == view_keys::kFormat) return {};
+    return Status::error("the views in " + path + " have key layout " + stored + ", this kobo reads layout " +
+                             std::string(view_keys::kFormat) + ": rebuild them from the log (kobo replay)",
+                         ErrorKind::other_format);
+  }
+  if (!s.IsNotFound()) return Status::error("views read: " + s.ToString());
+  std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
+  it->SeekToFirst();
+  if (!it->status().ok()) return Status::error("views read: " + it->status().ToString());
+  if (it->Valid())
+    return Status::error("the views in " + path + " have the first key layout, this kobo reads layout " +
+                             std::string(view_keys::kFormat) + ": rebuild them from the log (kobo replay)",
+                         ErrorKind::other_format);
+  rocksdb::WriteOptions options;
+  options.disableWAL = writes == ViewWrites::unlogged;  // as every write of these views (write())
+  const auto w = db.Put(options, view_keys::kFormatKey, view_keys::kFormat);
+  if (!w.ok())
+    return Status::error("views write: " + w.ToString(),
+                         w.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
+  return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_t partitions,
@@ -77,7 +105,9 @@ Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_
   rocksdb::DB* raw = nullptr;
   const auto s = rocksdb::DB::Open(views_options(env), path, &raw);
   if (!s.ok()) return Status::error("open views " + path + ": " + s.ToString());
-  return std::unique_ptr<Views>(new Views(std::unique_ptr<rocksdb::DB>(raw), path, partitions, env, writes));
+  std::unique_ptr<rocksdb::DB> db(raw);
+  if (auto f = check_format(*db, path, writes); !f) return f;
+  return std::unique_ptr<Views>(new Views(std::move(db), path, partitions, env, writes));
 }
 
 Status Views::write(rocksdb::WriteBatch& batch) {
@@ -250,7 +280,7 @@ std::optional<json> Views::account(std::string_view business, std::string_view p
 
 Page Views::accounts(std::string_view business, const AccountFilter& filter, const PageRequest& page) const {
   Page out;
-  const std::string prefix = "a" + std::string(business) + "|";
+  const std::string prefix = view_keys::account_list_prefix(business);
   std::shared_lock lock(db_lock_);
   scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix,
                     [&](std::string_view, std::string_view id) {

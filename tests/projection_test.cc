@@ -13,6 +13,8 @@
 #include "command/ledger.h"
 #include "common/json_dump.h"
 #include "events/memory_log.h"
+#include "projection/rebuild.h"
+#include "projection/view_keys.h"
 #include "tests/support/commands.h"
 
 namespace kobo {
@@ -205,7 +207,7 @@ TEST_F(ProjectionTest, ASingleRecordsScopeIsItsTopLevelAuthAndLive) {
       {"w-plain", {{"auth", "biz-1"}, {"b", {1, 2.5, {{"k", "}],\\"}}}}, {"live", false}, {"z", nullptr}}},
   };
   for (const auto& [id, record] : records)
-    ASSERT_TRUE(views->db().Put(rocksdb::WriteOptions(), "W" + id, dump_json(record)).ok());
+    ASSERT_TRUE(views->db().Put(rocksdb::WriteOptions(), view_keys::wallet(id), dump_json(record)).ok());
   const auto text = [&](const std::string& business, bool live, const std::string& id) {
     return views->wallet_text(Scope{business, live}, id);
   };
@@ -525,6 +527,85 @@ TEST_F(ProjectionTest, WalletAndBeneficiaryListsOfOneFilterAgreeWithFilteringEve
           },
           [&](const PageRequest& page) { return views->bank_accounts(scope, f, page); });
     }
+}
+
+// Ids in keys (view_keys.h): the ids the service makes take 19 bytes, anything else is kept whole,
+// and no two ids, nor an id and a longer one, encode alike or one as the start of the other, so a
+// key with an id followed by more never reads as another's.
+TEST(ViewKeys, IdsAreCompactWhenTheServiceMadeThemAndNeverAmbiguous) {
+  const std::string made = "trx-0f8e2c4a-9b1d-4e3f-8a7c-6d5e4f3a2b1c";
+  const std::vector<std::string> ids{
+      made,
+      "fee-0f8e2c4a-9b1d-4e3f-8a7c-6d5e4f3a2b1c",  // the same uuid, another prefix
+      "trx-0f8e2c4a-9b1d-4e3f-8a7c-6d5e4f3a2b1d",
+      "trx-0F8E2C4A-9B1D-4E3F-8A7C-6D5E4F3A2B1C",   // upper case: not what format_uuid writes
+      "trx-0f8e2c4a-9b1d-4e3f-8a7c-6d5e4f3a2b1",    // one digit short
+      "trx-0f8e2c4a-9b1d-4e3f-8a7c-6d5e4f3a2b1c0",  // one digit more
+      "trx_0f8e2c4a-9b1d-4e3f-8a7c-6d5e4f3a2b1c",
+      "Trx-0f8e2c4a-9b1d-4e3f-8a7c-6d5e4f3a2b1c",
+      "trx-0f8e2c4a+9b1d-4e3f-8a7c-6d5e4f3a2b1c",
+      "biz-projection",
+      "",
+      std::string("a\0b", 3),
+  };
+  std::set<std::string> encodings;
+  for (const std::string& id : ids) {
+    std::string key;
+    view_keys::put_id(key, id);
+    EXPECT_TRUE(encodings.insert(key).second) << id;
+    const auto back = view_keys::read_id(key + "more", 0);
+    ASSERT_TRUE(back.has_value()) << id;
+    EXPECT_EQ(back->text, id);
+    EXPECT_EQ(back->length, key.size()) << id;
+  }
+  std::string compact;
+  view_keys::put_id(compact, made);
+  EXPECT_EQ(compact.size(), 19u);
+  EXPECT_EQ(view_keys::read_id(compact.substr(0, 18), 0), std::nullopt) << "a cut id is not an id";
+  for (const std::string& a : encodings)
+    for (const std::string& b : encodings)
+      EXPECT_TRUE(a == b || !b.starts_with(a)) << "one id's encoding starts another's";
+
+  EXPECT_EQ(describe_view_key(view_keys::wallet("vba-0f8e2c4a-9b1d-4e3f-8a7c-6d5e4f3a2b1c")),
+            "wallets/vba-0f8e2c4a-9b1d-4e3f-8a7c-6d5e4f3a2b1c");
+  EXPECT_EQ(describe_view_key(view_keys::transaction_count("biz-0f8e2c4a-9b1d-4e3f-8a7c-6d5e4f3a2b1c", false,
+                                                           view_keys::transaction_filter::all())),
+            "transaction counts/biz-0f8e2c4a-9b1d-4e3f-8a7c-6d5e4f3a2b1c|t*");
+  EXPECT_EQ(describe_view_key(view_keys::record_count('w', "biz-1", true, view_keys::record_filter::all())),
+            "record counts/w|biz-1|l*");
+}
+
+// Views carry their key layout: new ones get it, and views of the first layout (no marker) or
+// of another are refused with what to do, never read as if their keys meant the same.
+TEST_F(ProjectionTest, ViewsOfAnotherKeyLayoutAreRefusedNotRead) {
+  {
+    auto views = open_views("layout");
+    ASSERT_TRUE(views);
+    EXPECT_EQ(views->read(std::string(view_keys::kFormatKey)).value(), std::string(view_keys::kFormat));
+  }
+  EXPECT_TRUE(Views::open((dir_ / "layout").string(), kPartitions).ok()) << "its own layout opens";
+
+  const auto write_raw = [&](const std::string& key, const std::optional<std::string>& value) {
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), (dir_ / "layout").string(), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(
+        (value ? db->Put(rocksdb::WriteOptions(), key, *value) : db->Delete(rocksdb::WriteOptions(), key))
+            .ok());
+  };
+  write_raw("Wvba-1", "{}");  // a key as the first layout wrote it
+  write_raw(std::string(view_keys::kFormatKey), std::nullopt);
+  auto first = Views::open((dir_ / "layout").string(), kPartitions);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().kind(), ErrorKind::other_format);
+  EXPECT_NE(first.status().message().find("first key layout"), std::string::npos) << first.status().message();
+  EXPECT_NE(first.status().message().find("kobo replay"), std::string::npos) << first.status().message();
+
+  write_raw(std::string(view_keys::kFormatKey), "3");
+  auto later = Views::open((dir_ / "layout").string(), kPartitions);
+  ASSERT_FALSE(later.ok());
+  EXPECT_EQ(later.status().kind(), ErrorKind::other_format);
+  EXPECT_NE(later.status().message().find("layout 3"), std::string::npos) << later.status().message();
 }
 
 }  // namespace

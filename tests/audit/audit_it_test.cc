@@ -1,14 +1,16 @@
 // `kobo audit`, `kobo replay` and `kobo events` as processes on a data dir that `kobo serve` wrote
 // (wallets, incoming credits, transfers, payouts that succeed and fail, a kill -9 in the middle):
 // the audit is clean, replay rebuilds byte-identical views, events prints the log as stored, a
-// running server's data dir is refused, and tampered copies of the log exit 1 naming the
-// partition and seq of each tamper.
+// running server's data dir is refused, tampered copies of the log exit 1 naming the partition
+// and seq of each tamper, and views of another key layout are rebuilt, never read.
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "tests/audit/log_surgery.h"
@@ -213,6 +215,62 @@ TEST_F(AuditCommand, CannotRunWithoutALog) {
     EXPECT_NE(r.output.find(row.says), std::string::npos) << r.output;
   }
   EXPECT_FALSE(fs::exists(missing)) << "an audit must not create a data dir";
+}
+
+// Sets the views' key layout marker (projection/view_keys.h: the key "V"), or removes it as the
+// first layout had none, as an older kobo would have left the views.
+void set_views_layout(const fs::path& views, const std::optional<std::string>& layout) {
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), views.string(), &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  ASSERT_TRUE(
+      (layout ? db->Put(rocksdb::WriteOptions(), "V", *layout) : db->Delete(rocksdb::WriteOptions(), "V"))
+          .ok());
+}
+
+TEST_F(AuditCommand, ViewsOfAnotherKeyLayoutAreRebuiltByServeAndReplayAndNotComparedByAudit) {
+  const fs::path dir = copy("layout");
+  const auto served = dump_db(dir / "views");
+  ASSERT_EQ(served.count("V"), 1u) << "views are written with their key layout";
+
+  // Replay replaces views of a layout it does not read, and gives the same views as serving did.
+  set_views_layout(dir / "views", "1");
+  RunResult replay = run_kobo(binary(), {"replay", "--data-dir", dir.string()});
+  ASSERT_EQ(replay.exit_code, 0) << replay.output;
+  EXPECT_EQ(dump_db(dir / "views"), served);
+
+  // The first layout had no marker: audit checks the log and says why it leaves the views alone.
+  set_views_layout(dir / "views", std::nullopt);
+  const fs::path report = dir / "audit.json";
+  const RunResult audit =
+      run_kobo(binary(), {"audit", "--data-dir", dir.string(), "--json", report.string()});
+  ASSERT_EQ(audit.exit_code, 0) << audit.output;
+  const json r = read_json(report);
+  EXPECT_EQ(r["views"]["checked"], false) << r.dump(2);
+  EXPECT_NE(r.dump().find("the first key layout"), std::string::npos) << r.dump(2);
+  EXPECT_NE(audit.output.find("kobo replay"), std::string::npos) << audit.output;
+
+  // Serve rebuilds them before it answers: every wallet shows the balance it had.
+  KoboOptions options = kobo_options();
+  options.data_dir = dir;
+  KoboProcess server(options);
+  int wallets = 0;
+  for (const auto& [key, value] : served) {
+    if (!key.starts_with("W")) continue;
+    const json w = json::parse(value);
+    if (w.value("live", true) || w.value("type", "") == "transit") continue;
+    const HttpResult res =
+        server.client().get("/v1/virtual-accounts/" + w["publicId"].get<std::string>(), server.test_key());
+    ASSERT_EQ(res.status, 200u) << w.dump();
+    EXPECT_EQ(res.json["data"]["balance"], w["balance"]) << w.dump();
+    ++wallets;
+  }
+  EXPECT_GE(wallets, 6);
+  ASSERT_EQ(server.terminate(), 0);
+  const RunResult after =
+      run_kobo(binary(), {"audit", "--data-dir", dir.string(), "--json", report.string()});
+  EXPECT_EQ(after.exit_code, 0) << after.output;
+  EXPECT_EQ(read_json(report)["views"]["checked"], true) << after.output;
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
