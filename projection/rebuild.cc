@@ -59,10 +59,12 @@ Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const fs::path& path
   return views;
 }
 
-namespace {
-
-void append_escaped(std::string& out, std::string_view bytes) {
-  for (char c : bytes) {
+std::string describe_view_key(std::string_view key) {
+  std::string out = "view '" + std::string(key.substr(0, 1)) + "'";
+  for (const view_keys::TagName& v : view_keys::kTagNames)
+    if (!key.empty() && key[0] == v.tag) out = v.name;
+  out += '/';
+  for (char c : key.substr(key.empty() ? 0 : 1)) {
     const auto u = static_cast<unsigned char>(c);
     if (u >= 0x20 && u < 0x7f && c != '\\') {
       out += c;
@@ -72,33 +74,6 @@ void append_escaped(std::string& out, std::string_view bytes) {
       out += hex;
     }
   }
-}
-
-}  // namespace
-
-std::string describe_view_key(std::string_view key) {
-  if (key.empty()) return "view ''/";
-  std::string out = "view '" + std::string(1, key[0]) + "'";
-  std::size_t id_at = 0;
-  for (const auto& t : view_keys::kTagNames) {
-    if (key[0] != t.tag) continue;
-    out = t.name;
-    id_at = t.id_at;
-  }
-  out += '/';
-  std::size_t at = 1;
-  if (id_at > 0) {
-    if (const auto id = view_keys::read_id(key, id_at)) {
-      if (id_at > 1) {  // what comes between the tag and the id (a record list's kind)
-        append_escaped(out, key.substr(1, id_at - 1));
-        out += '|';
-      }
-      append_escaped(out, id->text);
-      at = id_at + id->length;
-      if (at < key.size()) out += '|';
-    }
-  }
-  append_escaped(out, key.substr(at));
   return out;
 }
 

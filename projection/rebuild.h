@@ -45,8 +45,8 @@ struct ViewsDiff {
 // Every key whose value differs between the two copies, or that only one of them has.
 ViewsDiff compare_views(const Views& expected, const Views& actual, std::size_t listed_max = 100);
 
-// Which view a raw key belongs to, with its ids spelled out and its binary parts escaped:
-// "wallets/vba-…", "transaction counts/biz-…|t*" (how many test transactions a business has).
+// "wallets/vba-…", "positions/\x00\x00\x00\x03", "transaction counts/biz-…|t|*": which view a
+// raw key belongs to, with its binary parts escaped.
 std::string describe_view_key(std::string_view key);
 
 // Puts `rebuilt` where `live` is, atomically where the filesystem allows it (renameat2

@@ -67,32 +67,31 @@ rocksdb::Options views_options(rocksdb::Env* env) {
   return o;
 }
 
-// New views get the key layout's version; views of another layout, or of the first one (which
-// had no version), are refused: their keys mean something else.
+// New views get the key layout's version (view_keys.h); views of another layout are refused, as
+// their keys mean something else. Views without a version are of the first layout.
 Status check_format(rocksdb::DB& db, const std::string& path, ViewWrites writes) {
   std::string stored;
   const auto s = db.Get(rocksdb::ReadOptions(), view_keys::kFormatKey, &stored);
-  if (s.ok()) {
-    if (stored == view_keys::kFormat) return {};
-    return Status::error("the views in " + path + " have key layout " + stored + ", this kobo reads layout " +
-                             std::string(view_keys::kFormat) + ": rebuild them from the log (kobo replay)",
-                         ErrorKind::other_format);
+  if (!s.ok() && !s.IsNotFound()) return Status::error("views read: " + s.ToString());
+  if (s.IsNotFound()) {
+    std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
+    it->SeekToFirst();
+    if (!it->status().ok()) return Status::error("views read: " + it->status().ToString());
+    if (!it->Valid()) {  // new views
+      rocksdb::WriteOptions options;
+      options.disableWAL = writes == ViewWrites::unlogged;  // as every write of these views (write())
+      const auto w = db.Put(options, view_keys::kFormatKey, view_keys::kFormat);
+      if (!w.ok())
+        return Status::error("views write: " + w.ToString(),
+                             w.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
+      return {};
+    }
+    stored = view_keys::kFirstFormat;
   }
-  if (!s.IsNotFound()) return Status::error("views read: " + s.ToString());
-  std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
-  it->SeekToFirst();
-  if (!it->status().ok()) return Status::error("views read: " + it->status().ToString());
-  if (it->Valid())
-    return Status::error("the views in " + path + " have the first key layout, this kobo reads layout " +
-                             std::string(view_keys::kFormat) + ": rebuild them from the log (kobo replay)",
-                         ErrorKind::other_format);
-  rocksdb::WriteOptions options;
-  options.disableWAL = writes == ViewWrites::unlogged;  // as every write of these views (write())
-  const auto w = db.Put(options, view_keys::kFormatKey, view_keys::kFormat);
-  if (!w.ok())
-    return Status::error("views write: " + w.ToString(),
-                         w.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
-  return {};
+  if (stored == view_keys::kFormat) return {};
+  return Status::error("the views in " + path + " have key layout " + stored + ", this kobo reads layout " +
+                           std::string(view_keys::kFormat) + ": rebuild them from the log (kobo replay)",
+                       ErrorKind::other_format);
 }
 
 }  // namespace
