@@ -45,7 +45,8 @@ ProjectorMetrics& projector_metrics() {
 // earlier ones wrote. Records are kept as the bytes they are stored as: a new record is rendered
 // as text once, and the changes every transfer makes (a wallet's balance, a transaction's status)
 // are made in those bytes (record_bytes.h) instead of parsing and dumping the record; counters
-// are kept as numbers until the flush. The batch finds a key by its hash, and at the flush its
+// are changed without reading them, their changes summed until the flush and merged into them
+// there. The batch finds a key by its hash, and at the flush its
 // writes go into the WriteBatch in key order, each key once, which makes RocksDB's memtable
 // inserts much cheaper than in the order the events made them.
 class Projector::Batch {
@@ -60,22 +61,10 @@ class Projector::Batch {
     writes_.erase(key);
     erased_.insert(key);
   }
-  // Adds `delta` to the counter at `key` (view_keys.h: decimal text; absent is 0).
-  void count(const std::string& key, std::int64_t delta) {
-    auto it = counts_.find(key);
-    if (it == counts_.end()) {
-      auto value = views_.read(key);
-      KOBO_ASSERT(value.ok(), "views read failed");
-      std::int64_t n = 0;
-      if (const auto& text = value.value())
-        KOBO_ASSERT(
-            std::from_chars(text->data(), text->data() + text->size(), n).ptr == text->data() + text->size(),
-            "a view counter is not a number");
-      it = counts_.emplace(key, n).first;
-    }
-    it->second += delta;
-    KOBO_ASSERT(it->second >= 0, "a view counter went below zero");
-  }
+  // Adds `delta` to the counter at `key` (view_keys.h: decimal text; absent is 0), unread: the
+  // batch's deltas are written as merge operands (view_counter_merge in views.h). A counter the
+  // batch touched is written even when its deltas cancel, so that it exists whatever the batches.
+  void count(const std::string& key, std::int64_t delta) { counts_[key] += delta; }
   void put(const std::string& key, const json& record) { put(key, dump_json(record)); }
 
   void apply(const Event& e);
@@ -108,19 +97,22 @@ class Projector::Batch {
     struct Change {
       std::string_view key;
       const std::string* value;  // null: deleted
+      bool delta;                // a counter's change, merged into it
     };
     std::vector<Change> changes;
     changes.reserve(writes_.size() + erased_.size() + counts_.size());
-    std::vector<std::string> counts;  // reserved first: the changes point into it
-    counts.reserve(counts_.size());
-    for (const auto& [key, value] : writes_) changes.push_back({key, &value});
-    for (const auto& key : erased_) changes.push_back({key, nullptr});
-    for (const auto& [key, n] : counts_) changes.push_back({key, &counts.emplace_back(std::to_string(n))});
+    std::vector<std::string> deltas;  // reserved first: the changes point into it
+    deltas.reserve(counts_.size());
+    for (const auto& [key, value] : writes_) changes.push_back({key, &value, false});
+    for (const auto& key : erased_) changes.push_back({key, nullptr, false});
+    for (const auto& [key, n] : counts_)
+      changes.push_back({key, &deltas.emplace_back(std::to_string(n)), true});
     std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.key < b.key; });
     rocksdb::WriteBatch wb;
     for (const Change& c : changes) {
       const rocksdb::Slice key(c.key.data(), c.key.size());
-      KOBO_ASSERT(c.value ? wb.Put(key, *c.value).ok() : wb.Delete(key).ok(), "WriteBatch change");
+      const auto s = c.delta ? wb.Merge(key, *c.value) : c.value ? wb.Put(key, *c.value) : wb.Delete(key);
+      KOBO_ASSERT(s.ok(), "WriteBatch change");
     }
     return wb;
   }
@@ -168,7 +160,7 @@ class Projector::Batch {
   Views& views_;
   std::unordered_map<std::string, std::string> writes_;   // key -> value, written at the flush
   std::unordered_set<std::string> erased_;                // keys deleted at the flush, none in writes_
-  std::unordered_map<std::string, std::int64_t> counts_;  // counter key -> its value, none in writes_
+  std::unordered_map<std::string, std::int64_t> counts_;  // counter key -> its change, none in writes_
   std::vector<UnixMs> appended_at_;  // Event::time of each event applied since the last flush
 };
 

@@ -44,11 +44,12 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
   return v;
 }
 
-// The layout above, stored under kFormatKey. Views written before the marker have none and are of
-// layout 1, this one. A later layout changes kFormat, so that views of another one are rebuilt
-// from the log, never read as if their keys meant the same (Views::open refuses them).
+// The layout above, stored under kFormatKey; a layout changes kFormat, so that views of another
+// one are rebuilt from the log, never read as if their keys meant the same (Views::open refuses
+// them). Layout 1 had no marker; layout 2 writes the counters (`n`, `m`) as merge operands
+// (view_counter_merge in views.h), which a kobo of layout 1 cannot read.
 inline constexpr std::string_view kFormatKey = "V";
-inline constexpr std::string_view kFormat = "1";
+inline constexpr std::string_view kFormat = "2";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
 
 // The tags above by name, for showing a key to a person (describe_view_key in rebuild.h).

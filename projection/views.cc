@@ -2,6 +2,7 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/merge_operator.h>
 #include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
 
@@ -35,10 +36,42 @@ Views::~Views() = default;
 
 namespace {
 
+std::optional<std::int64_t> decimal(const rocksdb::Slice& text) {
+  std::int64_t n = 0;
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, n);
+  if (ec != std::errc() || p != end) return std::nullopt;
+  return n;
+}
+
+class CounterAdd final : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing, const rocksdb::Slice& delta,
+             std::string* sum, rocksdb::Logger*) const override {
+    const auto before = existing != nullptr ? decimal(*existing) : std::optional<std::int64_t>(0);
+    const auto change = decimal(delta);
+    std::int64_t after = 0;
+    if (!before || !change || __builtin_add_overflow(*before, *change, &after) || after < 0) return false;
+    *sum = std::to_string(after);
+    return true;
+  }
+  const char* Name() const override { return "kobo.CounterAdd"; }
+};
+
+}  // namespace
+
+std::shared_ptr<rocksdb::MergeOperator> view_counter_merge() {
+  static const auto op = std::make_shared<CounterAdd>();
+  return op;
+}
+
+namespace {
+
 rocksdb::Options views_options(rocksdb::Env* env) {
   rocksdb::Options o;
   if (env != nullptr) o.env = env;
   o.create_if_missing = true;
+  o.merge_operator = view_counter_merge();
   // Records are JSON that repeats its member names and ids: LZ4 while they are still being
   // compacted, zstd where they come to rest (the log's choice, events/embedded_log.cc). A block
   // holds only a few records, so zstd gets a dictionary trained on each file's records, and

@@ -23,6 +23,7 @@
 namespace rocksdb {
 class DB;
 class Env;
+class MergeOperator;
 class WriteBatch;
 }  // namespace rocksdb
 
@@ -183,6 +184,12 @@ class Views {
   std::uint32_t partitions_;
   friend class ViewRecords;
 };
+
+// How the views' counters (view_keys.h: decimal text) add up. The projector writes a change of
+// one as a merge operand, a signed decimal delta, instead of reading the counter first; RocksDB
+// sums them when the counter is read and when files are compacted. A sum below zero, or a value
+// that is not a number, is a corruption. Whatever opens the views' database sets it.
+std::shared_ptr<rocksdb::MergeOperator> view_counter_merge();
 
 // The views as the records rendering reads (projection/render.h). Unscoped: for rendering a
 // record a caller may see, never to answer a caller directly.

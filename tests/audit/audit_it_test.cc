@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 
+#include "projection/views.h"
 #include "tests/audit/log_surgery.h"
 #include "tests/audit/run_kobo.h"
 #include "tests/integration/harness.h"
@@ -221,7 +222,9 @@ TEST_F(AuditCommand, CannotRunWithoutALog) {
 // layout would have left the views (a newer one, before a rollback).
 void set_views_layout(const fs::path& views, const std::string& layout) {
   rocksdb::DB* raw = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), views.string(), &raw).ok());
+  rocksdb::Options options;
+  options.merge_operator = view_counter_merge();
+  ASSERT_TRUE(rocksdb::DB::Open(options, views.string(), &raw).ok());
   std::unique_ptr<rocksdb::DB> db(raw);
   ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "V", layout).ok());
 }

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "projection/views.h"
+
 namespace kobo::testing {
 
 RunResult run_kobo(const std::filesystem::path& binary, const std::vector<std::string>& args) {
@@ -50,7 +52,9 @@ RunResult run_kobo(const std::filesystem::path& binary, const std::vector<std::s
 
 std::map<std::string, std::string> dump_db(const std::filesystem::path& dir) {
   rocksdb::DB* raw = nullptr;
-  const auto s = rocksdb::DB::OpenForReadOnly(rocksdb::Options(), dir.string(), &raw);
+  rocksdb::Options options;
+  options.merge_operator = view_counter_merge();  // the views' counters (projection/views.h)
+  const auto s = rocksdb::DB::OpenForReadOnly(options, dir.string(), &raw);
   if (!s.ok()) throw std::runtime_error("dump_db " + dir.string() + ": " + s.ToString());
   std::unique_ptr<rocksdb::DB> db(raw);
   std::map<std::string, std::string> out;
