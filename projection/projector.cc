@@ -74,8 +74,11 @@ class Projector::Batch {
   void count_event(const Event& e) { appended_at_.push_back(e.time); }
 
   // Writes the batch; its events are visible from here on, which is when their lag ends.
-  [[nodiscard]] Status flush() {
-    if (!writes_.empty() || !erased_.empty() || !counts_.empty()) {
+  // `again`: the batch failed to write before and the views were reopened since. A write can
+  // fail after reaching the views' write-ahead log (an acknowledgement lost), and the reopen then
+  // recovers it; the batch is not written twice, as its counter changes would count twice.
+  [[nodiscard]] Status flush(bool again = false) {
+    if ((!writes_.empty() || !erased_.empty() || !counts_.empty()) && !(again && landed())) {
       rocksdb::WriteBatch wb = write_batch();
       if (auto s = views_.write(wb); !s) return s;  // the batch stays, to be written again
     }
@@ -115,6 +118,19 @@ class Projector::Batch {
       KOBO_ASSERT(s.ok(), "WriteBatch change");
     }
     return wb;
+  }
+
+  // Whether the views hold this batch already: the log positions it moves, written with it in
+  // one WriteBatch, are what they hold. Every batch of events moves one.
+  bool landed() const {
+    bool moved = false;
+    for (const auto& [key, value] : writes_) {
+      if (!view_keys::is_position(key)) continue;
+      const auto stored = views_.read(key);
+      if (!stored.ok() || stored.value() != value) return false;
+      moved = true;
+    }
+    return moved;
   }
 
   // The record at `key` as this batch sees it, to change in place (it is written at the flush).
@@ -542,7 +558,7 @@ void Projector::run() {
       // second until it goes through. Reads go on meanwhile; the views only lag.
       sleep_answering_waiters(std::chrono::seconds(1));
       Status s = views_.reopen();
-      if (s) s = batch_->flush();
+      if (s) s = batch_->flush(/*again=*/true);
       if (!s) {
         set_fault(std::string(s.kind() == ErrorKind::no_space ? "the views' disk is full: "
                                                               : "the views cannot be written: ") +

@@ -85,7 +85,7 @@ namespace {
 // stopped, so positions are equal when everything but the offset is.
 bool same_value(std::string_view key, const rocksdb::Slice& e, const rocksdb::Slice& a) {
   if (e == a) return true;
-  if (key.size() != view_keys::position(0).size() || key.front() != 'P') return false;
+  if (!view_keys::is_position(key)) return false;
   auto je = nlohmann::json::parse(e.ToStringView(), nullptr, false);
   auto ja = nlohmann::json::parse(a.ToStringView(), nullptr, false);
   if (!je.is_object() || !ja.is_object()) return false;

@@ -87,6 +87,7 @@ inline std::string position(std::uint32_t p) {
   put_be(k, p, 4);
   return k;
 }
+inline bool is_position(std::string_view key) { return key.size() == 5 && key.front() == 'P'; }
 inline std::string business(std::string_view id) { return "B" + std::string(id); }
 inline std::string account(std::string_view id) { return "A" + std::string(id); }
 inline std::string account_list_prefix(std::string_view business) {

@@ -226,6 +226,46 @@ TEST_P(StorageFaults, OnTheViewsReadsGoOnTheProjectorSaysWhyAndCatchesUpAfter) {
   EXPECT_EQ(dump(*views.value()), dump(*rebuilt.value()));
 }
 
+// A views write whose acknowledgement is lost: the batch reached the views' write-ahead log, yet
+// RocksDB reports the write failed, and the reopen before the retry recovers it from the log. The
+// projector must see that the batch landed and not apply it again: its list counters are merge
+// operands (projection/views.h), which would count twice.
+TEST_P(StorageFaults, OnTheViewsABatchWhoseWriteFailedAfterReachingTheLogIsAppliedOnce) {
+  const Kind& kind = GetParam();
+  MemoryLog log(kPartitions);
+  Ledger ledger(log, ledger_options());
+  ASSERT_TRUE(ledger.start().ok());
+  auto faulty = std::make_shared<FaultyFileSystem>();
+  const auto env = testing::env_over(faulty);
+  auto views = Views::open((dir_ / "views").string(), kPartitions, env.get());
+  ASSERT_TRUE(views.ok()) << views.status().message();
+  Projector projector(log, *views.value());
+  ASSERT_TRUE(projector.start().ok());
+  const auto caught_up = [&](std::chrono::milliseconds within) {
+    for (std::uint32_t p = 0; p < kPartitions; ++p)
+      if (!projector.wait_applied(Partition(p), ledger.durable_seq(Partition(p)), within)) return false;
+    return true;
+  };
+  const auto [a, b] = funded_pair(ledger);
+  ASSERT_TRUE(caught_up(5s));
+
+  faulty->lose_next_wal_ack(kind.fault);
+  ASSERT_TRUE(ledger.execute(transfer(a, b, "acknowledgement-lost")).ok());
+  ASSERT_TRUE(caught_up(10s)) << projector.fault();
+  EXPECT_EQ(faulty->failed(), 1u) << "the lost acknowledgement was not met";
+  EXPECT_EQ(projector.fault(), "");
+
+  const Scope scope{kCaller.business, false};
+  const Page all = views.value()->transactions(scope, TransactionFilter{}, PageRequest{1, 100});
+  EXPECT_EQ(all.total_count, all.items.size()) << "a counter counted the batch twice";
+  projector.stop();
+  auto rebuilt = Views::open((dir_ / "rebuilt").string(), kPartitions);
+  ASSERT_TRUE(rebuilt.ok());
+  Projector fresh(log, *rebuilt.value());
+  ASSERT_TRUE(fresh.catch_up().ok());
+  EXPECT_EQ(dump(*views.value()), dump(*rebuilt.value()));
+}
+
 INSTANTIATE_TEST_SUITE_P(EachKind, StorageFaults, ::testing::ValuesIn(kKinds),
                          [](const ::testing::TestParamInfo<Kind>& param_info) {
                            return std::string(param_info.param.name);

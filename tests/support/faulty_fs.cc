@@ -12,12 +12,14 @@ class FaultyFile final : public rocksdb::FSWritableFileOwnerWrapper {
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
                            rocksdb::IODebugContext* dbg) override {
     if (auto s = fs_.check("append to " + name_); !s.ok()) return s;
-    return FSWritableFileOwnerWrapper::Append(data, o, dbg);
+    if (auto s = FSWritableFileOwnerWrapper::Append(data, o, dbg); !s.ok()) return s;
+    return fs_.take_lost_ack(name_);
   }
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
                            const rocksdb::DataVerificationInfo& info, rocksdb::IODebugContext* dbg) override {
     if (auto s = fs_.check("append to " + name_); !s.ok()) return s;
-    return FSWritableFileOwnerWrapper::Append(data, o, info, dbg);
+    if (auto s = FSWritableFileOwnerWrapper::Append(data, o, info, dbg); !s.ok()) return s;
+    return fs_.take_lost_ack(name_);
   }
   rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, std::uint64_t offset,
                                      const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {

@@ -32,9 +32,22 @@ class FaultyFileSystem : public rocksdb::FileSystemWrapper {
   // How many operations were failed since construction: a test shows its fault was met.
   std::uint64_t failed() const { return failed_.load(); }
 
+  // The next append to a write-ahead log (a *.log file) is written and then answered with
+  // `answer`'s error, as a disk whose acknowledgement is lost: RocksDB reports the write failed,
+  // and a reopen recovers it from the log. Once.
+  void lose_next_wal_ack(Fault answer) { lost_ack_.store(answer); }
+  // The error to answer an append to `file` with after writing it; ok when none is due.
+  rocksdb::IOStatus take_lost_ack(const std::string& file) {
+    if (!file.ends_with(".log")) return rocksdb::IOStatus::OK();
+    return answer(lost_ack_.exchange(Fault::none), "append to " + file);
+  }
+
   // The error the current fault gives; ok while there is none.
-  rocksdb::IOStatus check(const std::string& what) {
-    switch (fault_.load()) {
+  rocksdb::IOStatus check(const std::string& what) { return answer(fault_.load(), what); }
+
+ private:
+  rocksdb::IOStatus answer(Fault fault, const std::string& what) {
+    switch (fault) {
       case Fault::none:
         return rocksdb::IOStatus::OK();
       case Fault::io_error:
@@ -50,6 +63,7 @@ class FaultyFileSystem : public rocksdb::FileSystemWrapper {
     return rocksdb::IOStatus::OK();
   }
 
+ public:
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
                                     rocksdb::IODebugContext* dbg) override;
@@ -75,6 +89,7 @@ class FaultyFileSystem : public rocksdb::FileSystemWrapper {
                              std::unique_ptr<rocksdb::FSWritableFile>* r);
 
   std::atomic<Fault> fault_{Fault::none};
+  std::atomic<Fault> lost_ack_{Fault::none};
   std::atomic<std::uint64_t> failed_{0};
 };
 
