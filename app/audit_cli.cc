@@ -159,9 +159,6 @@ int run_replay(const std::string& data_dir_flag, const AuditCommands::LogFlags& 
     if (!v && v.status().kind() != ErrorKind::other_format)
       return cannot_run("replay", explain_lock(v.status().message()));
   }
-  const fs::path rebuilt = scratch_views(data_dir, "rebuild");
-  std::error_code ec;
-
   auto ends = log.value()->end_offsets();
   if (!ends) return cannot_run("replay", ends.status().message());
   std::uint64_t records = 0;
@@ -169,20 +166,17 @@ int run_replay(const std::string& data_dir_flag, const AuditCommands::LogFlags& 
 
   ProgressBar bar(show_progress(progress_flag));
   const auto started = std::chrono::steady_clock::now();
-  auto views = rebuild_views(*log.value(), rebuilt, ends.value(),
-                             [&](std::uint64_t applied) { bar.update("replay", applied, records); });
+  auto rebuilt = rebuild_views_beside(data_dir, *log.value(), ends.value(),
+                                      [&](std::uint64_t applied) { bar.update("replay", applied, records); });
   bar.finish();
-  if (!views) {
-    fs::remove_all(rebuilt, ec);
-    std::cerr << "kobo replay: the log cannot be applied to the views: " << views.status().message()
+  if (!rebuilt) {
+    std::cerr << "kobo replay: the log cannot be applied to the views: " << rebuilt.status().message()
               << "\n(`kobo audit` says where the log is wrong)" << std::endl;
     return kExitViolations;
   }
-  std::uint64_t events = 0;
-  for (const ViewPosition& p : views.value()->positions()) events += p.last_seq.value;
-  views.value().reset();
+  const std::uint64_t events = rebuilt->events;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (auto s = swap_in_views(live, rebuilt); !s) return cannot_run("replay", s.message());
+  if (auto s = swap_in_views(live, rebuilt->path); !s) return cannot_run("replay", s.message());
   std::cout << "kobo replay: rebuilt " << live.string() << " from " << events << " events in " << std::fixed
             << std::setprecision(2) << seconds << " s (" << per_second(events, seconds) << " events/s)"
             << std::endl;

@@ -12,7 +12,6 @@
 #include "common/log.h"
 #include "events/embedded_log.h"
 #include "events/kafka_log.h"
-#include "projection/rebuild.h"
 
 namespace kobo {
 
@@ -42,23 +41,29 @@ fs::path scratch_views(const fs::path& data_dir, std::string_view what) {
   return path;
 }
 
+Result<RebuiltViews> rebuild_views_beside(const fs::path& data_dir, EventLog& log,
+                                          const std::vector<Offset>& until, const RebuildProgress& progress) {
+  RebuiltViews out{scratch_views(data_dir, "rebuild")};
+  auto views = rebuild_views(log, out.path, until, progress);
+  if (!views) {
+    std::error_code ec;
+    fs::remove_all(out.path, ec);
+    return views.status();
+  }
+  for (const ViewPosition& p : views.value()->positions()) out.events += p.last_seq.value;
+  return out;  // the views close here, before a swap
+}
+
 Result<std::unique_ptr<Views>> open_views(const fs::path& data_dir, EventLog& log) {
   const fs::path live = data_dir / "views";
   auto views = Views::open(live.string(), log.partitions());
   if (views || views.status().kind() != ErrorKind::other_format) return views;
   log::warn("rebuilding the views from the log before serving", {{"reason", views.status().message()}});
-  const fs::path rebuilt = scratch_views(data_dir, "rebuild");
-  auto fresh = rebuild_views(log, rebuilt);
-  if (!fresh) {
-    std::error_code ec;
-    fs::remove_all(rebuilt, ec);
-    return Status::error("rebuilding the views of another key layout: " + fresh.status().message());
-  }
-  std::uint64_t events = 0;
-  for (const ViewPosition& p : fresh.value()->positions()) events += p.last_seq.value;
-  fresh.value().reset();
-  if (auto s = swap_in_views(live, rebuilt); !s) return s;
-  log::info("the views are rebuilt", {{"events", events}});
+  auto rebuilt = rebuild_views_beside(data_dir, log);
+  if (!rebuilt)
+    return Status::error("rebuilding the views of another key layout: " + rebuilt.status().message());
+  if (auto s = swap_in_views(live, rebuilt->path); !s) return s;
+  log::info("the views are rebuilt", {{"events", rebuilt->events}});
   return Views::open(live.string(), log.partitions());
 }
 

@@ -7,9 +7,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "events/event_log.h"
+#include "projection/rebuild.h"
 #include "projection/views.h"
 
 namespace kobo {
@@ -31,6 +33,17 @@ namespace kobo {
 // Copies that processes no longer running left there (killed mid-rebuild) are removed first, as
 // they are as large as the views; a copy of a running process is left alone.
 std::filesystem::path scratch_views(const std::filesystem::path& data_dir, std::string_view what);
+
+// A complete copy of the views rebuilt from `log` beside data_dir/views (in scratch_views(data_dir,
+// "rebuild")), closed and ready for swap_in_views; `until` and `progress` as rebuild_views'. A
+// rebuild that fails leaves no copy behind.
+struct RebuiltViews {
+  std::filesystem::path path;
+  std::uint64_t events = 0;  // applied, over every partition
+};
+[[nodiscard]] Result<RebuiltViews> rebuild_views_beside(const std::filesystem::path& data_dir, EventLog& log,
+                                                        const std::vector<Offset>& until = {},
+                                                        const RebuildProgress& progress = {});
 
 // data_dir/views, created when missing. Views in another key layout than this build's (written
 // by an older kobo) are rebuilt from `log` first, in a scratch copy swapped in when complete, as
