@@ -169,61 +169,83 @@ std::map<std::string, std::string> dump(const Views& v) {
   return out;
 }
 
+// A writer on a log in memory, and the views on a disk that fails on demand with a projector
+// following the log into them.
+class ViewsOnAFaultyDisk {
+ public:
+  explicit ViewsOnAFaultyDisk(const LedgerOptions& o) : ledger(log, o) {}
+
+  void start(const fs::path& dir) {
+    ASSERT_TRUE(ledger.start().ok());
+    auto opened = Views::open((dir / "views").string(), kPartitions, env.get());
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    views = std::move(opened).value();
+    projector = std::make_unique<Projector>(log, *views);
+    ASSERT_TRUE(projector->start().ok());
+  }
+
+  // Whether the views show every command the writer acknowledged, within `within`.
+  bool caught_up(std::chrono::milliseconds within) {
+    for (std::uint32_t p = 0; p < kPartitions; ++p)
+      if (!projector->wait_applied(Partition(p), ledger.durable_seq(Partition(p)), within)) return false;
+    return true;
+  }
+
+  // Stops the projector and expects the views to equal views rebuilt from the log in dir.
+  void expect_equal_to_a_rebuild(const fs::path& dir) {
+    projector->stop();
+    auto rebuilt = Views::open((dir / "rebuilt").string(), kPartitions);
+    ASSERT_TRUE(rebuilt.ok());
+    Projector fresh(log, *rebuilt.value());
+    ASSERT_TRUE(fresh.catch_up().ok());
+    EXPECT_EQ(dump(*views), dump(*rebuilt.value()));
+  }
+
+  MemoryLog log{kPartitions};
+  Ledger ledger;
+  const std::shared_ptr<FaultyFileSystem> faulty = std::make_shared<FaultyFileSystem>();
+  const std::unique_ptr<rocksdb::Env> env = testing::env_over(faulty);
+  std::unique_ptr<Views> views;
+  std::unique_ptr<Projector> projector;
+};
+
 TEST_P(StorageFaults, OnTheViewsReadsGoOnTheProjectorSaysWhyAndCatchesUpAfter) {
   const Kind& kind = GetParam();
-  MemoryLog log(kPartitions);
-  Ledger ledger(log, ledger_options());
-  ASSERT_TRUE(ledger.start().ok());
-  auto faulty = std::make_shared<FaultyFileSystem>();
-  const auto env = testing::env_over(faulty);
-  auto views = Views::open((dir_ / "views").string(), kPartitions, env.get());
-  ASSERT_TRUE(views.ok()) << views.status().message();
-  Projector projector(log, *views.value());
-  ASSERT_TRUE(projector.start().ok());
-  const auto caught_up = [&](std::chrono::milliseconds within) {
-    for (std::uint32_t p = 0; p < kPartitions; ++p)
-      if (!projector.wait_applied(Partition(p), ledger.durable_seq(Partition(p)), within)) return false;
-    return true;
-  };
-  const auto [a, b] = funded_pair(ledger);
-  ASSERT_TRUE(caught_up(5s));
+  ViewsOnAFaultyDisk s(ledger_options());
+  ASSERT_NO_FATAL_FAILURE(s.start(dir_));
+  const auto [a, b] = funded_pair(s.ledger);
+  ASSERT_TRUE(s.caught_up(5s));
   const Scope scope{kCaller.business, false};
-  ASSERT_TRUE(views.value()->wallet_text(scope, a).has_value());
+  ASSERT_TRUE(s.views->wallet_text(scope, a).has_value());
 
-  faulty->set(kind.fault);
+  s.faulty->set(kind.fault);
   // The writer is not on this disk: commands go on being acknowledged.
-  ASSERT_TRUE(ledger.execute(transfer(a, b, "while-the-views-fail")).ok());
+  ASSERT_TRUE(s.ledger.execute(transfer(a, b, "while-the-views-fail")).ok());
   bool said = false;
   for (int i = 0; i < 500 && !said; ++i) {
-    said = projector.views_unwritable() && projector.fault().find(kind.says) != std::string::npos;
+    said = s.projector->views_unwritable() && s.projector->fault().find(kind.says) != std::string::npos;
     if (!said) std::this_thread::sleep_for(10ms);
   }
-  ASSERT_TRUE(said) << "views_unwritable " << projector.views_unwritable()
-                    << ", fault: " << projector.fault();
-  EXPECT_FALSE(caught_up(50ms)) << "the views cannot have applied what they could not write";
-  EXPECT_TRUE(views.value()->wallet_text(scope, a).has_value()) << "reads go on";
-  EXPECT_TRUE(projector.healthy()) << "a write fault is not the projection stopping";
+  ASSERT_TRUE(said) << "views_unwritable " << s.projector->views_unwritable()
+                    << ", fault: " << s.projector->fault();
+  EXPECT_FALSE(s.caught_up(50ms)) << "the views cannot have applied what they could not write";
+  EXPECT_TRUE(s.views->wallet_text(scope, a).has_value()) << "reads go on";
+  EXPECT_TRUE(s.projector->healthy()) << "a write fault is not the projection stopping";
   // The projector retries through a reopen every second; while the fault lasts each one fails,
   // and reads go on against the views as they were.
-  const std::uint64_t failed_before = faulty->failed();
+  const std::uint64_t failed_before = s.faulty->failed();
   std::this_thread::sleep_for(2500ms);
-  EXPECT_GT(faulty->failed(), failed_before) << "the projector retried meanwhile";
-  EXPECT_TRUE(projector.views_unwritable());
-  EXPECT_NE(projector.fault().find(kind.says), std::string::npos) << projector.fault();
-  EXPECT_TRUE(views.value()->wallet_text(scope, b).has_value()) << "reads go on across failed reopens";
+  EXPECT_GT(s.faulty->failed(), failed_before) << "the projector retried meanwhile";
+  EXPECT_TRUE(s.projector->views_unwritable());
+  EXPECT_NE(s.projector->fault().find(kind.says), std::string::npos) << s.projector->fault();
+  EXPECT_TRUE(s.views->wallet_text(scope, b).has_value()) << "reads go on across failed reopens";
 
-  faulty->set(Fault::none);
-  ASSERT_TRUE(caught_up(10s)) << projector.fault();
-  EXPECT_FALSE(projector.views_unwritable());
-  EXPECT_EQ(projector.fault(), "");
-  EXPECT_TRUE(views.value()->transaction_text(scope, kCaller.account, "while-the-views-fail").has_value());
-
-  projector.stop();
-  auto rebuilt = Views::open((dir_ / "rebuilt").string(), kPartitions);
-  ASSERT_TRUE(rebuilt.ok());
-  Projector fresh(log, *rebuilt.value());
-  ASSERT_TRUE(fresh.catch_up().ok());
-  EXPECT_EQ(dump(*views.value()), dump(*rebuilt.value()));
+  s.faulty->set(Fault::none);
+  ASSERT_TRUE(s.caught_up(10s)) << s.projector->fault();
+  EXPECT_FALSE(s.projector->views_unwritable());
+  EXPECT_EQ(s.projector->fault(), "");
+  EXPECT_TRUE(s.views->transaction_text(scope, kCaller.account, "while-the-views-fail").has_value());
+  s.expect_equal_to_a_rebuild(dir_);
 }
 
 // A views write whose acknowledgement is lost: the batch reached the views' write-ahead log, yet
@@ -232,38 +254,21 @@ TEST_P(StorageFaults, OnTheViewsReadsGoOnTheProjectorSaysWhyAndCatchesUpAfter) {
 // operands (projection/views.h), which would count twice.
 TEST_P(StorageFaults, OnTheViewsABatchWhoseWriteFailedAfterReachingTheLogIsAppliedOnce) {
   const Kind& kind = GetParam();
-  MemoryLog log(kPartitions);
-  Ledger ledger(log, ledger_options());
-  ASSERT_TRUE(ledger.start().ok());
-  auto faulty = std::make_shared<FaultyFileSystem>();
-  const auto env = testing::env_over(faulty);
-  auto views = Views::open((dir_ / "views").string(), kPartitions, env.get());
-  ASSERT_TRUE(views.ok()) << views.status().message();
-  Projector projector(log, *views.value());
-  ASSERT_TRUE(projector.start().ok());
-  const auto caught_up = [&](std::chrono::milliseconds within) {
-    for (std::uint32_t p = 0; p < kPartitions; ++p)
-      if (!projector.wait_applied(Partition(p), ledger.durable_seq(Partition(p)), within)) return false;
-    return true;
-  };
-  const auto [a, b] = funded_pair(ledger);
-  ASSERT_TRUE(caught_up(5s));
+  ViewsOnAFaultyDisk s(ledger_options());
+  ASSERT_NO_FATAL_FAILURE(s.start(dir_));
+  const auto [a, b] = funded_pair(s.ledger);
+  ASSERT_TRUE(s.caught_up(5s));
 
-  faulty->lose_next_wal_ack(kind.fault);
-  ASSERT_TRUE(ledger.execute(transfer(a, b, "acknowledgement-lost")).ok());
-  ASSERT_TRUE(caught_up(10s)) << projector.fault();
-  EXPECT_EQ(faulty->failed(), 1u) << "the lost acknowledgement was not met";
-  EXPECT_EQ(projector.fault(), "");
+  s.faulty->lose_next_wal_ack(kind.fault);
+  ASSERT_TRUE(s.ledger.execute(transfer(a, b, "acknowledgement-lost")).ok());
+  ASSERT_TRUE(s.caught_up(10s)) << s.projector->fault();
+  EXPECT_EQ(s.faulty->failed(), 1u) << "the lost acknowledgement was not met";
+  EXPECT_EQ(s.projector->fault(), "");
 
   const Scope scope{kCaller.business, false};
-  const Page all = views.value()->transactions(scope, TransactionFilter{}, PageRequest{1, 100});
+  const Page all = s.views->transactions(scope, TransactionFilter{}, PageRequest{1, 100});
   EXPECT_EQ(all.total_count, all.items.size()) << "a counter counted the batch twice";
-  projector.stop();
-  auto rebuilt = Views::open((dir_ / "rebuilt").string(), kPartitions);
-  ASSERT_TRUE(rebuilt.ok());
-  Projector fresh(log, *rebuilt.value());
-  ASSERT_TRUE(fresh.catch_up().ok());
-  EXPECT_EQ(dump(*views.value()), dump(*rebuilt.value()));
+  s.expect_equal_to_a_rebuild(dir_);
 }
 
 INSTANTIATE_TEST_SUITE_P(EachKind, StorageFaults, ::testing::ValuesIn(kKinds),
