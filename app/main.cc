@@ -47,6 +47,7 @@ struct ServeOptions {
   std::string admin_key;
   int rail_delay_ms = 500;
   std::uint64_t snapshot_every_events = 100'000;  // 0: no snapshots of the writer's state
+  std::size_t writer_cache_mb = 64;               // the history index's block cache and memtables
   std::int64_t expire_in_min_s = 600;
   std::string fee_tiers = "500000:1075,5000000:2688,max:5375";
   std::string log_level = "info";
@@ -281,6 +282,8 @@ int serve(const ServeOptions& o) {
   lo.config.nuban_code = o.nuban_code;
   if (o.snapshot_every_events > 0) lo.snapshot_dir = data_dir / "snapshots";
   lo.snapshot_every_events = o.snapshot_every_events;
+  lo.history_dir = data_dir / "history";
+  lo.history_cache_bytes = o.writer_cache_mb << 20;
   Ledger ledger(*log.value(), lo);
   if (auto s = ledger.start(); !s) return fail("writer: " + s.message());
   Projector projector(*log.value(), *views.value());
@@ -380,6 +383,12 @@ int main(int argc, char** argv) {
                 "Write a snapshot of the writer's state to <data-dir>/snapshots every N events, so a restart "
                 "replays only the log after the newest one; 0: none")
       ->envname("KOBO_SNAPSHOT_EVERY_EVENTS")
+      ->capture_default_str();
+  s->add_option("--writer-cache-mb", serve.writer_cache_mb,
+                "Memory for the writer's history index in <data-dir>/history (what references, bank "
+                "accounts and collection wallets were used before): its block cache and memtables")
+      ->envname("KOBO_WRITER_CACHE_MB")
+      ->check(CLI::Range(8, 65'536))
       ->capture_default_str();
   s->add_option("--rail-delay-ms", serve.rail_delay_ms, "Sandbox payout rail: processing to final, in ms")
       ->envname("KOBO_RAIL_DELAY_MS")

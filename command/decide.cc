@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "command/nuban.h"
+#include "common/log.h"
 #include "events/ledger.h"
 
 namespace kobo {
@@ -14,6 +15,12 @@ Decision reject(Rejection r) {
   Decision d;
   d.rejection = r;
   return d;
+}
+
+// The history index could not be read: the command is answered 503 and decided again later.
+Decision unavailable(const Status& why) {
+  log::warn("a command could not be decided: the history index cannot be read", {{"error", why.message()}});
+  return reject(Rejection::unavailable);
 }
 
 Decision one_event(const Caller& c, EventData data, std::string id) {
@@ -85,11 +92,13 @@ BeneficiarySaved beneficiary_saved(const PartitionState& s, const AddBankAccount
   return x;
 }
 
-Decision decide_add_bank_account(const PartitionState& s, const AddBankAccount& c,
+Decision decide_add_bank_account(const PartitionState& s, const History& h, const AddBankAccount& c,
                                  const LedgerConfig& config) {
   const auto type = beneficiary_type_from_string(c.beneficiary_type);
   if (!type) return reject(Rejection::out_of_range);
-  if (s.bank_accounts.contains(c.public_id)) {
+  const auto saved = h.bank_account(c.public_id);
+  if (!saved) return unavailable(saved.status());
+  if (saved.value()) {
     Decision d;
     d.replayed = true;
     d.id = c.public_id;
@@ -144,15 +153,17 @@ Decision decide_create_transit(const PartitionState& s, const CreateTransitWalle
   return one_event(c.caller, std::move(x), std::move(id));
 }
 
-Decision decide_create_collection(const PartitionState& s, const CreateCollection& c,
+Decision decide_create_collection(const PartitionState& s, const History& h, const CreateCollection& c,
                                   const LedgerConfig& config, UnixMs now, IdSource& ids) {
   if (c.amount.value <= 0 || c.expire_in_s < 0 || c.expire_in_s > kCollectionExpirySecondsMax)
     return reject(Rejection::out_of_range);
   const WalletState* dst = caller_wallet(s, c.caller, c.destination);
   if (dst == nullptr) return reject(Rejection::destination_not_found);
-  if (c.reference &&
-      s.collection_references.contains(scope_key(c.caller.account, c.caller.live) + *c.reference))
-    return reject(Rejection::reference_exists);
+  if (c.reference) {
+    const auto taken = h.collection_reference_taken(c.caller.account, c.caller.live, *c.reference);
+    if (!taken) return unavailable(taken.status());
+    if (taken.value()) return reject(Rejection::reference_exists);
+  }
   CollectionWalletOpened x;
   x.account = AccountId(c.caller.account);
   x.account_number = new_account_number(s, config);
@@ -173,36 +184,48 @@ Decision decide_create_collection(const PartitionState& s, const CreateCollectio
 }
 
 Decision decide_expire_collection(const PartitionState& s, const ExpireCollection& c) {
-  const auto number = s.collection_numbers.find(c.collection);
-  KOBO_ASSERT(number != s.collection_numbers.end(), "expiring an unknown collection wallet");
-  const CollectionState& cs = s.collections.at(number->second);
   Decision d;
   d.id = c.collection;
-  if (!cs.active) return d;  // paid before it expired
+  // Expiries are scheduled for open collection wallets only: one that is no longer open was paid.
+  const auto number = s.collection_numbers.find(c.collection);
+  if (number == s.collection_numbers.end()) return d;
+  const CollectionState& cs = s.collections.at(number->second);
   d.events.push_back({cs.business, cs.live, CollectionWalletExpired{WalletId(cs.public_id)}});
   return d;
 }
 
-// Idempotency (DESIGN section 2.4): a reference seen before is a replay of the same request, or
-// a conflict. Transfers of every kind share one reference space per account and mode.
-std::optional<Decision> check_reference(const PartitionState& s, const Caller& caller,
+// A payment to an account number that is neither a wallet nor an open collection wallet: a
+// collection wallet that was paid or expired is inactive to its owner; anything else is unknown.
+Decision reject_closed_collection(const History& h, const IncomingCredit& c) {
+  const auto closed = h.collection(c.account_number);
+  if (!closed) return unavailable(closed.status());
+  if (closed.value() && *closed.value() == CollectionOwner{c.caller.business, c.caller.live})
+    return reject(Rejection::collection_inactive);
+  return reject(Rejection::account_not_found);
+}
+
+// Idempotency (docs/architecture.md, guarantee 4): a reference seen before is a replay of the same request,
+// or a conflict. Transfers of every kind share one reference space per account and mode.
+std::optional<Decision> check_reference(const History& h, const Caller& caller,
                                         const std::optional<std::string>& reference, const auto& request) {
   if (!reference) return std::nullopt;
-  const auto it = s.references.find(scope_key(caller.account, caller.live) + *reference);
-  if (it == s.references.end()) return std::nullopt;
-  if (it->second.fingerprint != request_fingerprint(request)) return reject(Rejection::duplicate_reference);
+  const auto used = h.transfer_reference(caller.account, caller.live, *reference);
+  if (!used) return unavailable(used.status());
+  if (!used.value()) return std::nullopt;
+  if (used.value()->fingerprint != request_fingerprint(request))
+    return reject(Rejection::duplicate_reference);
   Decision d;
   d.replayed = true;
-  d.id = it->second.transaction;
+  d.id = used.value()->transaction;
   return d;
 }
 
-Decision decide_wallet_transfer(const PartitionState& s, const WalletTransfer& c, const LedgerConfig& config,
-                                IdSource& ids) {
+Decision decide_wallet_transfer(const PartitionState& s, const History& h, const WalletTransfer& c,
+                                const LedgerConfig& config, IdSource& ids) {
   if (c.amount.value <= 0) return reject(Rejection::out_of_range);
   WalletTransferRequest request{c.source, c.destination, c.amount, c.narration, std::nullopt};
   if (c.name_enquiry_ref) request.name_enquiry_ref = *c.name_enquiry_ref;
-  if (auto replay = check_reference(s, c.caller, c.reference, request)) return std::move(*replay);
+  if (auto replay = check_reference(h, c.caller, c.reference, request)) return std::move(*replay);
   const WalletState* src = caller_wallet(s, c.caller, c.source);
   if (src == nullptr) return reject(Rejection::source_not_found);
   const WalletState* dst = caller_wallet(s, c.caller, c.destination);
@@ -225,12 +248,12 @@ Decision decide_wallet_transfer(const PartitionState& s, const WalletTransfer& c
   return one_event(c.caller, std::move(x), std::move(id));
 }
 
-Decision decide_bank_transfer(const PartitionState& s, const BankTransfer& c, const LedgerConfig& config,
-                              UnixMs now, IdSource& ids) {
+Decision decide_bank_transfer(const PartitionState& s, const History& h, const BankTransfer& c,
+                              const LedgerConfig& config, UnixMs now, IdSource& ids) {
   if (c.amount.value <= 0) return reject(Rejection::out_of_range);
   const BankTransferRequest request{c.source,    c.account_number, c.bank_code,       c.amount,
                                     c.narration, c.metadata.text,  c.save_beneficiary};
-  if (auto replay = check_reference(s, c.caller, c.reference, request)) return std::move(*replay);
+  if (auto replay = check_reference(h, c.caller, c.reference, request)) return std::move(*replay);
   const WalletState* src = caller_wallet(s, c.caller, c.source);
   if (src == nullptr) return reject(Rejection::source_not_found);
   const Kobo fee = transfer_fee(config, c.amount);
@@ -242,10 +265,12 @@ Decision decide_bank_transfer(const PartitionState& s, const BankTransfer& c, co
   const auto src_after = checked_sub(src->balance, *actual);
   if (!src_after) return reject(Rejection::out_of_range);
 
+  const auto known = h.bank_account(c.bank_account_id);
+  if (!known) return unavailable(known.status());
   Decision d;
   std::uint64_t beneficiary_id = 0;
-  if (auto it = s.bank_accounts.find(c.bank_account_id); it != s.bank_accounts.end()) {
-    beneficiary_id = it->second;
+  if (known.value()) {
+    beneficiary_id = *known.value();
   } else if (c.save_beneficiary) {
     const AddBankAccount add{c.caller,    c.bank_account_id, c.account_name, c.account_number,
                              c.bank_name, c.bank_code,       "external"};
@@ -324,8 +349,8 @@ Decision decide_advance_payout(const PartitionState& s, const AdvancePayout& c, 
   return d;
 }
 
-Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c, const LedgerConfig& config,
-                                UnixMs now, IdSource& ids) {
+Decision decide_incoming_credit(const PartitionState& s, const History& h, const IncomingCredit& c,
+                                const LedgerConfig& config, UnixMs now, IdSource& ids) {
   if (c.amount.value <= 0) return reject(Rejection::out_of_range);
   const auto inbound_after = checked_sub(s.balance_of(SystemAccount::inbound_settlement), c.amount);
   if (!inbound_after) return reject(Rejection::out_of_range);
@@ -337,7 +362,7 @@ Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c
     const CollectionState& cs = col->second;
     if (cs.business != c.caller.business || cs.live != c.caller.live)
       return reject(Rejection::account_not_found);
-    if (!cs.active || now >= cs.expires_at) return reject(Rejection::collection_inactive);
+    if (now >= cs.expires_at) return reject(Rejection::collection_inactive);
     if (c.amount != cs.amount) return reject(Rejection::amount_mismatch);
     dst = caller_wallet(s, c.caller, cs.destination);
     KOBO_ASSERT(dst != nullptr, "a collection wallet pays into a wallet that exists");
@@ -345,7 +370,7 @@ Decision decide_incoming_credit(const PartitionState& s, const IncomingCredit& c
     wallet_id = cs.destination;
   } else {
     const auto id = s.wallets.id_with_number(c.account_number);
-    if (!id) return reject(Rejection::account_not_found);
+    if (!id) return reject_closed_collection(h, c);
     dst = caller_wallet(s, c.caller, *id);
     if (dst == nullptr) return reject(Rejection::account_not_found);
     wallet_id = *id;
@@ -405,8 +430,7 @@ std::vector<Scheduled> resume_schedule(const PartitionState& state, const Ledger
   for (const auto& p : state.payouts) payouts.push_back(&p);
   std::sort(payouts.begin(), payouts.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
   std::vector<const CollectionState*> collections;
-  for (const auto& [number, c] : state.collections)
-    if (c.active) collections.push_back(&c);
+  for (const auto& [number, c] : state.collections) collections.push_back(&c);
   std::sort(collections.begin(), collections.end(),
             [](const CollectionState* a, const CollectionState* b) { return a->public_id < b->public_id; });
 
@@ -420,8 +444,8 @@ std::vector<Scheduled> resume_schedule(const PartitionState& state, const Ledger
   return out;
 }
 
-Decision decide(const PartitionState& state, const Command& command, const LedgerConfig& config, UnixMs now,
-                IdSource& ids) {
+Decision decide(const PartitionState& state, const History& history, const Command& command,
+                const LedgerConfig& config, UnixMs now, IdSource& ids) {
   Decision d = std::visit(
       [&](const auto& c) -> Decision {
         using T = std::decay_t<decltype(c)>;
@@ -430,19 +454,19 @@ Decision decide(const PartitionState& state, const Command& command, const Ledge
         else if constexpr (std::is_same_v<T, UpdateAccount>)
           return decide_update_account(state, c);
         else if constexpr (std::is_same_v<T, AddBankAccount>)
-          return decide_add_bank_account(state, c, config);
+          return decide_add_bank_account(state, history, c, config);
         else if constexpr (std::is_same_v<T, CreateWallet>)
           return decide_create_wallet(state, c, config, ids);
         else if constexpr (std::is_same_v<T, WalletTransfer>)
-          return decide_wallet_transfer(state, c, config, ids);
+          return decide_wallet_transfer(state, history, c, config, ids);
         else if constexpr (std::is_same_v<T, BankTransfer>)
-          return decide_bank_transfer(state, c, config, now, ids);
+          return decide_bank_transfer(state, history, c, config, now, ids);
         else if constexpr (std::is_same_v<T, IncomingCredit>)
-          return decide_incoming_credit(state, c, config, now, ids);
+          return decide_incoming_credit(state, history, c, config, now, ids);
         else if constexpr (std::is_same_v<T, AdvancePayout>)
           return decide_advance_payout(state, c, config, now);
         else if constexpr (std::is_same_v<T, CreateCollection>)
-          return decide_create_collection(state, c, config, now, ids);
+          return decide_create_collection(state, history, c, config, now, ids);
         else if constexpr (std::is_same_v<T, CreateTransitWallet>)
           return decide_create_transit(state, c, config, ids);
         else {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "command/commands.h"
+#include "command/history.h"
 #include "command/id_source.h"
 #include "command/state.h"
 #include "common/time.h"
@@ -75,11 +76,13 @@ Scheduled next_rail_step(const std::string& transaction, const PayoutState& payo
 // from a snapshot takes follow-ups due at the same time in the order a whole replay does.
 std::vector<Scheduled> resume_schedule(const PartitionState& state, const LedgerConfig& config);
 
+// `history` answers what was used before (references, bank accounts, closed collection wallets);
+// a command it cannot answer for (an I/O error) is rejected `unavailable`, never decided blind.
 // Deterministic: the only ids the decision draws (new wallets' and transactions' uuids) come
 // from `ids` and the only time is `now`, so the same state, command, time and id source give
 // the same decision, byte for byte. Amounts are checked positive and every sum is checked for
 // overflow: such a command is rejected `out_of_range`, never applied.
-[[nodiscard]] Decision decide(const PartitionState& state, const Command& command, const LedgerConfig& config,
-                              UnixMs now, IdSource& ids);
+[[nodiscard]] Decision decide(const PartitionState& state, const History& history, const Command& command,
+                              const LedgerConfig& config, UnixMs now, IdSource& ids);
 
 }  // namespace kobo

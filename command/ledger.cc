@@ -110,16 +110,57 @@ Partition Ledger::route(const Command& c) const {
       c);
 }
 
+namespace {
+
+// replay_after() answers ErrorKind::other_format when the history index holds what this log does
+// not (another log's facts, or a log that lost its end): the index is then emptied and rebuilt.
+Status index_of_another_log() {
+  return Status::error("the history index holds facts this log does not", ErrorKind::other_format);
+}
+
+// How many facts a replay notes before it writes them to the index, so that rebuilding the index
+// from a long log takes bounded memory.
+constexpr std::size_t kReplayTailMax = 100'000;
+
+// Whether the index holds the facts of every event the snapshot reflects: then the log after the
+// snapshot is all a start reads. Otherwise (an index lost or rebuilt) the whole log is read.
+bool index_covers(const History& history, const Snapshot& s) {
+  for (std::size_t p = 0; p < s.states.size(); ++p)
+    if (history.position()[p].seq < s.states[p].chain.last_seq()) return false;
+  return true;
+}
+
+}  // namespace
+
 // The state from the newest usable snapshot and the log after it; from the whole log when there
-// is none or the log after it cannot be replayed onto it.
+// is none, the history index is behind it, or the log after it cannot be replayed onto it. The
+// history index is brought to the log's end on the way: the facts it lacked are written.
 Status Ledger::replay() {
+  if (!history_) {
+    auto h = History::open({options_.history_dir, options_.config.partitions, options_.history_cache_bytes});
+    if (!h) return h.status();
+    history_ = std::move(h).value();
+  }
+  Status s = replay_newest();
+  if (s.ok() || s.kind() != ErrorKind::other_format) return s;
+  log::warn("rebuilding the history index from the log", {{"why", s.message()}});
+  if (auto c = history_->clear(); !c) return c;
+  return replay_after(Snapshot{});
+}
+
+Status Ledger::replay_newest() {
   if (!options_.snapshot_dir.empty()) {
     if (auto snapshot = load_snapshot(options_.snapshot_dir, log_)) {
       const std::uint64_t at = snapshot->events;
-      auto s = replay_after(std::move(*snapshot));
-      if (s) return s;
-      log::warn("the log after the snapshot cannot be replayed onto it; replaying the whole log",
-                {{"snapshot_events", at}, {"error", s.message()}});
+      if (!index_covers(*history_, *snapshot)) {
+        log::info("the history index is behind the newest snapshot; replaying the whole log",
+                  {{"snapshot_events", at}});
+      } else {
+        auto s = replay_after(std::move(*snapshot));
+        if (s.ok() || s.kind() == ErrorKind::other_format) return s;
+        log::warn("the log after the snapshot cannot be replayed onto it; replaying the whole log",
+                  {{"snapshot_events", at}, {"error", s.message()}});
+      }
     }
   }
   return replay_after(Snapshot{});
@@ -135,20 +176,44 @@ Status Ledger::replay_after(Snapshot from) {
   }
   KOBO_ASSERT(states_.size() == n, "a snapshot of another partition count");
   // The same loop and acceptance rule as the projectors and `kobo audit` (events/log_follower.h).
+  // An event the state reflects already (the snapshot's) is not applied again, and one whose facts
+  // the index holds is not noted again: the index's position is checked against the log instead.
   class Replayer final : public LogVisitor {
    public:
-    explicit Replayer(std::vector<PartitionState>& into) : states(into) {}
+    Replayer(std::vector<PartitionState>& into, History& index) : states(into), history(index) {
+      for (const auto& st : states) applied.push_back(st.chain.last_seq());
+    }
     Status accepted(const Event& e) override {
-      apply(states[e.partition.value], e);
+      const std::uint32_t p = e.partition.value;
+      if (e.seq > applied[p]) apply(states[p], e);
+      const IndexPosition& indexed = history.position()[p];
+      if (e.seq > indexed.seq) {
+        history.note(e);
+      } else if (e.seq == indexed.seq && e.hash != indexed.hash) {
+        return index_of_another_log();
+      }
       return {};
     }
     std::vector<PartitionState>& states;
+    History& history;
+    std::vector<Seq> applied;
   };
+  history_->drop_tail();
   LogFollower follower(log_);
   if (auto s = whole_log ? follower.open() : follower.open(std::move(from.cursors)); !s) return s;
-  Replayer replayer(states_);
-  if (auto s = follower.follow_to_end(replayer); !s) return s;
-  for (std::uint32_t p = 0; p < n; ++p) states_[p].chain = follower.cursor(Partition(p)).chain;
+  Replayer replayer(states_, *history_);
+  Status written;
+  const auto write_now_and_then = [&] {
+    if (written && history_->tail_size() >= kReplayTailMax) written = history_->write_tail();
+  };
+  if (auto s = follower.follow_to_end(replayer, write_now_and_then); !s) return s;
+  if (!written) return written;
+  for (std::uint32_t p = 0; p < n; ++p) {
+    states_[p].chain = follower.cursor(Partition(p)).chain;
+    // An index ahead of the log holds facts the log does not (another log, or one that lost its end).
+    if (history_->position()[p].seq > states_[p].chain.last_seq()) return index_of_another_log();
+  }
+  if (auto s = history_->write_tail(); !s) return s;
   const std::uint64_t events = follower.events_accepted();
   replayed_events_ = from.events + events;
   replayed_snapshot_events_ = from.events;
@@ -171,9 +236,10 @@ void Ledger::publish_durable() {
 namespace {
 
 // Gives a drafted event its place in the partition's chain, seals it (seal() asserts
-// validate()), and applies it. The sealed event is kept for the command's answer.
-EncodedEvent place(PartitionState& st, EventDraft& draft, Seq command_seq, std::uint32_t command_size,
-                   UnixMs now, std::vector<Event>& sealed) {
+// validate()), applies it and notes its facts into the history's tail. The sealed event is kept for the
+// command's answer.
+EncodedEvent place(PartitionState& st, History& history, EventDraft& draft, Seq command_seq,
+                   std::uint32_t command_size, UnixMs now, std::vector<Event>& sealed) {
   Event e;
   e.partition = st.partition;
   e.seq = Seq(st.chain.last_seq().value + 1);
@@ -189,6 +255,7 @@ EncodedEvent place(PartitionState& st, EventDraft& draft, Seq command_seq, std::
   const ChainVerdict v = st.chain.follow(e);
   KOBO_ASSERT(v == ChainVerdict::accept, "the writer's own event must extend its chain");
   apply(st, e);
+  history.note(e);
   sealed.push_back(std::move(e));
   return out;
 }
@@ -212,10 +279,25 @@ Status Ledger::append_writer_started() {
     batch.push_back(EncodedEvent{e.partition, e.seq, e.type(), "", now, seal(e)});
     KOBO_ASSERT(st.chain.follow(e) == ChainVerdict::accept, "WriterStarted must extend the chain");
     apply(st, e);
+    history_->note(e);
   }
   if (auto s = log_.append(batch); !s) return s;
   publish_durable();
-  return {};
+  return history_->write_tail();
+}
+
+// After a durable append: the facts of its events go to the history index. A failure leaves them
+// in the tail, where lookups still find them, and takes the writer through recover().
+Status Ledger::write_history() {
+  auto s = history_->write_tail();
+  if (!s) {
+    set_fault(s);
+    healthy_.store(false);
+    next_recovery_ = std::chrono::steady_clock::now();
+    log::error("the history index cannot be written; the writer stops deciding until it can",
+               {{"error", s.message()}, {"facts", history_->tail_size()}});
+  }
+  return s;
 }
 
 Status Ledger::start() {
@@ -227,7 +309,7 @@ Status Ledger::start() {
   thread_ = std::thread([this] { run(); });
   if (replayed) {
     snapshotter_ = std::make_unique<Snapshotter>(
-        log_,
+        log_, *history_,
         SnapshotterOptions{options_.snapshot_dir, options_.snapshot_every_events, options_.snapshot_poll});
     if (auto s = snapshotter_->start(std::move(*replayed), replayed_snapshot_events_); !s) {
       log::warn("no snapshots of the writer's state will be written", {{"error", s.message()}});
@@ -256,17 +338,19 @@ void Ledger::stop() {
 
 void Ledger::submit(Command command, Callback done) {
   KOBO_ASSERT(done != nullptr, "submit needs a callback");
+  bool stopping = false;
   {
     std::unique_lock lock(mu_);
-    if (!stopping_ && queue_.size() < options_.queue_max) {
+    stopping = stopping_;
+    if (!stopping && queue_.size() < options_.queue_max) {
       queue_.push_back(Pending{std::move(command), std::move(done)});
       lock.unlock();
       cv_.notify_one();
       return;
     }
   }
-  if (!stopping_) ledger_metrics().rejected_full.inc();
-  done(unavailable(stopping_ ? "the ledger is stopping" : "the command queue is full"));
+  if (!stopping) ledger_metrics().rejected_full.inc();
+  done(unavailable(stopping ? "the ledger is stopping" : "the command queue is full"));
 }
 
 Outcome Ledger::execute(Command command) {
@@ -323,6 +407,11 @@ void Ledger::recover() {
   if (auto s = log_.reset_writer(); !s) {
     set_fault(s);
     log::warn("the log cannot be written yet; retrying", {{"error", s.message()}});
+    return retry_later();
+  }
+  if (auto s = history_->reopen(); !s) {
+    set_fault(s);
+    log::warn("the history index cannot be opened yet; retrying", {{"error", s.message()}});
     return retry_later();
   }
   if (auto s = replay(); !s) {
@@ -394,7 +483,7 @@ void Ledger::process(std::vector<Pending>& batch) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Partition p = route(batch[i].command);
     PartitionState& st = states_[p.value];
-    Decision d = decide(st, batch[i].command, options_.config, now, *ids_);
+    Decision d = decide(st, *history_, batch[i].command, options_.config, now, *ids_);
     Outcome& o = outcomes[i];
     o.partition = p;
     o.rejection = d.rejection;
@@ -404,7 +493,8 @@ void Ledger::process(std::vector<Pending>& batch) {
       const Seq command_seq(st.chain.last_seq().value + 1);
       const auto size = static_cast<std::uint32_t>(d.events.size());
       o.events.reserve(d.events.size());
-      for (auto& draft : d.events) events.push_back(place(st, draft, command_seq, size, now, o.events));
+      for (auto& draft : d.events)
+        events.push_back(place(st, *history_, draft, command_seq, size, now, o.events));
       if (std::holds_alternative<CreateBusiness>(batch[i].command)) ++businesses_added;
       for (auto& f : d.schedule) follow_ups.push_back(std::move(f));
     }
@@ -430,6 +520,8 @@ void Ledger::process(std::vector<Pending>& batch) {
     } else {
       publish_durable();
       business_count_.fetch_add(businesses_added);
+      // The batch is durable, so it is answered as decided whatever the index says.
+      if (!write_history().ok()) follow_ups.clear();  // recover() schedules them again from the log
     }
   }
   ledger_metrics().batch_commands.observe(static_cast<double>(batch.size()));

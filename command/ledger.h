@@ -8,10 +8,16 @@
 // command's callback. A failed append acknowledges nothing: every command of the batch is
 // answered `unavailable` and the state is rebuilt from the log.
 //
-// Lifecycle: construct, start() (rebuilds the state from the newest snapshot and the log after
-// it, or from the whole log; appends WriterStarted to every partition; starts the thread and,
-// with a snapshot dir, the Snapshotter's), submit() from any thread, stop() (or the destructor)
-// drains the queue answering `unavailable` and joins the threads.
+// What it decides with is in memory (state.h: wallets, work in flight); what was used before
+// (references, bank accounts, closed collection wallets) is asked of History (history.h), an
+// index on disk that the writer writes after each durable append. So its memory depends on the
+// wallets and caches of a named size, never on the transfers ever made.
+//
+// Lifecycle: construct, start() (opens the history index; rebuilds the state from the newest
+// snapshot and the log after it, or from the whole log, and brings the index up to the log's
+// end; appends WriterStarted to every partition; starts the thread and, with a snapshot dir, the
+// Snapshotter's), submit() from any thread, stop() (or the destructor) drains the queue
+// answering `unavailable` and joins the threads.
 
 #include <atomic>
 #include <chrono>
@@ -51,6 +57,10 @@ struct LedgerOptions {
   // Where snapshots of the writer's state are kept (command/snapshot.h); empty: none are read or
   // written, and every start replays the whole log.
   std::filesystem::path snapshot_dir;
+  // Where the history index lives (history.h); empty: in memory, rebuilt from the log at every
+  // start (unit tests). Its block cache and memtables take at most `history_cache_bytes`.
+  std::filesystem::path history_dir;
+  std::size_t history_cache_bytes = std::size_t{64} << 20;
   std::uint64_t snapshot_every_events = 100'000;
   std::chrono::milliseconds snapshot_poll{1'000};  // how often the Snapshotter reads the log's new events
 };
@@ -94,7 +104,9 @@ class Ledger {
   };
 
   [[nodiscard]] Status replay();
+  [[nodiscard]] Status replay_newest();
   [[nodiscard]] Status replay_after(Snapshot from);
+  [[nodiscard]] Status write_history();
   [[nodiscard]] Status append_writer_started();
   void run();
   void recover();
@@ -109,6 +121,7 @@ class Ledger {
   const LedgerOptions options_;
   const std::shared_ptr<IdSource> ids_;  // writer thread only
   std::vector<PartitionState> states_;
+  std::unique_ptr<History> history_;  // writer thread only, but for what History says is thread-safe
   // Where the last replay() ended: what the Snapshotter starts from.
   std::uint64_t replayed_events_ = 0;
   std::uint64_t replayed_snapshot_events_ = 0;  // of the snapshot it started from; 0: none

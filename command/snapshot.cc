@@ -17,7 +17,9 @@ namespace {
 constexpr std::string_view kMagic = "KOBOSNAP";
 // Bumped whenever PartitionState or the layout changes: an older snapshot is then refused
 // (and the log replayed), never misread.
-constexpr std::uint32_t kFormat = 1;
+// Format 2: the hot state only (references, bank accounts and closed collection wallets moved to
+// the history index), and the wallet-name index hashed with stable_hash instead of std::hash.
+constexpr std::uint32_t kFormat = 2;
 constexpr std::size_t kHashSize = 32;
 constexpr std::size_t kKeep = 2;
 
@@ -168,24 +170,17 @@ class SnapshotCodec {
     put_map(w, s.account_business, [&](const std::string& v) { w.str(v); });
     put_wallets(w, s.wallets);
     put_map(w, s.transit_settlement, [&](const std::string& v) { w.str(v); });
-    put_map(w, s.bank_accounts, [&](std::uint64_t v) { w.u64(v); });
     put_map(w, s.collections, [&](const CollectionState& c) {
       w.str(c.public_id);
       w.str(c.destination);
       w.i64(c.amount.value);
       w.i64(c.expires_at);
-      w.boolean(c.active);
       w.str(c.business);
       w.str(c.account);
       w.boolean(c.live);
     });
     put_map(w, s.collection_numbers, [&](const std::string& v) { w.str(v); });
-    put_strings(w, s.collection_references);
     put_map(w, s.primary_wallets, [&](int v) { w.i64(v); });
-    put_map(w, s.references, [&](const ReferenceState& v) {
-      w.str(v.fingerprint);
-      w.str(v.transaction);
-    });
     w.u64(s.system_balances.size());
     for (const Kobo b : s.system_balances) w.i64(b.value);
     put_map(w, s.payouts, [&](const PayoutState& p) {
@@ -211,28 +206,19 @@ class SnapshotCodec {
     get_map(r, s.account_business, [&] { return r.str(); });
     get_wallets(r, s.wallets);
     get_map(r, s.transit_settlement, [&] { return r.str(); });
-    get_map(r, s.bank_accounts, [&] { return r.u64(); });
     get_map(r, s.collections, [&] {
       CollectionState c;
       c.public_id = r.str();
       c.destination = r.str();
       c.amount = Kobo(r.i64());
       c.expires_at = r.i64();
-      c.active = r.boolean();
       c.business = r.str();
       c.account = r.str();
       c.live = r.boolean();
       return c;
     });
     get_map(r, s.collection_numbers, [&] { return r.str(); });
-    get_strings(r, s.collection_references);
     get_map(r, s.primary_wallets, [&] { return static_cast<int>(r.i64()); });
-    get_map(r, s.references, [&] {
-      ReferenceState v;
-      v.fingerprint = r.str();
-      v.transaction = r.str();
-      return v;
-    });
     if (r.u64() != s.system_balances.size()) return false;
     for (Kobo& b : s.system_balances) b = Kobo(r.i64());
     get_map(r, s.payouts, [&] {
@@ -457,8 +443,8 @@ SnapshotMetrics& snapshot_metrics() {
 
 }  // namespace
 
-Snapshotter::Snapshotter(EventLog& log, SnapshotterOptions options)
-    : log_(log), options_(std::move(options)) {}
+Snapshotter::Snapshotter(EventLog& log, History& history, SnapshotterOptions options)
+    : log_(log), history_(history), options_(std::move(options)) {}
 
 Snapshotter::~Snapshotter() { stop(); }
 
@@ -478,6 +464,12 @@ void Snapshotter::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+}
+
+bool Snapshotter::index_reaches_state() const {
+  for (std::uint32_t p = 0; p < state_.states.size(); ++p)
+    if (history_.indexed_seq(Partition(p)) < follower_->cursor(Partition(p)).chain.last_seq()) return false;
+  return true;
 }
 
 void Snapshotter::run() {
@@ -504,6 +496,14 @@ void Snapshotter::run() {
       return;
     }
     if (state_.events - events_at_last_write_ < options_.every_events || follower_->mid_command()) continue;
+    // A start uses a snapshot only with an index that covers it (ledger.cc): wait for the writer
+    // to have written its facts (it does right after each append), and make them durable first.
+    if (!index_reaches_state()) continue;
+    if (auto s = history_.sync(); !s) {
+      snapshot_metrics().failures.inc();
+      log::warn("a snapshot waits: the history index cannot be synced", {{"error", s.message()}});
+      continue;
+    }
     state_.cursors = follower_->cursors();
     for (std::uint32_t p = 0; p < state_.states.size(); ++p) state_.states[p].chain = state_.cursors[p].chain;
     const Status s = write_snapshot(options_.dir, state_);

@@ -1,5 +1,6 @@
 #pragma once
-// Snapshots of the writer's state: every partition's PartitionState with the log position it
+// Snapshots of the writer's hot state: every partition's PartitionState (wallets and work in
+// flight, never history: that is the history index's, history.h) with the log position it
 // reflects, so that a writer starts from the newest snapshot plus the log's tail instead of
 // replaying the whole log (DESIGN section 1: "plus snapshots, when they exist"). `kobo audit`
 // never reads them: it replays from seq 1.
@@ -15,11 +16,13 @@
 // partition count are this build's, and its positions agree with the log; anything else is
 // logged as a warning and the log is replayed from its first event.
 //
-// Snapshotter: writes them. It keeps a copy of the writer's state of its own, following the log
-// with the same LogFollower and apply() as the writer's replay, and writes a snapshot every
-// `every_events` events at a command boundary. It owns one thread and never involves the
-// writer's, so no command waits for a snapshot; the price is a second copy of the state in
-// memory and a second decode of every event. A snapshot that cannot be written (a full disk)
+// Snapshotter: writes them. It keeps a copy of the writer's hot state of its own, following the
+// log with the same LogFollower and apply() as the writer's replay, and writes a snapshot every
+// `every_events` events at a command boundary, once the history index has reached the same
+// position and is synced (a start reads the log after a snapshot only when the index covers
+// it). It owns one thread and never involves the writer's, so no command waits for a snapshot;
+// the price is a second copy of the hot state (bounded by the wallets, not by the transfers) and
+// a second decode of every event. A snapshot that cannot be written (a full disk)
 // leaves the older ones as they were and is tried again `every_events` later; /metrics counts
 // both outcomes (`kobo_snapshots_written_total`, `kobo_snapshot_failures_total`).
 
@@ -32,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "command/history.h"
 #include "command/state.h"
 #include "common/result.h"
 #include "events/event_log.h"
@@ -64,7 +68,7 @@ struct SnapshotterOptions {
 
 class Snapshotter {
  public:
-  Snapshotter(EventLog& log, SnapshotterOptions options);
+  Snapshotter(EventLog& log, History& history, SnapshotterOptions options);
   ~Snapshotter();
   Snapshotter(const Snapshotter&) = delete;
   Snapshotter& operator=(const Snapshotter&) = delete;
@@ -77,8 +81,10 @@ class Snapshotter {
 
  private:
   void run();
+  bool index_reaches_state() const;
 
   EventLog& log_;
+  History& history_;  // its thread-safe indexed_seq() and sync() only
   const SnapshotterOptions options_;
   Snapshot state_;  // the snapshotter's thread only
   std::unique_ptr<LogFollower> follower_;

@@ -39,12 +39,22 @@ std::string unpack_uuid(const WalletKey& k) {
   return format_uuid(b);
 }
 
-// The name index's key. A collision only costs a comparison: name_taken() confirms every hit.
+// The name index's key, kept in snapshots, so stable_hash. A collision only costs a comparison:
+// name_taken() confirms every hit.
 std::uint64_t name_hash(std::string_view account, bool live, std::string_view name) {
-  return std::hash<std::string>{}(scope_key(account, live) + std::string(name));
+  return stable_hash(scope_key(account, live) + std::string(name));
 }
 
 }  // namespace
+
+std::uint64_t stable_hash(std::string_view text) {
+  std::uint64_t h = 14'695'981'039'346'656'037ULL;  // the FNV offset basis
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1'099'511'628'211ULL;  // the FNV prime
+  }
+  return h;
+}
 
 std::string format_account_number(std::uint64_t number) {
   char text[11];
@@ -156,12 +166,6 @@ void count_transactions(PartitionState& s, const EventData& d) {
   s.transactions_created += transactions_created_count(d);
 }
 
-void remember_reference(PartitionState& s, const AccountId& account, bool live, const std::string& reference,
-                        std::string fingerprint, const TransactionId& transaction) {
-  s.references[scope_key(account.value, live) + reference] =
-      ReferenceState{std::move(fingerprint), transaction.value};
-}
-
 // Whether a payout's metadata asks the sandbox rail to fail it: read once, when it is accepted.
 bool sandbox_fails(const RawJson& metadata) {
   const auto j = nlohmann::json::parse(metadata.text, nullptr, /*allow_exceptions=*/false);
@@ -184,12 +188,12 @@ void open_wallet(PartitionState& s, const Event& e, const AccountId& account, co
   ++s.account_numbers_issued;
 }
 
+// A collection wallet is paid or expires once; then it leaves the hot state (History keeps its number).
 void close_collection(PartitionState& s, const WalletId& collection) {
   const auto number = s.collection_numbers.find(collection.value);
-  KOBO_ASSERT(number != s.collection_numbers.end(), "status change of an unknown collection wallet");
-  auto& c = s.collections.at(number->second);
-  KOBO_ASSERT(c.active, "a collection wallet is paid or expires once");
-  c.active = false;
+  KOBO_ASSERT(number != s.collection_numbers.end(), "a collection wallet closes once, while it is open");
+  KOBO_ASSERT(s.collections.erase(number->second) == 1, "an open collection wallet has its number");
+  s.collection_numbers.erase(number);
 }
 
 struct Applier {
@@ -231,7 +235,6 @@ struct Applier {
     cs.business = e.business;
     cs.account = x.account.value;
     cs.live = e.live;
-    if (x.reference) s.collection_references.insert(scope_key(cs.account, cs.live) + *x.reference);
     KOBO_ASSERT(!s.wallets.id_with_number(x.account_number), "collection account number reused");
     s.collection_numbers.emplace(cs.public_id, x.account_number);
     KOBO_ASSERT(s.collections.emplace(x.account_number, std::move(cs)).second,
@@ -241,22 +244,17 @@ struct Applier {
 
   void operator()(const CollectionWalletExpired& x) const { close_collection(s, x.wallet); }
 
-  void operator()(const BeneficiarySaved& x) const {
-    KOBO_ASSERT(s.bank_accounts.emplace(x.bank_account.value, x.id).second, "bank account added twice");
-    ++s.bank_accounts_created;
-  }
+  void operator()(const BeneficiarySaved&) const { ++s.bank_accounts_created; }
 
   void operator()(const WalletTransferSettled& x) const {
     post_all(s, x.postings);
     count_transactions(s, e.data);
-    remember_reference(s, x.account, e.live, x.reference, request_fingerprint(request_of(x)), x.transaction);
   }
 
   void operator()(const BankTransferInitiated& x) const {
     post_all(s, x.postings);
     count_transactions(s, e.data);
-    remember_reference(s, x.account, e.live, x.reference, request_fingerprint(request_of(x)), x.transaction);
-    // request_of() asserted the shape: [source, payout suspense, fees].
+    KOBO_ASSERT(x.postings.size() == 3, "a bank transfer posts to its source, payout suspense and fees");
     PayoutState p;
     p.source = x.postings[0].account;
     p.amount = x.postings[1].amount;

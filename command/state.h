@@ -112,12 +112,13 @@ class Wallets {
   friend class SnapshotCodec;  // command/snapshot.cc writes and reads every member as it is
 };
 
+// A collection wallet while it is open (active); once paid or expired it leaves the state, and
+// History keeps whose its number was.
 struct CollectionState {
   std::string public_id;
   std::string destination;  // the wallet a payment credits
   Kobo amount;
   UnixMs expires_at = 0;
-  bool active = true;
   std::string business;
   std::string account;
   bool live = false;
@@ -136,12 +137,10 @@ struct PayoutState {
   bool live = false;
 };
 
-// What a transfer reference was first used for (DESIGN section 2, idempotency).
-struct ReferenceState {
-  std::string fingerprint;  // request_fingerprint() of the request that first used it
-  std::string transaction;  // publicId of the transaction it produced
-};
-
+// What the writer decides with in one partition: the hot state (docs/architecture.md). It holds
+// every wallet and business, and work in flight (payouts, open collection wallets); it grows
+// with them, never with the transfers ever made. What was used before (references, bank
+// accounts, closed collection wallets) is History's (history.h), on disk.
 struct PartitionState {
   Partition partition{0};
   ChainFollower chain;
@@ -157,12 +156,9 @@ struct PartitionState {
   std::unordered_map<std::string, std::string> account_business;  // acc-… -> biz-…
   Wallets wallets;
   std::unordered_map<std::string, std::string> transit_settlement;  // transit vba-… -> vba-… swept to
-  std::unordered_map<std::string, std::uint64_t> bank_accounts;     // bka-… -> integer id
-  std::unordered_map<std::string, CollectionState> collections;     // account number -> collection wallet
-  std::unordered_map<std::string, std::string> collection_numbers;  // vba-… -> account number
-  std::unordered_set<std::string> collection_references;            // scope_key(account, live) + reference
+  std::unordered_map<std::string, CollectionState> collections;  // account number -> open collection wallet
+  std::unordered_map<std::string, std::string> collection_numbers;  // open vba-… -> account number
   std::unordered_map<std::string, int> primary_wallets;             // scope_key(account, live) -> count
-  std::unordered_map<std::string, ReferenceState> references;       // scope_key(account, live) + reference
   std::array<Kobo, kSystemAccounts.size()> system_balances{};       // by SystemAccount
   std::unordered_map<std::string, PayoutState> payouts;             // debit trx-… in flight
   Kobo total;  // sum of every balance in the partition: zero after every command
@@ -174,6 +170,10 @@ struct PartitionState {
 
 // The integer id of the n-th record (from 0) of a kind in partition p.
 std::uint64_t interleaved_id(std::uint64_t n, Partition p, std::uint32_t partitions);
+
+// A 64-bit FNV-1a hash: the same on every platform and standard library, for hashes that are
+// persisted (the wallet-name index in snapshots).
+std::uint64_t stable_hash(std::string_view text);
 
 // Folds one accepted event into the state, reading its typed data. Every posting moves its
 // balance through post() (events/ledger.h). The event has passed the chain check and

@@ -21,9 +21,14 @@ class Partition0 {
   explicit Partition0(std::uint64_t seed = 1, LedgerConfig config = kConfig)
       : config_(std::move(config)), ids_(seed) {
     state_.partition = Partition(0);
+    auto history = History::open({{}, 1});
+    EXPECT_TRUE(history.ok());
+    history_ = std::move(history).value();
   }
 
-  Decision decide(const Command& c, UnixMs now = kNow) { return kobo::decide(state_, c, config_, now, ids_); }
+  Decision decide(const Command& c, UnixMs now = kNow) {
+    return kobo::decide(state_, *history_, c, config_, now, ids_);
+  }
 
   // Decides `c` and appends and applies its events; the sealed events are in `sealed()`.
   Decision run(const Command& c, UnixMs now = kNow) {
@@ -50,6 +55,7 @@ class Partition0 {
       log_.push_back(std::move(wire));
       last_hash_ = e.hash;
       apply(state_, e);
+      history_->note(e);
       sealed_.push_back(std::move(e));
     }
     return d;
@@ -77,11 +83,13 @@ class Partition0 {
 
   Kobo balance(const std::string& wallet_id) const { return state_.wallets.find(wallet_id)->balance; }
   const PartitionState& state() const { return state_; }
+  const History& history() const { return *history_; }
   const LedgerConfig& config() const { return config_; }
 
  private:
   LedgerConfig config_;
   PartitionState state_;
+  std::unique_ptr<History> history_;  // in memory: every fact stays in its tail
   SeededIds ids_;
   std::uint64_t next_seq_ = 1;
   std::string last_hash_ = kGenesisHash;

@@ -61,6 +61,7 @@ class SnapshotTest : public ::testing::Test {
     if (snapshots) {
       o.snapshot_dir = snapshots_;
       o.snapshot_every_events = 20;
+      o.history_dir = dir_ / "history";  // a start uses a snapshot only with an index that covers it
     }
     return o;
   }

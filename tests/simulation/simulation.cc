@@ -148,6 +148,8 @@ class Simulation {
     // the snapshotter's thread, not on the seed: the run must come out the same either way.
     o.snapshot_dir = options_.dir / "snapshots";
     o.snapshot_every_events = 25;
+    // The history index on disk, as served: a restart reads it where the crash left it.
+    o.history_dir = options_.dir / "history";
     o.snapshot_poll = 5ms;
     writer_ = std::make_unique<Ledger>(log_, o);
     if (auto s = writer_->start(); !s) {

@@ -1,0 +1,390 @@
+#include "command/history.h"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_buffer_manager.h>
+
+#include <charconv>
+#include <map>
+#include <type_traits>
+#include <variant>
+
+#include "common/crypto.h"
+#include "common/log.h"
+#include "events/ledger.h"
+#include "events/rocksdb_logger.h"
+
+namespace kobo {
+
+namespace {
+
+// The index's key layout; an index of another layout is emptied and rebuilt from the log.
+constexpr std::string_view kFormatKey = "#format";
+constexpr std::string_view kFormat = "1";
+
+// Keys: a tag byte, then what the fact is found by. Values are as small as the fact allows.
+constexpr char kReferenceTag = 'r';            // scope_key(account, mode) + reference -> fingerprint, trx
+constexpr char kCollectionReferenceTag = 'c';  // scope_key(account, mode) + reference -> ""
+constexpr char kBankAccountTag = 'b';          // bka-… -> integer id (decimal)
+constexpr char kCollectionTag = 'n';           // account number -> mode byte + business
+
+constexpr std::size_t kFingerprintBytes = 32;
+
+std::string tagged(char tag, std::string_view a, std::string_view b = {}) {
+  std::string key;
+  key.reserve(1 + a.size() + b.size());
+  key.push_back(tag);
+  key.append(a);
+  key.append(b);
+  return key;
+}
+
+std::string reference_key(std::string_view account, bool live, std::string_view reference) {
+  return tagged(kReferenceTag, scope_key(account, live), reference);
+}
+
+std::string collection_reference_key(std::string_view account, bool live, std::string_view reference) {
+  return tagged(kCollectionReferenceTag, scope_key(account, live), reference);
+}
+
+std::string position_key(std::uint32_t partition) { return "#position/" + std::to_string(partition); }
+
+std::string encode_position(const IndexPosition& p) { return std::to_string(p.seq.value) + " " + p.hash; }
+
+std::optional<IndexPosition> decode_position(std::string_view text) {
+  const auto space = text.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  std::uint64_t seq = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + space, seq);
+  if (ec != std::errc() || end != text.data() + space) return std::nullopt;
+  return IndexPosition{Seq(seq), std::string(text.substr(space + 1))};
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// A fingerprint is 64 hex digits; the index keeps its 32 bytes.
+std::string encode_reference(const ReferenceState& r) {
+  KOBO_ASSERT(r.fingerprint.size() == 2 * kFingerprintBytes, "a fingerprint is a hex SHA-256");
+  std::string out;
+  out.reserve(kFingerprintBytes + r.transaction.size());
+  for (std::size_t i = 0; i < kFingerprintBytes; ++i) {
+    const int hi = hex_digit(r.fingerprint[2 * i]);
+    const int lo = hex_digit(r.fingerprint[2 * i + 1]);
+    KOBO_ASSERT(hi >= 0 && lo >= 0, "a fingerprint is lower-case hex");
+    out.push_back(static_cast<char>(hi << 4 | lo));
+  }
+  out.append(r.transaction);
+  return out;
+}
+
+Result<ReferenceState> decode_reference(std::string_view v) {
+  if (v.size() <= kFingerprintBytes) return Status::error("history index: a reference entry is truncated");
+  return ReferenceState{to_hex(reinterpret_cast<const std::uint8_t*>(v.data()), kFingerprintBytes),
+                        std::string(v.substr(kFingerprintBytes))};
+}
+
+Status store_error(std::string_view what, const rocksdb::Status& s) {
+  return Status::error("history index: " + std::string(what) + ": " + s.ToString(),
+                       s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
+}
+
+}  // namespace
+
+// ---- stores ------------------------------------------------------------------------------------
+
+class History::Store {
+ public:
+  virtual ~Store() = default;
+  [[nodiscard]] virtual Result<std::optional<std::string>> get(const std::string& key) const = 0;
+  // All of `entries` or none of them.
+  [[nodiscard]] virtual Status write(const std::unordered_map<std::string, std::string>& entries) = 0;
+  [[nodiscard]] virtual Status clear() = 0;
+  [[nodiscard]] virtual Status sync() = 0;
+  [[nodiscard]] virtual Status reopen() = 0;
+};
+
+namespace {
+
+// The unit tests' and tools' index: a map, as exact as the disk and as volatile as the process.
+class MemoryStore final : public History::Store {
+ public:
+  Result<std::optional<std::string>> get(const std::string& key) const override {
+    const auto it = map_.find(key);
+    if (it == map_.end()) return std::optional<std::string>();
+    return std::optional<std::string>(it->second);
+  }
+  Status write(const std::unordered_map<std::string, std::string>& entries) override {
+    for (const auto& [k, v] : entries) map_[k] = v;
+    return {};
+  }
+  Status clear() override {
+    map_.clear();
+    return {};
+  }
+  Status sync() override { return {}; }
+  Status reopen() override { return {}; }
+
+ private:
+  std::map<std::string, std::string, std::less<>> map_;
+};
+
+// The service's index: RocksDB in the data dir. Its memory is bounded by `cache_bytes`: the block
+// cache holds the data blocks, the index and Bloom filter blocks (charged to it, not held per
+// file), and the memtables are charged to it through a WriteBufferManager.
+class RocksStore final : public History::Store {
+ public:
+  RocksStore(std::filesystem::path dir, std::size_t cache_bytes) : dir_(std::move(dir)) {
+    cache_ = rocksdb::NewLRUCache(cache_bytes);
+    options_.create_if_missing = true;
+    options_.info_log = rocksdb_logger("history");
+    options_.max_bgerror_resume_count = 0;  // a write error is cleared by reopen(), as the log's is
+    options_.compression = rocksdb::kLZ4Compression;
+    options_.bottommost_compression = rocksdb::kZSTD;
+    options_.max_open_files = 512;
+    options_.write_buffer_size = std::max<std::size_t>(cache_bytes / 8, std::size_t{1} << 20);
+    options_.max_write_buffer_number = 2;
+    options_.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(cache_bytes / 4, cache_);
+    // Most lookups are of references never used: a Bloom filter on the memtable and on every file
+    // answers them without reading a block.
+    options_.memtable_prefix_bloom_size_ratio = 0.05;
+    options_.memtable_whole_key_filtering = true;
+    rocksdb::BlockBasedTableOptions table;
+    table.block_cache = cache_;
+    table.block_size = std::size_t{16} * 1024;
+    table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    table.cache_index_and_filter_blocks = true;
+    table.cache_index_and_filter_blocks_with_high_priority = true;
+    table.pin_l0_filter_and_index_blocks_in_cache = true;
+    options_.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  }
+
+  Status open() {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    if (ec) return Status::error("history index: create " + dir_.string() + ": " + ec.message());
+    rocksdb::DB* raw = nullptr;
+    const auto s = rocksdb::DB::Open(options_, dir_.string(), &raw);
+    if (!s.ok()) return store_error("open " + dir_.string(), s);
+    db_.reset(raw);
+    return {};
+  }
+
+  Result<std::optional<std::string>> get(const std::string& key) const override {
+    if (!db_) return closed();
+    std::string value;
+    const auto s = db_->Get(rocksdb::ReadOptions(), key, &value);
+    if (s.IsNotFound()) return std::optional<std::string>();
+    if (!s.ok()) return store_error("read", s);
+    return std::optional<std::string>(std::move(value));
+  }
+
+  Status write(const std::unordered_map<std::string, std::string>& entries) override {
+    if (!db_) return closed();
+    rocksdb::WriteBatch batch;
+    for (const auto& [k, v] : entries)
+      if (auto s = batch.Put(k, v); !s.ok()) return store_error("batch", s);
+    // Not fsync'd: a process crash loses nothing (the WAL is in the page cache), and what a power
+    // loss takes the log gives back at the next start. sync() makes it durable before a snapshot.
+    const auto s = db_->Write(rocksdb::WriteOptions(), &batch);
+    return s.ok() ? Status() : store_error("write", s);
+  }
+
+  Status clear() override {
+    db_.reset();
+    const auto s = rocksdb::DestroyDB(dir_.string(), options_);
+    if (!s.ok()) return store_error("remove " + dir_.string(), s);
+    return open();
+  }
+
+  Status sync() override {
+    if (!db_) return closed();
+    const auto s = db_->FlushWAL(/*sync=*/true);
+    return s.ok() ? Status() : store_error("sync", s);
+  }
+
+  Status reopen() override {
+    db_.reset();
+    return open();
+  }
+
+ private:
+  // After a reopen that failed: every call answers this until one succeeds.
+  Status closed() const { return Status::error("history index: " + dir_.string() + " is not open"); }
+
+  std::filesystem::path dir_;
+  std::shared_ptr<rocksdb::Cache> cache_;
+  rocksdb::Options options_;
+  std::unique_ptr<rocksdb::DB> db_;
+};
+
+}  // namespace
+
+// ---- History -----------------------------------------------------------------------------------
+
+History::History(std::unique_ptr<Store> store, std::uint32_t partitions)
+    : store_(std::move(store)),
+      position_(partitions),
+      tail_position_(partitions),
+      indexed_seq_(std::make_unique<std::atomic<std::uint64_t>[]>(partitions)) {}
+
+History::~History() = default;
+
+Result<std::unique_ptr<History>> History::open(const HistoryOptions& options) {
+  std::unique_ptr<Store> store;
+  if (options.dir.empty()) {
+    store = std::make_unique<MemoryStore>();
+  } else {
+    auto rocks = std::make_unique<RocksStore>(options.dir, options.cache_bytes);
+    if (auto s = rocks->open(); !s) return s;
+    store = std::move(rocks);
+  }
+  std::unique_ptr<History> h(new History(std::move(store), options.partitions));
+  auto format = h->store_->get(std::string(kFormatKey));
+  if (!format) return format.status();
+  if (format.value() && *format.value() != kFormat) {
+    log::warn("the history index has another layout; it is rebuilt from the log",
+              {{"format", *format.value()}, {"expected", std::string(kFormat)}});
+    if (auto s = h->clear(); !s) return s;
+    return h;
+  }
+  for (std::uint32_t p = 0; p < options.partitions; ++p) {
+    auto stored = h->store_->get(position_key(p));
+    if (!stored) return stored.status();
+    if (!stored.value()) continue;
+    const auto position = decode_position(*stored.value());
+    if (!position)
+      return Status::error("history index: partition " + std::to_string(p) + "'s position does not decode");
+    h->position_[p] = *position;
+  }
+  h->tail_position_ = h->position_;
+  h->publish_position();
+  return h;
+}
+
+Result<std::optional<std::string>> History::find(const std::string& key) const {
+  if (const auto it = tail_.find(key); it != tail_.end()) return std::optional<std::string>(it->second);
+  return store_->get(key);
+}
+
+Result<std::optional<ReferenceState>> History::transfer_reference(std::string_view account, bool live,
+                                                                  std::string_view reference) const {
+  auto v = find(reference_key(account, live, reference));
+  if (!v) return v.status();
+  if (!v.value()) return std::optional<ReferenceState>();
+  auto r = decode_reference(*v.value());
+  if (!r) return r.status();
+  return std::optional<ReferenceState>(std::move(r).value());
+}
+
+Result<bool> History::collection_reference_taken(std::string_view account, bool live,
+                                                 std::string_view reference) const {
+  auto v = find(collection_reference_key(account, live, reference));
+  if (!v) return v.status();
+  return v.value().has_value();
+}
+
+Result<std::optional<std::uint64_t>> History::bank_account(std::string_view id) const {
+  auto v = find(tagged(kBankAccountTag, id));
+  if (!v) return v.status();
+  if (!v.value()) return std::optional<std::uint64_t>();
+  std::uint64_t n = 0;
+  const std::string& text = *v.value();
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size())
+    return Status::error("history index: a bank account entry does not decode");
+  return std::optional<std::uint64_t>(n);
+}
+
+Result<std::optional<CollectionOwner>> History::collection(std::string_view account_number) const {
+  auto v = find(tagged(kCollectionTag, account_number));
+  if (!v) return v.status();
+  if (!v.value()) return std::optional<CollectionOwner>();
+  const std::string& text = *v.value();
+  if (text.empty() || (text[0] != 'l' && text[0] != 't'))
+    return Status::error("history index: a collection entry does not decode");
+  return std::optional<CollectionOwner>(CollectionOwner{text.substr(1), text[0] == 'l'});
+}
+
+void History::note(const Event& e) {
+  auto remember_reference = [&](const AccountId& account, const std::string& reference,
+                                std::string fingerprint, const TransactionId& transaction) {
+    tail_[reference_key(account.value, e.live, reference)] =
+        encode_reference(ReferenceState{std::move(fingerprint), transaction.value});
+  };
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, WalletTransferSettled> || std::is_same_v<T, BankTransferInitiated>) {
+          remember_reference(x.account, x.reference, request_fingerprint(request_of(x)), x.transaction);
+        } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
+          tail_[tagged(kBankAccountTag, x.bank_account.value)] = std::to_string(x.id);
+        } else if constexpr (std::is_same_v<T, CollectionWalletOpened>) {
+          tail_[tagged(kCollectionTag, x.account_number)] = (e.live ? "l" : "t") + e.business;
+          if (x.reference) tail_[collection_reference_key(x.account.value, e.live, *x.reference)] = "";
+        }
+      },
+      e.data);
+  IndexPosition& at = tail_position_[e.partition.value];
+  KOBO_ASSERT(e.seq.value == at.seq.value + 1, "history notes each partition's events in order");
+  at = IndexPosition{e.seq, e.hash};
+}
+
+Status History::write_tail() {
+  std::vector<std::uint32_t> moved;
+  for (std::uint32_t p = 0; p < position_.size(); ++p)
+    if (tail_position_[p].seq != position_[p].seq) moved.push_back(p);
+  if (tail_.empty() && moved.empty()) return {};
+  for (const std::uint32_t p : moved) tail_[position_key(p)] = encode_position(tail_position_[p]);
+  tail_[std::string(kFormatKey)] = std::string(kFormat);
+  if (auto s = store_->write(tail_); !s) {
+    // Nothing of it reached the index: the entries stay in the tail, less the positions, which
+    // the next write adds again.
+    for (const std::uint32_t p : moved) tail_.erase(position_key(p));
+    tail_.erase(std::string(kFormatKey));
+    return s;
+  }
+  tail_.clear();
+  position_ = tail_position_;
+  publish_position();
+  return {};
+}
+
+void History::drop_tail() {
+  tail_.clear();
+  tail_position_ = position_;
+}
+
+Status History::clear() {
+  {
+    std::lock_guard lock(store_mu_);
+    if (auto s = store_->clear(); !s) return s;
+  }
+  tail_.clear();
+  position_.assign(position_.size(), IndexPosition{});
+  tail_position_ = position_;
+  publish_position();
+  return {};
+}
+
+Status History::reopen() {
+  std::lock_guard lock(store_mu_);
+  return store_->reopen();
+}
+
+Status History::sync() {
+  std::lock_guard lock(store_mu_);
+  return store_->sync();
+}
+
+void History::publish_position() {
+  for (std::size_t p = 0; p < position_.size(); ++p)
+    indexed_seq_[p].store(position_[p].seq.value, std::memory_order_release);
+}
+
+}  // namespace kobo
