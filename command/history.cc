@@ -189,9 +189,12 @@ class RocksStore final : public History::Store {
     rocksdb::WriteBatch batch;
     for (const auto& [k, v] : entries)
       if (auto s = batch.Put(k, v); !s.ok()) return store_error("batch", s);
-    // Not fsync'd: a process crash loses nothing (the WAL is in the page cache), and what a power
-    // loss takes the log gives back at the next start. sync() makes it durable before a snapshot.
-    const auto s = db_->Write(rocksdb::WriteOptions(), &batch);
+    // No write-ahead log: the log is this index's. A crash loses the memtables, positions and
+    // facts together (a flush writes a consistent prefix), and the next start notes the log after
+    // the position the files hold again. sync() flushes before a snapshot relies on the index.
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    const auto s = db_->Write(wo, &batch);
     return s.ok() ? Status() : store_error("write", s);
   }
 
@@ -204,8 +207,8 @@ class RocksStore final : public History::Store {
 
   Status sync() override {
     if (!db_) return closed();
-    const auto s = db_->FlushWAL(/*sync=*/true);
-    return s.ok() ? Status() : store_error("sync", s);
+    const auto s = db_->Flush(rocksdb::FlushOptions());
+    return s.ok() ? Status() : store_error("flush", s);
   }
 
   Status reopen() override {

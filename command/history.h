@@ -9,9 +9,10 @@
 // The index never holds a fact the log does not. The writer notes each event's facts into an
 // in-memory tail as it applies the event, and writes the tail to the index, with the log
 // position it reaches, only once the events are durable in the log. A lookup reads the tail
-// first, then the index, so its answer is exact at every moment. After a crash the index holds
-// what it held at its last write (its writes are not fsync'd, but a process crash loses none),
-// and the writer's start notes the log after the index's position into the tail again.
+// first, then the index, so its answer is exact at every moment. The index writes no
+// write-ahead log of its own (the event log is its log): a crash loses what its memtables held,
+// facts and position together, and the writer's start notes the log after the position its
+// files hold into the tail again. sync() flushes it, before a snapshot relies on it.
 //
 // Lifecycle: open(), then the writer thread alone uses it; indexed_seq() and sync() are
 // thread-safe (the Snapshotter calls them).
@@ -95,7 +96,8 @@ class History {
   // ---- thread-safe
   // The seq up to which partition p's facts are written to the index.
   Seq indexed_seq(Partition p) const { return Seq(indexed_seq_[p.value].load(std::memory_order_acquire)); }
-  // Makes what was written to the index durable (a snapshot is written only after it).
+  // Makes what was written to the index durable: flushes its memtables (a snapshot is written
+  // only after it).
   [[nodiscard]] Status sync();
 
  private:
