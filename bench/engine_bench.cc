@@ -61,7 +61,9 @@ double percentile(std::vector<double>& v, double q) {
 
 int transfers(const std::string& data_dir, double seconds, int producers, std::ptrdiff_t window) {
   auto log = open_log(data_dir, /*sync=*/true);
-  Ledger ledger(*log, LedgerOptions{});
+  LedgerOptions options;
+  options.history_dir = std::filesystem::path(data_dir) / "history";  // every reference looked up on disk
+  Ledger ledger(*log, options);
   start(ledger);
   const std::vector<Business> all = create_funded_wallets(ledger, 12, 100);
 

@@ -6,6 +6,9 @@
 #   get        GET /v1/virtual-accounts/{id} over the 100 wallets
 #   lag        transfers paced to 80% of the peak; the projection lag (event appended to visible
 #              in the views, kobo_projection_lag_seconds on /metrics) over that run
+#   memory     transfers at full speed for MEMORY_SECONDS (default 60), then kill -9 and a restart
+#              on the same data dir: the server's resident memory after it (and before the kill),
+#              and how long it took to be ready
 # Each phase prints a `RESULT key=value ...` line for run.sh. Flags after `--` go to `kobo serve`
 # (another backend, say).
 #
@@ -20,10 +23,15 @@ shift $(( $# < 3 ? $# : 3 ))
 here=$(cd "$(dirname "$0")" && pwd)
 data=$(mktemp -d "${TMPDIR:-/tmp}/kobo-bench.XXXXXX")
 port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-"$build/kobo" serve --listen 127.0.0.1:$port --data-dir "$data" --log-level warn "$@" >/dev/null 2>"$data/stderr" &
-pid=$!
+serve_flags=("$@")
+serve() {  # starts kobo serve on the data dir and waits until it is ready
+  "$build/kobo" serve --listen 127.0.0.1:$port --data-dir "$data" --log-level warn "${serve_flags[@]}" \
+    >/dev/null 2>>"$data/stderr" &
+  pid=$!
+  for _ in $(seq 600); do curl -sf localhost:$port/readyz >/dev/null && break; sleep 0.05; done
+}
+serve
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 300); do curl -sf localhost:$port/readyz >/dev/null && break; sleep 0.1; done
 url="http://127.0.0.1:$port"
 export KOBO_BENCH_DIR=$here
 export KOBO_KEY=$(python3 -c "import json;print(json.load(open('$data/credentials.json'))['testSecretKey'])")
@@ -85,4 +93,22 @@ print(max(0, round(64000 / $target - latency)))")
        "$lag_n events applied, lag mean $(python3 -c "print(f'{$lag_mean*1000:.1f}')") ms" >&2
   echo "RESULT lag_p99_ms=$(python3 -c "print(f'{$lag_p99*1000:.1f}')") lag_tps=$(printf '%.0f' "$rate")" \
        "lag_pct=$(python3 -c "print(f'{100*$rate/$peak:.0f}')")"
+fi
+
+if [[ ,$phases, == *,memory,* ]]; then
+  mem_seconds=${MEMORY_SECONDS:-60}
+  r=$(run_wrk transfer.lua "$mem_seconds")
+  transfers=$(python3 -c "print(round($(field "$r" rps) * $mem_seconds))")
+  rss_before=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+  kill -9 "$pid"
+  wait "$pid" 2>/dev/null || true
+  started=$(date +%s.%N)
+  serve
+  ready_s=$(python3 -c "print(f'{$(date +%s.%N) - $started:.2f}')")
+  sleep 2  # the snapshotter's copy of the hot state is in place
+  rss_after=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+  echo "memory: $transfers transfers in $mem_seconds s; resident $((rss_before / 1024)) MiB before the kill -9," \
+       "$((rss_after / 1024)) MiB after the restart, ready in $ready_s s" >&2
+  echo "RESULT mem_transfers=$transfers mem_rss_before_mib=$((rss_before / 1024)) mem_rss_after_mib=$((rss_after / 1024))" \
+       "mem_ready_s=$ready_s"
 fi

@@ -85,6 +85,7 @@ int run(const std::string& data_dir, std::uint64_t events, std::uint32_t partiti
   }
   LedgerOptions options;
   options.config.partitions = partitions;
+  options.history_dir = std::filesystem::path(data_dir) / "history";  // as kobo serve keeps it
   const auto started = Clock::now();
   {
     Ledger ledger(*log.value(), options);

@@ -6,18 +6,29 @@
 //                                             yet), then, once a snapshot is written, from it
 //   kobo_restart_bench lists --data-dir D     GET /v1/transactions' read of the views: page 1
 //                                             and page 1,000 of the scope with most records
+//   kobo_restart_bench ready --data-dir D [--crash-after N]
+//                                             after `restart` left a snapshot: a writer that
+//                                             decides N more transfers and is killed with
+//                                             SIGKILL (a child process), then a fresh start:
+//                                             how long until it is ready, and its resident
+//                                             memory then (bounded by wallets, not history)
 //   kobo_restart_bench compact --data-dir D   the views' bytes on disk as `kobo replay` left
 //                                             them, and once compacted to rest (every record in
 //                                             the bottommost level, zstd with its dictionary)
 #include <rocksdb/db.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <random>
 #include <thread>
 
+#include "bench/bench_setup.h"
 #include "command/ledger.h"
 #include "common/log.h"
 #include "events/embedded_log.h"
@@ -48,14 +59,21 @@ std::size_t snapshots_in(const fs::path& dir) {
   return n;
 }
 
+// The writer as kobo serve runs it on `data_dir`.
+LedgerOptions writer_options(const fs::path& data_dir, std::uint32_t partitions) {
+  LedgerOptions o;
+  o.config.partitions = partitions;
+  o.snapshot_dir = data_dir / "snapshots";
+  o.snapshot_poll = std::chrono::milliseconds(50);
+  o.history_dir = data_dir / "history";
+  return o;
+}
+
 int restart(const fs::path& data_dir) {
   const fs::path snapshots = data_dir / "snapshots";
   fs::remove_all(snapshots);
   auto log = open_log(data_dir);
-  LedgerOptions o;
-  o.config.partitions = log->partitions();
-  o.snapshot_dir = snapshots;
-  o.snapshot_poll = std::chrono::milliseconds(50);
+  const LedgerOptions o = writer_options(data_dir, log->partitions());
   std::uint64_t events = 0;
   const auto ends = log->end_offsets();
   KOBO_ASSERT(ends.ok(), "the log's end offsets");
@@ -87,6 +105,52 @@ int restart(const fs::path& data_dir) {
       from_snapshot);
   std::printf("RESULT restart_whole_s=%.2f restart_snapshot_s=%.3f snapshot_mib=%.1f\n", whole, from_snapshot,
               static_cast<double>(snapshot_bytes) / (1 << 20));
+  return 0;
+}
+
+int ready(const fs::path& data_dir, std::uint64_t crash_after) {
+  if (crash_after > 0) {
+    // The crash: a writer that starts from the snapshot, decides more transfers (their references
+    // in the history index's tail and memtable), and is killed mid-flight.
+    const pid_t child = ::fork();
+    KOBO_ASSERT(child >= 0, "fork");
+    if (child == 0) {
+      auto log = open_log(data_dir);
+      Ledger l(*log, writer_options(data_dir, log->partitions()));
+      KOBO_ASSERT(l.start().ok(), "the crashing writer's start");
+      const std::vector<Business> all = create_funded_wallets(l, 1, 2);
+      std::mt19937_64 rng(::getpid());
+      Batch batch(l);
+      for (std::uint64_t i = 0; i < crash_after; ++i)
+        batch.submit(random_transfer(all, rng, Kobo(10'000),
+                                     "crash-" + std::to_string(::getpid()) + "-" + std::to_string(i)));
+      batch.wait();
+      ::kill(::getpid(), SIGKILL);
+    }
+    int status = 0;
+    KOBO_ASSERT(::waitpid(child, &status, 0) == child && WIFSIGNALED(status), "the writer was killed");
+  }
+  const auto started = Clock::now();
+  auto log = open_log(data_dir);
+  Ledger l(*log, writer_options(data_dir, log->partitions()));
+  KOBO_ASSERT(l.start().ok(), "the writer's start after the crash");
+  const double ready_s = seconds_since(started);
+  // The snapshotter follows the log into its copy of the hot state: counted too, once it has.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const double rss_mib = static_cast<double>(resident_bytes()) / (1 << 20);
+  std::uintmax_t snapshot_bytes = 0, history_bytes = 0;
+  for (const auto& e : fs::directory_iterator(data_dir / "snapshots"))
+    if (e.path().extension() == ".bin") snapshot_bytes = std::max(snapshot_bytes, fs::file_size(e.path()));
+  for (const auto& e : fs::recursive_directory_iterator(data_dir / "history"))
+    if (e.is_regular_file()) history_bytes += e.file_size();
+  std::printf(
+      "writer ready %.3f s after a kill -9 (%lu transfers decided after the snapshot); resident "
+      "memory %.1f MiB; newest snapshot %.2f MiB; history index %.1f MiB on disk\n",
+      ready_s, static_cast<unsigned long>(crash_after), rss_mib,
+      static_cast<double>(snapshot_bytes) / (1 << 20), static_cast<double>(history_bytes) / (1 << 20));
+  std::printf("RESULT ready_s=%.3f rss_mib=%.1f snapshot_mib=%.2f history_mib=%.1f\n", ready_s, rss_mib,
+              static_cast<double>(snapshot_bytes) / (1 << 20),
+              static_cast<double>(history_bytes) / (1 << 20));
   return 0;
 }
 
@@ -176,12 +240,18 @@ int main(int argc, char** argv) {
   auto* l = app.add_subcommand("lists", "Transaction list pages of the biggest business, from the views");
   l->add_option("--data-dir", data_dir, "A data dir kobo_make_log wrote and kobo replay gave views")
       ->required();
+  std::uint64_t crash_after = 20'000;
+  auto* y = app.add_subcommand("ready", "A kill -9 of a writer past the snapshot, then its start and memory");
+  y->add_option("--data-dir", data_dir, "A data dir `restart` left a snapshot in")->required();
+  y->add_option("--crash-after", crash_after, "Transfers decided after the snapshot before the kill")
+      ->capture_default_str();
   auto* c = app.add_subcommand("compact", "The views' bytes on disk as replayed, and compacted to rest");
   c->add_option("--data-dir", data_dir, "A data dir kobo_make_log wrote and kobo replay gave views")
       ->required();
   CLI11_PARSE(app, argc, argv);
   kobo::log::set_min_level(kobo::log::Level::warn);
   if (r->parsed()) return kobo::bench::restart(data_dir);
+  if (y->parsed()) return kobo::bench::ready(data_dir, crash_after);
   if (c->parsed()) return kobo::bench::compact(data_dir);
   return kobo::bench::lists(data_dir);
 }

@@ -38,7 +38,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 fsync=$(python3 "$here/fsync_probe.py" "${TMPDIR:-/tmp}" 200)
 
 measure peers "$here/peers.sh" "$seconds"
-measure http "$here/http_bench.sh" "$build" "$seconds" transfers,get,lag
+measure http "$here/http_bench.sh" "$build" "$seconds" transfers,get,lag,memory
 measure engine "$build/bench/kobo_engine_bench" transfers --data-dir "$scratch/engine" --seconds "$seconds"
 measure replay "$here/replay_speed.sh" "$build" "${EVENTS:-1000000}"
 # The HTTP transfer figure again on the Kafka backend, against the test broker (a fresh one).
@@ -48,6 +48,9 @@ measure kafka "$here/http_bench.sh" "$build" "$seconds" transfers -- --kafka-bro
 "$kafka_broker" stop "$scratch/kafka"
 "$build/bench/kobo_engine_bench" make-wallets --data-dir "$scratch/memory" --wallets "${WALLETS:-1000000}" >&2
 measure memory "$build/bench/kobo_engine_bench" writer-memory --data-dir "$scratch/memory"
+# The writer against its history (issue 22): kill -9 and restart on 1M and 10M transfers.
+measure history1m "$here/memory_bench.sh" "$build" 1000000
+measure history10m "$here/memory_bench.sh" "$build" 10000000
 
 pg=${R[peers.pgbench_tps]:-0}
 ngx=${R[peers.nginx_rps]:-0}
@@ -63,9 +66,9 @@ row "GET /v1/virtual-accounts/{id} (64 connections)" \
     "$(n "${R[http.get_rps]}")/s; p50 ${R[http.get_p50_ms]} ms, p99 ${R[http.get_p99_ms]} ms" \
     "$(ratio "${R[http.get_rps]}" "$ngx") nginx" ">= 100,000/s and >= 0.5x nginx" \
     "$( [ "$(meets "${R[http.get_rps]}" '>=' 100000)" = yes ] && [ "$(meets "${R[http.get_rps]}" '>=' "$((ngx / 2))")" = yes ] && echo yes || echo no)"
-row "Command engine alone (in process, decide + encode + durable append)" \
-    "$(n "${R[engine.engine_tps]}") transfers/s" "$(ratio "${R[engine.engine_tps]}" "$pg") pgbench" ">= 1,000,000/s" \
-    "$(meets "${R[engine.engine_tps]}" '>=' 1000000)"
+row "Command engine alone (in process, decide with the history index on disk + encode + durable append)" \
+    "$(n "${R[engine.engine_tps]}") transfers/s" "$(ratio "${R[engine.engine_tps]}" "$pg") pgbench" \
+    ">= 68,955/s (76,617 before the index, less 10%)" "$(meets "${R[engine.engine_tps]}" '>=' 68955)"
 row "Replay of $(n "${EVENTS:-1000000}") events: writer state" \
     "$(n "${R[replay.writer_replay_eps]}") events/s" "-" ">= 1,000,000/s" "$(meets "${R[replay.writer_replay_eps]}" '>=' 1000000)"
 row "Replay of $(n "${EVENTS:-1000000}") events: every view (kobo replay)" \
@@ -83,6 +86,20 @@ row "Disk per wallet transfer: log / views (compressed, WAL included; views as r
     "$( [ "$(meets "${R[replay.log_bytes_per_transfer]}" '<=' 400)" = yes ] && [ "$(meets "${R[replay.views_rest_bytes_per_transfer]}" '<=' 1200)" = yes ] && echo yes || echo no)"
 row "Projection lag p99 at ${R[http.lag_pct]}% of peak ($(n "${R[http.lag_tps]}") transfers/s)" \
     "${R[http.lag_p99_ms]} ms" "-" "<= 50 ms" "$(meets "${R[http.lag_p99_ms]}" '<=' 50)"
+row "Writer after a kill -9 on 1M / 10M transfers over 10,000 wallets: resident memory" \
+    "${R[history1m.rss_mib]} / ${R[history10m.rss_mib]} MiB ($(ratio "${R[history10m.rss_mib]}" "${R[history1m.rss_mib]}"))" "-" \
+    "<= 512 MiB at 10M, <= 1.2x the 1M figure" \
+    "$( [ "$(meets "${R[history10m.rss_mib]}" '<=' 512)" = yes ] && [ "$(meets "${R[history10m.rss_mib]}" '<=' "$(python3 -c "print(1.2 * ${R[history1m.rss_mib]:-0})")")" = yes ] && echo yes || echo no)"
+row "Writer ready after a kill -9 on 1M / 10M transfers (snapshot + log after it + history index)" \
+    "${R[history1m.ready_s]} / ${R[history10m.ready_s]} s" "-" "<= 2 s, <= 1.2x the 1M figure" \
+    "$( [ "$(meets "${R[history10m.ready_s]}" '<=' 2)" = yes ] && [ "$(meets "${R[history10m.ready_s]}" '<=' "$(python3 -c "print(1.2 * ${R[history1m.ready_s]:-0})")")" = yes ] && echo yes || echo no)"
+row "Snapshot of the writer's state on 1M / 10M transfers (history index on disk beside it)" \
+    "${R[history1m.snapshot_mib]} / ${R[history10m.snapshot_mib]} MiB (index ${R[history1m.history_mib]} / ${R[history10m.history_mib]} MiB)" "-" \
+    "<= 1.2x the 1M figure" \
+    "$(meets "${R[history10m.snapshot_mib]}" '<=' "$(python3 -c "print(1.2 * ${R[history1m.snapshot_mib]:-0})")")"
+row "kobo serve resident memory after kill -9 and restart, following $(n "${R[http.mem_transfers]}") HTTP transfers" \
+    "${R[http.mem_rss_after_mib]} MiB (${R[http.mem_rss_before_mib]} MiB before the kill); ready in ${R[http.mem_ready_s]} s" "-" \
+    "<= 300 MiB" "$(meets "${R[http.mem_rss_after_mib]}" '<=' 300)"
 row "Writer resident memory per wallet ($(n "${WALLETS:-1000000}") wallets)" \
     "${R[memory.bytes_per_wallet]} bytes ($(python3 -c "print(round(${R[memory.bytes_per_wallet]} * 1e6 / 2**20))") MiB per million)" \
     "-" "<= 300 bytes" "$(meets "${R[memory.bytes_per_wallet]}" '<=' 300)"
