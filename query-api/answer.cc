@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 
 #include "common/crypto.h"
+#include "common/log.h"
 #include "projection/render.h"
 #include "query-api/envelope.h"
 
@@ -64,7 +65,12 @@ std::optional<Context> Protocol::authenticate(const Request& req, const Responde
   }
   // The stored form is the key's SHA-256: looking it up by digest compares digests, never
   // the key itself, so timing reveals nothing about stored keys.
-  const auto owner = views_.key_owner(sha256_hex(key));
+  const auto read_owner = views_.key_owner(sha256_hex(key));
+  if (!read_owner) {
+    respond(unavailable(read_owner.status()));
+    return std::nullopt;
+  }
+  const std::optional<KeyOwner>& owner = read_owner.value();
   if (!owner) {
     respond(http::error(401, "Unauthorized"));
     return std::nullopt;
@@ -115,13 +121,19 @@ void Protocol::answer_created(Outcome o, int status, std::string message, Respon
              [this, o = std::move(o), status, message = std::move(message), adjust = std::move(adjust),
               respond = std::move(respond)](bool applied) mutable {
                const ViewRecords records(views_);
-               if (!applied && !render::can_render(o.events, records))
-                 return respond(http::error(503, "Service unavailable"));
                // A settled transaction is read back rather than rendered again: the same bytes.
                std::optional<std::string> record;
                if (applied && render::settled_when_created(o.events, o.id))
                  record = records.transaction(o.id);
-               if (!record) record = render::created_record(o.events, o.id, records);
+               if (!records.status()) return respond(unavailable(records.status()));
+               if (!record) {
+                 // Rendering reads what can_render() reads, which `records` keeps: reading it here
+                 // first lets a read that fails be answered rather than asserted on in render.
+                 const bool renderable = render::can_render(o.events, records);
+                 if (!records.status()) return respond(unavailable(records.status()));
+                 if (!applied && !renderable) return respond(http::error(503, "Service unavailable"));
+                 record = render::created_record(o.events, o.id, records);
+               }
                KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
                if (adjust) adjust(*record);
                respond(http::ok_text(status, *record, message));
@@ -139,6 +151,11 @@ std::optional<ResolvedAccount> Protocol::resolve(bool live, const std::string& b
   return std::get<ResolvedAccount>(std::move(resolved));
 }
 
+Response unavailable(const Status& error) {
+  log::error("a request cannot be answered", {{"error", error.message()}});
+  return rejection_response(Rejection::unavailable);
+}
+
 std::optional<std::string> optional_string(const json& body, const char* name) {
   const auto it = body.find(name);
   if (it == body.end() || !it->is_string()) return std::nullopt;
@@ -149,11 +166,12 @@ kobo::PageRequest to_page(const http::PageRequest& p) {
   return kobo::PageRequest{static_cast<std::uint64_t>(p.page), static_cast<std::uint64_t>(p.per_page)};
 }
 
-Response list(Page page, const http::PageRequest& request) {
+Response list(Result<Page> page, const http::PageRequest& request) {
+  if (!page) return unavailable(page.status());
   json items = json::array();
-  for (auto& item : page.items) items.push_back(std::move(item));
-  return http::ok_list(
-      items, http::Pagination{static_cast<std::int64_t>(page.total_count), request.per_page, request.page});
+  for (auto& item : page.value().items) items.push_back(std::move(item));
+  return http::ok_list(items, http::Pagination{static_cast<std::int64_t>(page.value().total_count),
+                                               request.per_page, request.page});
 }
 
 http::RouteHandler route(std::shared_ptr<Protocol> protocol, RouteFn fn) {

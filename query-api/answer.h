@@ -3,7 +3,8 @@
 // routes themselves (query-api/routes/, one file per resource). A route handler authenticates
 // the caller, validates the request, then either submits a command to the Ledger and answers
 // from its Outcome, or reads the Views after the read barrier. Envelopes are envelope.h's;
-// domain rejections are mapped to HTTP by rejection_response() (api.h), the one table.
+// domain rejections are mapped to HTTP by rejection_response() (api.h), the one table, and a
+// read of the views that fails is answered by unavailable(), never by aborting.
 //
 // Adding a resource (holds, statements, bulk transfers, events, …): write
 // routes/<resource>.cc with its handlers as functions `(Protocol&, Request&&, const PathParams&,
@@ -58,7 +59,8 @@ class Protocol {
   Views& views() const { return views_; }
   const ApiOptions& options() const { return options_; }
 
-  // Resolves the caller, or answers 401/403 and returns nullopt.
+  // Resolves the caller, or answers 401/403 (503 when the views cannot be read) and returns
+  // nullopt.
   std::optional<Context> authenticate(const http::Request& req, const http::Responder& respond) const;
 
   // Read barrier: `then` runs once the views have applied everything durable in the caller's
@@ -84,7 +86,8 @@ class Protocol {
                       std::function<void(std::string&)> adjust = {});
 
   // The account a request's bankCode and accountNumber name, or nullopt once `respond` has the
-  // 4xx (name_enquiry.h). Reads the views (a wallet of ours): call it after the read barrier.
+  // 4xx (name_enquiry.h), or the 503 of a views read that failed. Reads the views (a wallet of ours): call it
+  // after the read barrier.
   std::optional<ResolvedAccount> resolve(bool live, const std::string& bank_code,
                                          const std::string& account_number,
                                          const http::Responder& respond) const;
@@ -104,11 +107,16 @@ class Protocol {
 
 // ---- helpers the routes share ------------------------------------------------------------------
 
+// The answer to a request that met an operating error it cannot get past (the views cannot be
+// read): 503 `Service unavailable`, the answer of Rejection::unavailable. The error is logged,
+// never shown to the client.
+http::Response unavailable(const Status& error);
+
 // A string member of a request body, or nullopt when it is absent or not a string.
 std::optional<std::string> optional_string(const nlohmann::json& body, const char* name);
 kobo::PageRequest to_page(const http::PageRequest& p);
-// A page of the views as a list answer.
-http::Response list(Page page, const http::PageRequest& request);
+// A page of the views as a list answer; unavailable() when it could not be read.
+http::Response list(Result<Page> page, const http::PageRequest& request);
 
 // A route's handler: a function of the protocol and the request.
 using RouteFn = void (*)(Protocol&, http::Request&&, const http::PathParams&, http::Responder);

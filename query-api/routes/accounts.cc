@@ -36,9 +36,10 @@ void submit_update_account(Protocol& p, UpdateAccount cmd, Responder respond) {
           return respond(o.rejection == Rejection::account_not_found ? http::error(404, "Data not found")
                                                                      : rejection_response(o.rejection));
         p.after_projection(o, std::move(respond), [&p, business, id](Responder r) {
-          auto a = p.views().account(business, id);
-          KOBO_ASSERT(a.has_value(), "an updated account is missing from the views");
-          r(http::ok(200, *a, "Account updated successfully"));
+          const auto a = p.views().account(business, id);
+          if (!a) return r(unavailable(a.status()));
+          KOBO_ASSERT(a.value().has_value(), "an updated account is missing from the views");
+          r(http::ok(200, *a.value(), "Account updated successfully"));
         });
       });
 }
@@ -62,7 +63,9 @@ void update_account(Protocol& p, Request&& req, const PathParams& params, Respon
     cmd.webhooks = body->at("webhooks").get<std::vector<std::string>>();
   if (body->contains("live") && !body->at("live").is_null()) cmd.live = body->at("live").get<bool>();
   p.barrier(*c, std::move(respond), [&p, cmd = std::move(cmd)](Responder r) mutable {
-    if (!p.views().account(cmd.caller.business, cmd.account_id)) return r(http::error(404, "Data not found"));
+    const auto a = p.views().account(cmd.caller.business, cmd.account_id);
+    if (!a) return r(unavailable(a.status()));
+    if (!a.value()) return r(http::error(404, "Data not found"));
     submit_update_account(p, std::move(cmd), std::move(r));
   });
 }

@@ -111,9 +111,10 @@ void submit_bank_account(Protocol& p, const Context& ctx, const json& body, Resp
       return p.answer_created(std::move(o), 201, "Bank account added successfully", std::move(respond));
     // Already saved: answer with the beneficiary as it is.
     p.after_projection(o, std::move(respond), [&p, scope, id = o.id](Responder later) {
-      auto b = p.views().bank_account_text(scope, id);
-      KOBO_ASSERT(b.has_value(), "a saved bank account is missing from the views");
-      Response answer = http::ok_text(200, *b, "Bank account already exists");
+      const auto b = p.views().bank_account_text(scope, id);
+      if (!b) return later(unavailable(b.status()));
+      KOBO_ASSERT(b.value().has_value(), "a saved bank account is missing from the views");
+      Response answer = http::ok_text(200, *b.value(), "Bank account already exists");
       answer.headers.emplace_back("Idempotent-Replayed", "true");
       later(std::move(answer));
     });
@@ -142,9 +143,10 @@ void get_bank_account(Protocol& p, Request&& req, const PathParams& params, Resp
   auto c = p.authenticate(req, respond);
   if (!c) return;
   p.barrier(*c, std::move(respond), [&p, scope = c->scope, id = params.at("id")](Responder r) {
-    auto b = p.views().bank_account_text(scope, id);
-    if (!b) return r(http::error(404, "Data not found"));
-    r(http::ok_text(200, *b));
+    const auto b = p.views().bank_account_text(scope, id);
+    if (!b) return r(unavailable(b.status()));
+    if (!b.value()) return r(http::error(404, "Data not found"));
+    r(http::ok_text(200, *b.value()));
   });
 }
 

@@ -53,9 +53,10 @@ void get_transaction(Protocol& p, Request&& req, const PathParams& params, Respo
   auto c = p.authenticate(req, respond);
   if (!c) return;
   p.barrier(*c, std::move(respond), [&p, ctx = *c, id = params.at("id")](Responder r) {
-    auto t = p.views().transaction_text(ctx.scope, ctx.caller.account, id);
-    if (!t) return r(http::error(404, "Data not found"));
-    r(http::ok_text(200, *t));
+    const auto t = p.views().transaction_text(ctx.scope, ctx.caller.account, id);
+    if (!t) return r(unavailable(t.status()));
+    if (!t.value()) return r(http::error(404, "Data not found"));
+    r(http::ok_text(200, *t.value()));
   });
 }
 
@@ -63,9 +64,10 @@ void verify_transaction(Protocol& p, Request&& req, const PathParams& params, Re
   auto c = p.authenticate(req, respond);
   if (!c) return;
   p.barrier(*c, std::move(respond), [&p, ctx = *c, reference = params.at("reference")](Responder r) {
-    auto t = p.views().transaction_by_reference_text(ctx.scope, ctx.caller.account, reference);
-    if (!t) return r(http::error(404, "Transaction not found or does not exist"));
-    r(http::ok_text(200, *t));
+    const auto t = p.views().transaction_by_reference_text(ctx.scope, ctx.caller.account, reference);
+    if (!t) return r(unavailable(t.status()));
+    if (!t.value()) return r(http::error(404, "Transaction not found or does not exist"));
+    r(http::ok_text(200, *t.value()));
   });
 }
 
