@@ -1,8 +1,8 @@
 #pragma once
-// Projector: follows the event log and keeps the Views up to date (DESIGN section 1,
-// "projection/"). Owns one thread. Each flush is one RocksDB WriteBatch holding the view
-// changes of whole commands together with the log position they reflect, so a crash never
-// applies an event twice or skips one, and a reader never sees half a command.
+// Projector: follows the event log and keeps the Views up to date (docs/architecture.md sections 2
+// and 5). Owns one thread. Each flush is one RocksDB WriteBatch holding the view changes of whole
+// commands together with the log position they reflect, so a crash never applies an event twice or
+// skips one, and a reader never sees half a command.
 //
 // Lifecycle: construct over open Views and an EventLog, start(), stop() (or destructor).
 

@@ -65,9 +65,9 @@ class Protocol {
 
   // Read barrier: `then` runs once the views have applied everything durable in the caller's
   // partition: at once on this thread when they have, else on Api's pool; 503 after the read
-  // barrier's timeout. While the views cannot be written (a full disk) reads are served from
-  // them as they are rather than refused (DESIGN guarantee 8): they still show every write
-  // that was answered, because a write is answered only once the views have it
+  // barrier's timeout. While the views cannot be written (a full disk) reads are served from them
+  // as they are rather than refused (guarantee 8, docs/architecture.md): they still show every
+  // write that was answered, because a write is answered only once the views have it
   // (after_projection).
   void barrier(const Context& c, http::Responder respond, Continuation then);
 
@@ -81,7 +81,7 @@ class Protocol {
   // views that are slow or stuck (a full disk) do not turn it into an error: after the wait the
   // record is rendered from what the views hold, and only if they lack what it shows (a wallet
   // they never got) is the answer 503, which a retry with the same reference resolves. `adjust`
-  // changes the answer alone (a transfer answers `pending`, DESIGN section 4.1).
+  // changes the answer alone (a transfer answers `pending`, docs/architecture.md section 7).
   void answer_created(Outcome o, int status, std::string message, http::Responder respond,
                       std::function<void(std::string&)> adjust = {});
 

@@ -1,8 +1,8 @@
 #pragma once
-// Api: the service's HTTP endpoints (spec section 4, DESIGN section 3) on top of the ledger
-// (writes) and the views (reads). Handlers authenticate the caller, validate the request,
-// then either submit a command to the Ledger and answer from its Outcome, or read the Views
-// after the read barrier (the projection has applied every write acknowledged so far, so a
+// Api: the service's HTTP endpoints (spec section 4, docs/architecture.md section 7) on top of
+// the ledger (writes) and the views (reads). Handlers authenticate the caller, validate the
+// request, then either submit a command to the Ledger and answer from its Outcome, or read the
+// Views after the read barrier (the projection has applied every write acknowledged so far, so a
 // GET after an acknowledged write sees it). The handlers live one file per resource in
 // query-api/routes/, beside the answer protocol they share (query-api/answer.h).
 //

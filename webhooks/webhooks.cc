@@ -97,8 +97,8 @@ std::string endpoint_of(const std::string& url) {
   return std::string(u->encoded_host()) + ":" + port;
 }
 
-// DESIGN section 3: account.credit (any credit), account.debit (a debit that succeeded),
-// account.debit.failed (a failed payout).
+// docs/architecture.md section 7: account.credit (any credit), account.debit (a debit that
+// succeeded), account.debit.failed (a failed payout).
 std::optional<std::string_view> event_name(Entry entry, TransactionStatus status) {
   if (entry == Entry::credit)
     return status == TransactionStatus::success ? std::optional("account.credit") : std::nullopt;
@@ -356,8 +356,9 @@ void Webhooks::Impl::consume() {
   while (!stopping_.load()) {
     if (auto s = step(std::chrono::milliseconds(100)); !s) {
       if (stopping_.load()) return;
-      // Faults degrade, never crash (DESIGN guarantee 8): the position was not written either,
-      // so after a restart the consumer records these deliveries from where it stopped.
+      // Faults degrade, never crash (guarantee 8, docs/architecture.md): the position was not
+      // written either, so after a restart the consumer records these deliveries from where it
+      // stopped.
       if (unwritable_)
         log::error(
             "webhooks stopped: the delivery database cannot be written; deliveries are recorded "
