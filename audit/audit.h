@@ -1,7 +1,7 @@
 #pragma once
-// The auditor behind `kobo audit` (DESIGN sections 1, 2 and 4). It replays every partition of an
-// EventLog from the first record through the same LogFollower as the writer and the projectors,
-// and checks, without trusting anything it reads:
+// The auditor behind `kobo audit` (docs/architecture.md sections 3, 4 and 6). It replays every
+// partition of an EventLog from the first record through the same LogFollower as the writer and
+// the projectors, and checks, without trusting anything it reads:
 //   - chain:        every record decodes, its hash matches, seq is gapless, prevHash links;
 //   - epoch:        each writer generation starts with WriterStarted raising the epoch by one,
 //                   and every other event carries its writer's epoch;

@@ -409,7 +409,8 @@ void LogAuditor::check_records(Model& m, const Event& e) {
   }
 }
 
-// The postings of one movement of money against what that movement is (DESIGN "Double entry").
+// The postings of one movement of money against what that movement is (docs/architecture.md section
+// 4, "Double entry").
 void LogAuditor::check_movement(Model& m, const Event& e) {
   const std::vector<Posting>& postings = *postings_of(e.data);
   const auto wrong = [&](const std::string& why) {

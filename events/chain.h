@@ -1,7 +1,7 @@
 #pragma once
-// The acceptance rule every reader of the log applies (DESIGN section 4): the writer's own
-// replay, the projectors and `kobo audit` all go through ChainFollower, so they agree on what
-// the log says.
+// The acceptance rule every reader of the log applies (docs/architecture.md section 3): the
+// writer's own replay, the projectors and `kobo audit` all go through ChainFollower, so they agree
+// on what the log says.
 //
 // Not thread-safe: one follower per partition per reader.
 

@@ -1,5 +1,5 @@
 #pragma once
-// The events of the ledger (DESIGN section 4.1, event contract v2) and their one codec.
+// The events of the ledger (event contract v2, docs/architecture.md section 4) and their one codec.
 //
 // An event is a fact the writer decided, in ledger terms: the ids it assigned, the ledger
 // accounts with signed amounts and balances after, references, narration, the time. Nothing
@@ -90,7 +90,7 @@ struct Mobile {
 
 // ---- the catalog -----------------------------------------------------------------------------
 
-// A writer took the partition (DESIGN section 4). Partition-level: no business.
+// A writer took the partition (docs/architecture.md section 3). Partition-level: no business.
 struct WriterStarted {
   Epoch epoch;
   auto operator<=>(const WriterStarted&) const = default;

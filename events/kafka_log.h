@@ -1,5 +1,5 @@
 #pragma once
-// The Kafka EventLog (DESIGN section 5), on librdkafka.
+// The Kafka EventLog (docs/architecture.md section 8), on librdkafka.
 //
 // - Topic `kobo.ledger.events` by default, created with the Admin API when missing, with
 //   unlimited retention: the log is the ledger, it must never expire. An existing topic keeps

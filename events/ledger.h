@@ -2,7 +2,7 @@
 // The ledger's rules over events, each written once for every reader (the writer's state, the
 // projector, the audit model, the webhooks consumer):
 //
-// - the system accounts' names (DESIGN "Double entry");
+// - the system accounts' names (docs/architecture.md section 4, "Double entry");
 // - the posting rule: how a posting moves a balance and what it must agree with;
 // - the transaction records an event creates and changes, with their kind: which the views
 //   show, which reach a final state (webhooks), which a reference names (idempotency);
@@ -116,9 +116,9 @@ std::vector<FinalizedTransaction> transactions_finalized(const EventData& d);
 
 // ---- idempotency -----------------------------------------------------------------------------
 
-// What makes two transfer requests with one reference "the same body" (DESIGN section 2,
-// idempotency): every field that moves money. The writer computes it from a command and from
-// the event a reference first produced, so the log need not hold it. (sourceType,
+// What makes two transfer requests with one reference "the same body" (docs/architecture.md
+// section 6, guarantee 4): every field that moves money. The writer computes it from a command
+// and from the event a reference first produced, so the log need not hold it. (sourceType,
 // destinationType and currency are validated to one value each, so they add nothing.)
 struct WalletTransferRequest {
   std::string_view source;

@@ -1,8 +1,9 @@
 #pragma once
-// LogFollower: the one loop that reads the log (DESIGN section 4). It polls a LogReader, decodes
-// every record, judges it with its partition's ChainFollower and hands the accepted events, in
-// chain order within each partition, to a LogVisitor. The writer's start-up replay, the
-// projectors and `kobo audit` all read the log through it, so they agree on what the log says.
+// LogFollower: the one loop that reads the log (docs/architecture.md section 3). It polls a
+// LogReader, decodes every record, judges it with its partition's ChainFollower and hands the
+// accepted events, in chain order within each partition, to a LogVisitor. The writer's start-up
+// replay, the projectors and `kobo audit` all read the log through it, so they agree on what the
+// log says.
 //
 // A record the chain does not accept (a duplicate, a zombie's event, a break, a record that does
 // not decode) goes to LogVisitor::refused(), which decides: skip it, stop reading, or, for the

@@ -21,7 +21,7 @@ struct Endpoint {
   std::string_view path;
 };
 
-// Every route of api.cc that reads a body.
+// Every route of query-api/routes/ that reads a body.
 constexpr Endpoint kEndpoints[] = {
     {bhttp::verb::post, "/v1/virtual-accounts"},
     {bhttp::verb::post, "/v1/transactions/transfer"},

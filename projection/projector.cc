@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -38,6 +39,19 @@ ProjectorMetrics& projector_metrics() {
   static ProjectorMetrics m;
   return m;
 }
+
+// A read of the views that failed while an event was being applied. Thrown inside the batch,
+// where rendering (render.h's RecordSource) has no error path, and turned back into a Status by
+// the Applier, the batch's one caller: it never leaves this file.
+class ViewsReadFailed : public std::runtime_error {
+ public:
+  explicit ViewsReadFailed(Status status)
+      : std::runtime_error(status.message()), status_(std::move(status)) {}
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+};
 
 }  // namespace
 
@@ -138,7 +152,7 @@ class Projector::Batch {
     auto it = writes_.find(key);
     if (it == writes_.end()) {
       auto value = views_.read(key);
-      KOBO_ASSERT(value.ok(), "views read failed");
+      if (!value) throw ViewsReadFailed(value.status());
       KOBO_ASSERT(value.value().has_value(), missing);
       it = writes_.emplace(key, std::move(*value.value())).first;
     }
@@ -319,7 +333,7 @@ class Projector::Batch::Records final : public render::RecordSource {
   std::optional<std::string> find(const std::string& key) const {
     if (auto it = batch_.writes_.find(key); it != batch_.writes_.end()) return it->second;
     auto value = batch_.views_.read(key);
-    KOBO_ASSERT(value.ok(), "views read failed");
+    if (!value) throw ViewsReadFailed(value.status());
     return std::move(value.value());
   }
   Batch& batch_;
@@ -472,8 +486,14 @@ Projector::~Projector() { stop(); }
 class Projector::Applier final : public LogVisitor {
  public:
   explicit Applier(Batch& batch) : batch_(batch) {}
+  // A views read that fails stops the projection with its error (the batch, half applied, is
+  // never written: the projection stops here, and a restart applies the event again).
   Status accepted(const Event& e) override {
-    batch_.apply(e);
+    try {
+      batch_.apply(e);
+    } catch (const ViewsReadFailed& failed) {
+      return failed.status();
+    }
     batch_.count_event(e);
     return {};
   }
@@ -550,7 +570,28 @@ void Projector::set_fault(std::string fault) {
   fault_ = std::move(fault);
 }
 
+// The projector thread's boundary: nothing thrown below it may end the process through
+// std::terminate. An exception stops the projection as a log it cannot apply does: logged,
+// healthy() false, and fault() naming it, which /readyz reports.
 void Projector::run() {
+  try {
+    follow();
+  } catch (const std::exception& e) {
+    stopped("projection stopped: an exception reached the projector's thread", e.what());
+  } catch (...) {
+    stopped("projection stopped: an exception reached the projector's thread", "not a std::exception");
+  }
+}
+
+void Projector::stopped(std::string_view what, const std::string& error) {
+  log::error(what, {{"error", error}});
+  set_fault("the projection stopped: " + error);
+  healthy_.store(false);
+  cv_.notify_all();
+  answer_waiters();
+}
+
+void Projector::follow() {
   while (!stopping_.load()) {
     if (batch_unwritten_) {
       // The views could not be written (a full disk, an I/O error): the batch waits, the views
@@ -579,11 +620,7 @@ void Projector::run() {
                   s.message());
         continue;
       }
-      log::error("projection stopped: the log cannot be applied", {{"error", s.message()}});
-      set_fault("the projection stopped: " + s.message());
-      healthy_.store(false);
-      cv_.notify_all();
-      answer_waiters();
+      stopped("projection stopped: the log cannot be applied", s.message());
       return;
     }
     answer_waiters();  // their deadlines

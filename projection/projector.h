@@ -1,8 +1,8 @@
 #pragma once
-// Projector: follows the event log and keeps the Views up to date (DESIGN section 1,
-// "projection/"). Owns one thread. Each flush is one RocksDB WriteBatch holding the view
-// changes of whole commands together with the log position they reflect, so a crash never
-// applies an event twice or skips one, and a reader never sees half a command.
+// Projector: follows the event log and keeps the Views up to date (docs/architecture.md sections 2
+// and 5). Owns one thread. Each flush is one RocksDB WriteBatch holding the view changes of whole
+// commands together with the log position they reflect, so a crash never applies an event twice or
+// skips one, and a reader never sees half a command.
 //
 // Lifecycle: construct over open Views and an EventLog, start(), stop() (or destructor).
 
@@ -12,6 +12,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -48,7 +50,8 @@ class Projector {
   void when_applied(Partition p, Seq seq, std::chrono::milliseconds timeout, std::function<void(bool)> then);
   // How late a when_applied timeout may fire.
   static constexpr std::chrono::milliseconds kWaiterTick{100};
-  // Thread-safe. False once the projector stopped on a log it cannot accept.
+  // Thread-safe. False once the projection stopped for good: on a log it cannot accept, a read
+  // of the views that failed, or an exception on its thread (fault() says which).
   bool healthy() const { return healthy_.load(); }
   // Thread-safe. True while the views cannot be written (a full disk, an I/O error) and the
   // projector retries: they lag the log but still hold every command applied before.
@@ -66,7 +69,10 @@ class Projector {
  private:
   class Batch;
   class Applier;
-  void run();
+  void run();     // the thread's body: follow() with every exception caught
+  void follow();  // applies the log until stop() or a failure
+  // Stops the projection for good (healthy() false), logging `what` and naming `error` in fault().
+  void stopped(std::string_view what, const std::string& error);
   [[nodiscard]] Status open_follower();
   [[nodiscard]] Status step(std::chrono::milliseconds wait, const std::vector<Offset>* until = nullptr);
 

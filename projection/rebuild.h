@@ -1,8 +1,8 @@
 #pragma once
-// Rebuilding the views from the log (DESIGN section 1: "Views can be rebuilt from scratch by
-// replaying the log"), comparing two copies of the views key by key, and swapping a rebuilt copy
-// in. `kobo replay` and `kobo audit` use these; the rebuild is an ordinary Projector (the same
-// code that maintains the views incrementally), so the result can be compared byte for byte.
+// Rebuilding the views from the log (docs/architecture.md section 5: views are always rebuildable
+// from the log), comparing two copies of the views key by key, and swapping a rebuilt copy in.
+// `kobo replay` and `kobo audit` use these; the rebuild is an ordinary Projector (the same code
+// that maintains the views incrementally), so the result can be compared byte for byte.
 //
 // Thread safety: each function uses its own Views and reader; none may run on views that a
 // running Projector writes.

@@ -1,8 +1,8 @@
 #pragma once
-// Render: the API's records (API document sections 2.x, DESIGN section 3) from the ledger's
-// facts (events/event.h). The one place a record's shape is written: the projector stores what
-// it renders, and query-api answers a write with the record its command's events render, so the
-// answer and a later GET cannot disagree.
+// Render: the API's records (API document sections 2.x, docs/architecture.md section 7) from the
+// ledger's facts (events/event.h). The one place a record's shape is written: the projector stores
+// what it renders, and query-api answers a write with the record its command's events render, so
+// the answer and a later GET cannot disagree.
 //
 // An event holds only what the writer decided; the rest of a record is either a pure function
 // of the event (`_id`, derived references, session ids: events/ledger.h) or read from records
@@ -85,8 +85,8 @@ std::optional<std::string> created_record(const std::vector<Event>& events, std:
 // created (a wallet transfer's, a credit's): no later event changes it, so the views' copy, once
 // they applied `events`, is the created record itself and needs no rendering.
 bool settled_when_created(const std::vector<Event>& events, std::string_view id);
-// A transfer's answer shows it `pending` whatever its record says (DESIGN section 4.1): the
-// created transaction record `record`, so changed.
+// A transfer's answer shows it `pending` whatever its record says (docs/architecture.md section 7):
+// the created transaction record `record`, so changed.
 void answer_pending(std::string& record);
 
 }  // namespace kobo::render

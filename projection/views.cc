@@ -199,19 +199,11 @@ Status Views::reopen() {
   return {};
 }
 
-std::optional<std::string> Views::get(const std::string& key) const {
-  std::shared_lock lock(db_lock_);
-  std::string value;
-  const auto s = db_->Get(rocksdb::ReadOptions(), key, &value);
-  if (s.IsNotFound()) return std::nullopt;
-  KOBO_ASSERT(s.ok(), "views read failed");
-  return value;
-}
-
-std::optional<json> Views::get_json(const std::string& key) const {
-  auto value = get(key);
-  if (!value) return std::nullopt;
-  return json::parse(*value);
+Result<std::optional<json>> Views::get_json(const std::string& key) const {
+  auto value = read(key);
+  if (!value) return value.status();
+  if (!value.value()) return std::optional<json>();
+  return std::optional<json>(json::parse(*value.value()));
 }
 
 namespace {
@@ -234,10 +226,11 @@ bool in_scope(std::string_view record, const Scope& scope) {
   return auth && live;
 }
 
-// Walks keys with `prefix` from the highest (newest) to the lowest, stopping at `lower`.
+// Walks keys with `prefix` from the highest (newest) to the lowest, stopping at `lower` or when
+// `fn` returns false. An error is the iterator's (a read of the views that failed).
 template <typename Fn>
-void scan_newest_first(rocksdb::DB& db, const std::string& prefix, const std::string& upper_exclusive,
-                       const std::string& lower_inclusive, Fn&& fn) {
+Status scan_newest_first(rocksdb::DB& db, const std::string& prefix, const std::string& upper_exclusive,
+                         const std::string& lower_inclusive, Fn&& fn) {
   std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
   for (it->SeekForPrev(upper_exclusive); it->Valid(); it->Prev()) {
     const auto key = it->key();
@@ -248,7 +241,8 @@ void scan_newest_first(rocksdb::DB& db, const std::string& prefix, const std::st
             std::string_view(it->value().data(), it->value().size())))
       break;
   }
-  KOBO_ASSERT(it->status().ok(), "views scan failed");
+  if (!it->status().ok()) return Status::error("views scan: " + it->status().ToString());
+  return {};
 }
 
 std::uint64_t count_value(std::string_view text) {
@@ -273,13 +267,15 @@ bool in_page(std::uint64_t index, const PageRequest& page) {
 
 }  // namespace
 
-std::optional<KeyOwner> Views::key_owner(std::string_view secret_key_hash) const {
+Result<std::optional<KeyOwner>> Views::key_owner(std::string_view secret_key_hash) const {
   // Read from the text: every request asks, and parsing the small record cost more than the read.
-  const auto record = get(view_keys::key_owner(secret_key_hash));
-  if (!record) return std::nullopt;
+  const auto read_owner = read(view_keys::key_owner(secret_key_hash));
+  if (!read_owner) return read_owner.status();
+  const std::optional<std::string>& record = read_owner.value();
+  if (!record) return std::optional<KeyOwner>();
   KeyOwner k;
   int found = 0;
-  const bool read =
+  const bool parsed =
       record_bytes::for_each_member(*record, [&](std::string_view key, std::size_t b, std::size_t e) {
         const std::string_view value = std::string_view(*record).substr(b, e - b);
         if (key == "account") {
@@ -295,10 +291,12 @@ std::optional<KeyOwner> Views::key_owner(std::string_view secret_key_hash) const
         }
         return true;
       });
-  KOBO_ASSERT(read && found == 3, "a key record lacks business, account or live");
+  KOBO_ASSERT(parsed && found == 3, "a key record lacks business, account or live");
   // Only a live key needs the account's live flag; test keys, most requests, skip that read.
-  if (!k.live) return k;
-  if (const auto account = get(view_keys::account(k.account))) {
+  if (!k.live) return std::optional<KeyOwner>(std::move(k));
+  const auto read_account = read(view_keys::account(k.account));
+  if (!read_account) return read_account.status();
+  if (const std::optional<std::string>& account = read_account.value()) {
     const bool account_read =
         record_bytes::for_each_member(*account, [&](std::string_view key, std::size_t b, std::size_t e) {
           if (key == "live") k.account_live = std::string_view(*account).substr(b, e - b) == "true";
@@ -306,73 +304,85 @@ std::optional<KeyOwner> Views::key_owner(std::string_view secret_key_hash) const
         });
     KOBO_ASSERT(account_read, "an account record is not what dump_json writes");
   }
-  return k;
+  return std::optional<KeyOwner>(std::move(k));
 }
 
-std::optional<json> Views::account(std::string_view business, std::string_view public_id) const {
+Result<std::optional<json>> Views::account(std::string_view business, std::string_view public_id) const {
   auto a = get_json(view_keys::account(public_id));
-  if (!a || a->value("business", "") != business) return std::nullopt;
-  return a;
+  if (!a || !a.value() || a.value()->value("business", "") == business) return a;
+  return std::optional<json>();
 }
 
-Page Views::accounts(std::string_view business, const AccountFilter& filter, const PageRequest& page) const {
+Result<Page> Views::accounts(std::string_view business, const AccountFilter& filter,
+                             const PageRequest& page) const {
   Page out;
+  Status failed;
   const std::string prefix = view_keys::account_list_prefix(business);
   std::shared_lock lock(db_lock_);
-  scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix,
-                    [&](std::string_view, std::string_view id) {
-                      auto a = get_json(view_keys::account(id));
-                      KOBO_ASSERT(a.has_value(), "account index points at a missing account");
-                      if (filter.name && a->value("name", "") != *filter.name) return true;
-                      if (filter.is_default && a->value("isDefault", false) != *filter.is_default)
-                        return true;
-                      if (filter.live && a->value("live", false) != *filter.live) return true;
-                      if (in_page(out.total_count, page)) out.items.push_back(std::move(*a));
-                      ++out.total_count;
-                      return true;
-                    });
+  const Status scanned = scan_newest_first(
+      *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
+        auto read_account = get_json(view_keys::account(id));
+        if (!read_account) {
+          failed = read_account.status();
+          return false;
+        }
+        auto& a = read_account.value();
+        KOBO_ASSERT(a.has_value(), "account index points at a missing account");
+        if (filter.name && a->value("name", "") != *filter.name) return true;
+        if (filter.is_default && a->value("isDefault", false) != *filter.is_default) return true;
+        if (filter.live && a->value("live", false) != *filter.live) return true;
+        if (in_page(out.total_count, page)) out.items.push_back(std::move(*a));
+        ++out.total_count;
+        return true;
+      });
+  if (!failed) return failed;
+  if (!scanned) return scanned;
   return out;
 }
 
-std::optional<std::string> Views::get_scoped(const std::string& key, const Scope& scope) const {
-  auto record = get(key);
-  if (!record || !in_scope(*record, scope)) return std::nullopt;
-  return record;
+Result<std::optional<std::string>> Views::get_scoped(const std::string& key, const Scope& scope) const {
+  auto record = read(key);
+  if (!record || !record.value() || in_scope(*record.value(), scope)) return record;
+  return std::optional<std::string>();
 }
 
-std::optional<std::string> Views::bank_account_text(const Scope& scope, std::string_view public_id) const {
+Result<std::optional<std::string>> Views::bank_account_text(const Scope& scope,
+                                                            std::string_view public_id) const {
   return get_scoped(view_keys::bank_account(public_id), scope);
 }
 
-Page Views::listed_records(char kind, const Scope& scope, const std::string& filter,
-                           const PageRequest& page) const {
+Result<Page> Views::listed_records(char kind, const Scope& scope, const std::string& filter,
+                                   const PageRequest& page) const {
   Page out;
   std::vector<std::string> ids;
   {
     std::shared_lock lock(db_lock_);
-    const auto n = get(view_keys::record_count(kind, scope.business, scope.live, filter));
-    out.total_count = n ? count_value(*n) : 0;
+    const auto n = read(view_keys::record_count(kind, scope.business, scope.live, filter));
+    if (!n) return n.status();
+    out.total_count = n.value() ? count_value(*n.value()) : 0;
     const std::uint64_t first = first_index(page);
     if (first < out.total_count) {
       const std::string prefix = view_keys::record_listed_prefix(kind, scope.business, scope.live, filter);
       std::uint64_t index = 0;
-      scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix,
-                        [&](std::string_view, std::string_view id) {
-                          if (index++ >= first) ids.emplace_back(id);
-                          return ids.size() < page.per_page;
-                        });
+      const Status scanned = scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix,
+                                               [&](std::string_view, std::string_view id) {
+                                                 if (index++ >= first) ids.emplace_back(id);
+                                                 return ids.size() < page.per_page;
+                                               });
+      if (!scanned) return scanned;
     }
   }
   for (const auto& id : ids) {
     auto record = get_json(kind == 'w' ? view_keys::wallet(id) : view_keys::bank_account(id));
-    KOBO_ASSERT(record.has_value(), "a listing points at a missing record");
-    out.items.push_back(std::move(*record));
+    if (!record) return record.status();
+    KOBO_ASSERT(record.value().has_value(), "a listing points at a missing record");
+    out.items.push_back(std::move(*record.value()));
   }
   return out;
 }
 
-Page Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter,
-                          const PageRequest& page) const {
+Result<Page> Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter,
+                                  const PageRequest& page) const {
   namespace rf = view_keys::record_filter;
   Page out;
   if (filter.live && *filter.live != scope.live) return out;
@@ -383,10 +393,16 @@ Page Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter,
                                                     : rf::all(),
                           page);
   const std::string prefix = view_keys::record_listed_prefix('d', scope.business, scope.live, rf::all());
+  Status failed;
   std::shared_lock lock(db_lock_);
-  scan_newest_first(
+  const Status scanned = scan_newest_first(
       *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
-        auto b = get_json(view_keys::bank_account(id));
+        auto read_record = get_json(view_keys::bank_account(id));
+        if (!read_record) {
+          failed = read_record.status();
+          return false;
+        }
+        auto& b = read_record.value();
         KOBO_ASSERT(b.has_value(), "bank account index points at a missing record");
         if (filter.account_name && b->value("accountName", "") != *filter.account_name) return true;
         if (filter.beneficiary_type && b->value("beneficiaryType", "") != *filter.beneficiary_type)
@@ -395,23 +411,23 @@ Page Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter,
         ++out.total_count;
         return true;
       });
+  if (!failed) return failed;
+  if (!scanned) return scanned;
   return out;
 }
 
-std::optional<json> Views::wallet_by_account_number(std::string_view number) const {
-  std::string id;
-  {
-    std::shared_lock lock(db_lock_);
-    if (!db_->Get(rocksdb::ReadOptions(), view_keys::account_number(number), &id).ok()) return std::nullopt;
-  }
-  return get_json(view_keys::wallet(id));
+Result<std::optional<json>> Views::wallet_by_account_number(std::string_view number) const {
+  const auto id = read(view_keys::account_number(number));
+  if (!id) return id.status();
+  if (!id.value()) return std::optional<json>();
+  return get_json(view_keys::wallet(*id.value()));
 }
 
-std::optional<std::string> Views::wallet_text(const Scope& scope, std::string_view public_id) const {
+Result<std::optional<std::string>> Views::wallet_text(const Scope& scope, std::string_view public_id) const {
   return get_scoped(view_keys::wallet(public_id), scope);
 }
 
-Page Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRequest& page) const {
+Result<Page> Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRequest& page) const {
   namespace rf = view_keys::record_filter;
   Page out;
   if (filter.live && *filter.live != scope.live) return out;
@@ -422,58 +438,59 @@ Page Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRe
                                                 : rf::all(),
                           page);
   const std::string prefix = view_keys::record_listed_prefix('w', scope.business, scope.live, rf::all());
+  Status failed;
   std::shared_lock lock(db_lock_);
-  scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix,
-                    [&](std::string_view, std::string_view id) {
-                      auto w = get_json(view_keys::wallet(id));
-                      KOBO_ASSERT(w.has_value(), "wallet index points at a missing wallet");
-                      if (filter.category && w->value("category", "") != *filter.category) return true;
-                      if (filter.is_favourite && w->value("isFavourite", false) != *filter.is_favourite)
-                        return true;
-                      if (in_page(out.total_count, page)) out.items.push_back(std::move(*w));
-                      ++out.total_count;
-                      return true;
-                    });
+  const Status scanned = scan_newest_first(
+      *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
+        auto read_wallet = get_json(view_keys::wallet(id));
+        if (!read_wallet) {
+          failed = read_wallet.status();
+          return false;
+        }
+        auto& w = read_wallet.value();
+        KOBO_ASSERT(w.has_value(), "wallet index points at a missing wallet");
+        if (filter.category && w->value("category", "") != *filter.category) return true;
+        if (filter.is_favourite && w->value("isFavourite", false) != *filter.is_favourite) return true;
+        if (in_page(out.total_count, page)) out.items.push_back(std::move(*w));
+        ++out.total_count;
+        return true;
+      });
+  if (!failed) return failed;
+  if (!scanned) return scanned;
   return out;
 }
 
-std::optional<std::string> Views::transaction_by_reference_text(const Scope& scope, std::string_view account,
-                                                                std::string_view reference) const {
-  std::string id;
-  {
-    std::shared_lock lock(db_lock_);
-    const auto s = db_->Get(rocksdb::ReadOptions(),
-                            view_keys::transaction_reference(account, scope.live, reference), &id);
-    if (!s.ok()) return std::nullopt;
-  }
-  return get_scoped(view_keys::transaction(id), scope);
+Result<std::optional<std::string>> Views::transaction_by_reference_text(const Scope& scope,
+                                                                        std::string_view account,
+                                                                        std::string_view reference) const {
+  const auto id = read(view_keys::transaction_reference(account, scope.live, reference));
+  if (!id) return id.status();
+  if (!id.value()) return std::optional<std::string>();
+  return get_scoped(view_keys::transaction(*id.value()), scope);
 }
 
-std::optional<json> Views::transaction(const Scope& scope, std::string_view account,
-                                       std::string_view id_or_reference) const {
+Result<std::optional<json>> Views::transaction(const Scope& scope, std::string_view account,
+                                               std::string_view id_or_reference) const {
   auto text = transaction_text(scope, account, id_or_reference);
-  if (!text) return std::nullopt;
-  return json::parse(*text);
+  if (!text) return text.status();
+  if (!text.value()) return std::optional<json>();
+  return std::optional<json>(json::parse(*text.value()));
 }
 
-std::optional<std::string> Views::transaction_text(const Scope& scope, std::string_view account,
-                                                   std::string_view id_or_reference) const {
+Result<std::optional<std::string>> Views::transaction_text(const Scope& scope, std::string_view account,
+                                                           std::string_view id_or_reference) const {
   if (id_or_reference.starts_with("trx-")) {
-    if (auto t = get_scoped(view_keys::transaction(id_or_reference), scope)) return t;
+    auto t = get_scoped(view_keys::transaction(id_or_reference), scope);
+    if (!t || t.value()) return t;
   }
   std::uint64_t numeric = 0;
   const auto* end = id_or_reference.data() + id_or_reference.size();
   if (auto [p, ec] = std::from_chars(id_or_reference.data(), end, numeric); ec == std::errc() && p == end) {
-    std::string id;
-    bool found = false;
-    {
-      std::shared_lock lock(db_lock_);
-      found = db_->Get(rocksdb::ReadOptions(), view_keys::transaction_id(scope.business, scope.live, numeric),
-                       &id)
-                  .ok();
-    }
-    if (found) {
-      if (auto t = get_scoped(view_keys::transaction(id), scope)) return t;
+    const auto id = read(view_keys::transaction_id(scope.business, scope.live, numeric));
+    if (!id) return id.status();
+    if (id.value()) {
+      auto t = get_scoped(view_keys::transaction(*id.value()), scope);
+      if (!t || t.value()) return t;
     }
   }
   return transaction_by_reference_text(scope, account, id_or_reference);
@@ -483,7 +500,8 @@ std::optional<std::string> Views::transaction_text(const Scope& scope, std::stri
 // counters of its days, for a createdAt range) and the page walks a listing of matching
 // transactions only (view_keys.h). A list of several filters scans the date range, as filters
 // combine in too many ways to keep a listing of each.
-Page Views::transactions(const Scope& scope, const TransactionFilter& filter, const PageRequest& page) const {
+Result<Page> Views::transactions(const Scope& scope, const TransactionFilter& filter,
+                                 const PageRequest& page) const {
   namespace tf = view_keys::transaction_filter;
   Page out;
   if (filter.live && *filter.live != scope.live) return out;
@@ -520,11 +538,12 @@ Page Views::transactions(const Scope& scope, const TransactionFilter& filter, co
       std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
       for (it->Seek(from); it->Valid() && it->key().compare(until) < 0; it->Next())
         out.total_count += count_value(std::string_view(it->value().data(), it->value().size()));
-      KOBO_ASSERT(it->status().ok(), "views scan failed");
+      if (!it->status().ok()) return Status::error("views scan: " + it->status().ToString());
     } else {
       const auto n =
-          get(view_keys::transaction_count(scope.business, scope.live, single.value_or(tf::all())));
-      out.total_count = n ? count_value(*n) : 0;
+          read(view_keys::transaction_count(scope.business, scope.live, single.value_or(tf::all())));
+      if (!n) return n.status();
+      out.total_count = n.value() ? count_value(*n.value()) : 0;
     }
     if (first < out.total_count) {
       std::uint64_t index = 0;
@@ -532,34 +551,40 @@ Page Views::transactions(const Scope& scope, const TransactionFilter& filter, co
         if (index++ >= first) ids.emplace_back(id);
         return ids.size() < page.per_page;
       };
+      Status scanned;
       if (single) {
         const std::string prefix =
             view_keys::transaction_filtered_prefix(scope.business, scope.live, *single);
-        scan_newest_first(*db_, prefix, prefix + std::string(17, '\xff'), prefix,
-                          [&](std::string_view, std::string_view id) { return take(id); });
+        scanned = scan_newest_first(*db_, prefix, prefix + std::string(17, '\xff'), prefix,
+                                    [&](std::string_view, std::string_view id) { return take(id); });
       } else {
-        scan_newest_first(*db_, list_prefix, upper, lower, [&](std::string_view, std::string_view row) {
-          const auto id = record_bytes::member(row, "publicId");
-          KOBO_ASSERT(id.has_value(), "a transaction listing without its publicId");
-          return take(record_bytes::string_value(*id));
-        });
+        scanned =
+            scan_newest_first(*db_, list_prefix, upper, lower, [&](std::string_view, std::string_view row) {
+              const auto id = record_bytes::member(row, "publicId");
+              KOBO_ASSERT(id.has_value(), "a transaction listing without its publicId");
+              return take(record_bytes::string_value(*id));
+            });
       }
+      if (!scanned) return scanned;
     }
   } else {
-    scan_newest_first(*db_, list_prefix, upper, lower, [&](std::string_view, std::string_view value) {
-      const json row = json::parse(value);
-      if (filter.entry && row.at("entry") != *filter.entry) return true;
-      if (filter.status && row.at("status") != *filter.status) return true;
-      if (filter.amount && row.at("amount") != *filter.amount) return true;
-      if (in_page(out.total_count, page)) ids.push_back(row.at("publicId").get<std::string>());
-      ++out.total_count;
-      return true;
-    });
+    const Status scanned =
+        scan_newest_first(*db_, list_prefix, upper, lower, [&](std::string_view, std::string_view value) {
+          const json row = json::parse(value);
+          if (filter.entry && row.at("entry") != *filter.entry) return true;
+          if (filter.status && row.at("status") != *filter.status) return true;
+          if (filter.amount && row.at("amount") != *filter.amount) return true;
+          if (in_page(out.total_count, page)) ids.push_back(row.at("publicId").get<std::string>());
+          ++out.total_count;
+          return true;
+        });
+    if (!scanned) return scanned;
   }
   for (const auto& id : ids) {
     auto t = get_json(view_keys::transaction(id));
-    KOBO_ASSERT(t.has_value(), "transaction index points at a missing transaction");
-    out.items.push_back(std::move(*t));
+    if (!t) return t.status();
+    KOBO_ASSERT(t.value().has_value(), "transaction index points at a missing transaction");
+    out.items.push_back(std::move(*t.value()));
   }
   return out;
 }
@@ -568,7 +593,9 @@ std::vector<ViewPosition> Views::positions() const {
   std::vector<ViewPosition> out(partitions_);
   for (std::uint32_t p = 0; p < partitions_; ++p) {
     out[p].last_hash = std::string(64, '0');
-    if (auto j = get_json(view_keys::position(p))) {
+    auto read_position = get_json(view_keys::position(p));
+    KOBO_ASSERT(read_position.ok(), "the views' positions cannot be read");
+    if (const auto& j = read_position.value()) {
       out[p].next_offset = Offset(j->at("offset").get<std::uint64_t>());
       out[p].last_seq = Seq(j->at("seq").get<std::uint64_t>());
       out[p].last_hash = j->at("hash").get<std::string>();
@@ -578,12 +605,22 @@ std::vector<ViewPosition> Views::positions() const {
   return out;
 }
 
+std::optional<std::string> ViewRecords::read(const std::string& key) const {
+  if (const auto it = read_.find(key); it != read_.end()) return it->second;
+  auto value = views_.read(key);
+  if (!value) {
+    if (status_.ok()) status_ = value.status();
+    return std::nullopt;  // not kept: a later read may succeed, and status() has said it failed
+  }
+  return read_.emplace(key, std::move(value).value()).first->second;
+}
+
 std::optional<std::string> ViewRecords::wallet(std::string_view public_id) const {
-  return views_.get(view_keys::wallet(public_id));
+  return read(view_keys::wallet(public_id));
 }
 
 std::optional<std::string> ViewRecords::transaction(std::string_view public_id) const {
-  return views_.get(view_keys::transaction(public_id));
+  return read(view_keys::transaction(public_id));
 }
 
 }  // namespace kobo

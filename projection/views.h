@@ -3,12 +3,16 @@
 // accounts and keys), built by the Projector from the log and read by query-api.
 //
 // Every read is scoped to a Scope: a key sees only its own business's records in its own mode.
+// A read that fails (an I/O error under the views, a corrupt block) is an operating error: every
+// read returns a Result, and query-api answers a failed one 503, never aborting. Not finding a
+// record is not an error: it is an empty optional.
 // Thread safety: all const methods may be called from any thread concurrently with the
 // projector's writes; a read sees whole commands only (one command is one WriteBatch).
 
 #include <pthread.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -103,35 +107,46 @@ class Views {
                                                            ViewWrites writes = ViewWrites::logged);
   ~Views();
 
-  std::optional<KeyOwner> key_owner(std::string_view secret_key_hash) const;
+  [[nodiscard]] Result<std::optional<KeyOwner>> key_owner(std::string_view secret_key_hash) const;
 
   // Accounts belong to a business, not to a mode.
-  std::optional<nlohmann::json> account(std::string_view business, std::string_view public_id) const;
-  Page accounts(std::string_view business, const AccountFilter& filter, const PageRequest& page) const;
+  [[nodiscard]] Result<std::optional<nlohmann::json>> account(std::string_view business,
+                                                              std::string_view public_id) const;
+  [[nodiscard]] Result<Page> accounts(std::string_view business, const AccountFilter& filter,
+                                      const PageRequest& page) const;
 
   // Single records are answered as their stored text, without parsing. Records are stored as
   // dump_json() of a json object, so the text is exactly what dump_json() of the parsed record
   // gives (keys sorted, compact, UTF-8 as is). The scope check reads the record's top-level
   // `auth` and `live` from the text.
-  std::optional<std::string> bank_account_text(const Scope& scope, std::string_view public_id) const;
-  Page bank_accounts(const Scope& scope, const BankAccountFilter& filter, const PageRequest& page) const;
+  [[nodiscard]] Result<std::optional<std::string>> bank_account_text(const Scope& scope,
+                                                                     std::string_view public_id) const;
+  [[nodiscard]] Result<Page> bank_accounts(const Scope& scope, const BankAccountFilter& filter,
+                                           const PageRequest& page) const;
 
-  std::optional<std::string> wallet_text(const Scope& scope, std::string_view public_id) const;
+  [[nodiscard]] Result<std::optional<std::string>> wallet_text(const Scope& scope,
+                                                               std::string_view public_id) const;
   // Any wallet of the service's own bank with this account number, in any business: name
   // enquiry resolves account numbers the way a bank does. Callers must not reveal more than
   // the name.
-  std::optional<nlohmann::json> wallet_by_account_number(std::string_view number) const;
-  Page wallets(const Scope& scope, const WalletFilter& filter, const PageRequest& page) const;
+  [[nodiscard]] Result<std::optional<nlohmann::json>> wallet_by_account_number(std::string_view number) const;
+  [[nodiscard]] Result<Page> wallets(const Scope& scope, const WalletFilter& filter,
+                                     const PageRequest& page) const;
 
   // By publicId (trx-…), integer id, or the reference of the caller's account.
-  std::optional<std::string> transaction_text(const Scope& scope, std::string_view account,
-                                              std::string_view id_or_reference) const;
-  std::optional<nlohmann::json> transaction(const Scope& scope, std::string_view account,
-                                            std::string_view id_or_reference) const;
-  std::optional<std::string> transaction_by_reference_text(const Scope& scope, std::string_view account,
-                                                           std::string_view reference) const;
-  Page transactions(const Scope& scope, const TransactionFilter& filter, const PageRequest& page) const;
+  [[nodiscard]] Result<std::optional<std::string>> transaction_text(const Scope& scope,
+                                                                    std::string_view account,
+                                                                    std::string_view id_or_reference) const;
+  [[nodiscard]] Result<std::optional<nlohmann::json>> transaction(const Scope& scope,
+                                                                  std::string_view account,
+                                                                  std::string_view id_or_reference) const;
+  [[nodiscard]] Result<std::optional<std::string>> transaction_by_reference_text(
+      const Scope& scope, std::string_view account, std::string_view reference) const;
+  [[nodiscard]] Result<Page> transactions(const Scope& scope, const TransactionFilter& filter,
+                                          const PageRequest& page) const;
 
+  // Where the views are in the log, read when the projector starts and by offline tools
+  // (kobo audit, kobo replay). A read error here asserts: nothing is served yet.
   std::vector<ViewPosition> positions() const;
   std::uint32_t partitions() const { return partitions_; }
 
@@ -172,13 +187,12 @@ class Views {
   const std::string path_;
   rocksdb::Env* const env_;  // null: the machine's own
   const ViewWrites writes_;
-  std::optional<std::string> get(const std::string& key) const;
-  std::optional<nlohmann::json> get_json(const std::string& key) const;
-  std::optional<std::string> get_scoped(const std::string& key, const Scope& scope) const;
+  Result<std::optional<nlohmann::json>> get_json(const std::string& key) const;
+  Result<std::optional<std::string>> get_scoped(const std::string& key, const Scope& scope) const;
   // A page of the wallets (kind w) or beneficiaries (kind d) of `scope` listed under `filter`
   // (view_keys.h): totalCount from its counter, the page from its listing, no scan.
-  Page listed_records(char kind, const Scope& scope, const std::string& filter,
-                      const PageRequest& page) const;
+  Result<Page> listed_records(char kind, const Scope& scope, const std::string& filter,
+                              const PageRequest& page) const;
 
   std::unique_ptr<rocksdb::DB> db_;  // guarded by db_lock_
   std::uint32_t partitions_;
@@ -193,14 +207,24 @@ std::shared_ptr<rocksdb::MergeOperator> view_counter_merge();
 
 // The views as the records rendering reads (projection/render.h). Unscoped: for rendering a
 // record a caller may see, never to answer a caller directly.
+//
+// RecordSource has no error path, so a read that fails is answered nullopt and kept: status()
+// says whether every read so far succeeded, and a caller checks it before it trusts a nullopt
+// or renders (render asserts on a record it needs and does not get). Each record is read once
+// and kept, so a render::can_render() that succeeded means rendering reads nothing more. One per
+// answer, on one thread.
 class ViewRecords final : public render::RecordSource {
  public:
   explicit ViewRecords(const Views& views) : views_(views) {}
   std::optional<std::string> wallet(std::string_view public_id) const override;
   std::optional<std::string> transaction(std::string_view public_id) const override;
+  const Status& status() const { return status_; }
 
  private:
+  std::optional<std::string> read(const std::string& key) const;
   const Views& views_;
+  mutable std::map<std::string, std::optional<std::string>, std::less<>> read_;
+  mutable Status status_;
 };
 
 }  // namespace kobo

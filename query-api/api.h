@@ -1,9 +1,10 @@
 #pragma once
-// Api: the service's HTTP endpoints (spec section 4, DESIGN section 3) on top of the ledger
-// (writes) and the views (reads). Handlers authenticate the caller, validate the request,
-// then either submit a command to the Ledger and answer from its Outcome, or read the Views
-// after the read barrier (the projection has applied every write acknowledged so far, so a
-// GET after an acknowledged write sees it).
+// Api: the service's HTTP endpoints (spec section 4, docs/architecture.md section 7) on top of
+// the ledger (writes) and the views (reads). Handlers authenticate the caller, validate the
+// request, then either submit a command to the Ledger and answer from its Outcome, or read the
+// Views after the read barrier (the projection has applied every write acknowledged so far, so a
+// GET after an acknowledged write sees it). The handlers live one file per resource in
+// query-api/routes/, beside the answer protocol they share (query-api/answer.h).
 //
 // Domain rejections are mapped to HTTP in one table, `rejection_response()`.
 // Thread safety: handlers run on the HTTP threads and on the ledger's writer thread (answers);
@@ -42,9 +43,6 @@ class Api {
   bool caught_up() const;
 
  private:
-  struct Context;
-  class Handlers;
-
   Ledger& ledger_;
   Views& views_;
   Projector& projector_;

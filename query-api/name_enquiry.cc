@@ -5,6 +5,7 @@
 #include "command/nuban.h"
 #include "common/crypto.h"
 #include "events/ledger.h"
+#include "query-api/answer.h"
 #include "query-api/banks.h"
 #include "query-api/envelope.h"
 
@@ -38,7 +39,9 @@ std::variant<ResolvedAccount, http::Response> resolve_account(const Views& views
   if (bank_code == config.bank_code) {
     if (!nuban::is_valid(config.nuban_code, account_number))
       return http::error(400, "Invalid account number");
-    const auto wallet = views.wallet_by_account_number(account_number);
+    const auto read_wallet = views.wallet_by_account_number(account_number);
+    if (!read_wallet) return api::unavailable(read_wallet.status());
+    const std::optional<nlohmann::json>& wallet = read_wallet.value();
     if (!wallet || wallet->value("live", !live) != live) return http::error(404, "Account not found");
     r.bank_code = config.bank_code;
     r.bank_name = config.bank_name;

@@ -25,7 +25,8 @@ struct ResolvedAccount {
 };
 
 // The account, or the 4xx answer: 400 `Bank not found`, 400 `Invalid account number`,
-// 404 `Account not found` (a number of our own bank that no wallet of this mode has).
+// 404 `Account not found` (a number of our own bank that no wallet of this mode has); or 503
+// when the views cannot be read.
 std::variant<ResolvedAccount, http::Response> resolve_account(const Views& views, const LedgerConfig& config,
                                                               bool live, std::string_view bank_code,
                                                               std::string_view account_number);

@@ -124,19 +124,19 @@ TEST_F(ProjectionTest, BalancesAndTransactionsAreReadable) {
   std::this_thread::sleep_for(50ms);
   wait_caught_up(p);
   const Scope scope{kCaller.business, false};
-  EXPECT_EQ(json::parse(views->wallet_text(scope, ids[0]).value()).at("balance"), 90'000);
-  EXPECT_EQ(json::parse(views->wallet_text(scope, ids[1]).value()).at("balance"), 110'000);
-  EXPECT_FALSE(views->wallet_text(Scope{"biz-other", false}, ids[0]).has_value());
-  EXPECT_FALSE(views->wallet_text(Scope{kCaller.business, true}, ids[0]).has_value());
-  auto debit = views->transaction_by_reference_text(scope, kCaller.account, "w-ref-0");
+  EXPECT_EQ(json::parse(*views->wallet_text(scope, ids[0]).value()).at("balance"), 90'000);
+  EXPECT_EQ(json::parse(*views->wallet_text(scope, ids[1]).value()).at("balance"), 110'000);
+  EXPECT_FALSE(views->wallet_text(Scope{"biz-other", false}, ids[0]).value().has_value());
+  EXPECT_FALSE(views->wallet_text(Scope{kCaller.business, true}, ids[0]).value().has_value());
+  auto debit = views->transaction_by_reference_text(scope, kCaller.account, "w-ref-0").value();
   ASSERT_TRUE(debit.has_value());
   EXPECT_EQ(json::parse(*debit).at("status"), "success");
-  const Page all = views->transactions(scope, {}, PageRequest{1, 2});
+  const Page all = views->transactions(scope, {}, PageRequest{1, 2}).value();
   EXPECT_EQ(all.total_count, 4u);  // two fundings, one debit, one credit
   ASSERT_EQ(all.items.size(), 2u);
   TransactionFilter debits;
   debits.entry = "debit";
-  EXPECT_EQ(views->transactions(scope, debits, PageRequest{1, 10}).total_count, 1u);
+  EXPECT_EQ(views->transactions(scope, debits, PageRequest{1, 10}).value().total_count, 1u);
 }
 
 // query-api answers a write with the record its events render (projection/render.h): the same
@@ -166,7 +166,7 @@ TEST_F(ProjectionTest, TheRecordAWriteAnswersIsTheOneTheViewsShow) {
   EXPECT_EQ(*opened_text, dump_json(json::parse(*opened_text)));
   auto opened = std::optional<json>(json::parse(*opened_text));
   EXPECT_EQ(opened->at("balance"), 0);
-  json shown = json::parse(views->wallet_text(scope, a.id).value());
+  json shown = json::parse(*views->wallet_text(scope, a.id).value());
   EXPECT_EQ(shown.at("balance"), 30'000);
   for (const char* member : {"balance", "updatedAt", "lastUpdated"}) {
     opened->erase(member);
@@ -177,7 +177,7 @@ TEST_F(ProjectionTest, TheRecordAWriteAnswersIsTheOneTheViewsShow) {
   for (const Outcome* o : {&credit, &transfer}) {
     auto answer = render::created_record(o->events, o->id, records);
     ASSERT_TRUE(answer.has_value());
-    EXPECT_EQ(*answer, views->transaction_text(scope, kCaller.account, o->id).value());
+    EXPECT_EQ(*answer, views->transaction_text(scope, kCaller.account, o->id).value().value());
     // Rendered as text, in the form dump_json() gives the decoded record (record_text.h).
     EXPECT_EQ(*answer, dump_json(json::parse(*answer)));
   }
@@ -209,7 +209,7 @@ TEST_F(ProjectionTest, ASingleRecordsScopeIsItsTopLevelAuthAndLive) {
   for (const auto& [id, record] : records)
     ASSERT_TRUE(views->db().Put(rocksdb::WriteOptions(), view_keys::wallet(id), dump_json(record)).ok());
   const auto text = [&](const std::string& business, bool live, const std::string& id) {
-    return views->wallet_text(Scope{business, live}, id);
+    return views->wallet_text(Scope{business, live}, id).value();
   };
   EXPECT_FALSE(text("biz-1", false, "w-nested"));
   EXPECT_EQ(text("biz-2", false, "w-nested"), dump_json(records.at("w-nested")));
@@ -405,7 +405,7 @@ TEST_F(ProjectionTest, ListsOfOneFilterAgreeWithFilteringEveryRecord) {
       expected.push_back(t.at("publicId").get<std::string>());
     }
     for (std::uint64_t page = 1; page <= expected.size() / 7 + 2; ++page) {
-      const Page got = views->transactions(scope, filter, PageRequest{page, 7});
+      const Page got = views->transactions(scope, filter, PageRequest{page, 7}).value();
       EXPECT_EQ(got.total_count, expected.size()) << name << ", page " << page;
       std::vector<std::string> ids;
       for (const json& t : got.items) ids.push_back(t.at("publicId").get<std::string>());
@@ -420,7 +420,8 @@ TEST_F(ProjectionTest, ListsOfOneFilterAgreeWithFilteringEveryRecord) {
   // A page whose first index does not fit in 64 bits ((2^62) * 64 would wrap to 0): past the end.
   for (const auto& filter :
        {TransactionFilter{}, filters.at(1).second, filters.at(12).second, filters.at(15).second}) {
-    const Page far = views->transactions(scope, filter, PageRequest{(std::uint64_t{1} << 62) + 1, 64});
+    const Page far =
+        views->transactions(scope, filter, PageRequest{(std::uint64_t{1} << 62) + 1, 64}).value();
     EXPECT_TRUE(far.items.empty()) << "a page far past the end is empty";
     EXPECT_GT(far.total_count, 0u);
   }
@@ -503,9 +504,9 @@ TEST_F(ProjectionTest, WalletAndBeneficiaryListsOfOneFilterAgreeWithFilteringEve
             return (!category || w.at("category") == *category) &&
                    (!favourite || w.at("isFavourite") == *favourite);
           },
-          [&](const PageRequest& page) { return views->wallets(scope, f, page); });
+          [&](const PageRequest& page) { return views->wallets(scope, f, page).value(); });
     }
-  const Page far = views->wallets(scope, {}, PageRequest{(std::uint64_t{1} << 62) + 1, 64});
+  const Page far = views->wallets(scope, {}, PageRequest{(std::uint64_t{1} << 62) + 1, 64}).value();
   EXPECT_TRUE(far.items.empty()) << "a page far past the end is empty";
   EXPECT_EQ(far.total_count, wallets.size());
   const auto beneficiaries = all_of("D");
@@ -525,7 +526,7 @@ TEST_F(ProjectionTest, WalletAndBeneficiaryListsOfOneFilterAgreeWithFilteringEve
           [&](const json& b) {
             return (!type || b.at("beneficiaryType") == *type) && (!name || b.at("accountName") == *name);
           },
-          [&](const PageRequest& page) { return views->bank_accounts(scope, f, page); });
+          [&](const PageRequest& page) { return views->bank_accounts(scope, f, page).value(); });
     }
 }
 

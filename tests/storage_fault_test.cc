@@ -216,7 +216,7 @@ TEST_P(StorageFaults, OnTheViewsReadsGoOnTheProjectorSaysWhyAndCatchesUpAfter) {
   const auto [a, b] = funded_pair(s.ledger);
   ASSERT_TRUE(s.caught_up(5s));
   const Scope scope{kCaller.business, false};
-  ASSERT_TRUE(s.views->wallet_text(scope, a).has_value());
+  ASSERT_TRUE(s.views->wallet_text(scope, a).value().has_value());
 
   s.faulty->set(kind.fault);
   // The writer is not on this disk: commands go on being acknowledged.
@@ -229,7 +229,7 @@ TEST_P(StorageFaults, OnTheViewsReadsGoOnTheProjectorSaysWhyAndCatchesUpAfter) {
   ASSERT_TRUE(said) << "views_unwritable " << s.projector->views_unwritable()
                     << ", fault: " << s.projector->fault();
   EXPECT_FALSE(s.caught_up(50ms)) << "the views cannot have applied what they could not write";
-  EXPECT_TRUE(s.views->wallet_text(scope, a).has_value()) << "reads go on";
+  EXPECT_TRUE(s.views->wallet_text(scope, a).value().has_value()) << "reads go on";
   EXPECT_TRUE(s.projector->healthy()) << "a write fault is not the projection stopping";
   // The projector retries through a reopen every second; while the fault lasts each one fails,
   // and reads go on against the views as they were.
@@ -238,13 +238,13 @@ TEST_P(StorageFaults, OnTheViewsReadsGoOnTheProjectorSaysWhyAndCatchesUpAfter) {
   EXPECT_GT(s.faulty->failed(), failed_before) << "the projector retried meanwhile";
   EXPECT_TRUE(s.projector->views_unwritable());
   EXPECT_NE(s.projector->fault().find(kind.says), std::string::npos) << s.projector->fault();
-  EXPECT_TRUE(s.views->wallet_text(scope, b).has_value()) << "reads go on across failed reopens";
+  EXPECT_TRUE(s.views->wallet_text(scope, b).value().has_value()) << "reads go on across failed reopens";
 
   s.faulty->set(Fault::none);
   ASSERT_TRUE(s.caught_up(10s)) << s.projector->fault();
   EXPECT_FALSE(s.projector->views_unwritable());
   EXPECT_EQ(s.projector->fault(), "");
-  EXPECT_TRUE(s.views->transaction_text(scope, kCaller.account, "while-the-views-fail").has_value());
+  EXPECT_TRUE(s.views->transaction_text(scope, kCaller.account, "while-the-views-fail").value().has_value());
   s.expect_equal_to_a_rebuild(dir_);
 }
 
@@ -266,7 +266,7 @@ TEST_P(StorageFaults, OnTheViewsABatchWhoseWriteFailedAfterReachingTheLogIsAppli
   EXPECT_EQ(s.projector->fault(), "");
 
   const Scope scope{kCaller.business, false};
-  const Page all = s.views->transactions(scope, TransactionFilter{}, PageRequest{1, 100});
+  const Page all = s.views->transactions(scope, TransactionFilter{}, PageRequest{1, 100}).value();
   EXPECT_EQ(all.total_count, all.items.size()) << "a counter counted the batch twice";
   s.expect_equal_to_a_rebuild(dir_);
 }

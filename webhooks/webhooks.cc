@@ -97,8 +97,8 @@ std::string endpoint_of(const std::string& url) {
   return std::string(u->encoded_host()) + ":" + port;
 }
 
-// DESIGN section 3: account.credit (any credit), account.debit (a debit that succeeded),
-// account.debit.failed (a failed payout).
+// docs/architecture.md section 7: account.credit (any credit), account.debit (a debit that
+// succeeded), account.debit.failed (a failed payout).
 std::optional<std::string_view> event_name(Entry entry, TransactionStatus status) {
   if (entry == Entry::credit)
     return status == TransactionStatus::success ? std::optional("account.credit") : std::nullopt;
@@ -191,34 +191,42 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
       if (impl_.stopping_.load()) return Status::error("stopping");
       if (!impl_.projector_.healthy()) return Status::error("the projection stopped");
     }
-    for (const FinalizedTransaction& f : finalized) record(e, f);
+    for (const FinalizedTransaction& f : finalized)
+      if (auto s = record(e, f); !s) return s;
     return {};
   }
 
  private:
-  const std::set<std::string>& urls_of(const std::string& business, const std::string& account_id) {
+  // The webhook URLs of an account; an error when the views cannot be read.
+  Result<const std::set<std::string>*> urls_of(const std::string& business, const std::string& account_id) {
     auto it = impl_.urls_of_account_.find(account_id);
-    if (it != impl_.urls_of_account_.end()) return it->second;
+    if (it != impl_.urls_of_account_.end()) return &it->second;
     const auto account = impl_.views_.account(business, account_id);
-    KOBO_ASSERT(account.has_value(), "a transaction of an account the views do not have");
+    if (!account) return account.status();
+    KOBO_ASSERT(account.value().has_value(), "a transaction of an account the views do not have");
     std::set<std::string> urls;
-    for (const auto& u : account->value("webhooks", json::array()))
+    for (const auto& u : account.value()->value("webhooks", json::array()))
       if (u.is_string()) urls.insert(u.get<std::string>());
-    return impl_.urls_of_account_.emplace(account_id, std::move(urls)).first->second;
+    return &impl_.urls_of_account_.emplace(account_id, std::move(urls)).first->second;
   }
 
   // The deliveries of one transaction's final state, one per URL of its account. Their ids
   // derive from the event and the transaction, so a re-read event records the same deliveries.
-  void record(const Event& e, const FinalizedTransaction& f) {
+  // A read of the views that fails is returned: the event is not recorded, nor its position.
+  Status record(const Event& e, const FinalizedTransaction& f) {
     const auto name = event_name(f.entry, f.status);
-    if (!name) return;
+    if (!name) return {};
     // Most accounts have no webhooks, and then nothing more is done. The account is the one
     // the event names (its transactions are that account's), else the record's, read as text
     // with only its account decoded.
     std::optional<std::string> trx;
-    const auto read_trx = [&] {
-      if (!trx) trx = impl_.views_.transaction_text(Scope{e.business, e.live}, "", f.id.value);
+    const auto read_trx = [&]() -> Status {
+      if (trx) return {};
+      auto read = impl_.views_.transaction_text(Scope{e.business, e.live}, "", f.id.value);
+      if (!read) return read.status();
+      trx = std::move(read).value();
       KOBO_ASSERT(trx.has_value(), "a finalized transaction is missing from the views");
+      return {};
     };
     std::string account_id = std::visit(
         [](const auto& x) -> std::string {
@@ -229,12 +237,14 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
         },
         e.data);
     if (account_id.empty()) {
-      read_trx();
+      if (auto s = read_trx(); !s) return s;
       account_id = record_bytes::string_value(record_bytes::required_member(*trx, "account"));
     }
-    const std::set<std::string>& urls = urls_of(e.business, account_id);
-    if (urls.empty()) return;
-    read_trx();
+    const auto read_urls = urls_of(e.business, account_id);
+    if (!read_urls) return read_urls.status();
+    const std::set<std::string>& urls = *read_urls.value();
+    if (urls.empty()) return {};
+    if (auto s = read_trx(); !s) return s;
 
     const std::string seed = e.hash + "|" + f.id.value;
     const std::string event_id = "evt-" + derived_uuid("event|" + seed);
@@ -265,6 +275,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
       KOBO_ASSERT(wb_.Put(due_key(now, id), "").ok(), "WriteBatch put");
       ++recorded_;
     }
+    return {};
   }
 
   Impl& impl_;
@@ -345,15 +356,16 @@ void Webhooks::Impl::consume() {
   while (!stopping_.load()) {
     if (auto s = step(std::chrono::milliseconds(100)); !s) {
       if (stopping_.load()) return;
-      // Faults degrade, never crash (DESIGN guarantee 8): the position was not written either,
-      // so after a restart the consumer records these deliveries from where it stopped.
+      // Faults degrade, never crash (guarantee 8, docs/architecture.md): the position was not
+      // written either, so after a restart the consumer records these deliveries from where it
+      // stopped.
       if (unwritable_)
         log::error(
             "webhooks stopped: the delivery database cannot be written; deliveries are recorded "
             "again from the last recorded event after a restart",
             {{"error", s.message()}});
       else
-        log::error("webhooks stopped: the log cannot be read", {{"error", s.message()}});
+        log::error("webhooks stopped: the log or the views cannot be read", {{"error", s.message()}});
       healthy_.store(false);
       return;
     }

@@ -1,5 +1,6 @@
 #pragma once
-// Webhooks: signed, retried, durable delivery of account events (DESIGN section 3, "Webhooks").
+// Webhooks: signed, retried, durable delivery of account events (docs/architecture.md section 7,
+// "Webhooks").
 //
 // Webhooks is one more reader of the event log. Its consumer thread follows the log with a
 // LogFollower from positions kept in its own RocksDB (<data-dir>/webhooks), and for every

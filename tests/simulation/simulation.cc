@@ -589,7 +589,7 @@ class Simulation {
     for (const auto& [id, w] : model_.wallets) {
       if (w.kind == Kind::collection) continue;
       const Business& b = businesses_[static_cast<std::size_t>(w.business)];
-      const auto text = views_->wallet_text(Scope{b.id, w.live}, id);
+      const auto text = views_->wallet_text(Scope{b.id, w.live}, id).value();
       if (!text) {
         fail("the views lack wallet " + id);
         return;

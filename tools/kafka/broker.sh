@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A single-node Apache Kafka 3.9 broker (KRaft, broker+controller in one process) on loopback,
-# for the tests and for local runs on the Kafka backend (DESIGN section 5).
+# for the tests and for local runs on the Kafka backend (docs/architecture.md section 8).
 #
 #   tools/kafka/broker.sh start DIR   formats a fresh KRaft log under DIR, starts the broker on
 #                                     free loopback ports, waits until it answers and prints its

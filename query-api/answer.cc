@@ -1,0 +1,185 @@
+#include "query-api/answer.h"
+
+#include <boost/asio/post.hpp>
+
+#include "common/crypto.h"
+#include "common/log.h"
+#include "projection/render.h"
+#include "query-api/envelope.h"
+
+namespace kobo {
+
+http::Response rejection_response(Rejection r) {
+  switch (r) {
+    case Rejection::none:
+      break;
+    case Rejection::duplicate_reference:
+      return http::error(409, "Duplicate reference");
+    case Rejection::source_not_found:
+      return http::error(404, "Source not found");
+    case Rejection::destination_not_found:
+      return http::error(404, "Destination not found");
+    case Rejection::same_source_and_destination:
+      return http::error(400, "Source and destination cannot be the same");
+    case Rejection::insufficient_funds:
+      return http::error(403, "Insufficient fund");
+    case Rejection::wallet_name_taken:
+      return http::error(400, "Virtual Account name already exist");
+    case Rejection::primary_wallet_limit:
+      return http::error(400, "Primary wallet limit reached");
+    case Rejection::account_not_found:
+      return http::error(404, "Account not found");
+    case Rejection::business_exists:
+      return http::error(409, "Business already exists");
+    case Rejection::reference_exists:
+      return http::error(400, "Reference already exists");
+    case Rejection::settlement_account_not_found:
+      return http::error(404, "Settlement account not found");
+    case Rejection::amount_mismatch:
+      return http::error(400, "Amount mismatch");
+    case Rejection::collection_inactive:
+      return http::error(400, "Collection account is not active");
+    case Rejection::unavailable:
+      return http::error(503, "Service unavailable");
+    case Rejection::storage_full:
+      return http::error(507, "Insufficient storage");
+    case Rejection::out_of_range:
+      return http::error(400, "Amount out of range");
+  }
+  KOBO_ASSERT(false, "no HTTP answer for an accepted command");
+  return http::internal_error();
+}
+
+namespace api {
+
+using http::Request;
+using http::Responder;
+using http::Response;
+using nlohmann::json;
+
+std::optional<Context> Protocol::authenticate(const Request& req, const Responder& respond) const {
+  const std::string_view key = req.header("x-service-key");
+  if (key.empty() || key.size() > 128) {
+    respond(http::error(401, "Unauthorized"));
+    return std::nullopt;
+  }
+  // The stored form is the key's SHA-256: looking it up by digest compares digests, never
+  // the key itself, so timing reveals nothing about stored keys.
+  const auto read_owner = views_.key_owner(sha256_hex(key));
+  if (!read_owner) {
+    respond(unavailable(read_owner.status()));
+    return std::nullopt;
+  }
+  const std::optional<KeyOwner>& owner = read_owner.value();
+  if (!owner) {
+    respond(http::error(401, "Unauthorized"));
+    return std::nullopt;
+  }
+  if (owner->live && !owner->account_live) {
+    respond(http::error(403, "Live mode is not enabled for this account"));
+    return std::nullopt;
+  }
+  Context c;
+  c.caller = Caller{owner->business, owner->account, owner->live};
+  c.scope = Scope{owner->business, owner->live};
+  c.partition = ledger_.partition_of(owner->business);
+  return c;
+}
+
+void Protocol::on_applied(Partition p, Seq seq, std::function<void(bool)> then) {
+  projector_.when_applied(
+      p, seq, options_.read_barrier_timeout, [this, then = std::move(then)](bool applied) mutable {
+        boost::asio::post(answers_, [then = std::move(then), applied]() mutable { then(applied); });
+      });
+}
+
+void Protocol::barrier(const Context& c, Responder respond, Continuation then) {
+  const Seq durable = ledger_.durable_seq(c.partition);
+  if (projector_.views_unwritable() || projector_.applied_seq(c.partition) >= durable)
+    return then(std::move(respond));
+  on_applied(c.partition, durable,
+             [this, respond = std::move(respond), then = std::move(then)](bool applied) mutable {
+               if (!applied && !projector_.views_unwritable())
+                 return respond(http::error(503, "Service unavailable"));
+               then(std::move(respond));
+             });
+}
+
+void Protocol::after_projection(const Outcome& o, Responder respond, Continuation then) {
+  on_applied(o.partition, o.seq,
+             [respond = std::move(respond), then = std::move(then)](bool applied) mutable {
+               if (!applied) return respond(http::error(503, "Service unavailable"));
+               then(std::move(respond));
+             });
+}
+
+void Protocol::answer_created(Outcome o, int status, std::string message, Responder respond,
+                              std::function<void(std::string&)> adjust) {
+  const Partition p = o.partition;
+  const Seq seq = o.seq;
+  on_applied(p, seq,
+             [this, o = std::move(o), status, message = std::move(message), adjust = std::move(adjust),
+              respond = std::move(respond)](bool applied) mutable {
+               const ViewRecords records(views_);
+               // A settled transaction is read back rather than rendered again: the same bytes.
+               std::optional<std::string> record;
+               if (applied && render::settled_when_created(o.events, o.id))
+                 record = records.transaction(o.id);
+               if (!records.status()) return respond(unavailable(records.status()));
+               if (!record) {
+                 // Rendering reads what can_render() reads, which `records` keeps: reading it here
+                 // first lets a read that fails be answered rather than asserted on in render.
+                 const bool renderable = render::can_render(o.events, records);
+                 if (!records.status()) return respond(unavailable(records.status()));
+                 if (!applied && !renderable) return respond(http::error(503, "Service unavailable"));
+                 record = render::created_record(o.events, o.id, records);
+               }
+               KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
+               if (adjust) adjust(*record);
+               respond(http::ok_text(status, *record, message));
+             });
+}
+
+std::optional<ResolvedAccount> Protocol::resolve(bool live, const std::string& bank_code,
+                                                 const std::string& account_number,
+                                                 const Responder& respond) const {
+  auto resolved = resolve_account(views_, ledger_.config(), live, bank_code, account_number);
+  if (auto* error = std::get_if<Response>(&resolved)) {
+    respond(std::move(*error));
+    return std::nullopt;
+  }
+  return std::get<ResolvedAccount>(std::move(resolved));
+}
+
+Response unavailable(const Status& error) {
+  log::error("a request cannot be answered", {{"error", error.message()}});
+  return rejection_response(Rejection::unavailable);
+}
+
+std::optional<std::string> optional_string(const json& body, const char* name) {
+  const auto it = body.find(name);
+  if (it == body.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+kobo::PageRequest to_page(const http::PageRequest& p) {
+  return kobo::PageRequest{static_cast<std::uint64_t>(p.page), static_cast<std::uint64_t>(p.per_page)};
+}
+
+Response list(Result<Page> page, const http::PageRequest& request) {
+  if (!page) return unavailable(page.status());
+  json items = json::array();
+  for (auto& item : page.value().items) items.push_back(std::move(item));
+  return http::ok_list(items, http::Pagination{static_cast<std::int64_t>(page.value().total_count),
+                                               request.per_page, request.page});
+}
+
+http::RouteHandler route(std::shared_ptr<Protocol> protocol, RouteFn fn) {
+  return
+      [protocol = std::move(protocol), fn](Request&& req, const http::PathParams& params, Responder respond) {
+        fn(*protocol, std::move(req), params, std::move(respond));
+      };
+}
+
+}  // namespace api
+}  // namespace kobo
