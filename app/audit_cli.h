@@ -1,5 +1,5 @@
 #pragma once
-// `kobo audit` and `kobo replay` (DESIGN section 6): their flags and what they run.
+// `kobo audit` and `kobo replay` (README.md, "The data directory holds"): their flags and what they run.
 //
 //   kobo audit (--data-dir D | --kafka-brokers B [--kafka-topic T] [--data-dir D]) [--json FILE] [--progress]
 //     exit 0: the log (and the views, when D has them) are clean; 1: violations; 2: cannot run.

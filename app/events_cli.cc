@@ -42,7 +42,7 @@ class Printer {
  public:
   Printer(std::optional<std::uint32_t> partition, std::uint64_t from_seq)
       : partition_(partition), from_seq_(from_seq) {}
-  // Prints a record as stored; refuses one of another schemaVersion (DESIGN section 4.1).
+  // Prints a record as stored; refuses one of another schemaVersion (docs/architecture.md section 4).
   [[nodiscard]] Status print(const LogRecord& r) {
     if (partition_ && r.partition.value != *partition_) return {};
     if (auto s = check_schema_version(r.bytes); !s)

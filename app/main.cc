@@ -1,5 +1,5 @@
 // kobo: the Kobo Ledger executable. `kobo serve` runs the writer, the projector and the HTTP
-// API in one process, on the embedded log or on Kafka (DESIGN section 6).
+// API in one process, on the embedded log or on Kafka (README.md; docs/architecture.md section 2).
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -55,7 +55,7 @@ struct ServeOptions {
   std::string kafka_topic = kDefaultKafkaTopic;
   int kafka_append_timeout_ms = 5'000;
   std::vector<std::string> roles{"command", "projector", "query"};
-  // Webhooks (DESIGN section 3).
+  // Webhooks (docs/webhooks.md).
   bool webhook_allow_private = false;
   int webhook_timeout_ms = 10'000;
   std::string webhook_retry_schedule = "10s,1m,5m,30m,1h";
@@ -64,7 +64,7 @@ struct ServeOptions {
   std::uint32_t webhook_endpoint_concurrency = 4;
 };
 
-// The roles a process can take (DESIGN section 1). A node that takes commands also projects and
+// The roles a process can take (docs/architecture.md section 1). A node that takes commands also projects and
 // answers queries, so that its clients read their own writes; a projector node follows the log
 // into its own views and serves only /healthz, /readyz and /metrics.
 struct Roles {
@@ -402,8 +402,9 @@ int main(int argc, char** argv) {
   s->add_option("--fee-tiers", serve.fee_tiers, "Bank transfer fees in kobo: UP_TO:FEE,...,max:FEE")
       ->envname("KOBO_FEE_TIERS")
       ->capture_default_str();
-  s->add_option("--kafka-brokers", serve.kafka_brokers,
-                "Run on Kafka at HOST:PORT[,...] instead of the embedded log (DESIGN section 5)")
+  s->add_option(
+       "--kafka-brokers", serve.kafka_brokers,
+       "Run on Kafka at HOST:PORT[,...] instead of the embedded log (docs/architecture.md section 8)")
       ->envname("KOBO_KAFKA_BROKERS");
   s->add_option("--kafka-topic", serve.kafka_topic, "Kafka topic of the event log (created if missing)")
       ->envname("KOBO_KAFKA_TOPIC")

@@ -39,7 +39,7 @@ std::uint64_t log_size(EventLog& log) {
   return n;
 }
 
-// The wire bytes of the log's wallet transfers, each one event (DESIGN 4.1: at most 800).
+// The wire bytes of the log's wallet transfers, each one event (event contract v2: at most 800).
 Status print_transfer_bytes(EventLog& log) {
   const auto ends = log.end_offsets();
   if (!ends.ok()) return ends.status();

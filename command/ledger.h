@@ -1,5 +1,5 @@
 #pragma once
-// Ledger: the single writer (DESIGN section 1, "command/").
+// Ledger: the single writer (docs/architecture.md sections 2 and 5a).
 //
 // HTTP threads submit() commands into a bounded queue. One writer thread drains up to
 // `batch_max` of them, decides each against the in-memory state of its partition (applying

@@ -1,6 +1,6 @@
 #pragma once
 // NUBAN (CBN's Nigerian Uniform Bank Account Number): a 9-digit serial plus a check digit
-// computed over the 6-digit institution code and the serial (DESIGN section 3).
+// computed over the 6-digit institution code and the serial (docs/architecture.md section 7).
 
 #include <optional>
 #include <string>

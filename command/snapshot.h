@@ -2,7 +2,7 @@
 // Snapshots of the writer's hot state: every partition's PartitionState (wallets and work in
 // flight, never history: that is the history index's, history.h) with the log position it
 // reflects, so that a writer starts from the newest snapshot plus the log's tail instead of
-// replaying the whole log (DESIGN section 1: "plus snapshots, when they exist"). `kobo audit`
+// replaying the whole log (docs/architecture.md section 5a). `kobo audit`
 // never reads them: it replays from seq 1.
 //
 // Files: <dir>/snapshot-<events, 20 digits>.bin, each written whole through

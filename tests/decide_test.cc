@@ -152,8 +152,8 @@ TEST(WalletTransfer, WithoutAReferenceGetsOneDerivedFromItsTransaction) {
   EXPECT_EQ(x.reference, derived_reference("ref-", x.transaction));
 }
 
-// The budget of DESIGN 4.1: a settled wallet transfer adds at most 800 bytes to the log, with a
-// reference and narration of ordinary length and a name enquiry reference.
+// The budget of event contract v2 (docs/architecture.md section 4): a settled wallet transfer adds at most
+// 800 bytes to the log, with a reference and narration of ordinary length and a name enquiry reference.
 TEST(WalletTransfer, IsAtMost800BytesOnTheWire) {
   Partition0 p;
   const std::string a1 = p.wallet(kAlice, "a1"), a2 = p.wallet(kAlice, "a2");

@@ -1,6 +1,6 @@
 // decide() is a pure function of (state, command, time, ids): the same seeded stream of commands
 // through decide() and apply() twice gives the same log, byte for byte (STYLE "Pure cores,
-// injected edges"; DESIGN 4.1 "Deterministic").
+// injected edges"; docs/architecture.md section 4, "Deterministic").
 #include <gtest/gtest.h>
 
 #include <cstdio>

@@ -1,5 +1,5 @@
-// The embedded log on a disk that really fills up (DESIGN guarantee 8): a small tmpfs, so the
-// test needs root to mount one and skips otherwise. An append that fails is reported, never
+// The embedded log on a disk that really fills up (guarantee 8, docs/architecture.md section 6): a small
+// tmpfs, so the test needs root to mount one and skips otherwise. An append that fails is reported, never
 // crashes, leaves nothing half-visible, and the log refuses further appends until reset_writer()
 // succeeds; once space returns the same process appends again, and everything acknowledged is
 // there after a reopen.

@@ -1,5 +1,5 @@
-// The EventLog contract, run over every backend (DESIGN section 1: "Both backends pass the
-// same contract test suite"). events_test runs it on the memory and embedded logs; kafka_log_test
+// The EventLog contract, run over every backend (docs/architecture.md section 3: both
+// backends pass one contract test). events_test runs it on the memory and embedded logs; kafka_log_test
 // compiles this file again with KOBO_CONTRACT_KAFKA and runs it on a real broker (ctest label
 // `kafka`, KOBO_TEST_KAFKA_DIR). Kafka's offsets are not dense (transaction markers take some),
 // so the contract promises increasing offsets and reader positions that reach end_offsets().

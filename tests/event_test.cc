@@ -1,4 +1,4 @@
-// Event contract v2 (DESIGN 4.1): the codec round-trips every kind of fact in
+// Event contract v2 (docs/architecture.md section 4): the codec round-trips every kind of fact in
 // canonical form, refuses what is not a v2 event (another schemaVersion, an edited byte, an
 // unknown or missing member, unbalanced postings), a settled wallet transfer fits the 800-byte
 // budget, and the rules of events/ledger.h classify and derive ids deterministically.

@@ -304,9 +304,9 @@ TEST_F(SnapshotTest, ASnapshotOfAnotherLogIsRefused) {
   EXPECT_FALSE(load_snapshot(snapshots_, *other).has_value());
 }
 
-// DESIGN guarantee 8 for snapshots: on a full disk a snapshot fails without harm (commands go on
-// being decided, the snapshots there were stay whole and usable, no temporary file is left) and
-// the next one is written once there is room, and is the one a start uses.
+// Guarantee 8 (docs/architecture.md section 6) for snapshots: on a full disk a snapshot fails without harm
+// (commands go on being decided, the snapshots there were stay whole and usable, no temporary file is left)
+// and the next one is written once there is room, and is the one a start uses.
 TEST_F(SnapshotTest, ASnapshotOnAFullDiskFailsWithoutHarmAndIsWrittenOnceThereIsRoom) {
   if (!testing::SmallDisk::can_mount()) GTEST_SKIP() << "mounting a tmpfs needs root";
   testing::SmallDisk disk("snapshot-full", "8m");

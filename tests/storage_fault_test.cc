@@ -1,5 +1,5 @@
-// DESIGN guarantee 8 for each kind of storage fault: an I/O error, a read-only file system and a
-// full disk, injected under the real RocksDB databases of the embedded log and of the views
+// Guarantee 8 (docs/architecture.md section 6) for each kind of storage fault: an I/O error, a read-only file
+// system and a full disk, injected under the real RocksDB databases of the embedded log and of the views
 // (tests/support/faulty_fs.h; the disk-full tests fill a real tmpfs as well). For each kind:
 // - the log: a command is refused with the fault named (unavailable, or storage_full for a full
 //   disk), nothing refused is in the log, the writer reports why it is not healthy, and once

@@ -678,7 +678,8 @@ TEST(AuditRules, EachRuleIsReportedWhereItIsBroken) {
   }
 }
 
-// A log written by contract v1 is refused for what it is, naming the version (DESIGN 4.1).
+// A log written by contract v1 is refused for what it is, naming the version (docs/architecture.md section
+// 4).
 TEST(AuditRules, AVersionOneRecordIsReportedNamingItsVersion) {
   MemoryLog log(1);
   Forge f(log);

@@ -1,5 +1,5 @@
-// No double spend under concurrency (DESIGN.md guarantee 1) and idempotency under concurrent
-// retries (guarantee 4), through the real server with many clients at once.
+// No double spend under concurrency (guarantee 1, docs/architecture.md section 6) and idempotency under
+// concurrent retries (guarantee 4), through the real server with many clients at once.
 
 #include <gtest/gtest.h>
 

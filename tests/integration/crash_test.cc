@@ -1,5 +1,5 @@
-// Crash safety (DESIGN.md guarantees 2, 3 and 4) through the real server: transfers under load
-// from several threads, kill -9 mid-load, restart on the same data directory, then
+// Crash safety (guarantees 2, 3 and 4, docs/architecture.md section 6) through the real server: transfers
+// under load from several threads, kill -9 mid-load, restart on the same data directory, then
 //  - every acknowledged transfer is there exactly once,
 //  - every transfer whose answer was lost, retried with the same reference and body, answers 200,
 //  - every wallet's balance equals the client-side model exactly,
@@ -223,7 +223,7 @@ TEST_F(Crash, Kill9MidLoadLosesNoAcknowledgedTransferAndAppliesNoneTwice) {
             static_cast<std::int64_t>(succeeded.size()) + kWallets);
 
   // Balances equal the replay of the log: a second server with a fresh data dir on a copy of
-  // the embedded log, or on the same Kafka topic (DESIGN section 5: a fresh data dir pointed at
+  // the embedded log, or on the same Kafka topic (docs/architecture.md section 9: a fresh data dir pointed at
   // an existing topic serves the same balances).
   const Observed first = observe(*http, key, ids);
   EXPECT_EQ(server_->terminate(), 0) << "SIGTERM should stop kobo cleanly; log:\n" << server_->log_tail();

@@ -1,9 +1,9 @@
-// DESIGN guarantee 8 through the real server: its data dir on a small tmpfs that fills up under
-// transfer load. While the disk is full, writes answer 507 `Insufficient storage` (or 503 while
-// the writer settles), reads go on being served, /readyz answers 503 and says why, and
-// /metrics counts the failed appends; when space returns, writes succeed again in the same
-// process. Afterwards, across a restart, every acknowledged transfer is there exactly once and
-// no refused one is, and the balances equal the client's model. Needs root to mount a tmpfs.
+// Guarantee 8 (docs/architecture.md section 6) through the real server: its data dir on a small tmpfs that
+// fills up under transfer load. While the disk is full, writes answer 507 `Insufficient storage` (or 503
+// while the writer settles), reads go on being served, /readyz answers 503 and says why, and /metrics counts
+// the failed appends; when space returns, writes succeed again in the same process. Afterwards, across a
+// restart, every acknowledged transfer is there exactly once and no refused one is, and the balances equal
+// the client's model. Needs root to mount a tmpfs.
 
 #include <gtest/gtest.h>
 
@@ -106,7 +106,7 @@ TEST_F(DiskFull, WritesAnswer507ReadsGoOnAndWritesResumeWhenSpaceReturns) {
       << http.get("/readyz", "").body;
 
   // Across a restart: every acknowledged transfer is there, and the balances are the model's.
-  // A refused transfer's fate is unknown to its client (DESIGN: 507/503 acknowledge nothing),
+  // A refused transfer's fate is unknown to its client (a 507 or 503 acknowledges nothing),
   // so one that made it into the log after all is counted in, as a retry would find it.
   server_->kill9();
   server_->start();

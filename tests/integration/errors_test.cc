@@ -1,6 +1,7 @@
 // The edges every endpoint shares, through the real server: authentication, malformed and
 // oversized bodies, unknown routes and ids, wrong types and missing fields, and isolation between
-// businesses. Every rejected request must leave the state as it was (DESIGN.md guarantee 7).
+// businesses. Every rejected request must leave the state as it was (guarantee 7, docs/architecture.md
+// section 6).
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Sandbox incoming transfers (money arriving from another bank) through the real server.
-// DESIGN.md section 3 "Incoming credits (sandbox)"; API document 2.5-2.7 for the record.
+// docs/architecture.md section 7 (incoming credits, sandbox); API document 2.5-2.7 for the record.
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Faults of the Kafka backend through the real server (DESIGN section 5), in the Kafka run only
+// Faults of the Kafka backend through the real server (docs/architecture.md section 8), in the Kafka run only
 // (ctest label `kafka`):
 //  - the broker killed under load: writes answer 503 promptly (no hang, never a 2xx while the
 //    broker is dead), /readyz says so, the writer comes back by itself when the broker does, and

@@ -8,7 +8,7 @@
 namespace kobo::it {
 namespace {
 
-// A valid Access Bank NUBAN (DESIGN's test vector).
+// A valid Access Bank NUBAN (a NUBAN test vector).
 constexpr const char* kAccessBank = "044";
 constexpr const char* kAccessNumber = "0123456784";
 

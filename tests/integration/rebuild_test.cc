@@ -1,7 +1,7 @@
-// Views rebuilt from the log are byte-identical to the ones the server built as it went (DESIGN
-// 4.1), on the embedded log and, in the Kafka run, on Kafka: after traffic of every kind that
-// moves money, `kobo audit` on the stopped server's log finds it clean, rebuilds every view from
-// it and compares them with the server's, key by key.
+// Views rebuilt from the log are byte-identical to the ones the server built as it went
+// (docs/architecture.md section 4, "Deterministic"), on the embedded log and, in the Kafka run, on Kafka:
+// after traffic of every kind that moves money, `kobo audit` on the stopped server's log finds it clean,
+// rebuilds every view from it and compares them with the server's, key by key.
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Finding, getting and verifying transactions through the real server.
-// API document 4.13-4.15; DESIGN.md section 3 "Pagination".
+// API document 4.13-4.15; docs/architecture.md section 7 (pagination).
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Wallet transfers through the real server: the pending debit, its settlement into a credit on
 // the destination, idempotent replays, and every rejection (which must move no money).
-// API document 4.1, 2.5-2.7; DESIGN.md section 2 (guarantees 4, 5, 7) and section 3.
+// API document 4.1, 2.5-2.7; docs/architecture.md sections 6 (guarantees 4, 5, 7) and 7.
 
 #include <gtest/gtest.h>
 

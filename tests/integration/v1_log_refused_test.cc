@@ -1,4 +1,4 @@
-// A log written by event contract v1 is refused, naming the version found (DESIGN section 4.1):
+// A log written by event contract v1 is refused, naming the version found (docs/architecture.md section 4):
 // there are no deployments of v1 and no migration, so `kobo serve`, `audit`, `replay` and
 // `events` each stop with a clear message instead of misreading it.
 

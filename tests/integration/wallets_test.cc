@@ -1,5 +1,5 @@
 // Wallets (virtual accounts) through the real server: create, get one, find, and every way a
-// create can be refused. API document 2.1, 4.3-4.5; DESIGN.md section 3 (limits, NUBAN).
+// create can be refused. API document 2.1, 4.3-4.5; docs/architecture.md section 7 (limits, NUBAN).
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,8 @@ namespace {
 
 class Wallets : public ServerSuite {};
 
-// DESIGN.md "NUBAN": check digit over the 6-digit institution code and the 9-digit serial.
+// NUBAN (docs/architecture.md section 7): check digit over the 6-digit institution code and the 9-digit
+// serial.
 int nuban_check_digit(const std::string& institution, const std::string& serial) {
   static const int weights[15] = {3, 7, 3, 3, 7, 3, 3, 7, 3, 3, 7, 3, 3, 7, 3};
   const std::string digits = institution + serial;

@@ -1,4 +1,4 @@
-// Webhooks (issue 6, DESIGN section 3): signed deliveries to a receiver in this process,
+// Webhooks (issue 6, docs/webhooks.md): signed deliveries to a receiver in this process,
 // retries with a stable event id, delivery across a kill -9, a hung receiver that delays no
 // other, the private-address guard, and GET /v1/webhook-deliveries + POST .../retry.
 #include <gtest/gtest.h>

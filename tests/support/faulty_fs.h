@@ -1,9 +1,9 @@
 #pragma once
-// A RocksDB file system that fails writes on demand, for the fault tests of DESIGN guarantee 8:
-// the real file system underneath (the databases are real and on disk), and while a fault is
-// set, every write to a file, sync, new file, rename and directory sync answers it as the
-// kernel would: EIO (an I/O error), EROFS (a read-only file system) or ENOSPC (a full disk).
-// Reads are never failed: a disk that cannot be written can still be read.
+// A RocksDB file system that fails writes on demand, for the fault tests of guarantee 8 (docs/architecture.md
+// section 6): the real file system underneath (the databases are real and on disk), and while a fault is set,
+// every write to a file, sync, new file, rename and directory sync answers it as the kernel would: EIO (an
+// I/O error), EROFS (a read-only file system) or ENOSPC (a full disk). Reads are never failed: a disk that
+// cannot be written can still be read.
 //
 // Use: auto fs = std::make_shared<FaultyFileSystem>(); auto env = env_over(fs); give env.get() to
 // the log or the views (the env must outlive them); fs->set(Fault::io_error) ...

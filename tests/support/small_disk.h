@@ -1,8 +1,7 @@
 #pragma once
-// A small tmpfs for tests of a disk that fills up (DESIGN guarantee 8): mounted in a fresh
-// temporary directory, filled on request with a file that can be removed to make room, and
-// unmounted by the destructor. Mounting needs root: `available()` is false otherwise, and the
-// test skips.
+// A small tmpfs for tests of a disk that fills up (guarantee 8, docs/architecture.md section 6): mounted in a
+// fresh temporary directory, filled on request with a file that can be removed to make room, and unmounted by
+// the destructor. Mounting needs root: `available()` is false otherwise, and the test skips.
 
 #include <sys/mount.h>
 #include <unistd.h>
