@@ -140,7 +140,9 @@ class MemoryStore final : public History::Store {
 class RocksStore final : public History::Store {
  public:
   RocksStore(std::filesystem::path dir, std::size_t cache_bytes) : dir_(std::move(dir)) {
-    cache_ = rocksdb::NewLRUCache(cache_bytes);
+    // 16 shards: each holds a fair share of a small cache (the default, 64 shards of 1 MiB at
+    // 64 MiB, could hold no filter block of a large file, and reread it on every lookup).
+    cache_ = rocksdb::NewLRUCache(cache_bytes, /*num_shard_bits=*/4);
     options_.create_if_missing = true;
     options_.info_log = rocksdb_logger("history");
     options_.max_bgerror_resume_count = 0;  // a write error is cleared by reopen(), as the log's is
@@ -154,12 +156,19 @@ class RocksStore final : public History::Store {
     // answers them without reading a block.
     options_.memtable_prefix_bloom_size_ratio = 0.05;
     options_.memtable_whole_key_filtering = true;
+    // Filters and indexes partitioned into 4 KiB blocks under a small top-level index that stays
+    // pinned: a lookup reads the one partition it needs through the cache, so the cache bounds
+    // memory whatever the index's size, and a larger history costs cache misses, not memory.
     rocksdb::BlockBasedTableOptions table;
     table.block_cache = cache_;
     table.block_size = std::size_t{16} * 1024;
     table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    table.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+    table.partition_filters = true;
+    table.metadata_block_size = 4096;
     table.cache_index_and_filter_blocks = true;
     table.cache_index_and_filter_blocks_with_high_priority = true;
+    table.pin_top_level_index_and_filter = true;
     table.pin_l0_filter_and_index_blocks_in_cache = true;
     options_.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   }
