@@ -1,5 +1,6 @@
 #include "events/embedded_log.h"
 
+#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
@@ -260,6 +261,14 @@ Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& op
   if (options.env != nullptr) o.env = options.env;
   rocksdb::BlockBasedTableOptions table;
   table.block_size = std::size_t{16} * 1024;
+  // The files' index blocks live in the block cache (32 MiB), partitioned under a pinned top
+  // level, rather than in memory beside every open file: a log of 10M events would otherwise hold
+  // megabytes of index for every file it ever wrote (guarantee 9, docs/architecture.md).
+  table.block_cache = rocksdb::NewLRUCache(std::size_t{32} << 20, /*num_shard_bits=*/4);
+  table.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+  table.metadata_block_size = 4096;
+  table.cache_index_and_filter_blocks = true;
+  table.pin_top_level_index_and_filter = true;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::DB* raw = nullptr;
   std::string secondary_dir;
