@@ -156,6 +156,12 @@ Response unavailable(const Status& error) {
   return rejection_response(Rejection::unavailable);
 }
 
+Response one_record(const Result<std::optional<std::string>>& text) {
+  if (!text) return unavailable(text.status());
+  if (!text.value()) return http::error(404, "Data not found");
+  return http::ok_text(200, *text.value());
+}
+
 std::optional<std::string> optional_string(const json& body, const char* name) {
   const auto it = body.find(name);
   if (it == body.end() || !it->is_string()) return std::nullopt;

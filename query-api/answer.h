@@ -112,6 +112,10 @@ class Protocol {
 // never shown to the client.
 http::Response unavailable(const Status& error);
 
+// The answer to a GET of one record the views hold as text: 200 with it, 404 `Data not found`
+// when there is none in the caller's scope, unavailable() when it could not be read.
+http::Response one_record(const Result<std::optional<std::string>>& text);
+
 // A string member of a request body, or nullopt when it is absent or not a string.
 std::optional<std::string> optional_string(const nlohmann::json& body, const char* name);
 kobo::PageRequest to_page(const http::PageRequest& p);

@@ -143,10 +143,7 @@ void get_bank_account(Protocol& p, Request&& req, const PathParams& params, Resp
   auto c = p.authenticate(req, respond);
   if (!c) return;
   p.barrier(*c, std::move(respond), [&p, scope = c->scope, id = params.at("id")](Responder r) {
-    const auto b = p.views().bank_account_text(scope, id);
-    if (!b) return r(unavailable(b.status()));
-    if (!b.value()) return r(http::error(404, "Data not found"));
-    r(http::ok_text(200, *b.value()));
+    r(one_record(p.views().bank_account_text(scope, id)));
   });
 }
 

@@ -53,10 +53,7 @@ void get_transaction(Protocol& p, Request&& req, const PathParams& params, Respo
   auto c = p.authenticate(req, respond);
   if (!c) return;
   p.barrier(*c, std::move(respond), [&p, ctx = *c, id = params.at("id")](Responder r) {
-    const auto t = p.views().transaction_text(ctx.scope, ctx.caller.account, id);
-    if (!t) return r(unavailable(t.status()));
-    if (!t.value()) return r(http::error(404, "Data not found"));
-    r(http::ok_text(200, *t.value()));
+    r(one_record(p.views().transaction_text(ctx.scope, ctx.caller.account, id)));
   });
 }
 

@@ -45,10 +45,7 @@ void get_wallet(Protocol& p, Request&& req, const PathParams& params, Responder 
   auto c = p.authenticate(req, respond);
   if (!c) return;
   p.barrier(*c, std::move(respond), [&p, scope = c->scope, id = params.at("id")](Responder r) {
-    const auto w = p.views().wallet_text(scope, id);
-    if (!w) return r(unavailable(w.status()));
-    if (!w.value()) return r(http::error(404, "Data not found"));
-    r(http::ok_text(200, *w.value()));
+    r(one_record(p.views().wallet_text(scope, id)));
   });
 }
 
