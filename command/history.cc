@@ -270,8 +270,13 @@ Result<std::unique_ptr<History>> History::open(const HistoryOptions& options) {
     if (!stored) return stored.status();
     if (!stored.value()) continue;
     const auto position = decode_position(*stored.value());
-    if (!position)
-      return Status::error("history index: partition " + std::to_string(p) + "'s position does not decode");
+    if (!position) {
+      // Derived data that does not decode is rebuilt, never trusted nor fatal.
+      log::warn("the history index's position does not decode; it is rebuilt from the log",
+                {{"partition", p}});
+      if (auto s = h->clear(); !s) return s;
+      return h;
+    }
     h->position_[p] = *position;
   }
   h->tail_position_ = h->position_;
