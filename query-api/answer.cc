@@ -156,6 +156,14 @@ Response unavailable(const Status& error) {
   return rejection_response(Rejection::unavailable);
 }
 
+Response replayed(const Result<std::optional<std::string>>& original, std::string_view message) {
+  if (!original) return unavailable(original.status());
+  KOBO_ASSERT(original.value().has_value(), "an idempotent repeat's original record is in the views");
+  Response answer = http::ok_text(200, *original.value(), std::string(message));
+  answer.headers.emplace_back("Idempotent-Replayed", "true");
+  return answer;
+}
+
 Response one_record(const Result<std::optional<std::string>>& text) {
   if (!text) return unavailable(text.status());
   if (!text.value()) return http::error(404, "Data not found");

@@ -116,6 +116,11 @@ http::Response unavailable(const Status& error);
 // when there is none in the caller's scope, unavailable() when it could not be read.
 http::Response one_record(const Result<std::optional<std::string>>& text);
 
+// The answer to an idempotent repeat, read once the views have the original command's events:
+// the original record, 200 with `message` and `Idempotent-Replayed: true`; unavailable() when
+// it could not be read.
+http::Response replayed(const Result<std::optional<std::string>>& original, std::string_view message);
+
 // A string member of a request body, or nullopt when it is absent or not a string.
 std::optional<std::string> optional_string(const nlohmann::json& body, const char* name);
 kobo::PageRequest to_page(const http::PageRequest& p);

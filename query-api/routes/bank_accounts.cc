@@ -111,12 +111,7 @@ void submit_bank_account(Protocol& p, const Context& ctx, const json& body, Resp
       return p.answer_created(std::move(o), 201, "Bank account added successfully", std::move(respond));
     // Already saved: answer with the beneficiary as it is.
     p.after_projection(o, std::move(respond), [&p, scope, id = o.id](Responder later) {
-      const auto b = p.views().bank_account_text(scope, id);
-      if (!b) return later(unavailable(b.status()));
-      KOBO_ASSERT(b.value().has_value(), "a saved bank account is missing from the views");
-      Response answer = http::ok_text(200, *b.value(), "Bank account already exists");
-      answer.headers.emplace_back("Idempotent-Replayed", "true");
-      later(std::move(answer));
+      later(replayed(p.views().bank_account_text(scope, id), "Bank account already exists"));
     });
   });
 }

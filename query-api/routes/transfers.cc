@@ -24,12 +24,8 @@ constexpr std::size_t kMetadataBytesMax = std::size_t{8} * 1024;
 // pool: never on the writer thread.
 void answer_replay(Protocol& p, const Context& ctx, const Outcome& o, Responder respond) {
   p.after_projection(o, std::move(respond), [&p, ctx, id = o.id](Responder later) {
-    const auto t = p.views().transaction_text(ctx.scope, ctx.caller.account, id);
-    if (!t) return later(unavailable(t.status()));
-    KOBO_ASSERT(t.value().has_value(), "a replayed transfer's transaction is missing from the views");
-    Response r = http::ok_text(200, *t.value(), "Transfer initiated successfully");
-    r.headers.emplace_back("Idempotent-Replayed", "true");
-    later(std::move(r));
+    later(replayed(p.views().transaction_text(ctx.scope, ctx.caller.account, id),
+                   "Transfer initiated successfully"));
   });
 }
 
