@@ -500,8 +500,10 @@ void Snapshotter::run() {
     // to have written its facts (it does right after each append), and make them durable first.
     if (!index_reaches_state()) continue;
     if (auto s = history_.sync(); !s) {
+      // Like a snapshot that cannot be written: tried again `every_events` later, not every poll.
+      events_at_last_write_ = state_.events;
       snapshot_metrics().failures.inc();
-      log::warn("a snapshot waits: the history index cannot be synced", {{"error", s.message()}});
+      log::warn("a snapshot waits: the history index cannot be flushed", {{"error", s.message()}});
       continue;
     }
     state_.cursors = follower_->cursors();
