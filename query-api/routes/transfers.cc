@@ -13,7 +13,6 @@ namespace {
 using http::PathParams;
 using http::Request;
 using http::Responder;
-using http::Response;
 using nlohmann::json;
 
 constexpr std::int64_t kTransferMin = 10'000;
