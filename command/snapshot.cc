@@ -176,7 +176,6 @@ class SnapshotCodec {
       w.i64(c.amount.value);
       w.i64(c.expires_at);
       w.str(c.business);
-      w.str(c.account);
       w.boolean(c.live);
     });
     put_map(w, s.collection_numbers, [&](const std::string& v) { w.str(v); });
@@ -213,7 +212,6 @@ class SnapshotCodec {
       c.amount = Kobo(r.i64());
       c.expires_at = r.i64();
       c.business = r.str();
-      c.account = r.str();
       c.live = r.boolean();
       return c;
     });

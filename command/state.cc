@@ -233,7 +233,6 @@ struct Applier {
     cs.amount = x.amount;
     cs.expires_at = x.expires_at.ms;
     cs.business = e.business;
-    cs.account = x.account.value;
     cs.live = e.live;
     KOBO_ASSERT(!s.wallets.id_with_number(x.account_number), "collection account number reused");
     s.collection_numbers.emplace(cs.public_id, x.account_number);

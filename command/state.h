@@ -120,7 +120,6 @@ struct CollectionState {
   Kobo amount;
   UnixMs expires_at = 0;
   std::string business;
-  std::string account;
   bool live = false;
 };
 
