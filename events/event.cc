@@ -7,6 +7,7 @@
 
 #include "common/crypto.h"
 #include "common/json_dump.h"
+#include "events/described.h"
 #include "events/ledger.h"
 
 namespace kobo {
@@ -64,20 +65,9 @@ constexpr NameTable<BeneficiaryType, 3> kBeneficiaryTypeNames{{{BeneficiaryType:
 
 // ---- encoding: canonical JSON written member by member, no DOM --------------------------------
 
-template <typename T>
-concept Described = requires(T& x) {
-  T::fields(x, [](const char*, auto&) {});
-};
-
-template <typename T>
-struct IsId : std::false_type {};
-template <typename Tag>
-struct IsId<Id<Tag>> : std::true_type {};
-
-template <typename T>
-struct IsOptional : std::false_type {};
-template <typename T>
-struct IsOptional<std::optional<T>> : std::true_type {};
+using described::Described;
+using described::IsId;
+using described::IsOptional;
 
 void write_number(std::string& out, std::uint64_t v) {
   char buf[24];

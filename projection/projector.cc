@@ -14,9 +14,10 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "events/chain.h"
+#include "events/fact_codec.h"
 #include "events/ledger.h"
-#include "projection/record_bytes.h"
 #include "projection/render.h"
+#include "projection/rows.h"
 #include "projection/view_keys.h"
 
 namespace kobo {
@@ -56,13 +57,11 @@ class ViewsReadFailed : public std::runtime_error {
 }  // namespace
 
 // The view changes not yet written, with an overlay so that later events of the batch read what
-// earlier ones wrote. Records are kept as the bytes they are stored as: a new record is rendered
-// as text once, and the changes every transfer makes (a wallet's balance, a transaction's status)
-// are made in those bytes (record_bytes.h) instead of parsing and dumping the record; counters
-// are changed without reading them, their changes summed until the flush and merged into them
-// there. The batch finds a key by its hash, and at the flush its
-// writes go into the WriteBatch in key order, each key once, which makes RocksDB's memtable
-// inserts much cheaper than in the order the events made them.
+// earlier ones wrote. Rows are kept as the bytes they are stored as (rows.h) and changed by
+// decoding, changing and encoding them; counters are changed without reading them, their changes summed until
+// the flush and merged into them there. The batch finds a key by its hash, and at the flush its writes go
+// into the WriteBatch in key order, each key once, which makes RocksDB's memtable inserts much cheaper than
+// in the order the events made them.
 class Projector::Batch {
  public:
   explicit Batch(Views& views) : views_(views) {}
@@ -166,22 +165,14 @@ class Projector::Batch {
     change(record);
     bytes = dump_json(record);
   }
-  // Sets top-level members of a record to the given JSON texts: in its bytes when they are all
-  // there, else decoded (the result is the same bytes either way).
-  static void set_members(std::string& record,
-                          std::initializer_list<std::pair<std::string_view, std::string_view>> values) {
-    if (record_bytes::replace_members(record, values)) return;
-    json decoded = json::parse(record);
-    for (const auto& [name, text] : values) decoded[std::string(name)] = json::parse(text);
-    record = dump_json(decoded);
-  }
-
   struct TransactionIndex;
   class Records;
   void apply_postings(const Event& e, const std::vector<Posting>& postings);
-  void put_transaction(std::string trx);
-  void put_wallet(std::string wallet, bool listed);
-  void list_record(char kind, std::string_view record, std::initializer_list<std::string> filters);
+  void put_transactions(const Event& e, const Records& records);
+  void advance_transaction(const Event& e, const StatusChange& change, const Records& records);
+  void open_wallet(const Event& e, const WalletId& id, const std::string& account_number);
+  void list_record(char kind, const Event& e, std::uint64_t id, std::string_view public_id,
+                   std::initializer_list<std::string> filters);
   void close_collection(const WalletId& id, CollectionStatus status, UnixMs time);
   void index_transaction(const TransactionIndex& t);
   void count_transaction(const TransactionIndex& t, std::int64_t delta);
@@ -194,139 +185,90 @@ class Projector::Batch {
   std::vector<UnixMs> appended_at_;  // Event::time of each event applied since the last flush
 };
 
-namespace {
-
-std::uint64_t unsigned_value(std::string_view text) {
-  std::uint64_t v = 0;
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec == std::errc() && p == text.data() + text.size()) return v;
-  return json::parse(text).get<std::uint64_t>();
-}
-
-}  // namespace
-
-// What the indexes of a transaction need of its record, read from the record's text.
+// What the indexes of a transaction need: its listed members (render::Listed) as it is now.
 struct Projector::Batch::TransactionIndex {
-  std::string id, business, account, reference;
+  render::Listed t;
+  std::string business;
   bool live = false;
-  std::uint64_t number = 0;
-  UnixMs created = 0;
-  std::string entry, status, amount;  // JSON texts, as in the record
-
-  explicit TransactionIndex(std::string_view record) {
-    std::string_view id_text, live_text, number_text, created_text;
-    const bool ok =
-        record_bytes::for_each_member(record, [&](std::string_view key, std::size_t b, std::size_t e) {
-          const std::string_view v = record.substr(b, e - b);
-          if (key == "publicId")
-            id_text = v;
-          else if (key == "auth")
-            business = record_bytes::string_value(v);
-          else if (key == "account")
-            account = record_bytes::string_value(v);
-          else if (key == "reference")
-            reference = record_bytes::string_value(v);
-          else if (key == "live")
-            live_text = v;
-          else if (key == "id")
-            number_text = v;
-          else if (key == "createdAt")
-            created_text = v;
-          else if (key == "entry")
-            entry = v;
-          else if (key == "status")
-            status = v;
-          else if (key == "amount")
-            amount = v;
-          return true;
-        });
-    KOBO_ASSERT(ok && !id_text.empty() && !number_text.empty() && !created_text.empty() && !entry.empty() &&
-                    !status.empty() && !amount.empty() && (live_text == "true" || live_text == "false"),
-                "transaction record without its index members");
-    id = record_bytes::string_value(id_text);
-    live = live_text == "true";
-    number = unsigned_value(number_text);
-    created = created_ms(record_bytes::string_value(created_text));
-  }
 
   // The list's single-value filters it is listed under (an `f` listing each), and all those it
   // is counted under (view_keys.h).
   std::array<std::string, 3> listed_filters() const {
-    std::int64_t a = 0;
-    KOBO_ASSERT(
-        std::from_chars(amount.data(), amount.data() + amount.size(), a).ptr == amount.data() + amount.size(),
-        "a transaction's amount is not an integer");
-    return {view_keys::transaction_filter::entry(record_bytes::string_value(entry)),
-            view_keys::transaction_filter::status(record_bytes::string_value(status)),
-            view_keys::transaction_filter::amount(a)};
+    return {view_keys::transaction_filter::entry(to_string(t.entry)),
+            view_keys::transaction_filter::status(to_string(t.status)),
+            view_keys::transaction_filter::amount(t.amount)};
   }
   std::array<std::string, 5> counted_filters() const {
     auto listed = listed_filters();
-    return {view_keys::transaction_filter::all(), view_keys::transaction_filter::day(created / kMsPerDay),
+    return {view_keys::transaction_filter::all(), view_keys::transaction_filter::day(t.created / kMsPerDay),
             std::move(listed[0]), std::move(listed[1]), std::move(listed[2])};
   }
-
-  static UnixMs created_ms(const std::string& iso) {
-    const auto t = parse_iso8601(iso);
-    KOBO_ASSERT(t.has_value(), "transaction createdAt");
-    return *t;
-  }
+  std::uint64_t created() const { return static_cast<std::uint64_t>(t.created); }
 };
 
-void Projector::Batch::index_transaction(const TransactionIndex& t) {
-  put(view_keys::transaction_id(t.business, t.live, t.number), t.id);
-  put(view_keys::transaction_reference(t.account, t.live, t.reference), t.id);
-  // What dump_json makes of {entry, status, amount, publicId}: members in key order.
-  std::string row;
-  row.reserve(64 + t.id.size() + t.entry.size() + t.status.size() + t.amount.size());
-  row += "{\"amount\":";
-  row += t.amount;
-  row += ",\"entry\":";
-  row += t.entry;
-  row += ",\"publicId\":";
-  append_json_string(row, t.id);
-  row += ",\"status\":";
-  row += t.status;
-  row += '}';
-  put(view_keys::transaction_list(t.business, t.live, static_cast<std::uint64_t>(t.created), t.number),
-      std::move(row));
-  for (const std::string& filter : t.listed_filters())
-    put(view_keys::transaction_filtered(t.business, t.live, filter, static_cast<std::uint64_t>(t.created),
-                                        t.number),
-        t.id);
+void Projector::Batch::index_transaction(const TransactionIndex& x) {
+  const render::Listed& t = x.t;
+  put(view_keys::transaction_id(x.business, x.live, t.number), t.id.value);
+  put(view_keys::transaction_reference(t.account.value, x.live, t.reference), t.id.value);
+  put(view_keys::transaction_list(x.business, x.live, x.created(), t.number),
+      rows::encode(rows::ListedRow{t.entry, t.status, t.amount, t.id.value}));
+  for (const std::string& filter : x.listed_filters())
+    put(view_keys::transaction_filtered(x.business, x.live, filter, x.created(), t.number), t.id.value);
 }
 
-void Projector::Batch::count_transaction(const TransactionIndex& t, std::int64_t delta) {
-  for (const std::string& filter : t.counted_filters())
-    count(view_keys::transaction_count(t.business, t.live, filter), delta);
+void Projector::Batch::count_transaction(const TransactionIndex& x, std::int64_t delta) {
+  for (const std::string& filter : x.counted_filters())
+    count(view_keys::transaction_count(x.business, x.live, filter), delta);
 }
 
 // A transaction whose status (or any listed member) changed: out of the listings and counts of
 // what it was, into those of what it is.
 void Projector::Batch::reindex_transaction(const TransactionIndex& before, const TransactionIndex& after) {
-  KOBO_ASSERT(before.id == after.id && before.created == after.created && before.number == after.number,
-              "a transaction changed its identity");
   const auto was = before.listed_filters();
   const auto is = after.listed_filters();
   for (std::size_t i = 0; i < was.size(); ++i) {
     if (was[i] == is[i]) continue;
-    erase(view_keys::transaction_filtered(before.business, before.live, was[i],
-                                          static_cast<std::uint64_t>(before.created), before.number));
+    erase(view_keys::transaction_filtered(before.business, before.live, was[i], before.created(),
+                                          before.t.number));
     count(view_keys::transaction_count(before.business, before.live, was[i]), -1);
     count(view_keys::transaction_count(after.business, after.live, is[i]), +1);
   }
   index_transaction(after);
 }
 
-// The records this batch sees, for rendering: what the batch wrote, else what the views hold.
+namespace {
+
+template <typename T>
+T decoded(Result<T> r) {
+  if (!r) throw ViewsReadFailed(r.status());
+  return std::move(r).value();
+}
+
+}  // namespace
+
+// The facts this batch sees, for what applying an event reads: what the batch wrote, else what
+// the views hold.
 class Projector::Batch::Records final : public render::RecordSource {
  public:
   explicit Records(Batch& batch) : batch_(batch) {}
-  std::optional<std::string> wallet(std::string_view id) const override {
-    return find(view_keys::wallet(id));
+  std::optional<render::WalletFacts> wallet(std::string_view id) const override {
+    const auto fact = find(view_keys::wallet(id));
+    if (!fact) return std::nullopt;
+    return render::wallet_facts(decoded(decode_fact(*fact)));
   }
-  std::optional<std::string> transaction(std::string_view id) const override {
-    return find(view_keys::transaction(id));
+  std::optional<Event> payout(std::string_view id) const override {
+    const auto row = find(view_keys::transaction(id));
+    if (!row) return std::nullopt;
+    const auto t = decoded(rows::decode_transaction(*row));
+    const auto fact = find(view_keys::event_fact(t.partition.value, t.seq.value));
+    KOBO_ASSERT(fact.has_value(), "a transaction row names an event the views do not have");
+    return decoded(decode_fact(*fact));
+  }
+  // The event the transaction row `row` names.
+  Event event_of(const rows::TransactionRow& row) const {
+    const auto fact = find(view_keys::event_fact(row.partition.value, row.seq.value));
+    KOBO_ASSERT(fact.has_value(), "a transaction row names an event the views do not have");
+    return decoded(decode_fact(*fact));
   }
 
  private:
@@ -340,65 +282,66 @@ class Projector::Batch::Records final : public render::RecordSource {
 };
 
 void Projector::Batch::apply_postings(const Event& e, const std::vector<Posting>& postings) {
-  std::string ts;
-  append_json_string(ts, format_iso8601(e.time));
   for (const Posting& p : postings) {
     if (!is_wallet_account(p.account)) {
       put(view_keys::system_balance(e.partition.value, p.account), json{{"balance", p.balance.value}});
       continue;
     }
-    std::string& w = edit(view_keys::wallet(p.account), "posting to a wallet the views do not have");
-    const auto stored = record_bytes::member(w, "balance");
-    std::int64_t before = 0;
-    if (!stored || std::from_chars(stored->data(), stored->data() + stored->size(), before).ptr !=
-                       stored->data() + stored->size())
-      before = json::parse(w).at("balance").get<std::int64_t>();
-    const PostingResult r = post(Kobo(before), p);
+    std::string& bytes = edit(view_keys::wallet_row(p.account), "posting to a wallet the views do not have");
+    rows::WalletRow w = decoded(rows::decode_wallet(bytes));
+    const PostingResult r = post(w.balance, p);
     KOBO_ASSERT(r.fault == PostingFault::none, "a posting the views cannot apply");
-    set_members(w, {{"balance", std::to_string(r.balance.value)}, {"updatedAt", ts}, {"lastUpdated", ts}});
+    w.balance = r.balance;
+    w.updated = e.time;
+    bytes = rows::encode(w);
   }
 }
 
-void Projector::Batch::put_transaction(std::string trx) {
-  const TransactionIndex index{std::string_view(trx)};
-  index_transaction(index);
-  count_transaction(index, +1);
-  put(view_keys::transaction(index.id), std::move(trx));
-}
-
-namespace {
-
-// A string member of a record the projector just rendered, decoded.
-std::string string_member(std::string_view record, std::string_view name) {
-  return record_bytes::string_value(record_bytes::required_member(record, name));
-}
-
-}  // namespace
-
-void Projector::Batch::put_wallet(std::string w, bool listed) {
-  const std::string id = string_member(w, "publicId");
-  if (listed) {
-    list_record(
-        'w', w,
-        {view_keys::record_filter::of('c', string_member(w, "category")),
-         view_keys::record_filter::of('f', std::string(record_bytes::required_member(w, "isFavourite")))});
+void Projector::Batch::put_transactions(const Event& e, const Records& records) {
+  const auto created = render::listed(e, records);
+  if (created.empty()) return;
+  put(view_keys::event_fact(e.partition.value, e.seq.value), encode_fact(e));
+  for (std::uint32_t k = 0; k < created.size(); ++k) {
+    const TransactionIndex index{created[k], e.business, e.live};
+    index_transaction(index);
+    count_transaction(index, +1);
+    put(view_keys::transaction(created[k].id.value),
+        rows::encode(rows::TransactionRow{e.partition, e.seq, k, {}}));
   }
-  put(view_keys::account_number(string_member(w, "accountNumber")), id);
-  put(view_keys::wallet(id), std::move(w));
+}
+
+void Projector::Batch::advance_transaction(const Event& e, const StatusChange& change,
+                                           const Records& records) {
+  std::string& bytes = edit(view_keys::transaction(change.transaction.value),
+                            "status change of a transaction the views do not have");
+  rows::TransactionRow row = decoded(rows::decode_transaction(bytes));
+  const Event created = records.event_of(row);
+  const auto all = render::listed(created, records);
+  KOBO_ASSERT(row.index < all.size(), "a transaction row names a transaction its event does not create");
+  TransactionIndex before{all[row.index], created.business, created.live};
+  if (!row.steps.empty()) before.t.status = row.steps.back().status;
+  KOBO_ASSERT(before.t.status == change.from, "status change from a status the transaction is not in");
+  row.steps.push_back(rows::StatusStep{change.to, e.time});
+  bytes = rows::encode(row);
+  TransactionIndex after = before;
+  after.t.status = change.to;
+  reindex_transaction(before, after);
+}
+
+void Projector::Batch::open_wallet(const Event& e, const WalletId& id, const std::string& account_number) {
+  put(view_keys::account_number(account_number), id.value);
+  put(view_keys::wallet(id.value), encode_fact(e));
+  put(view_keys::wallet_row(id.value), rows::encode(render::opened(e)));
 }
 
 // A new wallet or beneficiary (`kind` w or d) in the listings of its list's filters, counted:
 // under all, and under each of `filters` (view_keys.h). Records of these kinds never change
 // what they are filtered by.
-void Projector::Batch::list_record(char kind, std::string_view record,
+void Projector::Batch::list_record(char kind, const Event& e, std::uint64_t id, std::string_view public_id,
                                    std::initializer_list<std::string> filters) {
-  const auto business = string_member(record, "auth");
-  const bool live = record_bytes::required_member(record, "live") == "true";
-  const auto id = unsigned_value(record_bytes::required_member(record, "id"));
-  const auto public_id = string_member(record, "publicId");
   const auto add = [&](const std::string& filter) {
-    put(view_keys::record_listed(kind, business, live, filter, id), public_id);
-    count(view_keys::record_count(kind, business, live, filter), +1);
+    put(view_keys::record_listed(kind, e.business, e.live, filter, id), std::string(public_id));
+    count(view_keys::record_count(kind, e.business, e.live, filter), +1);
   };
   add(view_keys::record_filter::all());
   for (const std::string& filter : filters) add(filter);
@@ -406,22 +349,11 @@ void Projector::Batch::list_record(char kind, std::string_view record,
 
 void Projector::Batch::apply(const Event& e) {
   const Records records(*this);
-  // The records first (they snapshot the wallets as they were), then the balances.
   if (const auto* postings = postings_of(e.data)) {
-    for (std::string& trx : render::transactions(e, records)) put_transaction(std::move(trx));
+    put_transactions(e, records);
     apply_postings(e, *postings);
   }
-  if (const auto change = status_change(e.data)) {
-    const std::string key = view_keys::transaction(change->transaction.value);
-    const TransactionIndex before{
-        std::string_view(edit(key, "status change of a transaction the views do not have"))};
-    edit_decoded(key, "", [&](json& trx) {
-      KOBO_ASSERT(trx.at("status") == to_string(change->from),
-                  "status change from a status the transaction is not in");
-      render::advance_payout(trx, change->to, e.time);
-    });
-    reindex_transaction(before, TransactionIndex{std::string_view(edit(key, ""))});
-  }
+  if (const auto change = status_change(e.data)) advance_transaction(e, *change, records);
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
@@ -431,44 +363,43 @@ void Projector::Batch::apply(const Event& e) {
           put(view_keys::account(x.account.value), std::move(r.account));
           put(view_keys::account_list(e.business, x.id), x.account.value);
           put(view_keys::key_owner(x.test_secret_key_hash),
-              json{{"business", e.business}, {"account", x.account.value}, {"live", false}});
+              rows::encode(rows::KeyRow{e.business, x.account.value, false}));
           put(view_keys::key_owner(x.live_secret_key_hash),
-              json{{"business", e.business}, {"account", x.account.value}, {"live", true}});
+              rows::encode(rows::KeyRow{e.business, x.account.value, true}));
         } else if constexpr (std::is_same_v<T, AccountUpdated>) {
           edit_decoded(view_keys::account(x.account.value), "update of an account the views do not have",
                        [&](json& a) { render::update_account(a, e, x); });
         } else if constexpr (std::is_same_v<T, WalletOpened>) {
-          put_wallet(render::wallet(e, x), true);
-        } else if constexpr (std::is_same_v<T, TransitWalletOpened>) {
-          // Transit wallets are fetched by id but not listed with the wallets of GET /virtual-accounts.
-          put_wallet(render::transit_wallet(e, x), false);
-        } else if constexpr (std::is_same_v<T, CollectionWalletOpened>) {
-          // Collection wallets share the wallets' key space: GET /virtual-accounts/{id} shows them.
-          const auto destination = records.wallet(x.destination.value);
-          KOBO_ASSERT(destination.has_value(), "a collection wallet for a wallet the views do not have");
-          put_wallet(render::collection_wallet(e, x, *destination), false);
+          open_wallet(e, x.wallet, x.account_number);
+          list_record('w', e, x.id, x.wallet.value,
+                      {view_keys::record_filter::of('c', to_string(x.category)),
+                       view_keys::record_filter::of('f', "false")});  // no wallet is a favourite yet
+        } else if constexpr (std::is_same_v<T, TransitWalletOpened> ||
+                             std::is_same_v<T, CollectionWalletOpened>) {
+          // Transit and collection wallets are fetched by id (they share the wallets' key space)
+          // but not listed with the wallets of GET /virtual-accounts.
+          open_wallet(e, x.wallet, x.account_number);
         } else if constexpr (std::is_same_v<T, CollectionWalletExpired>) {
           close_collection(x.wallet, CollectionStatus::expired, e.time);
         } else if constexpr (std::is_same_v<T, IncomingCreditReceived>) {
           if (x.collection) close_collection(*x.collection, CollectionStatus::success, e.time);
         } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
-          std::string b = render::bank_account(e, x);
-          list_record('d', b,
-                      {view_keys::record_filter::of('b', string_member(b, "beneficiaryType")),
-                       view_keys::record_filter::of('n', string_member(b, "accountName"))});
-          put(view_keys::bank_account(x.bank_account.value), std::move(b));
+          list_record('d', e, x.id, x.bank_account.value,
+                      {view_keys::record_filter::of('b', to_string(x.beneficiary_type)),
+                       view_keys::record_filter::of('n', x.account_name)});
+          put(view_keys::bank_account(x.bank_account.value), encode_fact(e));
         }
       },
       e.data);
 }
 
 void Projector::Batch::close_collection(const WalletId& id, CollectionStatus status, UnixMs time) {
-  std::string& c = edit(view_keys::wallet(id.value), "collection status change out of order");
-  KOBO_ASSERT(record_bytes::member(c, "status") == "\"pending\"", "collection status change out of order");
-  std::string status_text, ts;
-  append_json_string(status_text, to_string(status));
-  append_json_string(ts, format_iso8601(time));
-  set_members(c, {{"status", status_text}, {"active", "false"}, {"updatedAt", ts}});
+  std::string& bytes = edit(view_keys::wallet_row(id.value), "collection status change out of order");
+  rows::WalletRow w = decoded(rows::decode_wallet(bytes));
+  KOBO_ASSERT(w.status == CollectionStatus::pending, "collection status change out of order");
+  w.status = status;
+  w.updated = time;
+  bytes = rows::encode(w);
 }
 
 Projector::Projector(EventLog& log, Views& views, ProjectorOptions options)

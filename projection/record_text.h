@@ -1,12 +1,11 @@
 #pragma once
-// Writing a view record's text without a JSON tree. Internal to projection/ (render.cc).
+// Writing a record's text without a JSON tree. Internal to projection/ (render.cc).
 //
-// Every view record is stored as dump_json() writes it (common/json_dump.h): compact, members in
+// Every record is rendered as dump_json() writes it (common/json_dump.h): compact, members in
 // key order. An Object collects members in any order, each value already as its JSON text, and
 // writes them out in that order, so its text is exactly what dump_json() gives for the decoded
-// record; record_bytes.h reads the same form back. Rendering a transfer's records this way
-// instead of building nlohmann trees and dumping them is several times cheaper, and a transfer
-// is rendered once by the projection and once more for its answer.
+// record. Rendering this way instead of building nlohmann trees and dumping them is several
+// times cheaper, and records are rendered on every read (render.h).
 //
 // Setting a member again replaces its value, as json[key] = value would. Keys are plain names
 // (letters, digits, '_'): they are written unescaped. Not thread-safe; cheap to build.

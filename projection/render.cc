@@ -6,7 +6,6 @@
 #include "common/crypto.h"
 #include "common/json_dump.h"
 #include "common/log.h"
-#include "projection/record_bytes.h"
 #include "projection/record_text.h"
 
 namespace kobo::render {
@@ -43,30 +42,35 @@ std::string session_id(std::string_view institution, UnixMs time, std::string_vi
   return id;
 }
 
-using record_bytes::required_member;
-
-// How a transaction shows a wallet it moves money from or to: its members read in one pass.
-Object snapshot(std::string_view wallet) {
-  static constexpr std::array<std::string_view, 6> kShown{
-      "accountName", "accountNumber", "bankCode", "bankName", "id", "publicId"};
+// How a transaction shows a wallet it moves money from or to.
+Object snapshot(const WalletFacts& w) {
   Object s;
-  std::size_t found = 0;
-  record_bytes::for_each_member(wallet, [&](std::string_view key, std::size_t begin, std::size_t end) {
-    if (const auto shown = std::find(kShown.begin(), kShown.end(), key); shown != kShown.end()) {
-      s.raw(*shown, wallet.substr(begin, end - begin));  // the key the array holds: it outlives `wallet`
-      ++found;
-    }
-    return found < kShown.size();
-  });
-  KOBO_ASSERT(found == kShown.size(), "a wallet record lacks a member its snapshot shows");
-  s.string("currency", "NGN").string("processor", kProcessor).null("reference");
+  s.string("accountName", w.account_name)
+      .string("accountNumber", w.account_number)
+      .string("bankCode", w.bank_code)
+      .string("bankName", w.bank_name)
+      .number("id", w.id)
+      .string("publicId", w.public_id)
+      .string("currency", "NGN")
+      .string("processor", kProcessor)
+      .null("reference");
   return s;
 }
 
-std::string wallet_of(const RecordSource& records, std::string_view id) {
+WalletFacts wallet_of(const RecordSource& records, std::string_view id) {
   auto w = records.wallet(id);
   KOBO_ASSERT(w.has_value(), "a transaction names a wallet the views do not have");
   return std::move(*w);
+}
+
+// The amount a transaction record shows: what moved between the two sides, before any fee.
+Kobo shown_amount(const Event& e, const std::vector<CreatedTransaction>& created, std::size_t k) {
+  if (std::holds_alternative<WalletTransferSettled>(e.data)) return created[1].posting->amount;
+  if (const auto* x = std::get_if<BankTransferInitiated>(&e.data))
+    return x->postings.at(1).amount;  // to payout suspense
+  if (std::holds_alternative<IncomingCreditReceived>(e.data))
+    return created[0].posting->amount;  // a sweep moves it on
+  return created[k].posting->amount;
 }
 
 // meta.credit: the counterpart side of a transaction, as the API document's 2.7 lists it.
@@ -86,7 +90,7 @@ Object mirror(const Object& other) {
 // The members every transaction record has; the caller adds source, destination and meta, and
 // changes what differs.
 Object transaction_base(const Event& e, const AccountId& account, const CreatedTransaction& t, Kobo amount,
-                        std::string_view narration) {
+                        std::string_view narration, std::optional<TransactionStatus> shown) {
   const std::string ts = iso(e.time);
   Object client;
   client.number("actualAmount", amount.value).number("fee", 0);
@@ -115,7 +119,7 @@ Object transaction_base(const Event& e, const AccountId& account, const CreatedT
       .string("publicId", t.id.value)
       .string("reference", t.reference)
       .string("requestSrc", "api")
-      .string("status", to_string(t.status))
+      .string("status", to_string(shown.value_or(t.status)))
       .string("tRef", t_ref(t.id))
       .raw("tags", "[]")
       .string("updatedAt", ts);
@@ -158,30 +162,22 @@ std::vector<std::string> mirror_pair(Object& debit, Object& credit, Kobo amount)
 
 std::vector<std::string> wallet_transfer(const Event& e, const WalletTransferSettled& x,
                                          const std::vector<CreatedTransaction>& created,
-                                         const RecordSource& records) {
-  const std::string source = wallet_of(records, created[0].posting->account);
-  const std::string destination = wallet_of(records, created[1].posting->account);
-  const Kobo amount = created[1].posting->amount;
-  const Object source_data = snapshot(source);
-  Object destination_data = snapshot(destination);
+                                         const RecordSource& records,
+                                         std::optional<TransactionStatus> shown) {
+  const Kobo amount = shown_amount(e, created, 0);
+  const Object source_data = snapshot(wallet_of(records, created[0].posting->account));
+  Object destination_data = snapshot(wallet_of(records, created[1].posting->account));
   if (x.name_enquiry_ref) destination_data.string("nameEnquiryRef", *x.name_enquiry_ref);
-  Object debit = transaction_base(e, x.account, created[0], amount, x.narration);
-  Object credit = transaction_base(e, x.account, created[1], amount, x.narration);
+  Object debit = transaction_base(e, x.account, created[0], amount, x.narration, shown);
+  Object credit = transaction_base(e, x.account, created[1], amount, x.narration, shown);
   for (Object* t : {&debit, &credit}) between_wallets(*t, source_data, destination_data);
   return mirror_pair(debit, credit, amount);
 }
 
-std::vector<std::string> bank_transfer(const Event& e, const BankTransferInitiated& x,
-                                       const std::vector<CreatedTransaction>& created,
-                                       const RecordSource& records) {
-  const CreatedTransaction& t = created[0];
-  const std::string source = wallet_of(records, t.posting->account);
-  const Kobo actual = -t.posting->amount;
-  const Kobo amount = x.postings.at(1).amount;  // to payout suspense
-  const Kobo fee = x.postings.at(2).amount;     // to fees
-  const Beneficiary& b = x.beneficiary;
-  Object destination;
-  destination.number("id", b.id)
+// How a payout shows the bank account it pays.
+Object beneficiary_data(const Beneficiary& b) {
+  Object d;
+  d.number("id", b.id)
       .string("publicId", b.bank_account.value)
       .string("bankName", b.bank_name)
       .string("bankCode", b.bank_code)
@@ -190,15 +186,26 @@ std::vector<std::string> bank_transfer(const Event& e, const BankTransferInitiat
       .string("processor", kProcessor)
       .raw("clientIds", "{}")
       .string("nameEnquiryRef", b.name_enquiry_ref);
+  return d;
+}
+
+std::vector<std::string> bank_transfer(const Event& e, const BankTransferInitiated& x,
+                                       const std::vector<CreatedTransaction>& created,
+                                       const RecordSource& records, std::optional<TransactionStatus> shown) {
+  const CreatedTransaction& t = created[0];
+  const WalletFacts source = wallet_of(records, t.posting->account);
+  const Kobo actual = -t.posting->amount;
+  const Kobo amount = shown_amount(e, created, 0);
+  const Kobo fee = x.postings.at(2).amount;  // to fees
   Object client;
   client.number("fee", fee.value).number("actualAmount", actual.value);
-  Object debit = transaction_base(e, x.account, t, amount, x.narration);
-  debit.raw("source", required_member(source, "publicId"))
+  Object debit = transaction_base(e, x.account, t, amount, x.narration, shown);
+  debit.string("source", source.public_id)
       .string("sourceType", "VirtualAccount")
       .object("sourceData", snapshot(source))
-      .string("destination", b.bank_account.value)
+      .string("destination", x.beneficiary.bank_account.value)
       .string("destinationType", "BankAccount")
-      .object("destinationData", destination)
+      .object("destinationData", beneficiary_data(x.beneficiary))
       .number("fee", fee.value)
       .string("feeReference", derived_reference("fee-", t.id))
       .number("actualAmount", actual.value)
@@ -213,22 +220,22 @@ std::vector<std::string> bank_transfer(const Event& e, const BankTransferInitiat
 
 std::vector<std::string> payout_reversal(const Event& e, const PayoutFailed& x,
                                          const std::vector<CreatedTransaction>& created,
-                                         const RecordSource& records) {
+                                         const RecordSource& records,
+                                         std::optional<TransactionStatus> shown) {
   const CreatedTransaction& t = created[0];
-  const auto payout = records.transaction(x.transaction.value);
-  KOBO_ASSERT(payout.has_value(), "a reversal of a payout the views do not have");
-  const std::string destination = wallet_of(records, t.posting->account);
-  const Kobo actual = t.posting->amount;
-  Object credit = transaction_base(
-      e, AccountId(record_bytes::string_value(required_member(*payout, "account"))), t, actual,
-      "Reversal: " + record_bytes::string_value(required_member(*payout, "narration")));
-  credit.raw("source", required_member(*payout, "destination"))
+  const auto initiated = records.payout(x.transaction.value);
+  const auto* payout = initiated ? std::get_if<BankTransferInitiated>(&initiated->data) : nullptr;
+  KOBO_ASSERT(payout != nullptr, "a reversal of a payout the views do not have");
+  const WalletFacts destination = wallet_of(records, t.posting->account);
+  const Kobo actual = shown_amount(e, created, 0);
+  Object credit = transaction_base(e, payout->account, t, actual, "Reversal: " + payout->narration, shown);
+  credit.string("source", payout->beneficiary.bank_account.value)
       .string("sourceType", "BankAccount")
-      .raw("sourceData", required_member(*payout, "destinationData"))
-      .raw("destination", required_member(destination, "publicId"))
+      .object("sourceData", beneficiary_data(payout->beneficiary))
+      .string("destination", destination.public_id)
       .string("destinationType", "VirtualAccount")
       .object("destinationData", snapshot(destination))
-      .raw("debitReference", required_member(*payout, "reference"))
+      .string("debitReference", payout->reference)
       .raw("tags", R"(["reversal"])");
   credit.object("meta", meta(true, actual, mirror(credit)));
   return {credit.text()};
@@ -236,10 +243,11 @@ std::vector<std::string> payout_reversal(const Event& e, const PayoutFailed& x,
 
 std::vector<std::string> incoming_credit(const Event& e, const IncomingCreditReceived& x,
                                          const std::vector<CreatedTransaction>& created,
-                                         const RecordSource& records) {
+                                         const RecordSource& records,
+                                         std::optional<TransactionStatus> shown) {
   const CreatedTransaction& t = created[0];
-  const std::string destination = wallet_of(records, t.posting->account);
-  const Kobo amount = t.posting->amount;
+  const WalletFacts destination = wallet_of(records, t.posting->account);
+  const Kobo amount = shown_amount(e, created, 0);
   const Sender& s = x.sender;
   const std::string ts = iso(e.time);
   // The sender as the NIP transfer authorised it; the credit's source shows the same.
@@ -265,11 +273,11 @@ std::vector<std::string> incoming_credit(const Event& e, const IncomingCreditRec
       .string("updatedAt", ts)
       .string("currency", "NGN")
       .boolean("live", e.live);
-  Object credit = transaction_base(e, x.account, t, amount, x.narration);
+  Object credit = transaction_base(e, x.account, t, amount, x.narration, shown);
   credit.raw("source", *source.get("publicId"))
       .string("sourceType", "External")
       .object("sourceData", source)
-      .raw("destination", required_member(destination, "publicId"))
+      .string("destination", destination.public_id)
       .string("destinationType", "VirtualAccount")
       .object("destinationData", snapshot(destination));
   if (x.collection) {
@@ -297,12 +305,10 @@ std::vector<std::string> incoming_credit(const Event& e, const IncomingCreditRec
   if (created.size() == 3) {
     // A transit wallet sweeps what it received to its settlement wallet. Its snapshot is as
     // the credit left it.
-    const std::string transit = wallet_of(records, created[1].posting->account);
-    const std::string settlement = wallet_of(records, created[2].posting->account);
-    const Object transit_data = snapshot(transit);
-    const Object settlement_data = snapshot(settlement);
-    Object debit = transaction_base(e, x.account, created[1], amount, "Transit settlement");
-    Object swept = transaction_base(e, x.account, created[2], amount, "Transit settlement");
+    const Object transit_data = snapshot(wallet_of(records, created[1].posting->account));
+    const Object settlement_data = snapshot(wallet_of(records, created[2].posting->account));
+    Object debit = transaction_base(e, x.account, created[1], amount, "Transit settlement", shown);
+    Object swept = transaction_base(e, x.account, created[2], amount, "Transit settlement", shown);
     for (Object* r : {&debit, &swept}) {
       between_wallets(*r, transit_data, settlement_data);
       r->raw("tags", R"(["sweep"])");
@@ -315,8 +321,8 @@ std::vector<std::string> incoming_credit(const Event& e, const IncomingCreditRec
 // The fields every wallet of the service's bank has (API document 2.1 and 2.2).
 Object wallet_base(const Event& e, const AccountId& account, std::uint64_t id, const WalletId& wallet,
                    const std::string& name, const std::string& number, const std::string& bank_name,
-                   const std::string& bank_code) {
-  const std::string ts = iso(e.time);
+                   const std::string& bank_code, const rows::WalletRow& now) {
+  const std::string ts = iso(now.updated);
   Object w;
   w.string("_id", object_id_of(wallet.value))
       .number("id", id)
@@ -329,9 +335,9 @@ Object wallet_base(const Event& e, const AccountId& account, std::uint64_t id, c
       .string("bankCode", bank_code)
       .boolean("live", e.live)
       .string("processor", kProcessor)
-      .number("balance", 0)
+      .number("balance", now.balance.value)
       .string("currency", "NGN")
-      .string("createdAt", ts)
+      .string("createdAt", iso(e.time))
       .string("updatedAt", ts)
       .string("lastUpdated", ts);
   return w;
@@ -381,22 +387,26 @@ void update_account(json& account, const Event& e, const AccountUpdated& x) {
   account["__v"] = account.at("__v").get<std::int64_t>() + 1;
 }
 
-std::string wallet(const Event& e, const WalletOpened& x) {
-  Object w = wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code);
+namespace {
+
+std::string open_wallet(const Event& e, const WalletOpened& x, const rows::WalletRow& now) {
+  Object w =
+      wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code, now);
   contact(w, x);
   w.boolean("isFavourite", false).string("category", to_string(x.category));
   return w.text();
 }
 
-std::string transit_wallet(const Event& e, const TransitWalletOpened& x) {
-  Object w = wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code);
+std::string transit_wallet(const Event& e, const TransitWalletOpened& x, const rows::WalletRow& now) {
+  Object w =
+      wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code, now);
   contact(w, x);
   w.string("alias", x.name).null("reference").string("settlementAccount", x.settlement_wallet.value);
   return w.text();
 }
 
-std::string collection_wallet(const Event& e, const CollectionWalletOpened& x, std::string_view destination) {
-  const std::string ts = iso(e.time);
+std::string collection_wallet(const Event& e, const CollectionWalletOpened& x, const rows::WalletRow& now,
+                              const WalletFacts& destination) {
   Object c;
   c.string("_id", object_id_of(x.wallet.value))
       .number("id", x.id)
@@ -404,7 +414,7 @@ std::string collection_wallet(const Event& e, const CollectionWalletOpened& x, s
       .string("auth", e.business)
       .string("account", x.account.value)
       .string("destination", x.destination.value)
-      .raw("parentAccountNumber", required_member(destination, "accountNumber"))
+      .string("parentAccountNumber", destination.account_number)
       .string("accountName", x.name)
       .string("accountNumber", x.account_number)
       .number("amount", x.amount.value)
@@ -413,16 +423,44 @@ std::string collection_wallet(const Event& e, const CollectionWalletOpened& x, s
       .boolean("live", e.live)
       .string("processor", kProcessor)
       .string("expiration", iso(x.expires_at.ms))
-      .string("createdAt", ts)
-      .string("updatedAt", ts)
+      .string("createdAt", iso(e.time))
+      .string("updatedAt", iso(now.updated))
       .string("currency", "NGN")
-      .boolean("active", true)
-      .string("status", "pending");
+      .boolean("active", now.status == CollectionStatus::pending)
+      .string("status", to_string(now.status));
   if (x.reference)
     c.string("reference", *x.reference);
   else
     c.null("reference");
   return c.text();
+}
+
+}  // namespace
+
+std::optional<WalletFacts> wallet_facts(const Event& opening) {
+  return std::visit(
+      [](const auto& x) -> std::optional<WalletFacts> {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, WalletOpened> || std::is_same_v<T, TransitWalletOpened> ||
+                      std::is_same_v<T, CollectionWalletOpened>)
+          return WalletFacts{x.id, x.wallet.value, x.name, x.account_number, x.bank_code, x.bank_name};
+        else
+          return std::nullopt;
+      },
+      opening.data);
+}
+
+rows::WalletRow opened(const Event& opening) {
+  return rows::WalletRow{Kobo(0), opening.time, CollectionStatus::pending};
+}
+
+std::string wallet(const Event& opening, const rows::WalletRow& now, const RecordSource& records) {
+  if (const auto* x = std::get_if<WalletOpened>(&opening.data)) return open_wallet(opening, *x, now);
+  if (const auto* x = std::get_if<TransitWalletOpened>(&opening.data))
+    return transit_wallet(opening, *x, now);
+  const auto* x = std::get_if<CollectionWalletOpened>(&opening.data);
+  KOBO_ASSERT(x != nullptr, "a wallet record of an event that opens none");
+  return collection_wallet(opening, *x, now, wallet_of(records, x->destination.value));
 }
 
 std::string bank_account(const Event& e, const BeneficiarySaved& x) {
@@ -450,20 +488,25 @@ std::string bank_account(const Event& e, const BeneficiarySaved& x) {
   return b.text();
 }
 
-std::vector<std::string> transactions(const Event& e, const RecordSource& records) {
+namespace {
+
+std::vector<std::string> transactions(const Event& e, const RecordSource& records,
+                                      std::optional<TransactionStatus> shown) {
   const auto created = transactions_created(e.data);
   if (created.empty()) return {};
   if (const auto* x = std::get_if<WalletTransferSettled>(&e.data))
-    return wallet_transfer(e, *x, created, records);
+    return wallet_transfer(e, *x, created, records, shown);
   if (const auto* x = std::get_if<BankTransferInitiated>(&e.data))
-    return bank_transfer(e, *x, created, records);
-  if (const auto* x = std::get_if<PayoutFailed>(&e.data)) return payout_reversal(e, *x, created, records);
+    return bank_transfer(e, *x, created, records, shown);
+  if (const auto* x = std::get_if<PayoutFailed>(&e.data))
+    return payout_reversal(e, *x, created, records, shown);
   if (const auto* x = std::get_if<IncomingCreditReceived>(&e.data))
-    return incoming_credit(e, *x, created, records);
+    return incoming_credit(e, *x, created, records, shown);
   KOBO_ASSERT(false, "an event creates transactions render does not know");
   return {};
 }
 
+// A payout after the rail moved it to `status` at `time` (meta.verify as the rail reported it).
 void advance_payout(json& payout, TransactionStatus status, UnixMs time) {
   const std::string_view s = to_string(status);
   const bool final = status == TransactionStatus::success || status == TransactionStatus::failed;
@@ -493,13 +536,55 @@ void advance_payout(json& payout, TransactionStatus status, UnixMs time) {
   payout["meta"]["verify"] = std::move(verify);
 }
 
+}  // namespace
+
+std::vector<Listed> listed(const Event& e, const RecordSource& records) {
+  const auto created = transactions_created(e.data);
+  if (created.empty()) return {};
+  const AccountId account = std::visit(
+      [&](const auto& x) -> AccountId {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, PayoutFailed>) {
+          const auto initiated = records.payout(x.transaction.value);
+          const auto* payout = initiated ? std::get_if<BankTransferInitiated>(&initiated->data) : nullptr;
+          KOBO_ASSERT(payout != nullptr, "a reversal of a payout the views do not have");
+          return payout->account;
+        } else if constexpr (requires { x.account; }) {
+          return x.account;
+        } else {
+          KOBO_ASSERT(false, "an event creates transactions of no account");
+          return AccountId();
+        }
+      },
+      e.data);
+  std::vector<Listed> out;
+  out.reserve(created.size());
+  for (std::size_t k = 0; k < created.size(); ++k) {
+    const CreatedTransaction& t = created[k];
+    out.push_back(Listed{t.id, account, t.reference, t.number, e.time, entry_of(t.kind), t.status,
+                         shown_amount(e, created, k).value});
+  }
+  return out;
+}
+
+std::string transaction(const Event& e, std::size_t index, std::span<const rows::StatusStep> steps,
+                        const RecordSource& records, std::optional<TransactionStatus> shown) {
+  auto all = transactions(e, records, steps.empty() ? shown : std::nullopt);
+  KOBO_ASSERT(index < all.size(), "a transaction row names a transaction its event does not create");
+  if (steps.empty()) return std::move(all[index]);
+  json record = json::parse(all[index]);
+  for (const rows::StatusStep& step : steps) advance_payout(record, step.status, step.time);
+  if (shown) record["status"] = to_string(*shown);
+  return dump_json(record);
+}
+
 RecordsRead records_read(const Event& e) {
   RecordsRead r;
   if (const auto* postings = postings_of(e.data))
     for (const Posting& p : *postings)
       if (is_wallet_account(p.account)) r.wallets.push_back(p.account);
   if (const auto* x = std::get_if<CollectionWalletOpened>(&e.data)) r.wallets.push_back(x->destination.value);
-  if (const auto* x = std::get_if<PayoutFailed>(&e.data)) r.transactions.push_back(x->transaction.value);
+  if (const auto* x = std::get_if<PayoutFailed>(&e.data)) r.payouts.push_back(x->transaction.value);
   return r;
 }
 
@@ -508,51 +593,37 @@ bool can_render(const std::vector<Event>& events, const RecordSource& records) {
     const RecordsRead r = records_read(e);
     for (const auto& id : r.wallets)
       if (!records.wallet(id)) return false;
-    for (const auto& id : r.transactions)
-      if (!records.transaction(id)) return false;
+    for (const auto& id : r.payouts)
+      if (!records.payout(id)) return false;
   }
   return true;
 }
 
 std::optional<std::string> created_record(const std::vector<Event>& events, std::string_view id,
-                                          const RecordSource& records) {
+                                          const RecordSource& records,
+                                          std::optional<TransactionStatus> shown) {
   for (const Event& e : events) {
     std::optional<std::string> found;
-    const auto match = [&](std::string record) {
-      if (record_bytes::string_value(required_member(record, "publicId")) == id) found = std::move(record);
-    };
     std::visit(
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_same_v<T, WalletOpened>)
-            match(wallet(e, x));
-          else if constexpr (std::is_same_v<T, TransitWalletOpened>)
-            match(transit_wallet(e, x));
-          else if constexpr (std::is_same_v<T, CollectionWalletOpened>)
-            match(collection_wallet(e, x, wallet_of(records, x.destination.value)));
-          else if constexpr (std::is_same_v<T, BeneficiarySaved>)
-            match(bank_account(e, x));
-          else if constexpr (std::is_same_v<T, BusinessRegistered>)
-            match(business_records(e, x).account);
-          else
-            for (std::string& t : transactions(e, records)) match(std::move(t));
+          if constexpr (std::is_same_v<T, WalletOpened> || std::is_same_v<T, TransitWalletOpened> ||
+                        std::is_same_v<T, CollectionWalletOpened>) {
+            if (x.wallet.value == id) found = wallet(e, opened(e), records);
+          } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
+            if (x.bank_account.value == id) found = bank_account(e, x);
+          } else if constexpr (std::is_same_v<T, BusinessRegistered>) {
+            if (x.account.value == id) found = business_records(e, x).account;
+          } else {
+            const auto created = transactions_created(e.data);
+            for (std::size_t k = 0; k < created.size(); ++k)
+              if (created[k].id.value == id) found = transaction(e, k, {}, records, shown);
+          }
         },
         e.data);
     if (found) return found;
   }
   return std::nullopt;
-}
-
-bool settled_when_created(const std::vector<Event>& events, std::string_view id) {
-  for (const Event& e : events)
-    for (const CreatedTransaction& t : transactions_created(e.data))
-      if (t.id.value == id) return t.status == TransactionStatus::success;
-  return false;
-}
-
-void answer_pending(std::string& record) {
-  const bool replaced = record_bytes::replace_members(record, {{"status", R"("pending")"}});
-  KOBO_ASSERT(replaced, "an answer without a status");
 }
 
 }  // namespace kobo::render

@@ -1,45 +1,72 @@
 #pragma once
 // Render: the API's records (API document sections 2.x, docs/architecture.md section 7) from the
-// ledger's facts (events/event.h). The one place a record's shape is written: the projector stores
-// what it renders, and query-api answers a write with the record its command's events render, so
-// the answer and a later GET cannot disagree.
+// ledger's facts. The one place a record's shape is written: the views render what they return
+// from their rows (projection/rows.h) on every read, webhooks send what the views render, and
+// query-api answers a write with the record its command's events render, so an answer, a GET and
+// a webhook cannot disagree.
 //
-// An event holds only what the writer decided; the rest of a record is either a pure function
-// of the event (`_id`, derived references, session ids: events/ledger.h) or read from records
-// the views already hold (a wallet's name and number for a transaction's snapshots, a payout's
-// beneficiary for its reversal), through a RecordSource. So views rebuilt from the log render
-// byte-identical records.
+// A record is a function of the event that created it (`_id`, derived references and session ids
+// are functions of the event too: events/ledger.h), of what changed since (a wallet's balance, a
+// payout's status steps), and of facts of other records that never change once made (the name
+// and number of a wallet a transaction moves money from, a payout a reversal answers), which a
+// RecordSource gives: the views from their rows, the writer from its state.
 //
-// Records are rendered as their JSON text in the form the views store (dump_json()'s: compact,
-// members in key order; record_text.h writes it without building a tree), and read the same way.
-//
-// Pure functions of their inputs; thread-safe.
+// Records are rendered as their JSON text in the form dump_json() writes (compact, members in key
+// order; record_text.h writes it without building a tree). Pure functions of their inputs;
+// thread-safe.
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "events/event.h"
 #include "events/ledger.h"
+#include "projection/rows.h"
 
 namespace kobo::render {
 
 // The payment processor every record names (the service is its own processor).
 inline constexpr std::string_view kProcessor = "kobo";
 
-// The records an event refers to but does not hold, as the views store them (their text).
+// What a transaction shows of a wallet it moves money from or to, and a collection wallet of the
+// wallet it pays into: fixed when the wallet opens.
+struct WalletFacts {
+  std::uint64_t id = 0;
+  std::string public_id;
+  std::string account_name;
+  std::string account_number;
+  std::string bank_code;
+  std::string bank_name;
+};
+// The facts of the wallet an opening event (WalletOpened, TransitWalletOpened,
+// CollectionWalletOpened) opens; nullopt for any other event.
+std::optional<WalletFacts> wallet_facts(const Event& opening);
+
+// The facts rendering reads beyond the event it renders.
 class RecordSource {
  public:
   virtual ~RecordSource() = default;
-  // A wallet, transit or collection wallet record (vba-…); nullopt when unknown.
-  virtual std::optional<std::string> wallet(std::string_view public_id) const = 0;
-  // A transaction record (trx-…); nullopt when unknown.
-  virtual std::optional<std::string> transaction(std::string_view public_id) const = 0;
+  // A wallet, transit or collection wallet (vba-…); nullopt when unknown.
+  virtual std::optional<WalletFacts> wallet(std::string_view public_id) const = 0;
+  // The event that initiated payout `public_id` (trx-…, a BankTransferInitiated); nullopt when
+  // unknown. A payout's reversal shows what the payout paid.
+  virtual std::optional<Event> payout(std::string_view public_id) const = 0;
 };
 
-// ---- records an event opens ------------------------------------------------------------------
+// The records rendering `e` reads from its RecordSource.
+struct RecordsRead {
+  std::vector<std::string> wallets;  // vba-…
+  std::vector<std::string> payouts;  // trx-…
+};
+RecordsRead records_read(const Event& e);
+// Whether `records` gives everything rendering `events` reads. Rendering asserts on what it needs
+// and does not get (a broken log or views): a caller whose source can fail asks this first.
+bool can_render(const std::vector<Event>& events, const RecordSource& records);
+
+// ---- businesses, accounts, beneficiaries -----------------------------------------------------
 
 struct BusinessRecords {
   std::string business;
@@ -49,44 +76,48 @@ BusinessRecords business_records(const Event& e, const BusinessRegistered& x);
 // The account record after `x`: `account` as it was (decoded: an update is rare), changed.
 void update_account(nlohmann::json& account, const Event& e, const AccountUpdated& x);
 
-std::string wallet(const Event& e, const WalletOpened& x);
-std::string transit_wallet(const Event& e, const TransitWalletOpened& x);
-// `destination` is the destination wallet's record (its account number is shown).
-std::string collection_wallet(const Event& e, const CollectionWalletOpened& x, std::string_view destination);
 std::string bank_account(const Event& e, const BeneficiarySaved& x);
+
+// ---- wallets ---------------------------------------------------------------------------------
+
+// A wallet, transit or collection wallet record: from the event that opened it and what changed
+// since (`now`). A collection wallet shows the account number of the wallet it pays into, read
+// from `records`. Asserts that `opening` opens a wallet.
+std::string wallet(const Event& opening, const rows::WalletRow& now, const RecordSource& records);
+// What a wallet's row is when it opens.
+rows::WalletRow opened(const Event& opening);
 
 // ---- transactions ----------------------------------------------------------------------------
 
-// The transaction records `e` creates, in transactions_created() order (events/ledger.h), as
-// created (a payout pending, everything else success). Wallets and the payout a reversal
-// answers are read from `records`; a missing one is a broken log and asserts.
-std::vector<std::string> transactions(const Event& e, const RecordSource& records);
+// What the views list and count a transaction under (view_keys.h), as the record shows it.
+struct Listed {
+  TransactionId id;
+  AccountId account;
+  std::string reference;
+  std::uint64_t number = 0;
+  UnixMs created = 0;
+  Entry entry = Entry::debit;
+  TransactionStatus status = TransactionStatus::success;
+  std::int64_t amount = 0;
+};
+// The transactions `e` creates, in transactions_created() order, as created. A reversal's account
+// is its payout's, read from `records`.
+std::vector<Listed> listed(const Event& e, const RecordSource& records);
 
-// A payout's record after the rail moved it to `status` at `time` (meta.verify as the rail
-// reported it): `payout` as it was (decoded: a payout moves a few times at most), changed.
-void advance_payout(nlohmann::json& payout, TransactionStatus status, UnixMs time);
+// Transaction number `index` of those `e` creates (transactions_created() order) after the status
+// steps `steps`, oldest first. `shown`: the status the record shows instead of its own (an answer's,
+// docs/architecture.md section 7). Wallets and the payout a reversal answers are read from
+// `records`.
+std::string transaction(const Event& e, std::size_t index, std::span<const rows::StatusStep> steps,
+                        const RecordSource& records, std::optional<TransactionStatus> shown = std::nullopt);
 
 // ---- answers ---------------------------------------------------------------------------------
 
-// The records rendering `e` reads from its RecordSource.
-struct RecordsRead {
-  std::vector<std::string> wallets;       // vba-…
-  std::vector<std::string> transactions;  // trx-…
-};
-RecordsRead records_read(const Event& e);
-// Whether `records` holds everything rendering `events` reads.
-bool can_render(const std::vector<Event>& events, const RecordSource& records);
-
-// The record with publicId `id` among those `events` (one command's, as appended) create: the
-// answer to the command. Nullopt when none of them creates it.
+// The record with publicId `id` among those `events` (one command's, as appended) create, as the
+// command left it: the answer to the command. `shown` as for transaction(). Nullopt when none of
+// them creates it.
 std::optional<std::string> created_record(const std::vector<Event>& events, std::string_view id,
-                                          const RecordSource& records);
-// Whether the record with publicId `id` that `events` create is a transaction settled when it is
-// created (a wallet transfer's, a credit's): no later event changes it, so the views' copy, once
-// they applied `events`, is the created record itself and needs no rendering.
-bool settled_when_created(const std::vector<Event>& events, std::string_view id);
-// A transfer's answer shows it `pending` whatever its record says (docs/architecture.md section 7):
-// the created transaction record `record`, so changed.
-void answer_pending(std::string& record);
+                                          const RecordSource& records,
+                                          std::optional<TransactionStatus> shown = std::nullopt);
 
 }  // namespace kobo::render

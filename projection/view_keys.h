@@ -6,23 +6,26 @@
 //   B<business>                                  -> business JSON
 //   A<account>                                   -> account JSON
 //   a<business>|<id:8>                           -> account publicId (listing)
-//   K<secret key sha256 hex>                     -> {business, account, live}
-//   D<bank account publicId>                     -> bank account JSON
-//   W<wallet publicId>                           -> wallet JSON (with balance)
+//   K<secret key sha256 hex>                     -> KeyRow: business, account, live
+//   D<bank account publicId>                     -> the fact of its BeneficiarySaved (rows.h)
+//   W<wallet publicId>                           -> the fact of the event that opened it
+//   b<wallet publicId>                           -> WalletRow: balance, last change, status
 //   N<account number>                            -> wallet publicId
 //   S<partition:4><ledger account>               -> system account balance JSON
-//   T<transaction publicId>                      -> transaction JSON
+//   E<partition:4><seq:8>                        -> the fact of an event that creates transactions
+//   T<transaction publicId>                      -> TransactionRow: its event, which one, status steps
 //   i<business>|<t|l>|<id:8>                     -> transaction publicId
 //   r<account>|<t|l>|<reference>                 -> transaction publicId
-//   t<business>|<t|l>|<createdAt ms:8>|<id:8>    -> {entry, status, amount, publicId} (listing)
+//   t<business>|<t|l>|<createdAt ms:8>|<id:8>    -> ListedRow: entry, status, amount, publicId
 //   f<business>|<t|l>|<filter>|<createdAt ms:8>|<id:8> -> transaction publicId (listing by one filter)
 //   n<business>|<t|l>|<filter>                   -> how many transactions match it (decimal text)
 //   g<kind><business>|<t|l>|<filter>|<id:8>      -> publicId: wallets (kind w) and beneficiaries
 //                                                   (kind d) listed by one filter of their list
 //   m<kind><business>|<t|l>|<filter>             -> how many of them match it (decimal text)
-// Integers are big-endian so keys sort numerically. A transaction <filter> is one of the list's
-// single-value filters (transaction_filter below): the counters make totalCount a read and the
-// `f` listings page through matching transactions only, so no list of one filter scans. The
+// Records are rendered from these rows on read (render.h); businesses, accounts and keys, a few
+// per business, are stored as their records. Integers are big-endian so keys sort numerically. A transaction
+// <filter> is one of the list's single-value filters (transaction_filter below): the counters make totalCount
+// a read and the `f` listings page through matching transactions only, so no list of one filter scans. The
 // wallet and beneficiary lists do the same with `m` and `g` (record_filter below).
 
 #include <cstdint>
@@ -47,9 +50,10 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 // The layout above, stored under kFormatKey; a layout changes kFormat, so that views of another
 // one are rebuilt from the log, never read as if their keys meant the same (Views::open refuses
 // them). Layout 1 had no marker; layout 2 writes the counters (`n`, `m`) as merge operands
-// (view_counter_merge in views.h), which a kobo of layout 1 cannot read.
+// (view_counter_merge in views.h), which a kobo of layout 1 cannot read; layout 3 stores rows of
+// facts instead of wallet, transaction and bank account records.
 inline constexpr std::string_view kFormatKey = "V";
-inline constexpr std::string_view kFormat = "2";
+inline constexpr std::string_view kFormat = "3";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
 
 // The tags above by name, for showing a key to a person (describe_view_key in rebuild.h).
@@ -66,6 +70,8 @@ inline constexpr TagName kTagNames[] = {
     {'K', "keys"},
     {'D', "bank accounts"},
     {'W', "wallets"},
+    {'b', "wallet balances"},
+    {'E', "transaction events"},
     {'N', "account numbers"},
     {'S', "system balances"},
     {'T', "transactions"},
@@ -100,6 +106,13 @@ inline std::string account_list(std::string_view business, std::uint64_t id) {
 }
 inline std::string key_owner(std::string_view hash) { return "K" + std::string(hash); }
 inline std::string wallet(std::string_view id) { return "W" + std::string(id); }
+inline std::string wallet_row(std::string_view id) { return "b" + std::string(id); }
+inline std::string event_fact(std::uint32_t partition, std::uint64_t seq) {
+  std::string k("E");
+  put_be(k, partition, 4);
+  put_be(k, seq);
+  return k;
+}
 inline std::string bank_account(std::string_view id) { return "D" + std::string(id); }
 inline std::string account_number(std::string_view number) { return "N" + std::string(number); }
 inline std::string system_balance(std::uint32_t p, std::string_view ledger_account) {

@@ -12,8 +12,9 @@
 #include <shared_mutex>
 
 #include "common/json_dump.h"
+#include "events/fact_codec.h"
 #include "events/rocksdb_logger.h"
-#include "projection/record_bytes.h"
+#include "projection/rows.h"
 #include "projection/view_keys.h"
 
 namespace kobo {
@@ -208,22 +209,9 @@ Result<std::optional<json>> Views::get_json(const std::string& key) const {
 
 namespace {
 
-// The record belongs to the scope's business and mode: its `auth` is the business and its
-// `live` the mode (a record without them belongs to no scope). `auth` is compared in its
-// encoded form: dump_json's encoding is one-to-one, so equal text is an equal string.
-bool in_scope(std::string_view record, const Scope& scope) {
-  std::string expected_auth;
-  append_json_string(expected_auth, scope.business);
-  bool auth = false, live = false;
-  const bool read =
-      record_bytes::for_each_member(record, [&](std::string_view key, std::size_t b, std::size_t e) {
-        const std::string_view value = record.substr(b, e - b);
-        if (key == "auth") auth = value == expected_auth;
-        if (key == "live") live = value == (scope.live ? "true" : "false");
-        return key < "live";  // keys are sorted: both are behind
-      });
-  KOBO_ASSERT(read, "a view record is not what dump_json writes");
-  return auth && live;
+// A record belongs to the scope's business and mode: those of the event that created it.
+bool in_scope(const Event& e, const Scope& scope) {
+  return e.business == scope.business && e.live == scope.live;
 }
 
 // Walks keys with `prefix` from the highest (newest) to the lowest, stopping at `lower` or when
@@ -268,42 +256,17 @@ bool in_page(std::uint64_t index, const PageRequest& page) {
 }  // namespace
 
 Result<std::optional<KeyOwner>> Views::key_owner(std::string_view secret_key_hash) const {
-  // Read from the text: every request asks, and parsing the small record cost more than the read.
   const auto read_owner = read(view_keys::key_owner(secret_key_hash));
   if (!read_owner) return read_owner.status();
-  const std::optional<std::string>& record = read_owner.value();
-  if (!record) return std::optional<KeyOwner>();
-  KeyOwner k;
-  int found = 0;
-  const bool parsed =
-      record_bytes::for_each_member(*record, [&](std::string_view key, std::size_t b, std::size_t e) {
-        const std::string_view value = std::string_view(*record).substr(b, e - b);
-        if (key == "account") {
-          k.account = record_bytes::string_value(value);
-          ++found;
-        } else if (key == "business") {
-          k.business = record_bytes::string_value(value);
-          ++found;
-        } else if (key == "live") {
-          KOBO_ASSERT(value == "true" || value == "false", "a key record's live is not a boolean");
-          k.live = value == "true";
-          ++found;
-        }
-        return true;
-      });
-  KOBO_ASSERT(parsed && found == 3, "a key record lacks business, account or live");
+  if (!read_owner.value()) return std::optional<KeyOwner>();
+  auto row = rows::decode_key(*read_owner.value());
+  if (!row) return row.status();
+  KeyOwner k{std::move(row.value().business), std::move(row.value().account), row.value().live, false};
   // Only a live key needs the account's live flag; test keys, most requests, skip that read.
   if (!k.live) return std::optional<KeyOwner>(std::move(k));
-  const auto read_account = read(view_keys::account(k.account));
-  if (!read_account) return read_account.status();
-  if (const std::optional<std::string>& account = read_account.value()) {
-    const bool account_read =
-        record_bytes::for_each_member(*account, [&](std::string_view key, std::size_t b, std::size_t e) {
-          if (key == "live") k.account_live = std::string_view(*account).substr(b, e - b) == "true";
-          return key < "live";
-        });
-    KOBO_ASSERT(account_read, "an account record is not what dump_json writes");
-  }
+  const auto account = get_json(view_keys::account(k.account));
+  if (!account) return account.status();
+  if (account.value()) k.account_live = account.value()->value("live", false);
   return std::optional<KeyOwner>(std::move(k));
 }
 
@@ -340,16 +303,81 @@ Result<Page> Views::accounts(std::string_view business, const AccountFilter& fil
   return out;
 }
 
-Result<std::optional<std::string>> Views::get_scoped(const std::string& key, const Scope& scope) const {
-  auto record = read(key);
-  if (!record || !record.value() || in_scope(*record.value(), scope)) return record;
-  return std::optional<std::string>();
+Result<std::optional<Event>> Views::fact(const std::string& key, const Scope* scope) const {
+  const auto bytes = read(key);
+  if (!bytes) return bytes.status();
+  if (!bytes.value()) return std::optional<Event>();
+  auto e = decode_fact(*bytes.value());
+  if (!e) return Status::error("views read " + key + ": " + e.status().message());
+  if (scope != nullptr && !in_scope(e.value(), *scope)) return std::optional<Event>();
+  return std::optional<Event>(std::move(e).value());
+}
+
+Result<std::optional<std::string>> Views::render_wallet(std::string_view public_id,
+                                                        const Scope* scope) const {
+  const auto opening = fact(view_keys::wallet(public_id), scope);
+  if (!opening) return opening.status();
+  if (!opening.value()) return std::optional<std::string>();
+  const auto row_bytes = read(view_keys::wallet_row(public_id));
+  if (!row_bytes) return row_bytes.status();
+  if (!row_bytes.value())
+    return Status::error("views: wallet " + std::string(public_id) + " has no balance row");
+  const auto row = rows::decode_wallet(*row_bytes.value());
+  if (!row) return row.status();
+  const ViewRecords records(*this);
+  if (!render::can_render({*opening.value()}, records)) {
+    if (!records.status()) return records.status();
+    return Status::error("views: wallet " + std::string(public_id) + " names a wallet they do not have");
+  }
+  return std::optional<std::string>(render::wallet(*opening.value(), row.value(), records));
+}
+
+Result<std::optional<std::string>> Views::render_transaction(std::string_view public_id,
+                                                             const Scope* scope) const {
+  const auto row_bytes = read(view_keys::transaction(public_id));
+  if (!row_bytes) return row_bytes.status();
+  if (!row_bytes.value()) return std::optional<std::string>();
+  const auto row = rows::decode_transaction(*row_bytes.value());
+  if (!row) return row.status();
+  const auto e = fact(view_keys::event_fact(row.value().partition.value, row.value().seq.value), nullptr);
+  if (!e) return e.status();
+  if (!e.value())
+    return Status::error("views: transaction " + std::string(public_id) + " names an event they do not have");
+  if (scope != nullptr && !in_scope(*e.value(), *scope)) return std::optional<std::string>();
+  const ViewRecords records(*this);
+  if (!render::can_render({*e.value()}, records)) {
+    if (!records.status()) return records.status();
+    return Status::error("views: transaction " + std::string(public_id) + " names a record they do not have");
+  }
+  return std::optional<std::string>(
+      render::transaction(*e.value(), row.value().index, row.value().steps, records));
+}
+
+Result<std::optional<std::string>> Views::render_bank_account(std::string_view public_id,
+                                                              const Scope* scope) const {
+  const auto e = fact(view_keys::bank_account(public_id), scope);
+  if (!e) return e.status();
+  if (!e.value()) return std::optional<std::string>();
+  const auto* x = std::get_if<BeneficiarySaved>(&e.value()->data);
+  if (x == nullptr)
+    return Status::error("views: bank account " + std::string(public_id) + " is not a beneficiary");
+  return std::optional<std::string>(render::bank_account(*e.value(), *x));
 }
 
 Result<std::optional<std::string>> Views::bank_account_text(const Scope& scope,
                                                             std::string_view public_id) const {
-  return get_scoped(view_keys::bank_account(public_id), scope);
+  return render_bank_account(public_id, &scope);
 }
+
+namespace {
+
+Result<std::optional<json>> parsed(Result<std::optional<std::string>> text) {
+  if (!text) return text.status();
+  if (!text.value()) return std::optional<json>();
+  return std::optional<json>(json::parse(*text.value()));
+}
+
+}  // namespace
 
 Result<Page> Views::listed_records(char kind, const Scope& scope, const std::string& filter,
                                    const PageRequest& page) const {
@@ -373,7 +401,7 @@ Result<Page> Views::listed_records(char kind, const Scope& scope, const std::str
     }
   }
   for (const auto& id : ids) {
-    auto record = get_json(kind == 'w' ? view_keys::wallet(id) : view_keys::bank_account(id));
+    auto record = parsed(kind == 'w' ? render_wallet(id, nullptr) : render_bank_account(id, nullptr));
     if (!record) return record.status();
     KOBO_ASSERT(record.value().has_value(), "a listing points at a missing record");
     out.items.push_back(std::move(*record.value()));
@@ -397,7 +425,7 @@ Result<Page> Views::bank_accounts(const Scope& scope, const BankAccountFilter& f
   std::shared_lock lock(db_lock_);
   const Status scanned = scan_newest_first(
       *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
-        auto read_record = get_json(view_keys::bank_account(id));
+        auto read_record = parsed(render_bank_account(id, nullptr));
         if (!read_record) {
           failed = read_record.status();
           return false;
@@ -420,11 +448,11 @@ Result<std::optional<json>> Views::wallet_by_account_number(std::string_view num
   const auto id = read(view_keys::account_number(number));
   if (!id) return id.status();
   if (!id.value()) return std::optional<json>();
-  return get_json(view_keys::wallet(*id.value()));
+  return parsed(render_wallet(*id.value(), nullptr));
 }
 
 Result<std::optional<std::string>> Views::wallet_text(const Scope& scope, std::string_view public_id) const {
-  return get_scoped(view_keys::wallet(public_id), scope);
+  return render_wallet(public_id, &scope);
 }
 
 Result<Page> Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRequest& page) const {
@@ -442,7 +470,7 @@ Result<Page> Views::wallets(const Scope& scope, const WalletFilter& filter, cons
   std::shared_lock lock(db_lock_);
   const Status scanned = scan_newest_first(
       *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
-        auto read_wallet = get_json(view_keys::wallet(id));
+        auto read_wallet = parsed(render_wallet(id, nullptr));
         if (!read_wallet) {
           failed = read_wallet.status();
           return false;
@@ -466,7 +494,7 @@ Result<std::optional<std::string>> Views::transaction_by_reference_text(const Sc
   const auto id = read(view_keys::transaction_reference(account, scope.live, reference));
   if (!id) return id.status();
   if (!id.value()) return std::optional<std::string>();
-  return get_scoped(view_keys::transaction(*id.value()), scope);
+  return render_transaction(*id.value(), &scope);
 }
 
 Result<std::optional<json>> Views::transaction(const Scope& scope, std::string_view account,
@@ -480,7 +508,7 @@ Result<std::optional<json>> Views::transaction(const Scope& scope, std::string_v
 Result<std::optional<std::string>> Views::transaction_text(const Scope& scope, std::string_view account,
                                                            std::string_view id_or_reference) const {
   if (id_or_reference.starts_with("trx-")) {
-    auto t = get_scoped(view_keys::transaction(id_or_reference), scope);
+    auto t = render_transaction(id_or_reference, &scope);
     if (!t || t.value()) return t;
   }
   std::uint64_t numeric = 0;
@@ -489,7 +517,7 @@ Result<std::optional<std::string>> Views::transaction_text(const Scope& scope, s
     const auto id = read(view_keys::transaction_id(scope.business, scope.live, numeric));
     if (!id) return id.status();
     if (id.value()) {
-      auto t = get_scoped(view_keys::transaction(*id.value()), scope);
+      auto t = render_transaction(*id.value(), &scope);
       if (!t || t.value()) return t;
     }
   }
@@ -522,6 +550,7 @@ Result<Page> Views::transactions(const Scope& scope, const TransactionFilter& fi
     view_keys::put_be(lower, static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_from, 0)));
   const std::uint64_t first = first_index(page);
   std::vector<std::string> ids;
+  Status failed;  // a listing row that does not decode
   std::shared_lock lock(db_lock_);
 
   if (filters <= 1 && whole_day(filter.created_from) && whole_day(filter.created_until)) {
@@ -560,28 +589,38 @@ Result<Page> Views::transactions(const Scope& scope, const TransactionFilter& fi
       } else {
         scanned =
             scan_newest_first(*db_, list_prefix, upper, lower, [&](std::string_view, std::string_view row) {
-              const auto id = record_bytes::member(row, "publicId");
-              KOBO_ASSERT(id.has_value(), "a transaction listing without its publicId");
-              return take(record_bytes::string_value(*id));
+              auto listed = rows::decode_listed(row);
+              if (!listed) {
+                failed = listed.status();
+                return false;
+              }
+              return take(listed.value().public_id);
             });
       }
+      if (!failed) return failed;
       if (!scanned) return scanned;
     }
   } else {
     const Status scanned =
         scan_newest_first(*db_, list_prefix, upper, lower, [&](std::string_view, std::string_view value) {
-          const json row = json::parse(value);
-          if (filter.entry && row.at("entry") != *filter.entry) return true;
-          if (filter.status && row.at("status") != *filter.status) return true;
-          if (filter.amount && row.at("amount") != *filter.amount) return true;
-          if (in_page(out.total_count, page)) ids.push_back(row.at("publicId").get<std::string>());
+          auto listed = rows::decode_listed(value);
+          if (!listed) {
+            failed = listed.status();
+            return false;
+          }
+          const rows::ListedRow& row = listed.value();
+          if (filter.entry && to_string(row.entry) != *filter.entry) return true;
+          if (filter.status && to_string(row.status) != *filter.status) return true;
+          if (filter.amount && row.amount != *filter.amount) return true;
+          if (in_page(out.total_count, page)) ids.push_back(row.public_id);
           ++out.total_count;
           return true;
         });
+    if (!failed) return failed;
     if (!scanned) return scanned;
   }
   for (const auto& id : ids) {
-    auto t = get_json(view_keys::transaction(id));
+    auto t = parsed(render_transaction(id, nullptr));
     if (!t) return t.status();
     KOBO_ASSERT(t.value().has_value(), "transaction index points at a missing transaction");
     out.items.push_back(std::move(*t.value()));
@@ -615,12 +654,21 @@ std::optional<std::string> ViewRecords::read(const std::string& key) const {
   return read_.emplace(key, std::move(value).value()).first->second;
 }
 
-std::optional<std::string> ViewRecords::wallet(std::string_view public_id) const {
-  return read(view_keys::wallet(public_id));
+std::optional<render::WalletFacts> ViewRecords::wallet(std::string_view public_id) const {
+  const auto bytes = read(view_keys::wallet(public_id));
+  if (!bytes) return std::nullopt;
+  return decoded(decode_fact(*bytes), [](const Event& e) { return render::wallet_facts(e); });
 }
 
-std::optional<std::string> ViewRecords::transaction(std::string_view public_id) const {
-  return read(view_keys::transaction(public_id));
+std::optional<Event> ViewRecords::payout(std::string_view public_id) const {
+  const auto row_bytes = read(view_keys::transaction(public_id));
+  if (!row_bytes) return std::nullopt;
+  return decoded(rows::decode_transaction(*row_bytes),
+                 [&](const rows::TransactionRow& row) -> std::optional<Event> {
+                   const auto fact = read(view_keys::event_fact(row.partition.value, row.seq.value));
+                   if (!fact) return std::nullopt;
+                   return decoded(decode_fact(*fact), [](const Event& e) { return std::optional<Event>(e); });
+                 });
 }
 
 }  // namespace kobo

@@ -115,10 +115,9 @@ class Views {
   [[nodiscard]] Result<Page> accounts(std::string_view business, const AccountFilter& filter,
                                       const PageRequest& page) const;
 
-  // Single records are answered as their stored text, without parsing. Records are stored as
-  // dump_json() of a json object, so the text is exactly what dump_json() of the parsed record
-  // gives (keys sorted, compact, UTF-8 as is). The scope check reads the record's top-level
-  // `auth` and `live` from the text.
+  // Single records are answered as their text, rendered from the views' rows (rows.h) by
+  // render.h: what dump_json() of the parsed record gives (keys sorted, compact, UTF-8 as is).
+  // The scope check compares the business and mode of the event that created the record.
   [[nodiscard]] Result<std::optional<std::string>> bank_account_text(const Scope& scope,
                                                                      std::string_view public_id) const;
   [[nodiscard]] Result<Page> bank_accounts(const Scope& scope, const BankAccountFilter& filter,
@@ -188,7 +187,13 @@ class Views {
   rocksdb::Env* const env_;  // null: the machine's own
   const ViewWrites writes_;
   Result<std::optional<nlohmann::json>> get_json(const std::string& key) const;
-  Result<std::optional<std::string>> get_scoped(const std::string& key, const Scope& scope) const;
+  // The fact at `key` (rows.h), when there is one and it is of `scope` (any scope when null).
+  Result<std::optional<Event>> fact(const std::string& key, const Scope* scope) const;
+  // A record rendered from its rows, when there is one and it is of `scope` (any when null).
+  Result<std::optional<std::string>> render_wallet(std::string_view public_id, const Scope* scope) const;
+  Result<std::optional<std::string>> render_transaction(std::string_view public_id, const Scope* scope) const;
+  Result<std::optional<std::string>> render_bank_account(std::string_view public_id,
+                                                         const Scope* scope) const;
   // A page of the wallets (kind w) or beneficiaries (kind d) of `scope` listed under `filter`
   // (view_keys.h): totalCount from its counter, the page from its listing, no scan.
   Result<Page> listed_records(char kind, const Scope& scope, const std::string& filter,
@@ -205,23 +210,32 @@ class Views {
 // that is not a number, is a corruption. Whatever opens the views' database sets it.
 std::shared_ptr<rocksdb::MergeOperator> view_counter_merge();
 
-// The views as the records rendering reads (projection/render.h). Unscoped: for rendering a
-// record a caller may see, never to answer a caller directly.
+// The views as the facts rendering reads (projection/render.h). Unscoped: for rendering a record
+// a caller may see, never to answer a caller directly.
 //
-// RecordSource has no error path, so a read that fails is answered nullopt and kept: status()
-// says whether every read so far succeeded, and a caller checks it before it trusts a nullopt
-// or renders (render asserts on a record it needs and does not get). Each record is read once
-// and kept, so a render::can_render() that succeeded means rendering reads nothing more. One per
-// answer, on one thread.
+// RecordSource has no error path, so a read that fails (or a row that does not decode) is
+// answered nullopt and kept: status() says whether every read so far succeeded, and a caller
+// checks it before it trusts a nullopt or renders (render asserts on a fact it needs and does not
+// get). Each row is read once and kept, so a render::can_render() that succeeded means rendering
+// reads nothing that can fail. One per record rendered, on one thread.
 class ViewRecords final : public render::RecordSource {
  public:
   explicit ViewRecords(const Views& views) : views_(views) {}
-  std::optional<std::string> wallet(std::string_view public_id) const override;
-  std::optional<std::string> transaction(std::string_view public_id) const override;
+  std::optional<render::WalletFacts> wallet(std::string_view public_id) const override;
+  std::optional<Event> payout(std::string_view public_id) const override;
   const Status& status() const { return status_; }
 
  private:
   std::optional<std::string> read(const std::string& key) const;
+  // fn(the decoded value), or nullopt with the error kept when `r` is one.
+  template <typename T, typename Fn>
+  auto decoded(Result<T> r, Fn&& fn) const -> decltype(fn(r.value())) {
+    if (!r) {
+      if (status_.ok()) status_ = r.status();
+      return std::nullopt;
+    }
+    return fn(r.value());
+  }
   const Views& views_;
   mutable std::map<std::string, std::optional<std::string>, std::less<>> read_;
   mutable Status status_;

@@ -114,28 +114,20 @@ void Protocol::after_projection(const Outcome& o, Responder respond, Continuatio
 }
 
 void Protocol::answer_created(Outcome o, int status, std::string message, Responder respond,
-                              std::function<void(std::string&)> adjust) {
+                              std::optional<TransactionStatus> shown) {
   const Partition p = o.partition;
   const Seq seq = o.seq;
   on_applied(p, seq,
-             [this, o = std::move(o), status, message = std::move(message), adjust = std::move(adjust),
+             [this, o = std::move(o), status, message = std::move(message), shown,
               respond = std::move(respond)](bool applied) mutable {
                const ViewRecords records(views_);
-               // A settled transaction is read back rather than rendered again: the same bytes.
-               std::optional<std::string> record;
-               if (applied && render::settled_when_created(o.events, o.id))
-                 record = records.transaction(o.id);
+               // Rendering reads what can_render() reads, which `records` keeps: reading it here
+               // first lets a read that fails be answered rather than asserted on in render.
+               const bool renderable = render::can_render(o.events, records);
                if (!records.status()) return respond(unavailable(records.status()));
-               if (!record) {
-                 // Rendering reads what can_render() reads, which `records` keeps: reading it here
-                 // first lets a read that fails be answered rather than asserted on in render.
-                 const bool renderable = render::can_render(o.events, records);
-                 if (!records.status()) return respond(unavailable(records.status()));
-                 if (!applied && !renderable) return respond(http::error(503, "Service unavailable"));
-                 record = render::created_record(o.events, o.id, records);
-               }
+               if (!applied && !renderable) return respond(http::error(503, "Service unavailable"));
+               const auto record = render::created_record(o.events, o.id, records, shown);
                KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
-               if (adjust) adjust(*record);
                respond(http::ok_text(status, *record, message));
              });
 }

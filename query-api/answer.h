@@ -80,10 +80,11 @@ class Protocol {
   // GET right after the answer finds what the answer showed. The command is durable by now, so
   // views that are slow or stuck (a full disk) do not turn it into an error: after the wait the
   // record is rendered from what the views hold, and only if they lack what it shows (a wallet
-  // they never got) is the answer 503, which a retry with the same reference resolves. `adjust`
-  // changes the answer alone (a transfer answers `pending`, docs/architecture.md section 7).
+  // they never got) is the answer 503, which a retry with the same reference resolves. `shown`:
+  // the status a created transaction shows in the answer alone (a transfer answers `pending`,
+  // docs/architecture.md section 7).
   void answer_created(Outcome o, int status, std::string message, http::Responder respond,
-                      std::function<void(std::string&)> adjust = {});
+                      std::optional<TransactionStatus> shown = std::nullopt);
 
   // The account a request's bankCode and accountNumber name, or nullopt once `respond` has the
   // 4xx (name_enquiry.h), or the 503 of a views read that failed. Reads the views (a wallet of ours): call it

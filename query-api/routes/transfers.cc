@@ -57,7 +57,8 @@ void transfer(Protocol& p, Request&& req, const PathParams&, Responder respond) 
   p.ledger().submit(std::move(cmd), [&p, ctx, respond = std::move(respond)](Outcome o) {
     if (o.replayed) return answer_replay(p, ctx, o, respond);
     if (!o.ok()) return respond(rejection_response(o.rejection));
-    p.answer_created(std::move(o), 200, "Transfer initiated successfully", respond, render::answer_pending);
+    p.answer_created(std::move(o), 200, "Transfer initiated successfully", respond,
+                     TransactionStatus::pending);
   });
 }
 
@@ -86,7 +87,8 @@ void submit_bank_transfer(Protocol& p, const Context& ctx, const json& body, Res
   p.ledger().submit(std::move(cmd), [&p, ctx, respond = std::move(respond)](Outcome o) {
     if (o.replayed) return answer_replay(p, ctx, o, respond);
     if (!o.ok()) return respond(rejection_response(o.rejection));
-    p.answer_created(std::move(o), 200, "Transfer initiated successfully", respond, render::answer_pending);
+    p.answer_created(std::move(o), 200, "Transfer initiated successfully", respond,
+                     TransactionStatus::pending);
   });
 }
 

@@ -18,6 +18,7 @@
 #include "events/memory_log.h"
 #include "projection/projector.h"
 #include "projection/rebuild.h"
+#include "projection/rows.h"
 #include "tests/audit/log_surgery.h"
 
 namespace kobo::audit {
@@ -249,17 +250,19 @@ TEST_F(AuditOfARealLog, ReportsAViewThatDiffersFromTheLogByKey) {
     auto views = Views::open((dir / "views").string(), kPartitions);
     ASSERT_TRUE(views.ok());
     std::unique_ptr<rocksdb::Iterator> it(views.value()->db().NewIterator(rocksdb::ReadOptions()));
-    it->Seek("W");
-    ASSERT_TRUE(it->Valid() && it->key().starts_with("W"));
-    json wallet = json::parse(it->value().ToString());
-    wallet_id = wallet["publicId"].get<std::string>();
-    wallet["balance"] = wallet["balance"].get<std::int64_t>() + 1;
-    ASSERT_TRUE(views.value()->db().Put(rocksdb::WriteOptions(), it->key(), wallet.dump()).ok());
+    it->Seek("b");
+    ASSERT_TRUE(it->Valid() && it->key().starts_with("b"));
+    auto wallet = rows::decode_wallet(it->value().ToString());
+    ASSERT_TRUE(wallet.ok());
+    wallet_id = it->key().ToString().substr(1);
+    rows::WalletRow edited = wallet.value();
+    edited.balance = Kobo(edited.balance.value + 1);
+    ASSERT_TRUE(views.value()->db().Put(rocksdb::WriteOptions(), it->key(), rows::encode(edited)).ok());
   }
   const AuditReport r = audit(dir);
   ASSERT_EQ(r.violation_count, 1u) << describe(r);
   EXPECT_EQ(r.violations[0].check, Check::views);
-  EXPECT_EQ(r.violations[0].key, "wallets/" + wallet_id) << "the key names the wallet by its id";
+  EXPECT_EQ(r.violations[0].key, "wallet balances/" + wallet_id) << "the key names the wallet by its id";
 }
 
 TEST_F(AuditOfARealLog, NamesAnAmountEditedWithoutItsHash) {

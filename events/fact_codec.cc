@@ -1,0 +1,142 @@
+#include "events/fact_codec.h"
+
+#include <cstdint>
+#include <variant>
+
+#include "common/varint.h"
+#include "events/described.h"
+
+namespace kobo {
+namespace {
+
+using described::Described;
+using described::IsId;
+using described::IsOptional;
+
+constexpr unsigned char kFormat = 1;
+
+// The largest value of each enum the data holds, for decoding checks.
+template <typename E>
+constexpr int kLastEnum = -1;
+template <>
+constexpr int kLastEnum<TransactionStatus> = static_cast<int>(TransactionStatus::failed);
+template <>
+constexpr int kLastEnum<CollectionStatus> = static_cast<int>(CollectionStatus::expired);
+template <>
+constexpr int kLastEnum<WalletCategory> = static_cast<int>(WalletCategory::secondary);
+template <>
+constexpr int kLastEnum<BeneficiaryType> = static_cast<int>(BeneficiaryType::personal);
+
+template <typename T>
+void put(std::string& out, const T& v) {
+  if constexpr (std::is_same_v<T, std::string>)
+    put_length_prefixed(out, v);
+  else if constexpr (std::is_same_v<T, bool>)
+    out.push_back(v ? '\1' : '\0');
+  else if constexpr (std::is_same_v<T, std::uint64_t>)
+    put_varint(out, v);
+  else if constexpr (std::is_same_v<T, Kobo>)
+    put_signed_varint(out, v.value);
+  else if constexpr (std::is_same_v<T, Epoch>)
+    put_varint(out, v.value);
+  else if constexpr (std::is_same_v<T, Timestamp>)
+    put_signed_varint(out, v.ms);
+  else if constexpr (std::is_same_v<T, RawJson>)
+    put_length_prefixed(out, v.text);
+  else if constexpr (std::is_enum_v<T>) {
+    static_assert(kLastEnum<T> >= 0, "an enum the fact form does not know");
+    out.push_back(static_cast<char>(v));
+  } else if constexpr (IsOptional<T>::value) {
+    out.push_back(v ? '\1' : '\0');
+    if (v) put(out, *v);
+  } else if constexpr (IsId<T>::value)
+    put_length_prefixed(out, v.value);
+  else if constexpr (Described<T>)
+    T::fields(v, [&](const char*, const auto& member) { put(out, member); });
+  else {
+    put_varint(out, v.size());
+    for (const auto& item : v) put(out, item);
+  }
+}
+
+// Reads a fact's members in the order put() writes them.
+class Reader : public VarintReader {
+ public:
+  using VarintReader::VarintReader;
+  bool flag() {
+    const unsigned char b = byte();
+    if (b > 1) fail();
+    return b == 1;
+  }
+
+  template <typename T>
+  void get(T& v) {
+    if (!ok()) return;
+    if constexpr (std::is_same_v<T, std::string>)
+      v.assign(length_prefixed());
+    else if constexpr (std::is_same_v<T, bool>)
+      v = flag();
+    else if constexpr (std::is_same_v<T, std::uint64_t>)
+      v = varint();
+    else if constexpr (std::is_same_v<T, Kobo>)
+      v.value = signed_varint();
+    else if constexpr (std::is_same_v<T, Epoch>)
+      v.value = varint();
+    else if constexpr (std::is_same_v<T, Timestamp>)
+      v.ms = signed_varint();
+    else if constexpr (std::is_same_v<T, RawJson>)
+      v.text.assign(length_prefixed());
+    else if constexpr (std::is_enum_v<T>) {
+      const unsigned char b = byte();
+      if (b > kLastEnum<T>) fail();
+      v = static_cast<T>(b);
+    } else if constexpr (IsOptional<T>::value) {
+      if (flag()) get(v.emplace());
+    } else if constexpr (IsId<T>::value)
+      v.value.assign(length_prefixed());
+    else if constexpr (Described<T>)
+      T::fields(v, [&](const char*, auto& member) { get(member); });
+    else {
+      const std::uint64_t n = varint();
+      if (n > left()) fail();  // every item takes a byte at least
+      for (std::uint64_t i = 0; ok() && i < n; ++i) get(v.emplace_back());
+    }
+  }
+};
+
+}  // namespace
+
+void append_fact(std::string& out, const Event& e) {
+  out.push_back(static_cast<char>(kFormat));
+  out.push_back(static_cast<char>(e.data.index()));
+  out.push_back(e.live ? '\1' : '\0');
+  put_signed_varint(out, e.time);
+  put_length_prefixed(out, e.business);
+  std::visit([&](const auto& d) { put(out, d); }, e.data);
+}
+
+std::string encode_fact(const Event& e) {
+  std::string out;
+  out.reserve(256);
+  append_fact(out, e);
+  return out;
+}
+
+Result<Event> decode_fact(std::string_view bytes) {
+  Reader r(bytes);
+  if (r.byte() != kFormat) return Status::error("a views row is not a fact of this kobo's form");
+  const unsigned char type = r.byte();
+  if (type >= std::variant_size_v<EventData>) return Status::error("a views row holds an unknown event type");
+  Event e;
+  e.live = r.flag();
+  e.time = r.signed_varint();
+  e.business.assign(r.length_prefixed());
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((type == I ? r.get(e.data.emplace<I>()) : void()), ...);
+  }
+  (std::make_index_sequence<std::variant_size_v<EventData>>{});
+  if (!r.ok() || !r.done()) return Status::error("a views row holds a malformed fact");
+  return e;
+}
+
+}  // namespace kobo

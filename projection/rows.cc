@@ -1,0 +1,108 @@
+#include "projection/rows.h"
+
+#include "common/varint.h"
+
+namespace kobo::rows {
+namespace {
+
+class Reader : public VarintReader {
+ public:
+  using VarintReader::VarintReader;
+  template <typename E>
+  E enumerated(E last) {
+    const std::uint64_t v = varint();
+    if (v > static_cast<std::uint64_t>(last)) fail();
+    return ok() ? static_cast<E>(v) : E{};
+  }
+};
+
+}  // namespace
+
+std::string encode(const TransactionRow& row) {
+  std::string out;
+  out.reserve(16 + 6 * row.steps.size());
+  put_varint(out, row.partition.value);
+  put_varint(out, row.seq.value);
+  put_varint(out, row.index);
+  for (const StatusStep& s : row.steps) {
+    put_varint(out, static_cast<std::uint64_t>(s.status));
+    put_signed_varint(out, s.time);
+  }
+  return out;
+}
+
+Result<TransactionRow> decode_transaction(std::string_view bytes) {
+  Reader r(bytes);
+  TransactionRow row;
+  row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
+  row.seq = Seq(r.varint());
+  row.index = static_cast<std::uint32_t>(r.varint());
+  while (r.ok() && !r.done()) {
+    StatusStep s;
+    s.status = r.enumerated(TransactionStatus::failed);
+    s.time = r.signed_varint();
+    row.steps.push_back(s);
+  }
+  if (!r.ok() || !r.done()) return Status::error("a transaction row of the views is malformed");
+  return row;
+}
+
+std::string encode(const WalletRow& row) {
+  std::string out;
+  put_signed_varint(out, row.balance.value);
+  put_signed_varint(out, row.updated);
+  put_varint(out, static_cast<std::uint64_t>(row.status));
+  return out;
+}
+
+Result<WalletRow> decode_wallet(std::string_view bytes) {
+  Reader r(bytes);
+  WalletRow row;
+  row.balance = Kobo(r.signed_varint());
+  row.updated = r.signed_varint();
+  row.status = r.enumerated(CollectionStatus::expired);
+  if (!r.ok() || !r.done()) return Status::error("a wallet row of the views is malformed");
+  return row;
+}
+
+std::string encode(const ListedRow& row) {
+  std::string out;
+  out.reserve(8 + row.public_id.size());
+  put_varint(out, static_cast<std::uint64_t>(row.entry));
+  put_varint(out, static_cast<std::uint64_t>(row.status));
+  put_signed_varint(out, row.amount);
+  out += row.public_id;  // the rest
+  return out;
+}
+
+Result<ListedRow> decode_listed(std::string_view bytes) {
+  Reader r(bytes);
+  ListedRow row;
+  row.entry = r.enumerated(Entry::credit);
+  row.status = r.enumerated(TransactionStatus::failed);
+  row.amount = r.signed_varint();
+  if (!r.ok()) return Status::error("a transaction listing of the views is malformed");
+  row.public_id.assign(bytes.substr(bytes.size() - r.left()));
+  return row;
+}
+
+std::string encode(const KeyRow& row) {
+  std::string out;
+  out.push_back(row.live ? '\1' : '\0');
+  put_length_prefixed(out, row.business);
+  out += row.account;  // the rest
+  return out;
+}
+
+Result<KeyRow> decode_key(std::string_view bytes) {
+  Reader r(bytes);
+  KeyRow row;
+  const unsigned char live = r.byte();
+  row.business.assign(r.length_prefixed());
+  if (!r.ok() || live > 1) return Status::error("a key row of the views is malformed");
+  row.live = live == 1;
+  row.account.assign(bytes.substr(bytes.size() - r.left()));
+  return row;
+}
+
+}  // namespace kobo::rows
