@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "events/event.h"
+#include "events/ledger.h"
 #include "events/types.h"
 
 namespace kobo {
@@ -175,6 +176,9 @@ struct Outcome {
   std::string id;
   bool replayed = false;      // an idempotent repeat: no events; `id` names the original
   std::vector<Event> events;  // the command's events as appended (sealed); empty when rejected
+  // The facts of the wallets the records of `events` show (wallets_shown(), events/ledger.h),
+  // from the writer's state as it decided: what the answer is rendered from, with the events.
+  std::vector<WalletFacts> wallets;
   Partition partition{0};
   Seq seq{0};  // the last event of the command, for read-your-writes
 

@@ -1,5 +1,6 @@
 #include "command/ledger.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <map>
@@ -495,6 +496,11 @@ void Ledger::process(std::vector<Pending>& batch) {
       o.events.reserve(d.events.size());
       for (auto& draft : d.events)
         events.push_back(place(st, *history_, draft, command_seq, size, now, o.events));
+      for (const Event& e : o.events)
+        for (const std::string& id : wallets_shown(e.data))
+          if (std::none_of(o.wallets.begin(), o.wallets.end(),
+                           [&](const WalletFacts& w) { return w.public_id == id; }))
+            if (auto facts = st.wallets.facts(id)) o.wallets.push_back(std::move(*facts));
       if (std::holds_alternative<CreateBusiness>(batch[i].command)) ++businesses_added;
       for (auto& f : d.schedule) follow_ups.push_back(std::move(f));
     }

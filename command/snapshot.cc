@@ -19,7 +19,7 @@ constexpr std::string_view kMagic = "KOBOSNAP";
 // (and the log replayed), never misread.
 // Format 2: the hot state only (references, bank accounts and closed collection wallets moved to
 // the history index), and the wallet-name index hashed with stable_hash instead of std::hash.
-constexpr std::uint32_t kFormat = 2;
+constexpr std::uint32_t kFormat = 3;
 constexpr std::size_t kHashSize = 32;
 constexpr std::size_t kKeep = 2;
 
@@ -248,6 +248,11 @@ class SnapshotCodec {
       w.str(c.account);
       w.boolean(c.live);
     }
+    w.u64(ws.banks_.size());
+    for (std::uint32_t i = 0; i < ws.banks_.size(); ++i) {
+      w.str(ws.banks_[i].code);
+      w.str(ws.banks_[i].name);
+    }
     w.u64(ws.odd_ids_.size());
     for (std::uint32_t i = 0; i < ws.odd_ids_.size(); ++i) w.str(ws.odd_ids_[i]);
     w.u64(ws.by_key_.size());
@@ -259,6 +264,7 @@ class SnapshotCodec {
       w.u64(wallet.account_number);
       w.i64(wallet.balance.value);
       w.u32(wallet.owner);
+      w.u32(wallet.bank);
     }
     w.u64(ws.by_name_.size());
     for (const auto& [hash, key] : ws.by_name_) {
@@ -282,6 +288,12 @@ class SnapshotCodec {
       c.live = r.boolean();
       ws.owners_.intern(c);
     }
+    for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) {
+      WalletBank b;
+      b.code = r.str();
+      b.name = r.str();
+      ws.banks_.intern(b);
+    }
     for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) ws.odd_ids_.intern(r.str());
     const std::uint64_t wallets = r.count();
     ws.by_key_.reserve(wallets);
@@ -293,6 +305,7 @@ class SnapshotCodec {
       wallet.account_number = r.u64();
       wallet.balance = Kobo(r.i64());
       wallet.owner = r.u32();
+      wallet.bank = r.u32();
       ws.by_key_.emplace(key, std::move(wallet));
     }
     for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) {

@@ -118,7 +118,16 @@ bool Wallets::name_taken(std::string_view account, bool live, std::string_view n
   return false;
 }
 
-void Wallets::add(std::string_view id, const Caller& owner, WalletState w, bool named) {
+std::optional<WalletFacts> Wallets::facts(std::string_view id) const {
+  const WalletState* w = find(id);
+  if (w == nullptr) return std::nullopt;
+  const WalletBank& b = bank(*w);
+  return WalletFacts{w->id,  std::string(id), w->account_name, format_account_number(w->account_number),
+                     b.code, b.name};
+}
+
+void Wallets::add(std::string_view id, const Caller& owner, const WalletBank& bank, WalletState w,
+                  bool named) {
   std::optional<WalletKey> key = key_of(id);
   if (!key) key = WalletKey{0, odd_ids_.intern(std::string(id))};
   KOBO_ASSERT(!by_key_.contains(*key), "wallet id reused");
@@ -126,6 +135,7 @@ void Wallets::add(std::string_view id, const Caller& owner, WalletState w, bool 
   KOBO_ASSERT(by_number_.emplace(w.account_number, *key).second, "account number reused");
   if (named) by_name_.emplace(name_hash(owner.account, owner.live, w.account_name), *key);
   w.owner = owners_.intern(owner);
+  w.bank = banks_.intern(bank);
   by_key_.emplace(*key, std::move(w));
 }
 
@@ -174,16 +184,20 @@ bool sandbox_fails(const RawJson& metadata) {
   return it != j.end() && it->is_string() && it->get_ref<const std::string&>() == "failed";
 }
 
-void open_wallet(PartitionState& s, const Event& e, const AccountId& account, const std::string& id,
-                 std::uint64_t int_id, const std::string& name, const std::string& account_number,
-                 bool named) {
+template <typename Opened>
+void open_wallet(PartitionState& s, const Event& e, const Opened& x, bool named) {
+  const std::string& id = x.wallet.value;
+  const std::uint64_t int_id = x.id;
+  const std::string& name = x.name;
+  const std::string& account_number = x.account_number;
   WalletState ws;
   ws.id = int_id;
   ws.account_name = name;
   const auto number = parse_account_number(account_number);
   KOBO_ASSERT(number.has_value(), "a wallet's account number has 10 digits");
   ws.account_number = *number;
-  s.wallets.add(id, Caller{e.business, account.value, e.live}, std::move(ws), named);
+  s.wallets.add(id, Caller{e.business, x.account.value, e.live}, WalletBank{x.bank_code, x.bank_name},
+                std::move(ws), named);
   ++s.wallets_created;
   ++s.account_numbers_issued;
 }
@@ -215,14 +229,14 @@ struct Applier {
 
   void operator()(const WalletOpened& x) const {
     if (x.category == WalletCategory::primary) ++s.primary_wallets[scope_key(x.account.value, e.live)];
-    open_wallet(s, e, x.account, x.wallet.value, x.id, x.name, x.account_number, /*named=*/true);
+    open_wallet(s, e, x, /*named=*/true);
   }
 
   void operator()(const TransitWalletOpened& x) const {
     KOBO_ASSERT(s.wallets.find(x.settlement_wallet.value) != nullptr,
                 "a transit wallet settles to a known wallet");
     // A transit wallet's name is exempt from the uniqueness rule.
-    open_wallet(s, e, x.account, x.wallet.value, x.id, x.name, x.account_number, /*named=*/false);
+    open_wallet(s, e, x, /*named=*/false);
     s.transit_settlement.emplace(x.wallet.value, x.settlement_wallet.value);
   }
 

@@ -32,6 +32,14 @@ struct WalletState {
   std::uint64_t account_number = 0;  // 10 digits: format_account_number() keeps leading zeros
   Kobo balance;
   std::uint32_t owner = 0;  // Wallets::owner(): the business, account and mode it belongs to
+  std::uint32_t bank = 0;   // Wallets::bank(): the bank it was opened at (the padding's room)
+};
+
+// A bank a wallet is opened at: the service's own, as configured when the wallet opened.
+struct WalletBank {
+  std::string code;
+  std::string name;
+  auto operator<=>(const WalletBank&) const = default;
 };
 
 // Account numbers as text: always 10 digits.
@@ -93,10 +101,14 @@ class Wallets {
   bool name_taken(std::string_view account, bool live, std::string_view name) const;
   // The business, account and mode wallet `w` belongs to.
   const Caller& owner(const WalletState& w) const { return owners_[w.owner]; }
+  const WalletBank& bank(const WalletState& w) const { return banks_[w.bank]; }
+  // What a record shows of wallet `id` (events/ledger.h), or nullopt when there is none.
+  std::optional<WalletFacts> facts(std::string_view id) const;
 
-  // Adds wallet `id` of `owner` (w.owner is set here). `named`: its name is unique in its scope,
-  // which transit wallets are exempt from. Asserts that id, account number and name are new.
-  void add(std::string_view id, const Caller& owner, WalletState w, bool named);
+  // Adds wallet `id` of `owner` at `bank` (w.owner and w.bank are set here). `named`: its name is
+  // unique in its scope, which transit wallets are exempt from. Asserts that id, account number
+  // and name are new.
+  void add(std::string_view id, const Caller& owner, const WalletBank& bank, WalletState w, bool named);
 
  private:
   std::optional<WalletKey> key_of(std::string_view id) const;
@@ -104,6 +116,7 @@ class Wallets {
   const WalletState* at(const WalletKey& key) const;
 
   Interned<Caller> owners_;        // one per account and mode
+  Interned<WalletBank> banks_;     // one, unless the service's bank was configured anew
   Interned<std::string> odd_ids_;  // ids not of the writer's shape: none today
   std::unordered_map<WalletKey, WalletState, WalletKeyHash> by_key_;
   std::unordered_multimap<std::uint64_t, WalletKey> by_name_;  // hash of scope_key(account, live) + name

@@ -73,6 +73,15 @@ PostingResult post(Kobo before, const Posting& p) {
   return {*after, PostingFault::none};
 }
 
+std::vector<std::string> wallets_shown(const EventData& d) {
+  std::vector<std::string> out;
+  if (const auto* postings = postings_of(d))
+    for (const Posting& p : *postings)
+      if (is_wallet_account(p.account)) out.push_back(p.account);
+  if (const auto* x = std::get_if<CollectionWalletOpened>(&d)) out.push_back(x->destination.value);
+  return out;
+}
+
 const std::vector<Posting>* postings_of(const EventData& d) {
   return std::visit(
       [](const auto& x) -> const std::vector<Posting>* {

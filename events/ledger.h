@@ -61,6 +61,21 @@ PostingResult post(Kobo before, const Posting& p);
 // The postings an event carries (empty for events that move no money).
 const std::vector<Posting>* postings_of(const EventData& d);
 
+// What a transaction record shows of a wallet it moves money from or to, and a collection wallet
+// of the wallet it pays into: fixed when the wallet opens (projection/render.h renders them).
+struct WalletFacts {
+  std::uint64_t id = 0;
+  std::string public_id;
+  std::string account_name;
+  std::string account_number;
+  std::string bank_code;
+  std::string bank_name;
+  bool operator==(const WalletFacts&) const = default;
+};
+// The wallets whose facts the records `d` creates show: those it posts to, and the wallet a
+// collection wallet pays into.
+std::vector<std::string> wallets_shown(const EventData& d);
+
 // ---- transaction records ---------------------------------------------------------------------
 
 enum class Entry { debit, credit };

@@ -251,7 +251,7 @@ T decoded(Result<T> r) {
 class Projector::Batch::Records final : public render::RecordSource {
  public:
   explicit Records(Batch& batch) : batch_(batch) {}
-  std::optional<render::WalletFacts> wallet(std::string_view id) const override {
+  std::optional<WalletFacts> wallet(std::string_view id) const override {
     const auto fact = find(view_keys::wallet(id));
     if (!fact) return std::nullopt;
     return render::wallet_facts(decoded(decode_fact(*fact)));

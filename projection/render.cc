@@ -580,10 +580,7 @@ std::string transaction(const Event& e, std::size_t index, std::span<const rows:
 
 RecordsRead records_read(const Event& e) {
   RecordsRead r;
-  if (const auto* postings = postings_of(e.data))
-    for (const Posting& p : *postings)
-      if (is_wallet_account(p.account)) r.wallets.push_back(p.account);
-  if (const auto* x = std::get_if<CollectionWalletOpened>(&e.data)) r.wallets.push_back(x->destination.value);
+  r.wallets = wallets_shown(e.data);
   if (const auto* x = std::get_if<PayoutFailed>(&e.data)) r.payouts.push_back(x->transaction.value);
   return r;
 }

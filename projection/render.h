@@ -31,16 +31,6 @@ namespace kobo::render {
 // The payment processor every record names (the service is its own processor).
 inline constexpr std::string_view kProcessor = "kobo";
 
-// What a transaction shows of a wallet it moves money from or to, and a collection wallet of the
-// wallet it pays into: fixed when the wallet opens.
-struct WalletFacts {
-  std::uint64_t id = 0;
-  std::string public_id;
-  std::string account_name;
-  std::string account_number;
-  std::string bank_code;
-  std::string bank_name;
-};
 // The facts of the wallet an opening event (WalletOpened, TransitWalletOpened,
 // CollectionWalletOpened) opens; nullopt for any other event.
 std::optional<WalletFacts> wallet_facts(const Event& opening);
@@ -58,7 +48,7 @@ class RecordSource {
 
 // The records rendering `e` reads from its RecordSource.
 struct RecordsRead {
-  std::vector<std::string> wallets;  // vba-…
+  std::vector<std::string> wallets;  // vba-…: wallets_shown() (events/ledger.h)
   std::vector<std::string> payouts;  // trx-…
 };
 RecordsRead records_read(const Event& e);

@@ -654,7 +654,7 @@ std::optional<std::string> ViewRecords::read(const std::string& key) const {
   return read_.emplace(key, std::move(value).value()).first->second;
 }
 
-std::optional<render::WalletFacts> ViewRecords::wallet(std::string_view public_id) const {
+std::optional<WalletFacts> ViewRecords::wallet(std::string_view public_id) const {
   const auto bytes = read(view_keys::wallet(public_id));
   if (!bytes) return std::nullopt;
   return decoded(decode_fact(*bytes), [](const Event& e) { return render::wallet_facts(e); });

@@ -221,7 +221,7 @@ std::shared_ptr<rocksdb::MergeOperator> view_counter_merge();
 class ViewRecords final : public render::RecordSource {
  public:
   explicit ViewRecords(const Views& views) : views_(views) {}
-  std::optional<render::WalletFacts> wallet(std::string_view public_id) const override;
+  std::optional<WalletFacts> wallet(std::string_view public_id) const override;
   std::optional<Event> payout(std::string_view public_id) const override;
   const Status& status() const { return status_; }
 

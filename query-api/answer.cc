@@ -113,23 +113,37 @@ void Protocol::after_projection(const Outcome& o, Responder respond, Continuatio
              });
 }
 
+namespace {
+
+// The facts an answer is rendered from besides its events: the wallets the writer read them from
+// as it decided (Outcome::wallets). No answer renders a payout's reversal.
+class DecidedFacts final : public render::RecordSource {
+ public:
+  explicit DecidedFacts(const std::vector<WalletFacts>& wallets) : wallets_(wallets) {}
+  std::optional<WalletFacts> wallet(std::string_view id) const override {
+    for (const WalletFacts& w : wallets_)
+      if (w.public_id == id) return w;
+    return std::nullopt;
+  }
+  std::optional<Event> payout(std::string_view) const override { return std::nullopt; }
+
+ private:
+  const std::vector<WalletFacts>& wallets_;
+};
+
+}  // namespace
+
 void Protocol::answer_created(Outcome o, int status, std::string message, Responder respond,
                               std::optional<TransactionStatus> shown) {
-  const Partition p = o.partition;
-  const Seq seq = o.seq;
-  on_applied(p, seq,
-             [this, o = std::move(o), status, message = std::move(message), shown,
-              respond = std::move(respond)](bool applied) mutable {
-               const ViewRecords records(views_);
-               // Rendering reads what can_render() reads, which `records` keeps: reading it here
-               // first lets a read that fails be answered rather than asserted on in render.
-               const bool renderable = render::can_render(o.events, records);
-               if (!records.status()) return respond(unavailable(records.status()));
-               if (!applied && !renderable) return respond(http::error(503, "Service unavailable"));
-               const auto record = render::created_record(o.events, o.id, records, shown);
-               KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
-               respond(http::ok_text(status, *record, message));
-             });
+  // Rendered on the answers' pool, off the writer's thread that hands the outcome over.
+  boost::asio::post(answers_, [o = std::move(o), status, message = std::move(message), shown,
+                               respond = std::move(respond)]() mutable {
+    const DecidedFacts facts(o.wallets);
+    KOBO_ASSERT(render::can_render(o.events, facts), "the writer gives every wallet an answer shows");
+    const auto record = render::created_record(o.events, o.id, facts, shown);
+    KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
+    respond(http::ok_text(status, *record, message));
+  });
 }
 
 std::optional<ResolvedAccount> Protocol::resolve(bool live, const std::string& bank_code,

@@ -66,23 +66,20 @@ class Protocol {
   // Read barrier: `then` runs once the views have applied everything durable in the caller's
   // partition: at once on this thread when they have, else on Api's pool; 503 after the read
   // barrier's timeout. While the views cannot be written (a full disk) reads are served from them
-  // as they are rather than refused (guarantee 8, docs/architecture.md): they still show every
-  // write that was answered, because a write is answered only once the views have it
-  // (after_projection).
+  // as they are rather than refused (guarantee 8, docs/architecture.md section 2): they hold
+  // everything applied before the fault, but not the writes answered since.
   void barrier(const Context& c, http::Responder respond, Continuation then);
 
   // Runs `then` on Api's pool once the views have applied the command's events (503 if they
   // do not within the read barrier's timeout).
   void after_projection(const Outcome& o, http::Responder respond, Continuation then);
 
-  // Answers a command that created a record with that record, rendered from the command's
-  // events by the projection's code (projection/render.h), once the views have applied them: a
-  // GET right after the answer finds what the answer showed. The command is durable by now, so
-  // views that are slow or stuck (a full disk) do not turn it into an error: after the wait the
-  // record is rendered from what the views hold, and only if they lack what it shows (a wallet
-  // they never got) is the answer 503, which a retry with the same reference resolves. `shown`:
-  // the status a created transaction shows in the answer alone (a transfer answers `pending`,
-  // docs/architecture.md section 7).
+  // Answers a command that created a record with that record, rendered by the views' renderer
+  // (projection/render.h) from the command's events and the wallet facts the writer decided with
+  // (Outcome::wallets), without waiting for the projector: the command is durable, and a GET
+  // after the answer waits at the read barrier until the views show it, so it finds what the
+  // answer showed. Rendered on Api's pool. `shown`: the status a created transaction shows in
+  // the answer alone (a transfer answers `pending`, docs/architecture.md section 7).
   void answer_created(Outcome o, int status, std::string message, http::Responder respond,
                       std::optional<TransactionStatus> shown = std::nullopt);
 

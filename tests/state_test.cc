@@ -8,6 +8,7 @@ namespace kobo {
 namespace {
 
 const Caller kAlice{"biz-a", "acc-a", false};
+const WalletBank kBank{"099999", "Kobo Sandbox MFB"};
 const std::string kId = "vba-0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b";
 
 WalletState wallet(std::string name, std::uint64_t number) {
@@ -19,10 +20,14 @@ WalletState wallet(std::string name, std::uint64_t number) {
 
 TEST(Wallets, FindsAWalletByExactlyItsId) {
   Wallets ws;
-  ws.add(kId, kAlice, wallet("main", 17), /*named=*/true);
+  ws.add(kId, kAlice, kBank, wallet("main", 17), /*named=*/true);
   ASSERT_NE(ws.find(kId), nullptr);
   EXPECT_EQ(ws.find(kId)->account_name, "main");
   EXPECT_EQ(ws.owner(*ws.find(kId)), kAlice);
+  const auto facts = ws.facts(kId);
+  ASSERT_TRUE(facts.has_value());
+  EXPECT_EQ(*facts, (WalletFacts{0, kId, "main", "0000000017", kBank.code, kBank.name}));
+  EXPECT_FALSE(ws.facts("vba-none").has_value());
   for (const std::string& other : {
            std::string("vba-0F1E2D3C-4B5A-4978-8A6B-5C4D3E2F1A0B"),  // upper case
            std::string("0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b"),      // no prefix
@@ -40,8 +45,8 @@ TEST(Wallets, FindsAWalletByExactlyItsId) {
 TEST(Wallets, KeepsAnIdOfAnotherShapeAsItIs) {
   Wallets ws;
   const std::string odd = "vba-0f1e2d3c-4b5a-1978-8a6b-5c4d3e2f1a0b";  // a uuid, but not v4
-  ws.add(odd, kAlice, wallet("main", 17), true);
-  ws.add("legacy-1", kAlice, wallet("second", 18), true);
+  ws.add(odd, kAlice, kBank, wallet("main", 17), true);
+  ws.add("legacy-1", kAlice, kBank, wallet("second", 18), true);
   ASSERT_NE(ws.find(odd), nullptr);
   EXPECT_EQ(ws.find(odd)->account_name, "main");
   EXPECT_EQ(ws.find("legacy-1")->account_name, "second");
@@ -52,7 +57,7 @@ TEST(Wallets, KeepsAnIdOfAnotherShapeAsItIs) {
 
 TEST(Wallets, FindsAnIdByItsAccountNumberWithLeadingZeros) {
   Wallets ws;
-  ws.add(kId, kAlice, wallet("main", 12'345'678), true);
+  ws.add(kId, kAlice, kBank, wallet("main", 12'345'678), true);
   EXPECT_EQ(format_account_number(ws.find(kId)->account_number), "0012345678");
   EXPECT_EQ(ws.id_with_number("0012345678"), kId);
   for (const char* other :
@@ -62,8 +67,8 @@ TEST(Wallets, FindsAnIdByItsAccountNumberWithLeadingZeros) {
 
 TEST(Wallets, ANameIsTakenOnlyInItsAccountAndMode) {
   Wallets ws;
-  ws.add(kId, kAlice, wallet("main", 17), true);
-  ws.add("vba-11111111-2222-4333-8444-555555555555", kAlice, wallet("transit", 18), /*named=*/false);
+  ws.add(kId, kAlice, kBank, wallet("main", 17), true);
+  ws.add("vba-11111111-2222-4333-8444-555555555555", kAlice, kBank, wallet("transit", 18), /*named=*/false);
   EXPECT_TRUE(ws.name_taken("acc-a", false, "main"));
   EXPECT_FALSE(ws.name_taken("acc-a", true, "main"));
   EXPECT_FALSE(ws.name_taken("acc-b", false, "main"));
