@@ -199,11 +199,14 @@ void KoboProcess::wait_healthy() {
     try {
       HttpClient probe("127.0.0.1", port_, milliseconds(1000));
       HttpResult res = probe.get("/healthz");
-      if (res.status == 200) {
+      // HTTP serves before the first business is made (a node starts in a broker outage): its
+      // keys are written a moment later.
+      if (res.status == 200 && fs::exists(data_dir_ / "credentials.json")) {
         read_credentials();
         return;
       }
-      last_error = "GET /healthz answered " + std::to_string(res.status) + " " + res.body;
+      last_error = res.status == 200 ? "healthy, but no credentials.json yet"
+                                     : "GET /healthz answered " + std::to_string(res.status) + " " + res.body;
     } catch (const std::exception& e) {
       last_error = e.what();
     }
