@@ -17,6 +17,7 @@
 #include "app/audit_cli.h"
 #include "app/data_dir.h"
 #include "app/events_cli.h"
+#include "app/kafka_flags.h"
 #include "command/ledger.h"
 #include "common/crypto.h"
 #include "common/file.h"
@@ -53,8 +54,7 @@ struct ServeOptions {
   std::int64_t expire_in_min_s = 600;
   std::string fee_tiers = "500000:1075,5000000:2688,max:5375";
   std::string log_level = "info";
-  std::string kafka_brokers;  // empty: the embedded log
-  std::string kafka_topic = kDefaultKafkaTopic;
+  KafkaFlags kafka;  // brokers empty: the embedded log
   int kafka_append_timeout_ms = 5'000;
   std::vector<std::string> roles{"command", "projector", "query"};
   // Webhooks (docs/webhooks.md).
@@ -122,7 +122,7 @@ Status record_partitions(const fs::path& data_dir, const std::string& source, st
 }
 
 std::string log_source(const ServeOptions& o) {
-  return o.kafka_brokers.empty() ? "embedded" : "kafka topic " + o.kafka_topic;
+  return o.kafka.brokers.empty() ? "embedded" : "kafka topic " + o.kafka.topic;
 }
 
 // On Kafka, a data dir that knows its topic's partition count opens the log at once, whatever
@@ -132,12 +132,12 @@ std::string log_source(const ServeOptions& o) {
 Result<std::unique_ptr<EventLog>> open_serve_log(const ServeOptions& o, const fs::path& data_dir,
                                                  bool writer) {
   if (auto s = check_log_source(data_dir, log_source(o)); !s) return s;
-  if (o.kafka_brokers.empty())
+  if (o.kafka.brokers.empty())
     return open_embedded_log({(data_dir / "log").string(), o.partitions, !o.no_fsync});
   const auto known = recorded_partitions(data_dir);
-  KafkaLogOptions ko;
-  ko.brokers = o.kafka_brokers;
-  ko.topic = o.kafka_topic;
+  auto kafka = o.kafka.log_options();
+  if (!kafka) return kafka.status();
+  KafkaLogOptions& ko = kafka.value();
   ko.partitions = known.value_or(o.partitions);
   ko.connect_in_background = known.has_value();
   ko.writer = writer;
@@ -333,7 +333,7 @@ int serve(const ServeOptions& o) {
   const std::uint32_t partitions = log.value()->partitions();  // an existing topic decides
   auto views = open_views(data_dir, *log.value());
   if (!views) return fail(views.status().message());
-  const std::string backend = o.kafka_brokers.empty() ? "embedded" : "kafka";
+  const std::string backend = o.kafka.brokers.empty() ? "embedded" : "kafka";
   if (!roles->command)
     return serve_projector(o, *log.value(), *views.value(), listen.value(), backend, signals);
 
@@ -488,13 +488,10 @@ int main(int argc, char** argv) {
   s->add_option("--fee-tiers", serve.fee_tiers, "Bank transfer fees in kobo: UP_TO:FEE,...,max:FEE")
       ->envname("KOBO_FEE_TIERS")
       ->capture_default_str();
-  s->add_option(
-       "--kafka-brokers", serve.kafka_brokers,
-       "Run on Kafka at HOST:PORT[,...] instead of the embedded log (docs/architecture.md section 8)")
-      ->envname("KOBO_KAFKA_BROKERS");
-  s->add_option("--kafka-topic", serve.kafka_topic, "Kafka topic of the event log (created if missing)")
-      ->envname("KOBO_KAFKA_TOPIC")
-      ->capture_default_str();
+  kobo::add_kafka_flags(
+      s, serve.kafka,
+      "Run on Kafka at HOST:PORT[,...] instead of the embedded log; the topic is created if missing "
+      "(docs/architecture.md section 8)");
   s->add_option("--kafka-append-timeout-ms", serve.kafka_append_timeout_ms,
                 "Kafka: an append not committed within this is answered 503")
       ->envname("KOBO_KAFKA_APPEND_TIMEOUT_MS")

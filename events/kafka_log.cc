@@ -125,6 +125,8 @@ bool is_transient(rd_kafka_resp_err_t err) {
   }
 }
 
+constexpr const char* kReaderGroup = "kobo.readers.unused";
+
 Properties reader_properties(const std::string& name) {
   return {{"client.id", name},
           {"isolation.level", "read_committed"},
@@ -159,6 +161,10 @@ class KafkaReader final : public LogReader {
           log::warn("kafka reader", {{"error", rd_kafka_message_errstr(m.get())}});
           continue;
         }
+        if (m->err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
+          return Status::error(std::string("kafka reader: ") + rd_kafka_message_errstr(m.get()) +
+                               ": grant this client's principal READ and DESCRIBE on Group " + kReaderGroup +
+                               " (never joined, but librdkafka's assign() needs a group id)");
         return Status::error(std::string("kafka reader: ") + rd_kafka_message_errstr(m.get()));
       }
       if (p >= pos_.size()) return Status::error("kafka reader: a record of partition " + std::to_string(p));
@@ -243,7 +249,7 @@ class KafkaLogImpl final : public EventLog {
     Properties props = reader_properties("kobo-reader");
     // librdkafka's assign() needs a group id; the group is never joined and nothing is committed
     // to it: offsets live beside the views.
-    props.emplace_back("group.id", "kobo.readers.unused");
+    props.emplace_back("group.id", kReaderGroup);
     auto rk = new_handle(RD_KAFKA_CONSUMER, options_, std::move(props), sink_.get());
     if (!rk) return rk.status();
     rd_kafka_poll_set_consumer(rk.value().get());

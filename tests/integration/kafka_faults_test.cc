@@ -7,7 +7,9 @@
 //    tried after that reaches the log;
 //  - a fresh data dir on an existing topic rebuilds views identical to the original's;
 //  - a node restarted while the broker is dead serves its views at once, answers writes 503
-//    within the append timeout, and takes writes in the same process once the broker is back.
+//    within the append timeout, and takes writes in the same process once the broker is back;
+//  - on a secured broker (label kafka_secured): a wrong password, a topic it may not create and a
+//    topic outside its ACLs are each a clear error at start, never a hang.
 // The broker-kill test starts a broker of its own (tools/kafka/broker.sh): the shared one serves
 // other tests in parallel. Random choices come from a seed printed at the start (KOBO_TEST_SEED).
 
@@ -26,6 +28,7 @@
 
 #include "tests/audit/run_kobo.h"
 #include "tests/integration/harness.h"
+#include "tests/support/test_kafka.h"
 
 namespace kobo::it {
 namespace {
@@ -637,6 +640,63 @@ TEST_F(KafkaFaults, AFreshDataDirRebuildsIdenticalViews) {
   const auto report = audit(b.kafka_topic(), b.data_dir());
   EXPECT_EQ(report.exit_code, 0) << report.output;
   if (::testing::Test::HasFailure()) a.keep_data_dir(true);
+}
+
+// ---- a secured cluster (broker.sh start DIR --secured: SASL_SSL, SCRAM, ACLs) -----------------
+
+// `kobo serve` on a fresh data dir that cannot start: it must exit, at once and saying why,
+// never hang. `timeout 60` turns a hang into exit code 124.
+// (test_kafka_brokers() exports the user's credentials: call it before changing them.)
+kobo::testing::RunResult serve_expecting_failure(const std::string& brokers, const std::string& topic,
+                                                 const fs::path& data_dir) {
+  return kobo::testing::run_kobo(
+      "/usr/bin/timeout", {"60", kobo_binary().string(), "serve", "--listen", "127.0.0.1:0", "--data-dir",
+                           data_dir.string(), "--kafka-brokers", brokers, "--kafka-topic", topic});
+}
+
+class KafkaSecured : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!kobo::testing::test_kafka_secured()) GTEST_SKIP() << "for the secured broker (label kafka_secured)";
+    kobo::testing::export_test_kafka_credentials();
+  }
+};
+
+TEST_F(KafkaSecured, AWrongPasswordIsAClearErrorAtStart) {
+  const std::string topic = unique_name("it.secured-password");
+  kobo::testing::ensure_test_topic(topic, 2);
+  TempDir dir("kobo-it-secured");
+  const std::string brokers = kobo::testing::test_kafka_brokers();
+  const std::string password = std::getenv("KOBO_KAFKA_SASL_PASSWORD");
+  ::setenv("KOBO_KAFKA_SASL_PASSWORD", "not-the-password", 1);
+  const auto started = Clock::now();
+  const auto run = serve_expecting_failure(brokers, topic, dir.path());
+  ::setenv("KOBO_KAFKA_SASL_PASSWORD", password.c_str(), 1);
+  const auto took_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - started).count();
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_LE(took_ms, 20'000) << run.output;
+  EXPECT_NE(run.output.find("invalid credentials"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("--kafka-sasl-password"), std::string::npos) << run.output;
+}
+
+TEST_F(KafkaSecured, ATopicItMayNotCreateIsAClearErrorNamingTheAcl) {
+  const std::string topic = unique_name("it.secured-missing");  // allowed, but missing
+  TempDir dir("kobo-it-secured");
+  const auto run = serve_expecting_failure(kobo::testing::test_kafka_brokers(), topic, dir.path());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("CREATE on Topic " + topic), std::string::npos) << run.output;
+}
+
+TEST_F(KafkaSecured, ATopicOutsideItsAclsIsAClearErrorNamingTheAcl) {
+  const std::string topic = unique_name("forbidden.secured");
+  kobo::testing::ensure_test_topic(topic, 2);
+  TempDir dir("kobo-it-secured");
+  const auto run = serve_expecting_failure(kobo::testing::test_kafka_brokers(), topic, dir.path());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("DESCRIBE, READ and WRITE on Topic " + topic), std::string::npos) << run.output;
+  const auto audit_run = audit(topic);
+  EXPECT_EQ(audit_run.exit_code, 2) << audit_run.output;
+  EXPECT_NE(audit_run.output.find("on Topic " + topic), std::string::npos) << audit_run.output;
 }
 
 }  // namespace
