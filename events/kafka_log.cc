@@ -74,7 +74,7 @@ class ErrorSink {
 };
 
 void on_error(rd_kafka_t*, int err, const char* reason, void* opaque) {
-  static_cast<ErrorSink*>(opaque)->note(static_cast<rd_kafka_resp_err_t>(err), reason);
+  if (opaque != nullptr) static_cast<ErrorSink*>(opaque)->note(static_cast<rd_kafka_resp_err_t>(err), reason);
 }
 
 Result<Handle> new_handle(rd_kafka_type_t type, const KafkaLogOptions& o, Properties props, ErrorSink* sink) {
@@ -250,7 +250,9 @@ class KafkaLogImpl final : public EventLog {
     // librdkafka's assign() needs a group id; the group is never joined and nothing is committed
     // to it: offsets live beside the views.
     props.emplace_back("group.id", kReaderGroup);
-    auto rk = new_handle(RD_KAFKA_CONSUMER, options_, std::move(props), sink_.get());
+    // No sink: a reader's connections say nothing about whether the log connects (librdkafka
+    // reports a SASL error when a reader's coordinator connection is closed at its destruction).
+    auto rk = new_handle(RD_KAFKA_CONSUMER, options_, std::move(props), nullptr);
     if (!rk) return rk.status();
     rd_kafka_poll_set_consumer(rk.value().get());
     PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions_)));
