@@ -34,8 +34,8 @@ int cannot_run(std::string_view command, const std::string& message) {
   return kExitCannotRun;
 }
 
-Result<std::unique_ptr<EventLog>> open_log(const fs::path& data_dir, const AuditCommands::LogFlags& flags) {
-  return open_log_to_read(data_dir, flags.kafka_brokers, flags.kafka_topic);
+Result<std::unique_ptr<EventLog>> open_log(const fs::path& data_dir, const KafkaFlags& flags) {
+  return open_log_to_read(data_dir, flags);
 }
 
 bool show_progress(bool flag) { return flag || ::isatty(STDERR_FILENO) == 1; }
@@ -45,13 +45,6 @@ std::string per_second(std::uint64_t n, double seconds) {
 }
 
 }  // namespace
-
-void AuditCommands::add_log_flags(CLI::App* sub, LogFlags& flags, const std::string& what) {
-  sub->add_option("--kafka-brokers", flags.kafka_brokers, what)->envname("KOBO_KAFKA_BROKERS");
-  sub->add_option("--kafka-topic", flags.kafka_topic, "Kafka topic of the event log")
-      ->envname("KOBO_KAFKA_TOPIC")
-      ->capture_default_str();
-}
 
 AuditCommands::AuditCommands(CLI::App& app) {
   audit_ = app.add_subcommand(
@@ -63,8 +56,8 @@ AuditCommands::AuditCommands(CLI::App& app) {
   audit_
       ->add_option("--data-dir", audit_flags_.data_dir, "Data directory of the embedded log (and its views)")
       ->envname("KOBO_DATA_DIR");
-  add_log_flags(audit_, audit_flags_.log,
-                "Audit the Kafka log at HOST:PORT[,…] (with --data-dir: and its views)");
+  add_kafka_flags(audit_, audit_flags_.log,
+                  "Audit the Kafka log at HOST:PORT[,…] (with --data-dir: and its views)");
   audit_->add_option("--json", audit_flags_.json_file, "Also write a machine-readable report to FILE")
       ->envname("KOBO_AUDIT_JSON");
   audit_
@@ -80,7 +73,7 @@ AuditCommands::AuditCommands(CLI::App& app) {
       ->add_option("--data-dir", replay_flags_.data_dir, "Data directory of the embedded log and its views")
       ->envname("KOBO_DATA_DIR")
       ->required();
-  add_log_flags(replay_, replay_flags_.log, "Rebuild from the Kafka log at HOST:PORT[,…]");
+  add_kafka_flags(replay_, replay_flags_.log, "Rebuild from the Kafka log at HOST:PORT[,…]");
   replay_
       ->add_flag("--progress", replay_flags_.progress,
                  "Show the progress bar on stderr even when it is not a terminal")
@@ -89,16 +82,16 @@ AuditCommands::AuditCommands(CLI::App& app) {
 
 namespace {
 
-int run_audit(const std::string& data_dir_flag, const AuditCommands::LogFlags& log_flags,
-              const std::string& json_file, bool progress_flag) {
-  if (data_dir_flag.empty() && log_flags.kafka_brokers.empty())
+int run_audit(const std::string& data_dir_flag, const KafkaFlags& log_flags, const std::string& json_file,
+              bool progress_flag) {
+  if (data_dir_flag.empty() && log_flags.brokers.empty())
     return cannot_run("audit", "give --data-dir D or --kafka-brokers B");
   const fs::path data_dir(data_dir_flag);
 
   auto log = open_log(data_dir, log_flags);
   if (!log) return cannot_run("audit", log.status().message());
   const std::string subject =
-      log_flags.kafka_brokers.empty() ? data_dir.string() : "Kafka topic " + log_flags.kafka_topic;
+      log_flags.brokers.empty() ? data_dir.string() : "Kafka topic " + log_flags.topic;
   std::unique_ptr<Views> views;
   std::string views_unread;  // why views that are there are not compared
   const fs::path views_dir = data_dir / "views";
@@ -146,8 +139,7 @@ int run_audit(const std::string& data_dir_flag, const AuditCommands::LogFlags& l
   return report->clean() ? kExitClean : kExitViolations;
 }
 
-int run_replay(const std::string& data_dir_flag, const AuditCommands::LogFlags& log_flags,
-               bool progress_flag) {
+int run_replay(const std::string& data_dir_flag, const KafkaFlags& log_flags, bool progress_flag) {
   const fs::path data_dir(data_dir_flag);
   auto log = open_log(data_dir, log_flags);
   if (!log) return cannot_run("replay", log.status().message());

@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 
+#include "app/kafka_flags.h"
+
 namespace kobo {
 
 class AuditCommands {
@@ -26,24 +28,18 @@ class AuditCommands {
   // The exit code of the subcommand that was parsed, or nullopt when it was neither of these.
   std::optional<int> run() const;
 
-  struct LogFlags {
-    std::string kafka_brokers;  // empty: the embedded log under the data dir
-    std::string kafka_topic = "kobo.ledger.events";
-  };
-
  private:
   struct AuditFlags {
     std::string data_dir;
-    LogFlags log;
+    KafkaFlags log;  // brokers empty: the embedded log under the data dir
     std::string json_file;
     bool progress = false;
   };
   struct ReplayFlags {
     std::string data_dir;
-    LogFlags log;
+    KafkaFlags log;  // brokers empty: the embedded log under the data dir
     bool progress = false;
   };
-  static void add_log_flags(CLI::App* sub, LogFlags& flags, const std::string& what);
 
   CLI::App* audit_ = nullptr;
   CLI::App* replay_ = nullptr;

@@ -88,14 +88,12 @@ Result<std::unique_ptr<EventLog>> open_existing_log(const std::filesystem::path&
 }
 
 Result<std::unique_ptr<EventLog>> open_log_to_read(const std::filesystem::path& data_dir,
-                                                   const std::string& kafka_brokers,
-                                                   const std::string& kafka_topic, bool beside_a_writer) {
-  if (!kafka_brokers.empty()) {
-    KafkaLogOptions k;
-    k.brokers = kafka_brokers;
-    k.topic = kafka_topic;
-    k.writer = false;
-    return open_kafka_log(k);
+                                                   const KafkaFlags& kafka, bool beside_a_writer) {
+  if (!kafka.brokers.empty()) {
+    auto k = kafka.log_options();
+    if (!k) return k.status();
+    k->writer = false;
+    return open_kafka_log(k.value());
   }
   return open_existing_log(data_dir, beside_a_writer);
 }

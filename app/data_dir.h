@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/kafka_flags.h"
 #include "common/result.h"
 #include "events/event_log.h"
 #include "projection/rebuild.h"
@@ -21,12 +22,12 @@ namespace kobo {
 [[nodiscard]] Result<std::unique_ptr<EventLog>> open_existing_log(const std::filesystem::path& data_dir,
                                                                   bool beside_a_writer = false);
 
-// The log an offline command reads: the Kafka topic when `kafka_brokers` is given (read only),
-// else data_dir/log. `beside_a_writer`: the embedded log is opened read-only beside a server
-// that may be running on it (a RocksDB secondary instance), following its appends.
+// The log an offline command reads: the Kafka topic when `kafka.brokers` is given (read only,
+// with the flags' TLS and SASL settings), else data_dir/log. `beside_a_writer`: the embedded log
+// is opened read-only beside a server that may be running on it (a RocksDB secondary instance),
+// following its appends.
 [[nodiscard]] Result<std::unique_ptr<EventLog>> open_log_to_read(const std::filesystem::path& data_dir,
-                                                                 const std::string& kafka_brokers,
-                                                                 const std::string& kafka_topic,
+                                                                 const KafkaFlags& kafka,
                                                                  bool beside_a_writer = false);
 
 // Where this process builds a copy of the views beside the live ones: <data-dir>/views.<what>-<pid>.

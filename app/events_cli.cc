@@ -116,11 +116,7 @@ EventsCommand::EventsCommand(CLI::App& app) {
       "them). Reads beside a running server. Exit 0 when done, 2 when it cannot run");
   events_->add_option("--data-dir", data_dir_, "Data directory of the embedded log")
       ->envname("KOBO_DATA_DIR");
-  events_->add_option("--kafka-brokers", kafka_brokers_, "Read the Kafka topic through these brokers instead")
-      ->envname("KOBO_KAFKA_BROKERS");
-  events_->add_option("--kafka-topic", kafka_topic_, "Kafka topic of the event log")
-      ->envname("KOBO_KAFKA_TOPIC")
-      ->capture_default_str();
+  add_kafka_flags(events_, kafka_, "Read the Kafka topic through these brokers instead");
   events_->add_option("--partition", partition_, "Only this partition (0-based)");
   events_->add_option("--from", from_seq_, "Skip each partition's events before this seq")
       ->check(CLI::PositiveNumber);
@@ -130,9 +126,9 @@ EventsCommand::EventsCommand(CLI::App& app) {
 
 std::optional<int> EventsCommand::run() const {
   if (!events_->parsed()) return std::nullopt;
-  if (data_dir_.empty() && kafka_brokers_.empty())
+  if (data_dir_.empty() && kafka_.brokers.empty())
     return cannot_run("give --data-dir D or --kafka-brokers B");
-  auto log = open_log_to_read(data_dir_, kafka_brokers_, kafka_topic_, /*beside_a_writer=*/true);
+  auto log = open_log_to_read(data_dir_, kafka_, /*beside_a_writer=*/true);
   if (!log) return cannot_run(log.status().message());
   const std::uint32_t partitions = log.value()->partitions();
   if (partition_ && *partition_ >= partitions)
@@ -142,13 +138,13 @@ std::optional<int> EventsCommand::run() const {
   if (!ends) return cannot_run(ends.status().message());
   // The embedded log's offsets are dense (offset = seq - 1): start at --from. Kafka's are not
   // (transaction markers): read from the start and skip by seq.
-  const Offset start(kafka_brokers_.empty() ? from_seq_ - 1 : 0);
+  const Offset start(kafka_.brokers.empty() ? from_seq_ - 1 : 0);
   std::ios::sync_with_stdio(false);
   Printer printer(partition_, from_seq_);
   for (std::uint32_t p = 0; p < partitions; ++p) {
     if (partition_ && *partition_ != p) continue;
     const auto patience =
-        kafka_brokers_.empty() ? std::chrono::milliseconds(0) : std::chrono::milliseconds(30'000);
+        kafka_.brokers.empty() ? std::chrono::milliseconds(0) : std::chrono::milliseconds(30'000);
     if (auto s = print_partition(*log.value(), p, start, ends.value(), printer, patience); !s)
       return cannot_run("reading partition " + std::to_string(p) + ": " + s.message());
   }

@@ -17,6 +17,8 @@
 #include <optional>
 #include <string>
 
+#include "app/kafka_flags.h"
+
 namespace kobo {
 
 class EventsCommand {
@@ -32,8 +34,7 @@ class EventsCommand {
  private:
   CLI::App* events_ = nullptr;
   std::string data_dir_;
-  std::string kafka_brokers_;
-  std::string kafka_topic_ = "kobo.ledger.events";
+  KafkaFlags kafka_;  // brokers empty: the embedded log under the data dir
   std::optional<std::uint32_t> partition_;
   std::uint64_t from_seq_ = 1;
   bool follow_ = false;

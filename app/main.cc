@@ -5,16 +5,19 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "app/audit_cli.h"
 #include "app/data_dir.h"
 #include "app/events_cli.h"
+#include "app/kafka_flags.h"
 #include "command/ledger.h"
 #include "common/crypto.h"
 #include "common/file.h"
@@ -51,8 +54,7 @@ struct ServeOptions {
   std::int64_t expire_in_min_s = 600;
   std::string fee_tiers = "500000:1075,5000000:2688,max:5375";
   std::string log_level = "info";
-  std::string kafka_brokers;  // empty: the embedded log
-  std::string kafka_topic = kDefaultKafkaTopic;
+  KafkaFlags kafka;  // brokers empty: the embedded log
   int kafka_append_timeout_ms = 5'000;
   std::vector<std::string> roles{"command", "projector", "query"};
   // Webhooks (docs/webhooks.md).
@@ -101,20 +103,78 @@ Status check_log_source(const fs::path& data_dir, const std::string& source) {
   return {};
 }
 
+// The partition count of the topic, as the data dir's second line of log-source records it once
+// a start reached the topic ("partitions N"); nullopt before that.
+std::optional<std::uint32_t> recorded_partitions(const fs::path& data_dir) {
+  std::ifstream in(data_dir / "log-source");
+  std::string source, line;
+  std::getline(in, source);
+  std::getline(in, line);
+  std::uint32_t n = 0;
+  if (std::sscanf(line.c_str(), "partitions %u", &n) == 1 && n > 0) return n;
+  return std::nullopt;
+}
+
+Status record_partitions(const fs::path& data_dir, const std::string& source, std::uint32_t partitions) {
+  if (recorded_partitions(data_dir) == partitions) return {};
+  return write_file_atomically(data_dir / "log-source",
+                               source + "\npartitions " + std::to_string(partitions) + "\n", 0644);
+}
+
+std::string log_source(const ServeOptions& o) {
+  return o.kafka.brokers.empty() ? "embedded" : "kafka topic " + o.kafka.topic;
+}
+
+// On Kafka, a data dir that knows its topic's partition count opens the log at once, whatever
+// the brokers' state, and the log connects in the background: the node serves its views in a
+// broker outage and takes writes once the brokers answer. One that has never reached its topic
+// connects before it goes on, within the connect timeout.
 Result<std::unique_ptr<EventLog>> open_serve_log(const ServeOptions& o, const fs::path& data_dir,
                                                  bool writer) {
-  if (o.kafka_brokers.empty()) {
-    if (auto s = check_log_source(data_dir, "embedded"); !s) return s;
+  if (auto s = check_log_source(data_dir, log_source(o)); !s) return s;
+  if (o.kafka.brokers.empty())
     return open_embedded_log({(data_dir / "log").string(), o.partitions, !o.no_fsync});
-  }
-  if (auto s = check_log_source(data_dir, "kafka topic " + o.kafka_topic); !s) return s;
-  KafkaLogOptions ko;
-  ko.brokers = o.kafka_brokers;
-  ko.topic = o.kafka_topic;
-  ko.partitions = o.partitions;
+  const auto known = recorded_partitions(data_dir);
+  auto kafka = o.kafka.log_options();
+  if (!kafka) return kafka.status();
+  KafkaLogOptions& ko = kafka.value();
+  ko.partitions = known.value_or(o.partitions);
+  ko.connect_in_background = known.has_value();
   ko.writer = writer;
   ko.append_timeout = std::chrono::milliseconds(o.kafka_append_timeout_ms);
   return open_kafka_log(ko);
+}
+
+// A step of the start that needs the log.
+struct StartStep {
+  std::string_view name;
+  std::function<Status()> run;
+};
+
+enum class Started { all, failed, signalled };
+
+// Runs the steps in order, each until it succeeds. A step that fails because the log cannot be
+// reached (ErrorKind::unavailable: a broker outage) is tried again every 250 ms, while HTTP
+// already serves (/readyz saying why); any other failure ends the start. A SIGINT or SIGTERM
+// meanwhile stops it (`sig`).
+Started run_start_steps(const std::vector<StartStep>& steps, sigset_t& signals, int& sig) {
+  for (const StartStep& step : steps) {
+    for (int attempt = 1;; ++attempt) {
+      const Status s = step.run();
+      if (s) break;
+      if (s.kind() != ErrorKind::unavailable) {
+        log::error(std::string(step.name) + ": " + s.message());
+        return Started::failed;
+      }
+      if (attempt == 1) log::warn("waiting for the log", {{"step", step.name}, {"error", s.message()}});
+      const timespec wait{0, 250'000'000};
+      if (const int got = sigtimedwait(&signals, nullptr, &wait); got > 0) {
+        sig = got;
+        return Started::signalled;
+      }
+    }
+  }
+  return Started::all;
 }
 
 // Written before the business is appended, so a crash in between reuses these keys on the next
@@ -160,7 +220,8 @@ Status bootstrap(Ledger& ledger, const fs::path& data_dir, SigningKeyStore& sign
   if (auto s = signing_keys.put(creds.account_id, creds.test_secret_key, creds.live_secret_key); !s) return s;
   const Outcome o = ledger.execute(create_business_command(creds, "Default"));
   if (!o.ok())
-    return Status::error("bootstrap failed: " + std::string(to_string(o.rejection)) + " " + o.detail);
+    return Status::error("bootstrap failed: " + std::string(to_string(o.rejection)) + " " + o.detail,
+                         o.rejection == Rejection::unavailable ? ErrorKind::unavailable : ErrorKind::other);
   log::info("created business Default", {{"business", creds.business_id}, {"credentials", path.string()}});
   if (created)
     std::cout << "Test secret key: " << creds.test_secret_key << "\n(all keys in " << path.string() << ")"
@@ -209,10 +270,6 @@ int serve_projector(const ServeOptions& o, EventLog& log, Views& views,
                     const std::pair<std::string, std::uint16_t>& listen, const std::string& backend,
                     sigset_t& signals) {
   Projector projector(log, views);
-  if (auto s = projector.start(); !s) {
-    log::error("projector: " + s.message());
-    return 1;
-  }
   http::Router router;
   add_operational_routes(router, [&projector] { return projector.fault(); });
   http::ServerOptions so;
@@ -227,7 +284,16 @@ int serve_projector(const ServeOptions& o, EventLog& log, Views& views,
   log::info("projecting",
             {{"address", so.address}, {"port", server.port()}, {"dataDir", o.data_dir}, {"log", backend}});
   int sig = 0;
-  sigwait(&signals, &sig);
+  const Started started = run_start_steps(
+      {{"projector", [&] { return projector.start(); }},
+       {"data dir",
+        [&] { return record_partitions(fs::path(o.data_dir), log_source(o), log.partitions()); }}},
+      signals, sig);
+  if (started == Started::failed) {
+    server.stop();
+    return 1;
+  }
+  if (started == Started::all) sigwait(&signals, &sig);
   log::info("stopping", {{"signal", sig}});
   server.stop();
   projector.stop();
@@ -267,7 +333,7 @@ int serve(const ServeOptions& o) {
   const std::uint32_t partitions = log.value()->partitions();  // an existing topic decides
   auto views = open_views(data_dir, *log.value());
   if (!views) return fail(views.status().message());
-  const std::string backend = o.kafka_brokers.empty() ? "embedded" : "kafka";
+  const std::string backend = o.kafka.brokers.empty() ? "embedded" : "kafka";
   if (!roles->command)
     return serve_projector(o, *log.value(), *views.value(), listen.value(), backend, signals);
 
@@ -285,12 +351,9 @@ int serve(const ServeOptions& o) {
   lo.history_dir = data_dir / "history";
   lo.history_cache_bytes = o.writer_cache_mb << 20;
   Ledger ledger(*log.value(), lo);
-  if (auto s = ledger.start(); !s) return fail("writer: " + s.message());
   Projector projector(*log.value(), *views.value());
-  if (auto s = projector.start(); !s) return fail("projector: " + s.message());
   auto signing_keys = SigningKeyStore::open((data_dir / "signing-keys").string());
   if (!signing_keys) return fail(signing_keys.status().message());
-  if (auto s = bootstrap(ledger, data_dir, *signing_keys.value()); !s) return fail(s.message());
   WebhookOptions wo;
   auto schedule = RetrySchedule::parse(o.webhook_retry_schedule, o.webhook_retry_window);
   if (!schedule) return fail(schedule.status().message());
@@ -302,13 +365,14 @@ int serve(const ServeOptions& o) {
   auto webhooks = Webhooks::open((data_dir / "webhooks").string(), *log.value(), *views.value(), projector,
                                  *signing_keys.value(), wo);
   if (!webhooks) return fail("webhooks: " + webhooks.status().message());
-  if (auto s = webhooks.value()->start(); !s) return fail("webhooks: " + s.message());
 
   ApiOptions ao;
   ao.admin_key = o.admin_key;
   ao.expire_in_min_s = o.expire_in_min_s;
   ao.webhooks = webhooks.value().get();
   ao.signing_keys = signing_keys.value().get();
+  std::atomic<bool> started_all{false};
+  ao.starting = [&started_all] { return started_all.load() ? std::string() : "the node is starting"; };
   Api api(ledger, *views.value(), projector, ao);
   http::Router router;
   api.add_routes(router);
@@ -325,8 +389,30 @@ int serve(const ServeOptions& o) {
                         {"log", backend},
                         {"fsync", !o.no_fsync}});
 
+  // HTTP serves from here: reads from the views, writes answered 503 until the writer started.
+  // What needs the log follows, in this order: the webhooks' new delivery database skips to the
+  // log's end before the writer can take a command, and the first business is made once the
+  // writer has read the log (and knows whether there is one).
   int sig = 0;
-  sigwait(&signals, &sig);
+  const Started started =
+      run_start_steps({{"projector", [&] { return projector.start(); }},
+                       {"webhooks", [&] { return webhooks.value()->start(); }},
+                       {"writer", [&] { return ledger.start(); }},
+                       {"bootstrap", [&] { return bootstrap(ledger, data_dir, *signing_keys.value()); }},
+                       {"data dir", [&] { return record_partitions(data_dir, log_source(o), partitions); }}},
+                      signals, sig);
+  if (started == Started::failed) {
+    server.stop();
+    webhooks.value()->stop();
+    ledger.stop();
+    projector.stop();
+    return 1;
+  }
+  if (started == Started::all) {
+    started_all.store(true);
+    log::info("started", {{"log", backend}});
+    sigwait(&signals, &sig);
+  }
   log::info("stopping", {{"signal", sig}});
   server.stop();
   webhooks.value()->stop();
@@ -402,13 +488,10 @@ int main(int argc, char** argv) {
   s->add_option("--fee-tiers", serve.fee_tiers, "Bank transfer fees in kobo: UP_TO:FEE,...,max:FEE")
       ->envname("KOBO_FEE_TIERS")
       ->capture_default_str();
-  s->add_option(
-       "--kafka-brokers", serve.kafka_brokers,
-       "Run on Kafka at HOST:PORT[,...] instead of the embedded log (docs/architecture.md section 8)")
-      ->envname("KOBO_KAFKA_BROKERS");
-  s->add_option("--kafka-topic", serve.kafka_topic, "Kafka topic of the event log (created if missing)")
-      ->envname("KOBO_KAFKA_TOPIC")
-      ->capture_default_str();
+  kobo::add_kafka_flags(
+      s, serve.kafka,
+      "Run on Kafka at HOST:PORT[,...] instead of the embedded log; the topic is created if missing "
+      "(docs/architecture.md section 8)");
   s->add_option("--kafka-append-timeout-ms", serve.kafka_append_timeout_ms,
                 "Kafka: an append not committed within this is answered 503")
       ->envname("KOBO_KAFKA_APPEND_TIMEOUT_MS")

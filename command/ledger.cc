@@ -302,18 +302,34 @@ Status Ledger::write_history() {
 }
 
 Status Ledger::start() {
-  if (auto s = replay(); !s) return s;
+  KOBO_ASSERT(!thread_.joinable(), "start() after a start that succeeded");
   std::optional<Snapshot> replayed;
-  if (!options_.snapshot_dir.empty()) replayed = Snapshot{replayed_events_, replayed_cursors_, states_};
-  if (auto s = append_writer_started(); !s) return s;
+  // An attempt that failed may have appended WriterStarted to some partitions (Kafka): settle the
+  // log's writer before reading it again, as recover() does.
+  Status s = start_failed_ ? log_.reset_writer() : Status{};
+  if (s) s = replay();
+  if (s && !options_.snapshot_dir.empty()) replayed = Snapshot{replayed_events_, replayed_cursors_, states_};
+  if (s) s = append_writer_started();
+  if (!s) {
+    start_failed_ = true;
+    std::lock_guard lock(fault_mu_);
+    fault_kind_ = s.kind();
+    fault_ = "the writer cannot start: " + s.message();
+    return s;
+  }
   resume_scheduled();
+  {
+    std::lock_guard lock(mu_);
+    started_ = true;
+  }
+  healthy_.store(true);
   thread_ = std::thread([this] { run(); });
   if (replayed) {
     snapshotter_ = std::make_unique<Snapshotter>(
         log_, *history_,
         SnapshotterOptions{options_.snapshot_dir, options_.snapshot_every_events, options_.snapshot_poll});
-    if (auto s = snapshotter_->start(std::move(*replayed), replayed_snapshot_events_); !s) {
-      log::warn("no snapshots of the writer's state will be written", {{"error", s.message()}});
+    if (auto started = snapshotter_->start(std::move(*replayed), replayed_snapshot_events_); !started) {
+      log::warn("no snapshots of the writer's state will be written", {{"error", started.message()}});
       snapshotter_.reset();
     }
   }
@@ -343,6 +359,13 @@ void Ledger::submit(Command command, Callback done) {
   {
     std::unique_lock lock(mu_);
     stopping = stopping_;
+    if (!stopping && !started_) {
+      lock.unlock();
+      std::unique_lock fault_lock(fault_mu_);
+      Outcome not_started = unavailable(fault_, fault_kind_);
+      fault_lock.unlock();
+      return done(std::move(not_started));
+    }
     if (!stopping && queue_.size() < options_.queue_max) {
       queue_.push_back(Pending{std::move(command), std::move(done)});
       lock.unlock();
@@ -382,6 +405,16 @@ void Ledger::take_due(std::vector<Pending>& batch) {
 // command is answered `unavailable` and run() tries again every second; a fenced writer never
 // writes again.
 std::string Ledger::fault() const {
+  if (healthy_.load()) return {};
+  bool started = false;
+  {
+    std::lock_guard lock(mu_);
+    started = started_;
+  }
+  // Before a start succeeded, the log says best why it cannot (a broker it cannot reach yet).
+  if (!started) {
+    if (std::string why = log_.fault(); !why.empty()) return "the writer cannot start: " + why;
+  }
   std::lock_guard lock(fault_mu_);
   return healthy_.load() ? std::string() : fault_;
 }

@@ -17,7 +17,9 @@
 // snapshot and the log after it, or from the whole log, and brings the index up to the log's
 // end; appends WriterStarted to every partition; starts the thread and, with a snapshot dir, the
 // Snapshotter's), submit() from any thread, stop() (or the destructor) drains the queue
-// answering `unavailable` and joins the threads.
+// answering `unavailable` and joins the threads. A start() that failed may be called again (a
+// node started in a broker outage tries until the log answers); until one succeeds, submit()
+// answers `unavailable` at once and fault() says why.
 
 #include <atomic>
 #include <chrono>
@@ -74,6 +76,7 @@ class Ledger {
   Ledger(const Ledger&) = delete;
   Ledger& operator=(const Ledger&) = delete;
 
+  // Not thread-safe with itself; an error leaves the ledger as constructed, ready to try again.
   [[nodiscard]] Status start();
   void stop();
 
@@ -90,8 +93,9 @@ class Ledger {
   Seq durable_seq(Partition p) const { return Seq(durable_seq_[p.value].load(std::memory_order_acquire)); }
   // Thread-safe. How many businesses exist (all partitions).
   std::size_t business_count() const { return business_count_.load(); }
-  // Thread-safe. False while the writer cannot write (an append failed and the log is not yet
-  // settled and re-read), and for good once another writer has fenced it; /readyz reports it.
+  // Thread-safe. False until start() succeeded, while the writer cannot write (an append failed
+  // and the log is not yet settled and re-read), and for good once another writer has fenced it;
+  // /readyz reports it.
   bool healthy() const { return healthy_.load(); }
   // Thread-safe. Why the writer is not healthy ("the event log's disk is full: …"); empty
   // while it is.
@@ -129,16 +133,18 @@ class Ledger {
   std::unique_ptr<Snapshotter> snapshotter_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> durable_seq_;
   std::atomic<std::size_t> business_count_{0};
-  std::atomic<bool> healthy_{true};
+  std::atomic<bool> healthy_{false};
+  bool start_failed_ = false;  // start() only: an earlier attempt may have appended part of WriterStarted
   mutable std::mutex fault_mu_;
-  std::string fault_;                        // guarded by fault_mu_; why healthy_ is false
-  ErrorKind fault_kind_ = ErrorKind::other;  // guarded by fault_mu_
+  std::string fault_ = "the writer has not started";  // guarded by fault_mu_; why healthy_ is false
+  ErrorKind fault_kind_ = ErrorKind::other;           // guarded by fault_mu_
   void set_fault(const Status& s);
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> queue_;  // guarded by mu_
   bool stopping_ = false;      // guarded by mu_
+  bool started_ = false;       // guarded by mu_: start() succeeded, the writer thread takes the queue
   // Writer thread only: internal commands (payout rail steps, collection expiries) by due time.
   std::multimap<UnixMs, Command> scheduled_;
   std::chrono::steady_clock::time_point next_recovery_{};  // writer thread only

@@ -17,6 +17,7 @@ enum class ErrorKind {
   other,
   no_space,
   other_format,  // data written in a layout this build does not read (derived data: rebuild it)
+  unavailable,   // a service the log depends on cannot be reached now (a Kafka broker): try again later
 };
 
 class [[nodiscard]] Status {

@@ -78,6 +78,10 @@ class EventLog {
   // True once another writer has taken the partitions (Kafka's transactional.id fencing):
   // this process must never write to the log again.
   virtual bool fenced() const { return false; }
+
+  // Thread-safe. Why the log cannot be used now, or "" (Kafka: the brokers it has not reached
+  // yet, or what they refused), for /readyz while a node waits for its log.
+  virtual std::string fault() const { return {}; }
 };
 
 }  // namespace kobo

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -53,15 +54,42 @@ void on_log(const rd_kafka_t* rk, int level, const char* facility, const char* m
 
 using Properties = std::vector<std::pair<std::string, std::string>>;
 
-Result<Handle> new_handle(rd_kafka_type_t type, const KafkaLogOptions& o, Properties props) {
+// What librdkafka reports through its error callback that no retry fixes: a wrong password
+// (SASL), a TLS handshake that failed. Shared by a log's handles and its readers'.
+class ErrorSink {
+ public:
+  void note(rd_kafka_resp_err_t err, const char* reason) {
+    if (err != RD_KAFKA_RESP_ERR__AUTHENTICATION && err != RD_KAFKA_RESP_ERR__SSL) return;
+    std::lock_guard lock(mu_);
+    if (refusal_.empty()) refusal_ = reason;
+  }
+  std::string refusal() const {
+    std::lock_guard lock(mu_);
+    return refusal_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::string refusal_;  // the first one: later ones repeat it
+};
+
+void on_error(rd_kafka_t*, int err, const char* reason, void* opaque) {
+  if (opaque != nullptr) static_cast<ErrorSink*>(opaque)->note(static_cast<rd_kafka_resp_err_t>(err), reason);
+}
+
+Result<Handle> new_handle(rd_kafka_type_t type, const KafkaLogOptions& o, Properties props, ErrorSink* sink) {
   std::unique_ptr<rd_kafka_conf_t, ConfDeleter> conf(rd_kafka_conf_new());
   char err[512];
   props.insert(props.begin(), {"bootstrap.servers", o.brokers});
+  // A broker that comes back is reconnected to within a second (librdkafka backs off to 10 s).
+  props.insert(props.begin() + 1, {"reconnect.backoff.max.ms", "1000"});
   props.insert(props.end(), o.config.begin(), o.config.end());  // the caller's overrides win
   for (const auto& [key, value] : props)
     if (rd_kafka_conf_set(conf.get(), key.c_str(), value.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK)
       return Status::error("kafka property " + key + ": " + err);
   rd_kafka_conf_set_log_cb(conf.get(), on_log);
+  rd_kafka_conf_set_error_cb(conf.get(), on_error);
+  rd_kafka_conf_set_opaque(conf.get(), sink);
   rd_kafka_t* rk = rd_kafka_new(type, conf.get(), err, sizeof err);
   if (rk == nullptr) return Status::error(std::string("kafka: ") + err);
   (void)conf.release();  // owned by the handle now
@@ -72,78 +100,32 @@ Status error_status(std::string_view what, const rd_kafka_error_t* e) {
   return Status::error(std::string(what) + ": " + rd_kafka_error_string(e));
 }
 
-// Creates the topic when it is missing: an event log keeps everything, so no retention limit.
-Status ensure_topic(rd_kafka_t* rk, const KafkaLogOptions& o) {
-  char err[512];
-  rd_kafka_NewTopic_t* topic =
-      rd_kafka_NewTopic_new(o.topic.c_str(), static_cast<int>(o.partitions), -1, err, sizeof err);
-  if (topic == nullptr) return Status::error(std::string("kafka topic ") + o.topic + ": " + err);
-  rd_kafka_NewTopic_set_config(topic, "retention.ms", "-1");
-  rd_kafka_NewTopic_set_config(topic, "retention.bytes", "-1");
-  rd_kafka_AdminOptions_t* options = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-  const int timeout = static_cast<int>(o.connect_timeout.count());
-  rd_kafka_AdminOptions_set_request_timeout(options, timeout, err, sizeof err);
-  rd_kafka_AdminOptions_set_operation_timeout(options, timeout, err, sizeof err);
-  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &topic, 1, options, queue);
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout + 1'000);
-
-  Status result;
-  if (ev == nullptr) {
-    result = Status::error("kafka: creating topic " + o.topic + " timed out");
-  } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    result = Status::error("kafka: creating topic " + o.topic + ": " + rd_kafka_event_error_string(ev));
-  } else {
-    std::size_t n = 0;
-    const rd_kafka_topic_result_t** results =
-        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const rd_kafka_resp_err_t code = rd_kafka_topic_result_error(results[i]);
-      if (code == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        log::info("created the Kafka topic", {{"topic", o.topic}, {"partitions", o.partitions}});
-      } else if (code != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-        result = Status::error("kafka: creating topic " + o.topic + ": " +
-                               rd_kafka_topic_result_error_string(results[i]));
-      }
-    }
+// Errors librdkafka or a broker coming (back) up clears by itself: a broker going away, a leader
+// or coordinator moving, a request that timed out.
+bool is_transient(rd_kafka_resp_err_t err) {
+  switch (err) {
+    case RD_KAFKA_RESP_ERR__TRANSPORT:
+    case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+    case RD_KAFKA_RESP_ERR__RESOLVE:
+    case RD_KAFKA_RESP_ERR__TIMED_OUT:
+    case RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE:
+    case RD_KAFKA_RESP_ERR__WAIT_COORD:
+    case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
+    case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
+    case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
+    case RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE:
+    case RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+    case RD_KAFKA_RESP_ERR_NOT_COORDINATOR:
+    case RD_KAFKA_RESP_ERR_NOT_CONTROLLER:
+    case RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS:
+    case RD_KAFKA_RESP_ERR_CONCURRENT_TRANSACTIONS:
+      return true;
+    default:
+      return false;
   }
-  if (ev != nullptr) rd_kafka_event_destroy(ev);
-  rd_kafka_queue_destroy(queue);
-  rd_kafka_AdminOptions_destroy(options);
-  rd_kafka_NewTopic_destroy(topic);
-  return result;
 }
 
-// The topic's partition count, waiting for its metadata to settle after a creation.
-Result<std::uint32_t> topic_partitions(rd_kafka_t* rk, const std::string& topic, Clock::time_point deadline) {
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
-  std::string problem = "no metadata";
-  for (;;) {
-    const rd_kafka_metadata_t* md = nullptr;
-    const rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, std::max(ms_left(deadline), 1));
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      // Found once every partition has a leader: a topic just created has none for a moment.
-      bool found = md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
-                   md->topics[0].partition_cnt > 0;
-      for (int i = 0; found && i < md->topics[0].partition_cnt; ++i)
-        found = md->topics[0].partitions[i].leader >= 0 &&
-                md->topics[0].partitions[i].err == RD_KAFKA_RESP_ERR_NO_ERROR;
-      const auto n = found ? static_cast<std::uint32_t>(md->topics[0].partition_cnt) : 0u;
-      if (!found) problem = md->topic_cnt == 1 ? rd_kafka_err2str(md->topics[0].err) : "topic missing";
-      rd_kafka_metadata_destroy(md);
-      if (found) {
-        rd_kafka_topic_destroy(rkt);
-        return n;
-      }
-    } else {
-      problem = rd_kafka_err2str(err);
-    }
-    if (ms_left(deadline) == 0) break;
-    std::this_thread::sleep_for(milliseconds(100));
-  }
-  rd_kafka_topic_destroy(rkt);
-  return Status::error("kafka: no metadata for topic " + topic + ": " + problem);
-}
+constexpr const char* kReaderGroup = "kobo.readers.unused";
 
 Properties reader_properties(const std::string& name) {
   return {{"client.id", name},
@@ -158,7 +140,8 @@ Properties reader_properties(const std::string& name) {
 
 class KafkaReader final : public LogReader {
  public:
-  KafkaReader(Handle rk, std::vector<Offset> start) : rk_(std::move(rk)), pos_(std::move(start)) {}
+  KafkaReader(std::shared_ptr<ErrorSink> sink, Handle rk, std::vector<Offset> start)
+      : sink_(std::move(sink)), rk_(std::move(rk)), pos_(std::move(start)) {}
 
   Status poll(std::size_t max_records, std::chrono::milliseconds timeout,
               std::vector<LogRecord>& out) override {
@@ -174,10 +157,14 @@ class KafkaReader final : public LogReader {
         continue;
       }
       if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        if (transient(m->err)) {
+        if (is_transient(m->err)) {
           log::warn("kafka reader", {{"error", rd_kafka_message_errstr(m.get())}});
           continue;
         }
+        if (m->err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
+          return Status::error(std::string("kafka reader: ") + rd_kafka_message_errstr(m.get()) +
+                               ": grant this client's principal READ and DESCRIBE on Group " + kReaderGroup +
+                               " (never joined, but librdkafka's assign() needs a group id)");
         return Status::error(std::string("kafka reader: ") + rd_kafka_message_errstr(m.get()));
       }
       if (p >= pos_.size()) return Status::error("kafka reader: a record of partition " + std::to_string(p));
@@ -193,57 +180,42 @@ class KafkaReader final : public LogReader {
   Offset position(Partition p) const override { return pos_.at(p.value); }
 
  private:
-  // Errors librdkafka recovers from by itself (a broker going away, a leader moving).
-  static bool transient(rd_kafka_resp_err_t err) {
-    switch (err) {
-      case RD_KAFKA_RESP_ERR__TRANSPORT:
-      case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
-      case RD_KAFKA_RESP_ERR__RESOLVE:
-      case RD_KAFKA_RESP_ERR__TIMED_OUT:
-      case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
-      case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
-      case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
-        return true;
-      default:
-        return false;
-    }
-  }
-
+  std::shared_ptr<ErrorSink>
+      sink_;  // the handle's error callback writes here: declared first, destroyed last
   Handle rk_;
   std::vector<Offset> pos_;
 };
 
 class KafkaLogImpl final : public EventLog {
  public:
-  explicit KafkaLogImpl(KafkaLogOptions o) : options_(std::move(o)) {}
+  explicit KafkaLogImpl(KafkaLogOptions o) : options_(std::move(o)), partitions_(options_.partitions) {}
+
+  ~KafkaLogImpl() override {
+    {
+      std::lock_guard lock(connect_mu_);
+      stopping_ = true;
+    }
+    connect_cv_.notify_all();
+    if (connector_.joinable()) connector_.join();
+  }
 
   Status open() {
-    const auto deadline = Clock::now() + options_.connect_timeout;
-    auto meta = new_handle(RD_KAFKA_CONSUMER, options_, reader_properties("kobo-meta"));
+    auto meta = new_handle(RD_KAFKA_CONSUMER, options_, reader_properties("kobo-meta"), sink_.get());
     if (!meta) return meta.status();
     meta_ = std::move(meta).value();
-    if (options_.writer && options_.create_topic) {
-      if (auto s = ensure_topic(meta_.get(), options_); !s) return s;
+    if (options_.connect_in_background) {
+      connector_ = std::thread([this] { connect_until_done(); });
+      return {};
     }
-    auto n = topic_partitions(meta_.get(), options_.topic, deadline);
-    if (!n) return n.status();
-    partitions_ = n.value();
-    if (options_.writer && partitions_ != options_.partitions)
-      log::warn(
-          "the Kafka topic exists with another partition count; the service uses the topic's",
-          {{"topic", options_.topic}, {"partitions", partitions_}, {"configured", options_.partitions}});
-    if (options_.writer) {
-      writers_.resize(partitions_);
-      for (std::uint32_t p = 0; p < partitions_; ++p) {
-        if (auto s = init_writer(p, deadline); !s) return s;
-      }
-    }
+    if (auto s = connect(Clock::now() + options_.connect_timeout); !s) return s;
+    connected_.store(true, std::memory_order_release);
     return {};
   }
 
   std::uint32_t partitions() const override { return partitions_; }
 
   Status append(std::span<const EncodedEvent> batch) override {
+    if (!connected_.load(std::memory_order_acquire)) return not_connected();
     std::lock_guard lock(write_mu_);
     if (!options_.writer) return Status::error("kafka: this log was opened to read only");
     if (fenced_.load()) return Status::error("kafka: another writer has taken the partitions");
@@ -277,8 +249,10 @@ class KafkaLogImpl final : public EventLog {
     Properties props = reader_properties("kobo-reader");
     // librdkafka's assign() needs a group id; the group is never joined and nothing is committed
     // to it: offsets live beside the views.
-    props.emplace_back("group.id", "kobo.readers.unused");
-    auto rk = new_handle(RD_KAFKA_CONSUMER, options_, std::move(props));
+    props.emplace_back("group.id", kReaderGroup);
+    // No sink: a reader's connections say nothing about whether the log connects (librdkafka
+    // reports a SASL error when a reader's coordinator connection is closed at its destruction).
+    auto rk = new_handle(RD_KAFKA_CONSUMER, options_, std::move(props), nullptr);
     if (!rk) return rk.status();
     rd_kafka_poll_set_consumer(rk.value().get());
     PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions_)));
@@ -288,10 +262,12 @@ class KafkaLogImpl final : public EventLog {
     if (const rd_kafka_resp_err_t err = rd_kafka_assign(rk.value().get(), list.get());
         err != RD_KAFKA_RESP_ERR_NO_ERROR)
       return Status::error(std::string("kafka: assigning partitions: ") + rd_kafka_err2str(err));
-    return std::unique_ptr<LogReader>(std::make_unique<KafkaReader>(std::move(rk).value(), std::move(start)));
+    return std::unique_ptr<LogReader>(
+        std::make_unique<KafkaReader>(sink_, std::move(rk).value(), std::move(start)));
   }
 
   Result<std::vector<Offset>> end_offsets() override {
+    if (!connected_.load(std::memory_order_acquire)) return not_connected();
     // A read_committed handle asks for the last stable offset: where its readers stop. A leader
     // that is moving (or not elected yet) is asked again until the connect timeout.
     const auto deadline = Clock::now() + options_.connect_timeout;
@@ -317,14 +293,17 @@ class KafkaLogImpl final : public EventLog {
                           err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
                           err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
       if (!moving || ms_left(deadline) == 0)
-        return Status::error(std::string("kafka: end offsets: ") + rd_kafka_err2str(err));
+        return Status::error("kafka: end offsets of topic " + options_.topic + " at " + options_.brokers +
+                                 ": " + rd_kafka_err2str(err),
+                             moving || is_transient(err) ? ErrorKind::unavailable : ErrorKind::other);
       std::this_thread::sleep_for(milliseconds(100));
     }
   }
 
   Status reset_writer() override {
-    std::lock_guard lock(write_mu_);
     if (!options_.writer) return {};
+    if (!connected_.load(std::memory_order_acquire)) return not_connected();
+    std::lock_guard lock(write_mu_);
     if (fenced_.load()) return Status::error("kafka: another writer has taken the partitions");
     // Within the append budget: the writer thread waits on this while commands queue up.
     const auto deadline = Clock::now() + std::min(options_.append_timeout, options_.connect_timeout);
@@ -338,16 +317,259 @@ class KafkaLogImpl final : public EventLog {
 
   bool fenced() const override { return fenced_.load(); }
 
+  std::string fault() const override {
+    if (connected_.load(std::memory_order_acquire)) return {};
+    return not_connected().message();
+  }
+
  private:
   struct Writer {
     Handle rk;
     bool in_doubt = false;  // an append failed before committing: re-initialise before writing
   };
 
+  // The background connector's body: connect() until it succeeds, a permanent error stops it, or
+  // the log is destroyed. Each attempt's problem is what not_connected() reports meanwhile.
+  void connect_until_done() {
+    for (int attempt = 1;; ++attempt) {
+      Status s = connect(Clock::now() + options_.connect_timeout);
+      if (s) {
+        connected_.store(true, std::memory_order_release);
+        log::info("connected to Kafka", {{"brokers", options_.brokers}, {"topic", options_.topic}});
+        return;
+      }
+      std::unique_lock lock(connect_mu_);
+      if (stopping_) return;
+      if (s.kind() != ErrorKind::unavailable) {
+        refused_ = s.message();
+        log::error("Kafka refuses this service; it will not connect", {{"error", s.message()}});
+        return;
+      }
+      problem_ = s.message();
+      if (attempt == 1 || attempt % 30 == 0)
+        log::warn("Kafka cannot be reached yet; trying again every second", {{"error", s.message()}});
+      connect_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+      if (stopping_) return;
+    }
+  }
+
+  // Why an operation that needs the brokers cannot run yet (unavailable), or never will.
+  Status not_connected() const {
+    std::lock_guard lock(connect_mu_);
+    if (!refused_.empty()) return Status::error(refused_);
+    return Status::error("kafka: not connected to topic " + options_.topic + " at " + options_.brokers +
+                             (problem_.empty() ? std::string(" yet") : ": " + problem_),
+                         ErrorKind::unavailable);
+  }
+
+  bool stopping() const {
+    std::lock_guard lock(connect_mu_);
+    return stopping_;
+  }
+
+  // One attempt to reach the topic before `deadline`: its metadata, the topic created when it is
+  // missing (a writer that may), its partition count checked, and for a writer one transactional
+  // producer per partition. ErrorKind::unavailable: a broker coming up may clear it; any other
+  // error names what no retry fixes.
+  Status connect(Clock::time_point deadline) {
+    auto n = describe_topic(deadline, /*just_created=*/false);
+    if (!n) return n.status();
+    if (n.value() == 0) {
+      if (!options_.writer || !options_.create_topic)
+        return Status::error("kafka: there is no topic " + options_.topic + " at " + options_.brokers);
+      if (auto s = create_topic(deadline); !s) return s;
+      n = describe_topic(deadline, /*just_created=*/true);
+      if (!n) return n.status();
+    } else {
+      warn_on_retention(deadline);
+    }
+    if (options_.connect_in_background && n.value() != partitions_)
+      return Status::error("kafka: topic " + options_.topic + " has " + std::to_string(n.value()) +
+                           " partitions, but this data dir's views are of " + std::to_string(partitions_) +
+                           "; use the topic they were built from, or another --data-dir");
+    if (!options_.connect_in_background) {
+      partitions_ = n.value();
+      if (options_.writer && partitions_ != options_.partitions)
+        log::warn(
+            "the Kafka topic exists with another partition count; the service uses the topic's",
+            {{"topic", options_.topic}, {"partitions", partitions_}, {"configured", options_.partitions}});
+    }
+    if (!options_.writer) return {};
+    std::lock_guard lock(write_mu_);
+    writers_.clear();
+    writers_.resize(partitions_);
+    for (std::uint32_t p = 0; p < partitions_; ++p) {
+      if (auto s = init_writer(p, deadline); !s) return s;
+    }
+    return {};
+  }
+
+  // The topic's partition count once every partition has a leader (a topic just created has none
+  // for a moment); 0 when the metadata says there is no such topic (unless it was just created).
+  Result<std::uint32_t> describe_topic(Clock::time_point deadline, bool just_created) {
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(meta_.get(), options_.topic.c_str(), nullptr);
+    const auto done = [rkt](Result<std::uint32_t> r) {
+      rd_kafka_topic_destroy(rkt);
+      return r;
+    };
+    for (;;) {
+      const rd_kafka_metadata_t* md = nullptr;
+      // Short requests, so that a refusal reported meanwhile (a wrong password) ends the wait.
+      const rd_kafka_resp_err_t err =
+          rd_kafka_metadata(meta_.get(), 0, rkt, &md, std::clamp(ms_left(deadline), 1, 1'000));
+      rd_kafka_poll(meta_.get(), 0);  // serves the error callback
+      if (const std::string refusal = sink_->refusal(); !refusal.empty())
+        return done(Status::error("kafka: the brokers at " + options_.brokers +
+                                  " refuse this client: " + refusal +
+                                  " (check the TLS and SASL settings: --kafka-ca-file, "
+                                  "--kafka-sasl-mechanism, --kafka-sasl-username, --kafka-sasl-password)"));
+      std::string problem;
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        problem = rd_kafka_err2str(err);
+      } else {
+        const rd_kafka_resp_err_t topic_err =
+            md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+        std::uint32_t n = 0;
+        if (topic_err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topics[0].partition_cnt > 0) {
+          n = static_cast<std::uint32_t>(md->topics[0].partition_cnt);
+          for (int i = 0; i < md->topics[0].partition_cnt; ++i)
+            if (md->topics[0].partitions[i].leader < 0 ||
+                md->topics[0].partitions[i].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+              n = 0;
+        }
+        rd_kafka_metadata_destroy(md);
+        if (n > 0) return done(n);
+        if (topic_err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && !just_created) return done(0u);
+        if (topic_err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+          return done(Status::error(
+              "kafka: the brokers at " + options_.brokers + " deny this client topic " + options_.topic +
+              ": grant its principal DESCRIBE, READ and WRITE on Topic " + options_.topic + " (ACLs)"));
+        problem = topic_err == RD_KAFKA_RESP_ERR_NO_ERROR ? "a partition has no leader yet"
+                                                          : rd_kafka_err2str(topic_err);
+      }
+      {
+        std::lock_guard lock(connect_mu_);
+        problem_ = problem;
+      }
+      if (ms_left(deadline) == 0 || stopping())
+        return done(Status::error(
+            "kafka: cannot reach topic " + options_.topic + " at " + options_.brokers + ": " + problem,
+            ErrorKind::unavailable));
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+  }
+
+  // CreateTopics, for a topic the metadata says is missing: an event log keeps everything, so no
+  // retention limit; the replication factor is the cluster's default.
+  Status create_topic(Clock::time_point deadline) {
+    char err[512];
+    rd_kafka_NewTopic_t* topic = rd_kafka_NewTopic_new(
+        options_.topic.c_str(), static_cast<int>(options_.partitions), -1, err, sizeof err);
+    if (topic == nullptr) return Status::error("kafka topic " + options_.topic + ": " + err);
+    rd_kafka_NewTopic_set_config(topic, "retention.ms", "-1");
+    rd_kafka_NewTopic_set_config(topic, "retention.bytes", "-1");
+    rd_kafka_AdminOptions_t* admin = rd_kafka_AdminOptions_new(meta_.get(), RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    const int timeout = std::max(ms_left(deadline), 1);
+    rd_kafka_AdminOptions_set_request_timeout(admin, timeout, err, sizeof err);
+    rd_kafka_AdminOptions_set_operation_timeout(admin, timeout, err, sizeof err);
+    rd_kafka_queue_t* queue = rd_kafka_queue_new(meta_.get());
+    rd_kafka_CreateTopics(meta_.get(), &topic, 1, admin, queue);
+    rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout + 1'000);
+
+    const std::string what = "kafka: creating topic " + options_.topic + " at " + options_.brokers;
+    const auto refused = [&](rd_kafka_resp_err_t code, const std::string& message) {
+      if (code == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+          code == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED)
+        return Status::error(what + " was denied (" + message +
+                             "): grant this client's principal CREATE on Topic " + options_.topic +
+                             ", or create the topic beforehand (" + std::to_string(options_.partitions) +
+                             " partitions, retention.ms=-1)");
+      return Status::error(what + ": " + message,
+                           is_transient(code) ? ErrorKind::unavailable : ErrorKind::other);
+    };
+    Status result;
+    if (ev == nullptr) {
+      result = Status::error(what + " timed out", ErrorKind::unavailable);
+    } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      result = refused(rd_kafka_event_error(ev), rd_kafka_event_error_string(ev));
+    } else {
+      std::size_t n = 0;
+      const rd_kafka_topic_result_t** results =
+          rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const rd_kafka_resp_err_t code = rd_kafka_topic_result_error(results[i]);
+        if (code == RD_KAFKA_RESP_ERR_NO_ERROR) {
+          log::info("created the Kafka topic",
+                    {{"topic", options_.topic}, {"partitions", options_.partitions}});
+        } else if (code != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+          const char* message = rd_kafka_topic_result_error_string(results[i]);
+          result = refused(code, message != nullptr ? message : rd_kafka_err2str(code));
+        }
+      }
+    }
+    if (ev != nullptr) rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_AdminOptions_destroy(admin);
+    rd_kafka_NewTopic_destroy(topic);
+    return result;
+  }
+
+  // An existing topic is used as it is, but one that deletes old records would lose the ledger:
+  // say so. A principal that may not read the topic's configuration is told it could not be checked.
+  void warn_on_retention(Clock::time_point deadline) {
+    char err[512];
+    rd_kafka_ConfigResource_t* resource =
+        rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, options_.topic.c_str());
+    rd_kafka_AdminOptions_t* admin =
+        rd_kafka_AdminOptions_new(meta_.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+    // Only a warning depends on it: a small part of the budget, the rest is the producers'.
+    const int timeout = std::clamp(ms_left(deadline) / 4, 1, 3'000);
+    rd_kafka_AdminOptions_set_request_timeout(admin, timeout, err, sizeof err);
+    rd_kafka_queue_t* queue = rd_kafka_queue_new(meta_.get());
+    rd_kafka_DescribeConfigs(meta_.get(), &resource, 1, admin, queue);
+    rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout + 1'000);
+    std::string problem = "no answer";
+    if (ev != nullptr && rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      problem = rd_kafka_event_error_string(ev);
+    } else if (ev != nullptr) {
+      std::size_t n = 0;
+      const rd_kafka_ConfigResource_t** results =
+          rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+      if (n == 1 && rd_kafka_ConfigResource_error(results[0]) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        problem.clear();
+        std::size_t count = 0;
+        const rd_kafka_ConfigEntry_t** entries = rd_kafka_ConfigResource_configs(results[0], &count);
+        for (std::size_t i = 0; i < count; ++i) {
+          const std::string name = rd_kafka_ConfigEntry_name(entries[i]);
+          const char* value = rd_kafka_ConfigEntry_value(entries[i]);
+          if ((name == "retention.ms" || name == "retention.bytes") && value != nullptr &&
+              std::string_view(value) != "-1")
+            log::warn(
+                "the Kafka topic deletes old records, but the event log is the ledger and must keep them "
+                "all: set retention.ms and retention.bytes to -1",
+                {{"topic", options_.topic}, {"setting", name}, {"value", value}});
+        }
+      } else if (n == 1) {
+        problem = rd_kafka_err2str(rd_kafka_ConfigResource_error(results[0]));
+      }
+    }
+    if (!problem.empty())
+      log::info("the Kafka topic's retention could not be checked",
+                {{"topic", options_.topic}, {"error", problem}});
+    if (ev != nullptr) rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_AdminOptions_destroy(admin);
+    rd_kafka_ConfigResource_destroy(resource);
+  }
+
+  std::string transactional_id(std::uint32_t p) const {
+    return options_.transactional_id_prefix + "." + options_.topic + "." + std::to_string(p);
+  }
+
   // A transactional producer for partition p. init_transactions() fences every earlier producer
   // with the same transactional.id and settles its open transaction, committed or aborted.
   Status init_writer(std::uint32_t p, Clock::time_point deadline) {
-    const std::string id = options_.transactional_id_prefix + "." + options_.topic + "." + std::to_string(p);
+    const std::string id = transactional_id(p);
     auto rk = new_handle(RD_KAFKA_PRODUCER, options_,
                          {{"client.id", "kobo-writer-" + std::to_string(p)},
                           {"transactional.id", id},
@@ -356,11 +578,27 @@ class KafkaLogImpl final : public EventLog {
                           {"partitioner", "murmur2_random"},
                           {"linger.ms", "1"},
                           {"transaction.timeout.ms", "10000"},
-                          {"message.timeout.ms", "10000"}});
+                          {"message.timeout.ms", "10000"}},
+                         sink_.get());
     if (!rk) return rk.status();
     if (Error e(rd_kafka_init_transactions(rk.value().get(), std::max(ms_left(deadline), 1))); e) {
       writers_[p].in_doubt = true;
-      return error_status("kafka partition " + std::to_string(p) + ": init_transactions", e.get());
+      const rd_kafka_resp_err_t code = rd_kafka_error_code(e.get());
+      rd_kafka_poll(rk.value().get(), 0);  // serves the error callback
+      const std::string what =
+          "kafka partition " + std::to_string(p) + ": init_transactions at " + options_.brokers;
+      if (const std::string refusal = sink_->refusal(); !refusal.empty())
+        return Status::error(what + ": the brokers refuse this client: " + refusal);
+      if (code == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ||
+          code == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED)
+        return Status::error(what + " was denied (" + rd_kafka_error_string(e.get()) +
+                             "): grant this client's principal WRITE and DESCRIBE on TransactionalId " + id +
+                             " (or on the prefix " + options_.transactional_id_prefix + "." + options_.topic +
+                             ".)");
+      const bool retry = rd_kafka_error_is_retriable(e.get()) || is_transient(code) ||
+                         (!rd_kafka_error_is_fatal(e.get()) && !rd_kafka_error_txn_requires_abort(e.get()));
+      return Status::error(what + ": " + rd_kafka_error_string(e.get()),
+                           retry ? ErrorKind::unavailable : ErrorKind::other);
     }
     writers_[p] = Writer{std::move(rk).value(), false};
     return {};
@@ -453,8 +691,17 @@ class KafkaLogImpl final : public EventLog {
   }
 
   const KafkaLogOptions options_;
-  Handle meta_;  // metadata, topic creation and end offsets
+  // Written by connect() before connected_ is set (or before open() returns), read-only after.
   std::uint32_t partitions_ = 0;
+  const std::shared_ptr<ErrorSink> sink_ = std::make_shared<ErrorSink>();  // outlives every handle
+  Handle meta_;  // metadata, topic creation and end offsets
+  std::atomic<bool> connected_{false};
+  mutable std::mutex connect_mu_;
+  std::condition_variable connect_cv_;
+  bool stopping_ = false;  // guarded by connect_mu_
+  std::string problem_;    // guarded by connect_mu_: why the last attempt to connect failed
+  std::string refused_;    // guarded by connect_mu_: a permanent refusal; nothing connects after it
+  std::thread connector_;  // with connect_in_background, until connected or refused
   std::mutex write_mu_;
   std::vector<Writer> writers_;  // guarded by write_mu_
   std::atomic<bool> fenced_{false};

@@ -1,9 +1,17 @@
 #pragma once
 // The Kafka EventLog (docs/architecture.md section 8), on librdkafka.
 //
-// - Topic `kobo.ledger.events` by default, created with the Admin API when missing, with
-//   unlimited retention: the log is the ledger, it must never expire. An existing topic keeps
-//   its partition count, and the service takes its partitions from the topic.
+// - Topic `kobo.ledger.events` by default. The topic is looked up in the metadata first: an
+//   existing one is used as it is (the service takes its partition count, and warns when it has
+//   a retention limit: the log is the ledger, it must never expire); CreateTopics is sent only
+//   when it is missing, with unlimited retention, so a cluster whose ACLs deny the service
+//   CreateTopics serves it once an operator created the topic. A denial names the ACL it needs.
+// - Starting in an outage (connect_in_background): open() returns at once whatever the brokers'
+//   state, and a thread of the log connects, trying again every second. Until it has, append(),
+//   end_offsets() and reset_writer() fail at once with ErrorKind::unavailable naming the brokers;
+//   readers wait for records as they do when a broker is down. What no retry fixes (a wrong
+//   password, a TLS handshake refused, a missing ACL, a topic with another partition count) is a
+//   permanent error of kind other, which they answer from then on.
 // - Records: key = business id (empty for partition-level events), value = the event's wire
 //   form, CloudEvents binary-mode headers (ce_specversion, ce_id = "<partition>-<seq>",
 //   ce_type = "ng.kobo.ledger.<EventName>", ce_source = "/kobo/ledger/partitions/<p>",
@@ -42,7 +50,13 @@ struct KafkaLogOptions {
   std::string transactional_id_prefix = "kobo";
   std::chrono::milliseconds append_timeout{5'000};    // an append answers within this, or fails
   std::chrono::milliseconds connect_timeout{15'000};  // topic creation, metadata, init_transactions
-  // Extra librdkafka properties for every handle (tests: the mock cluster, shorter timeouts).
+  // false: open() connects before it returns (within connect_timeout) and the log takes the
+  // topic's partition count. true: open() returns at once with `partitions` partitions and
+  // connects in the background (see above); a topic with another count is a permanent error.
+  // For `kobo serve` on a data dir that knows its topic's partition count.
+  bool connect_in_background = false;
+  // Extra librdkafka properties for every handle, applied last: security (TLS, SASL), any
+  // property of `--kafka-config`, and in tests the mock cluster and shorter timeouts.
   std::vector<std::pair<std::string, std::string>> config;
 };
 

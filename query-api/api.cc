@@ -31,6 +31,7 @@ void Api::add_routes(http::Router& router) {
     if (auto fault = ledger_.fault(); !fault.empty()) return fault;
     if (auto fault = projector_.fault(); !fault.empty()) return fault;
     if (!caught_up()) return "the views have not caught up with the log yet";
+    if (options_.starting) return options_.starting();
     return {};
   });
 }

@@ -15,6 +15,7 @@
 #ifdef KOBO_CONTRACT_KAFKA
 #include "events/kafka_log.h"
 #include "tests/support/kobo_process.h"
+#include "tests/support/test_kafka.h"
 #endif
 
 namespace kobo {
@@ -200,6 +201,8 @@ std::unique_ptr<EventLog> open_kafka_topic(const std::string& path) {
   o.brokers = testing::test_kafka_brokers();
   o.topic = "contract." + fs::path(path).filename().string();
   o.partitions = 3;
+  o.config = testing::test_kafka_config();  // a secured broker: SASL over TLS
+  testing::ensure_test_topic(o.topic, 3);   // which denies CreateTopics
   auto log = open_kafka_log(o);
   EXPECT_TRUE(log.ok()) << log.status().message();
   return log.ok() ? std::move(log).value() : nullptr;

@@ -15,6 +15,7 @@
 
 #include "events/kafka_log.h"
 #include "tests/support/kobo_process.h"
+#include "tests/support/test_kafka.h"
 
 namespace kobo {
 namespace {
@@ -36,12 +37,27 @@ std::string unique_topic(const std::string& what) {
          std::to_string(Clock::now().time_since_epoch().count());
 }
 
-KafkaLogOptions broker_options(const std::string& topic) {
+KafkaLogOptions broker_options(const std::string& topic, int partitions = 2) {
   KafkaLogOptions o;
   o.brokers = testing::test_kafka_brokers();
   o.topic = topic;
-  o.partitions = 2;
+  o.partitions = static_cast<std::uint32_t>(partitions);
+  o.config = testing::test_kafka_config();        // a secured broker: SASL over TLS
+  testing::ensure_test_topic(topic, partitions);  // which denies CreateTopics
   return o;
+}
+
+// A raw client's configuration: the test broker, and its security settings when it has some.
+rd_kafka_conf_t* raw_conf() {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  auto set = [&](const std::string& k, const std::string& v) {
+    EXPECT_EQ(rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err), RD_KAFKA_CONF_OK)
+        << k << ": " << err;
+  };
+  set("bootstrap.servers", testing::test_kafka_brokers());
+  for (const auto& [k, v] : testing::test_kafka_config()) set(k, v);
+  return conf;
 }
 
 std::unique_ptr<EventLog> open_or_fail(const KafkaLogOptions& o) {
@@ -89,11 +105,8 @@ TEST(KafkaLogOnBroker, ASecondWriterFencesTheFirst) {
 // A raw transactional producer, to leave transactions open or aborted behind the log's back.
 struct RawProducer {
   explicit RawProducer(const std::string& id) {
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_t* conf = raw_conf();
     char err[512];
-    EXPECT_EQ(
-        rd_kafka_conf_set(conf, "bootstrap.servers", testing::test_kafka_brokers().c_str(), err, sizeof err),
-        RD_KAFKA_CONF_OK);
     EXPECT_EQ(rd_kafka_conf_set(conf, "transactional.id", id.c_str(), err, sizeof err), RD_KAFKA_CONF_OK);
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     EXPECT_NE(rk, nullptr) << err;
@@ -118,12 +131,12 @@ TEST(KafkaLogOnBroker, ReadersSeeNeitherAbortedNorOpenTransactions) {
   ASSERT_NE(log, nullptr);
   ASSERT_TRUE(log->append(std::vector<EncodedEvent>{ev(1, 1, "before")}).ok());
   {
-    RawProducer aborted("isolation-aborted-" + o.topic);
+    RawProducer aborted("kobo.isolation-aborted-" + o.topic);  // kobo.*: the secured broker's ACLs
     aborted.produce(o.topic, 1, "aborted");
     ASSERT_EQ(rd_kafka_abort_transaction(aborted.rk, 10'000), nullptr);
   }
   ASSERT_TRUE(log->append(std::vector<EncodedEvent>{ev(1, 2, "after")}).ok());
-  RawProducer open("isolation-open-" + o.topic);
+  RawProducer open("kobo.isolation-open-" + o.topic);
   open.produce(o.topic, 0, "uncommitted");
 
   const auto seen = read_committed(*log, 2);
@@ -141,11 +154,10 @@ TEST(KafkaLogOnBroker, RecordsCarryTheBusinessKeyAndCloudEventsHeaders) {
   EncodedEvent e = ev(1, 7, R"({"type":"Credited"})", "biz-42");
   ASSERT_TRUE(log->append(std::vector<EncodedEvent>{e}).ok());
 
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_t* conf = raw_conf();
   char err[512];
-  ASSERT_EQ(rd_kafka_conf_set(conf, "bootstrap.servers", o.brokers.c_str(), err, sizeof err),
-            RD_KAFKA_CONF_OK);
-  ASSERT_EQ(rd_kafka_conf_set(conf, "group.id", "layout-check", err, sizeof err), RD_KAFKA_CONF_OK);
+  // Never joined; named within the secured broker's ACLs.
+  ASSERT_EQ(rd_kafka_conf_set(conf, "group.id", "kobo.layout-check", err, sizeof err), RD_KAFKA_CONF_OK);
   ASSERT_EQ(rd_kafka_conf_set(conf, "isolation.level", "read_committed", err, sizeof err), RD_KAFKA_CONF_OK);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   ASSERT_NE(rk, nullptr) << err;
@@ -184,8 +196,7 @@ TEST(KafkaLogOnBroker, RecordsCarryTheBusinessKeyAndCloudEventsHeaders) {
 }
 
 TEST(KafkaLogOnBroker, AnExistingTopicKeepsItsPartitionCount) {
-  auto o = broker_options(unique_topic("partitions"));
-  o.partitions = 3;
+  auto o = broker_options(unique_topic("partitions"), 3);
   ASSERT_NE(open_or_fail(o), nullptr);
   o.partitions = 5;
   o.writer = false;

@@ -124,6 +124,7 @@ class Webhooks::Impl {
         tls_(webhooks_detail::make_tls_context()) {}
 
   Status open_follower();
+  Status skip_to_end();  // a new delivery database starts at the log's end
   Status start();
   void stop();
   bool healthy() const { return healthy_.load(); }
@@ -153,7 +154,8 @@ class Webhooks::Impl {
   const WebhookOptions options_;
   asio::ssl::context tls_;
 
-  std::unique_ptr<LogFollower> follower_;  // consumer thread only
+  std::unique_ptr<LogFollower> follower_;  // consumer thread only (and start(), before it runs)
+  bool skip_to_end_ = false;               // start() only
   // The webhook URLs of the accounts read so far (consumer thread only; emptied when an
   // account is updated).
   std::map<std::string, std::set<std::string>> urls_of_account_;
@@ -303,7 +305,11 @@ Status Webhooks::Impl::open_follower() {
   }
   follower_ = std::make_unique<LogFollower>(log_, LogFollowerOptions{options_.poll_records_max});
   if (auto s = follower_->open(std::move(cursors)); !s) return s;
-  if (stored) return {};
+  skip_to_end_ = !stored;  // by start(): it needs the log's end, which open() must not ask for
+  return {};
+}
+
+Status Webhooks::Impl::skip_to_end() {
   SkipAll skip;
   if (auto s = follower_->follow_to_end(skip); !s) return s;
   rocksdb::WriteBatch wb;
@@ -371,6 +377,10 @@ void Webhooks::Impl::consume() {
 }
 
 Status Webhooks::Impl::start() {
+  if (skip_to_end_) {
+    if (auto s = skip_to_end(); !s) return s;
+    skip_to_end_ = false;
+  }
   work_.emplace(io_.get_executor());
   sender_ = std::thread([this] { io_.run(); });
   asio::co_spawn(io_, tick_forever(), asio::detached);

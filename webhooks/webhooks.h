@@ -20,8 +20,10 @@
 // SigningKeyStore: one 0600 file per account under <data-dir>/signing-keys (mode 0700), written
 // before the account is appended, like credentials.json.
 //
-// Thread safety: Webhooks' public methods may be called from any thread. Lifecycle: open(),
-// start(), stop() (or the destructor). It must not outlive the EventLog, Views, Projector and
+// Thread safety: Webhooks' public methods may be called from any thread. Lifecycle: open()
+// (reads only the delivery database, so a node starts in a broker outage), start() (a new
+// delivery database first skips to the log's end; a start that failed may be called again),
+// stop() (or the destructor). It must not outlive the EventLog, Views, Projector and
 // SigningKeyStore it was opened over.
 
 #include <chrono>

@@ -5,7 +5,11 @@
 //    nothing acknowledged is lost or applied twice;
 //  - a second writer on the same topic fences the first for good, and nothing the fenced one
 //    tried after that reaches the log;
-//  - a fresh data dir on an existing topic rebuilds views identical to the original's.
+//  - a fresh data dir on an existing topic rebuilds views identical to the original's;
+//  - a node restarted while the broker is dead serves its views at once, answers writes 503
+//    within the append timeout, and takes writes in the same process once the broker is back;
+//  - on a secured broker (label kafka_secured): a wrong password, a topic it may not create and a
+//    topic outside its ACLs are each a clear error at start, never a hang.
 // The broker-kill test starts a broker of its own (tools/kafka/broker.sh): the shared one serves
 // other tests in parallel. Random choices come from a seed printed at the start (KOBO_TEST_SEED).
 
@@ -24,6 +28,7 @@
 
 #include "tests/audit/run_kobo.h"
 #include "tests/integration/harness.h"
+#include "tests/support/test_kafka.h"
 
 namespace kobo::it {
 namespace {
@@ -426,6 +431,80 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
   EXPECT_EQ(report.exit_code, 0) << report.output;
 }
 
+TEST_F(KafkaFaults, ANodeStartedInABrokerOutageServesReadsAndTakesWritesOnceTheBrokerIsBack) {
+  constexpr int kAppendTimeoutMs = 1'500;
+  const std::vector<std::string> flags{"--kafka-append-timeout-ms", std::to_string(kAppendTimeoutMs)};
+  broker_ = std::make_unique<OwnBroker>();
+  OwnBroker& broker = *broker_;
+  server_ = std::make_unique<KoboProcess>(kobo_options(flags));
+  KoboProcess& first = *server_;
+  const std::string key = first.test_key();
+  const json w1 = create_wallet(first.client(), key), w2 = create_wallet(first.client(), key);
+  const std::string id1 = w1["publicId"], id2 = w2["publicId"];
+  fund(first.client(), key, w1, 1'000'000);
+  const std::string before_ref = unique_name("outage-before");
+  data_or_throw(
+      first.client().post("/v1/transactions/transfer", transfer_body(id1, id2, 10'000, before_ref), key), 200,
+      "transfer before the outage");
+  ASSERT_TRUE(wait_until([&] { return pending_count(first.client(), key) == 0; })) << "still pending";
+  ASSERT_EQ(first.terminate(), 0) << first.log_tail();
+
+  // The node restarts while the broker is dead.
+  broker.kill();
+  KoboOptions options = kobo_options(flags);
+  options.data_dir = first.data_dir();
+  options.kafka_topic = first.kafka_topic();
+  options.wait_ready = false;
+  const auto spawned = Clock::now();
+  KoboProcess node(options);
+  const auto healthy_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - spawned).count();
+  EXPECT_LE(healthy_ms, 5'000) << "/healthz answered 200 only " << healthy_ms << " ms after the start";
+  HttpClient& http = node.client();
+
+  // Not ready, and /readyz names the broker it cannot reach.
+  const HttpResult readyz = http.get("/readyz");
+  EXPECT_EQ(readyz.status, 503u) << readyz.body;
+  EXPECT_NE(readyz.body.find(broker.bootstrap()), std::string::npos)
+      << "/readyz does not name the broker " << broker.bootstrap() << ": " << readyz.body;
+  // Reads are answered from the data dir's views.
+  EXPECT_EQ(balance_of(http, key, id1), 990'000);
+  EXPECT_EQ(balance_of(http, key, id2), 10'000);
+  EXPECT_EQ(http.get("/v1/transactions/" + before_ref, key).status, 200u);
+  // Writes are refused within the append timeout, and move nothing.
+  const std::string refused_ref = unique_name("outage-refused");
+  const auto issued = Clock::now();
+  const HttpResult refused =
+      http.post("/v1/transactions/transfer", transfer_body(id1, id2, 20'000, refused_ref), key);
+  const auto refused_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - issued).count();
+  EXPECT_EQ(refused.status, 503u) << refused.body;
+  EXPECT_LE(refused_ms, kAppendTimeoutMs)
+      << "a write in the outage was answered after " << refused_ms << " ms";
+  EXPECT_EQ(node.client().get("/healthz").status, 200u);
+
+  // The broker returns: the same process connects, reads the topic and takes writes.
+  const auto restarting = Clock::now();
+  broker.restart();
+  ASSERT_TRUE(wait_until([&] { return node.client().get("/readyz").status == 200; }, milliseconds(60'000)))
+      << "/readyz not 200 within 60 s of the broker's return; log:\n"
+      << node.log_tail();
+  std::cout << "healthy " << healthy_ms << " ms after the start in the outage; a write refused in "
+            << refused_ms << " ms; ready "
+            << std::chrono::duration_cast<milliseconds>(Clock::now() - restarting).count()
+            << " ms after broker.sh restart was called" << std::endl;
+  const std::string after_ref = unique_name("outage-after");
+  data_or_throw(http.post("/v1/transactions/transfer", transfer_body(id1, id2, 30'000, after_ref), key), 200,
+                "transfer once the broker is back");
+  EXPECT_EQ(http.get("/v1/transactions/" + refused_ref, key).status, 404u)
+      << "the refused write reached the log";
+  ASSERT_TRUE(wait_until([&] { return pending_count(http, key) == 0; })) << "still pending";
+  EXPECT_EQ(balance_of(http, key, id1), 1'000'000 - 10'000 - 30'000);
+  EXPECT_EQ(balance_of(http, key, id2), 10'000 + 30'000);
+
+  EXPECT_EQ(node.terminate(), 0) << node.log_tail();
+  const auto report = audit(node.kafka_topic(), node.data_dir());
+  EXPECT_EQ(report.exit_code, 0) << report.output;
+}
+
 TEST_F(KafkaFaults, ASecondWriterFencesTheFirst) {
   ASSERT_FALSE(kobo::testing::test_kafka_brokers().empty())
       << "a Kafka-only test: KOBO_TEST_KAFKA_DIR is not set";
@@ -561,6 +640,63 @@ TEST_F(KafkaFaults, AFreshDataDirRebuildsIdenticalViews) {
   const auto report = audit(b.kafka_topic(), b.data_dir());
   EXPECT_EQ(report.exit_code, 0) << report.output;
   if (::testing::Test::HasFailure()) a.keep_data_dir(true);
+}
+
+// ---- a secured cluster (broker.sh start DIR --secured: SASL_SSL, SCRAM, ACLs) -----------------
+
+// `kobo serve` on a fresh data dir that cannot start: it must exit, at once and saying why,
+// never hang. `timeout 60` turns a hang into exit code 124.
+// (test_kafka_brokers() exports the user's credentials: call it before changing them.)
+kobo::testing::RunResult serve_expecting_failure(const std::string& brokers, const std::string& topic,
+                                                 const fs::path& data_dir) {
+  return kobo::testing::run_kobo(
+      "/usr/bin/timeout", {"60", kobo_binary().string(), "serve", "--listen", "127.0.0.1:0", "--data-dir",
+                           data_dir.string(), "--kafka-brokers", brokers, "--kafka-topic", topic});
+}
+
+class KafkaSecured : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!kobo::testing::test_kafka_secured()) GTEST_SKIP() << "for the secured broker (label kafka_secured)";
+    kobo::testing::export_test_kafka_credentials();
+  }
+};
+
+TEST_F(KafkaSecured, AWrongPasswordIsAClearErrorAtStart) {
+  const std::string topic = unique_name("it.secured-password");
+  kobo::testing::ensure_test_topic(topic, 2);
+  TempDir dir("kobo-it-secured");
+  const std::string brokers = kobo::testing::test_kafka_brokers();
+  const std::string password = std::getenv("KOBO_KAFKA_SASL_PASSWORD");
+  ::setenv("KOBO_KAFKA_SASL_PASSWORD", "not-the-password", 1);
+  const auto started = Clock::now();
+  const auto run = serve_expecting_failure(brokers, topic, dir.path());
+  ::setenv("KOBO_KAFKA_SASL_PASSWORD", password.c_str(), 1);
+  const auto took_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - started).count();
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_LE(took_ms, 20'000) << run.output;
+  EXPECT_NE(run.output.find("invalid credentials"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("--kafka-sasl-password"), std::string::npos) << run.output;
+}
+
+TEST_F(KafkaSecured, ATopicItMayNotCreateIsAClearErrorNamingTheAcl) {
+  const std::string topic = unique_name("it.secured-missing");  // allowed, but missing
+  TempDir dir("kobo-it-secured");
+  const auto run = serve_expecting_failure(kobo::testing::test_kafka_brokers(), topic, dir.path());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("CREATE on Topic " + topic), std::string::npos) << run.output;
+}
+
+TEST_F(KafkaSecured, ATopicOutsideItsAclsIsAClearErrorNamingTheAcl) {
+  const std::string topic = unique_name("forbidden.secured");
+  kobo::testing::ensure_test_topic(topic, 2);
+  TempDir dir("kobo-it-secured");
+  const auto run = serve_expecting_failure(kobo::testing::test_kafka_brokers(), topic, dir.path());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("DESCRIBE, READ and WRITE on Topic " + topic), std::string::npos) << run.output;
+  const auto audit_run = audit(topic);
+  EXPECT_EQ(audit_run.exit_code, 2) << audit_run.output;
+  EXPECT_NE(audit_run.output.find("on Topic " + topic), std::string::npos) << audit_run.output;
 }
 
 }  // namespace

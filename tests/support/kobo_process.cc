@@ -1,5 +1,7 @@
 #include "tests/support/kobo_process.h"
 
+#include "tests/support/test_kafka.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -62,6 +64,7 @@ std::string test_kafka_brokers() {
   std::string brokers;
   std::getline(in, brokers);
   if (brokers.empty()) throw std::runtime_error("KOBO_TEST_KAFKA_DIR=" + dir + " has no running broker");
+  export_test_kafka_credentials();  // a secured broker: every kobo this process runs connects as its user
   return brokers;
 }
 
@@ -139,7 +142,13 @@ void KoboProcess::spawn() {
                                    "--data-dir",     data_dir_.string()};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   if (const auto brokers = test_kafka_brokers(); !brokers.empty() && !options_.embedded_only) {
-    // The Kafka run of a suite: a topic of its own per data dir, kept across restarts.
+    // The Kafka run of a suite: a topic of its own per data dir, kept across restarts. A secured
+    // broker denies the service CreateTopics: the operator makes it, with the partitions asked for.
+    int partitions = 6;
+    for (std::size_t i = 0; i + 1 < options_.extra_args.size(); ++i)
+      if (options_.extra_args[i] == "--partitions" || options_.extra_args[i] == "--kafka-partitions")
+        partitions = std::stoi(options_.extra_args[i + 1]);
+    ensure_test_topic(kafka_topic(), partitions);
     args.insert(args.end(), {"--kafka-brokers", brokers, "--kafka-topic", kafka_topic()});
   }
   std::vector<char*> argv;
@@ -199,11 +208,14 @@ void KoboProcess::wait_healthy() {
     try {
       HttpClient probe("127.0.0.1", port_, milliseconds(1000));
       HttpResult res = probe.get("/healthz");
-      if (res.status == 200) {
+      // HTTP serves before the first business is made (a node starts in a broker outage): its
+      // keys are written a moment later.
+      if (res.status == 200 && fs::exists(data_dir_ / "credentials.json")) {
         read_credentials();
         return;
       }
-      last_error = "GET /healthz answered " + std::to_string(res.status) + " " + res.body;
+      last_error = res.status == 200 ? "healthy, but no credentials.json yet"
+                                     : "GET /healthz answered " + std::to_string(res.status) + " " + res.body;
     } catch (const std::exception& e) {
       last_error = e.what();
     }

@@ -2,8 +2,8 @@
 // Runs the real `kobo serve` as a child process for integration tests.
 //
 // A KoboProcess owns one child at a time: it starts `kobo serve` on a loopback port with a data
-// directory (a fresh temporary one unless given), waits until GET /healthz answers 200, and reads
-// the bootstrap credentials the server wrote to <data-dir>/credentials.json. The child's stderr
+// directory (a fresh temporary one unless given), waits until GET /healthz answers 200 and the
+// server wrote the bootstrap credentials to <data-dir>/credentials.json, and reads them. The child's stderr
 // (its JSON log) goes to <data-dir>/kobo.<n>.log and its stdout to <data-dir>/kobo.<n>.stdout
 // (n counts starts), so a failed start can show the log's tail. The child gets SIGKILL if the thread that
 // started it dies (PR_SET_PDEATHSIG), so a crashed test leaves no server behind.

@@ -8,6 +8,17 @@
 #   tools/kafka/broker.sh stop DIR    stops it (SIGTERM, then SIGKILL after 20 s)
 #   tools/kafka/broker.sh kill DIR    kill -9, for fault tests
 #   tools/kafka/broker.sh restart DIR starts the stopped/killed broker again on the same ports and log
+#   tools/kafka/broker.sh start DIR --secured
+#                                     the same broker as production secures it: clients on SASL_SSL
+#                                     (TLS with a CA made by openssl in DIR/tls, SCRAM-SHA-256/512 and
+#                                     PLAIN for the user `kobo`), a KRaft StandardAuthorizer whose
+#                                     ACLs allow `kobo` only the topics of $KOBO_KAFKA_TOPIC_PREFIXES
+#                                     (prefixed; Read, Write, Describe, DescribeConfigs), the
+#                                     transactional ids and the (never joined) consumer group `kobo.*`,
+#                                     and deny it CreateTopics. An
+#                                     operator's PLAINTEXT listener (a super user) is written to
+#                                     DIR/admin-bootstrap; the client's librdkafka properties to
+#                                     DIR/client.properties (the password is in DIR/sasl-password).
 #
 # The jars come from Maven Central through tools/kafka/pom.xml (`mvn package` copies them to
 # tools/kafka/target/lib); Java is Debian's OpenJDK. Broker output goes to DIR/broker.log.
@@ -16,8 +27,12 @@ trap 'echo "broker.sh: ${cmd:-?} failed at line $LINENO (exit $?)" >&2' ERR
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 lib="$here/target/lib"
-cmd="${1:-}"; dir="${2:-}"
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop|kill|restart DIR" >&2; exit 2; }
+cmd="${1:-}"; dir="${2:-}"; mode="${3:-}"
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop|kill|restart DIR [--secured]" >&2; exit 2; }
+[ -z "$mode" ] || [ "$mode" = "--secured" ] || { echo "usage: $0 start DIR [--secured]" >&2; exit 2; }
+# The secured broker's client and the topics it may use (prefixes: the tests' topics have their own).
+sasl_user=kobo
+topic_prefixes="${KOBO_KAFKA_TOPIC_PREFIXES:-kobo.ledger.events it. contract. kafka-log-test. bench.}"
 
 fetch_jars() {
   [ -f "$lib/kafka_2.13-3.9.0.jar" ] && return 0
@@ -32,6 +47,41 @@ free_port() {
 java_run() {  # java_run MAINCLASS ARGS...: the broker's classpath and a heap that suits a test box
   exec java -Xms256m -Xmx768m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
     -Dlog4j.configuration="file:$dir/log4j.properties" -cp "$lib/*" "$@"
+}
+
+# A CA and the broker's certificate for 127.0.0.1 and localhost, made fresh for each start.
+make_certs() {
+  local tls="$dir/tls"
+  mkdir -p "$tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=kobo test CA" \
+    -keyout "$tls/ca.key" -out "$tls/ca.pem" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$tls/broker.key" \
+    -out "$tls/broker.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$tls/san.ext"
+  openssl x509 -req -in "$tls/broker.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial \
+    -days 2 -extfile "$tls/san.ext" -out "$tls/broker.pem" 2>/dev/null
+  # Kafka's PEM key store: the private key (PKCS#8, encrypted with a scheme Java reads) and the chain.
+  openssl pkcs8 -topk8 -v1 PBE-SHA1-3DES -in "$tls/broker.key" -passout "pass:$(cat "$dir/key-password")" \
+    -out "$tls/broker.p8" 2>/dev/null
+  cat "$tls/broker.p8" "$tls/broker.pem" "$tls/ca.pem" >"$tls/broker-keystore.pem"
+}
+
+# The ACLs of the service's user, through the operator's listener.
+add_acls() {
+  local admin; admin="$(cat "$dir/admin-bootstrap")"
+  local topic_args=()
+  for p in $topic_prefixes; do topic_args+=(--topic "$p"); done
+  (java_run kafka.admin.AclCommand --bootstrap-server "$admin" --add --allow-principal "User:$sasl_user" \
+     --operation Read --operation Write --operation Describe --operation DescribeConfigs \
+     "${topic_args[@]}" --resource-pattern-type prefixed) >>"$dir/broker.log" 2>&1
+  (java_run kafka.admin.AclCommand --bootstrap-server "$admin" --add --allow-principal "User:$sasl_user" \
+     --operation Write --operation Describe --transactional-id kobo. --resource-pattern-type prefixed) \
+     >>"$dir/broker.log" 2>&1
+  # Readers name a consumer group (librdkafka's assign() wants one) that is never joined.
+  (java_run kafka.admin.AclCommand --bootstrap-server "$admin" --add --allow-principal "User:$sasl_user" \
+     --operation Read --operation Describe --group kobo. --resource-pattern-type prefixed) >>"$dir/broker.log" 2>&1
+  (java_run kafka.admin.AclCommand --bootstrap-server "$admin" --add --deny-principal "User:$sasl_user" \
+     --operation Create --cluster) >>"$dir/broker.log" 2>&1
 }
 
 launch() {
@@ -70,15 +120,55 @@ case "$cmd" in
     dir="$(cd "$dir" && pwd)"
     port="$(free_port)"; cport="$(free_port)"
     echo "$port" >"$dir/port"
-    cat >"$dir/server.properties" <<PROPS
+    if [ "$mode" = "--secured" ]; then
+      aport="$(free_port)"
+      echo "127.0.0.1:$aport" >"$dir/admin-bootstrap"
+      python3 -c 'import secrets; print(secrets.token_hex(12))' >"$dir/sasl-password"
+      python3 -c 'import secrets; print(secrets.token_hex(12))' >"$dir/key-password"
+      password="$(cat "$dir/sasl-password")"
+      make_certs
+      cat >"$dir/client.properties" <<PROPS
+security.protocol=SASL_SSL
+ssl.ca.location=$dir/tls/ca.pem
+sasl.mechanisms=SCRAM-SHA-512
+sasl.username=$sasl_user
+sasl.password=$password
+PROPS
+      listeners="CLIENT://127.0.0.1:$port,ADMIN://127.0.0.1:$aport,CONTROLLER://127.0.0.1:$cport"
+      cat >"$dir/server.properties" <<PROPS
+listeners=$listeners
+advertised.listeners=CLIENT://127.0.0.1:$port,ADMIN://127.0.0.1:$aport
+listener.security.protocol.map=CLIENT:SASL_SSL,ADMIN:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=ADMIN
+sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN
+listener.name.client.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.client.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.client.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$sasl_user="$password";
+ssl.keystore.type=PEM
+ssl.keystore.location=$dir/tls/broker-keystore.pem
+ssl.key.password=$(cat "$dir/key-password")
+ssl.client.auth=none
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+# The operator's and the controller's PLAINTEXT listeners (loopback only) act as ANONYMOUS.
+super.users=User:ANONYMOUS
+allow.everyone.if.no.acl.found=false
+PROPS
+      scram=(--add-scram "SCRAM-SHA-256=[name=$sasl_user,password=$password]"
+             --add-scram "SCRAM-SHA-512=[name=$sasl_user,password=$password]")
+    else
+      scram=()
+      cat >"$dir/server.properties" <<PROPS
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+PROPS
+    fi
+    cat >>"$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
 log.dirs=$dir/log
 num.partitions=1
 auto.create.topics.enable=false
@@ -114,12 +204,16 @@ while True:
         print(s)
         break')"
     if ! (java_run kafka.tools.StorageTool format -t "$cluster_id" -c "$dir/server.properties" \
-          --ignore-formatted) >>"$dir/broker.log" 2>&1; then
+          --ignore-formatted "${scram[@]}") >>"$dir/broker.log" 2>&1; then
       echo "broker.sh: formatting the KRaft log failed; see $dir/broker.log" >&2
       tail -20 "$dir/broker.log" >&2
       exit 1
     fi
     launch
+    if [ "$mode" = "--secured" ] && ! add_acls; then
+      echo "broker.sh: adding the ACLs failed; see $dir/broker.log" >&2
+      exit 1
+    fi
     ;;
   restart)
     dir="$(cd "$dir" && pwd)"
