@@ -8,7 +8,6 @@
 #include <charconv>
 #include <stdexcept>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "common/json_dump.h"
 #include "common/log.h"
@@ -56,23 +55,29 @@ class ViewsReadFailed : public std::runtime_error {
 
 }  // namespace
 
-// The view changes not yet written, with an overlay so that later events of the batch read what
-// earlier ones wrote. Rows are kept as the bytes they are stored as (rows.h) and changed by
-// decoding, changing and encoding them; counters are changed without reading them, their changes summed until
-// the flush and merged into them there. The batch finds a key by its hash, and at the flush its writes go
-// into the WriteBatch in key order, each key once, which makes RocksDB's memtable inserts much cheaper than
-// in the order the events made them.
+// The view changes not yet written. Rows that a later event of the batch may read back (view
+// tags in kReadBack: balances, transaction rows, facts, accounts, positions) are kept in an overlay
+// by key, as the bytes they are stored as (rows.h), and changed by decoding, changing and encoding
+// them. Everything else is written once and never read back (listings, indexes, counters' keys):
+// it is appended, key and value, to one buffer, with no allocation per key, and a later change
+// of the same key wins at the flush. Counters are changed without reading them, their changes
+// summed until the flush and merged into them there. At the flush the writes go into the
+// WriteBatch in key order, each key once, which makes RocksDB's memtable inserts much cheaper
+// than in the order the events made them.
 class Projector::Batch {
  public:
   explicit Batch(Views& views) : views_(views) {}
 
   void put(const std::string& key, std::string value) {
-    erased_.erase(key);
-    writes_.insert_or_assign(key, std::move(value));
+    if (read_back(key))
+      writes_.insert_or_assign(key, std::move(value));
+    else
+      append(key, value, /*erased=*/false);
   }
+  // Only keys never read back are erased (a listing a transaction leaves).
   void erase(const std::string& key) {
-    writes_.erase(key);
-    erased_.insert(key);
+    KOBO_ASSERT(!read_back(key), "an erased view key is one the batch reads back");
+    append(key, {}, /*erased=*/true);
   }
   // Adds `delta` to the counter at `key` (view_keys.h: decimal text; absent is 0), unread: the
   // batch's deltas are written as merge operands (view_counter_merge in views.h). A counter the
@@ -91,7 +96,7 @@ class Projector::Batch {
   // fail after reaching the views' write-ahead log (an acknowledgement lost), and the reopen then
   // recovers it; the batch is not written twice, as its counter changes would count twice.
   [[nodiscard]] Status flush(bool again = false) {
-    if ((!writes_.empty() || !erased_.empty() || !counts_.empty()) && !(again && landed())) {
+    if ((!writes_.empty() || !appended_.empty() || !counts_.empty()) && !(again && landed())) {
       rocksdb::WriteBatch wb = write_batch();
       if (auto s = views_.write(wb); !s) return s;  // the batch stays, to be written again
     }
@@ -101,7 +106,8 @@ class Projector::Batch {
     if (!appended_at_.empty())
       projector_metrics().last_lag.set(static_cast<double>(now - appended_at_.back()) / 1000.0);
     writes_.clear();
-    erased_.clear();
+    appended_.clear();
+    bytes_.clear();
     counts_.clear();
     appended_at_.clear();
     return {};
@@ -110,24 +116,35 @@ class Projector::Batch {
  private:
   // Every change of the batch, in key order.
   rocksdb::WriteBatch write_batch() const {
+    enum class Kind { put, erase, merge };  // merge: a counter's change
     struct Change {
       std::string_view key;
-      const std::string* value;  // null: deleted
-      bool delta;                // a counter's change, merged into it
+      std::string_view value;
+      Kind kind;
     };
     std::vector<Change> changes;
-    changes.reserve(writes_.size() + erased_.size() + counts_.size());
+    changes.reserve(writes_.size() + appended_.size() + counts_.size());
     std::vector<std::string> deltas;  // reserved first: the changes point into it
     deltas.reserve(counts_.size());
-    for (const auto& [key, value] : writes_) changes.push_back({key, &value, false});
-    for (const auto& key : erased_) changes.push_back({key, nullptr, false});
+    for (const auto& [key, value] : writes_) changes.push_back({key, value, Kind::put});
+    for (const Appended& a : appended_)
+      changes.push_back({std::string_view(bytes_).substr(a.at, a.key_size),
+                         std::string_view(bytes_).substr(a.at + a.key_size, a.value_size),
+                         a.erased ? Kind::erase : Kind::put});
     for (const auto& [key, n] : counts_)
-      changes.push_back({key, &deltas.emplace_back(std::to_string(n)), true});
-    std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.key < b.key; });
+      changes.push_back({key, deltas.emplace_back(std::to_string(n)), Kind::merge});
+    // Stable: of the changes of one key (only appended keys repeat), the last is written.
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const Change& a, const Change& b) { return a.key < b.key; });
     rocksdb::WriteBatch wb;
-    for (const Change& c : changes) {
+    for (std::size_t i = 0; i < changes.size(); ++i) {
+      const Change& c = changes[i];
+      if (i + 1 < changes.size() && changes[i + 1].key == c.key) continue;
       const rocksdb::Slice key(c.key.data(), c.key.size());
-      const auto s = c.delta ? wb.Merge(key, *c.value) : c.value ? wb.Put(key, *c.value) : wb.Delete(key);
+      const rocksdb::Slice value(c.value.data(), c.value.size());
+      const auto s = c.kind == Kind::merge ? wb.Merge(key, value)
+                     : c.kind == Kind::put ? wb.Put(key, value)
+                                           : wb.Delete(key);
       KOBO_ASSERT(s.ok(), "WriteBatch change");
     }
     return wb;
@@ -179,9 +196,26 @@ class Projector::Batch {
   void reindex_transaction(const TransactionIndex& before, const TransactionIndex& after);
 
   Views& views_;
-  std::unordered_map<std::string, std::string> writes_;   // key -> value, written at the flush
-  std::unordered_set<std::string> erased_;                // keys deleted at the flush, none in writes_
-  std::unordered_map<std::string, std::int64_t> counts_;  // counter key -> its change, none in writes_
+  // The view tags (view_keys.h) of rows a later event of a batch may read back.
+  static bool read_back(std::string_view key) {
+    return !key.empty() && std::string_view("bTEAWP").find(key.front()) != std::string_view::npos;
+  }
+  void append(std::string_view key, std::string_view value, bool erased) {
+    appended_.push_back(Appended{bytes_.size(), static_cast<std::uint32_t>(key.size()),
+                                 static_cast<std::uint32_t>(value.size()), erased});
+    bytes_.append(key);
+    bytes_.append(value);
+  }
+  struct Appended {
+    std::size_t at;  // in bytes_: the key, then the value
+    std::uint32_t key_size, value_size;
+    bool erased;
+  };
+
+  std::unordered_map<std::string, std::string> writes_;   // rows read back: key -> value
+  std::vector<Appended> appended_;                        // everything else, in the order changed
+  std::string bytes_;                                     // appended_'s keys and values
+  std::unordered_map<std::string, std::int64_t> counts_;  // counter key -> its change
   std::vector<UnixMs> appended_at_;  // Event::time of each event applied since the last flush
 };
 
