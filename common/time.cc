@@ -42,10 +42,27 @@ std::string format_iso8601(UnixMs ms) {
   rem %= 60'000;
   const int ss = static_cast<int>(rem / 1000);
   const int milli = static_cast<int>(rem % 1000);
+  const int year = static_cast<int>(ymd.year());
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<int>(ymd.year()),
-                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()), hh, mm, ss, milli);
-  return buf;
+  if (year < 0 || year > 9999) {
+    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", year,
+                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()), hh, mm, ss, milli);
+    return buf;
+  }
+  // Written digit by digit: every record rendered on a read shows a few of these.
+  std::string out = "0000-00-00T00:00:00.000Z";
+  const auto digits = [&out](std::size_t at, int width, int v) {
+    for (int i = width - 1; i >= 0; --i, v /= 10)
+      out[at + static_cast<std::size_t>(i)] = static_cast<char>('0' + v % 10);
+  };
+  digits(0, 4, year);
+  digits(5, 2, static_cast<int>(static_cast<unsigned>(ymd.month())));
+  digits(8, 2, static_cast<int>(static_cast<unsigned>(ymd.day())));
+  digits(11, 2, hh);
+  digits(14, 2, mm);
+  digits(17, 2, ss);
+  digits(20, 3, milli);
+  return out;
 }
 
 std::optional<UnixMs> parse_date(std::string_view s) {
