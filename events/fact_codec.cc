@@ -15,17 +15,20 @@ using described::IsOptional;
 
 constexpr unsigned char kFormat = 1;
 
-// The largest value of each enum the data holds, for decoding checks.
+// The largest value of each enum the data may hold, for decoding checks; -1 for any other type.
 template <typename E>
-constexpr int kLastEnum = -1;
-template <>
-constexpr int kLastEnum<TransactionStatus> = static_cast<int>(TransactionStatus::failed);
-template <>
-constexpr int kLastEnum<CollectionStatus> = static_cast<int>(CollectionStatus::expired);
-template <>
-constexpr int kLastEnum<WalletCategory> = static_cast<int>(WalletCategory::secondary);
-template <>
-constexpr int kLastEnum<BeneficiaryType> = static_cast<int>(BeneficiaryType::personal);
+constexpr int last_enum() {
+  if constexpr (std::is_same_v<E, TransactionStatus>)
+    return static_cast<int>(TransactionStatus::failed);
+  else if constexpr (std::is_same_v<E, CollectionStatus>)
+    return static_cast<int>(CollectionStatus::expired);
+  else if constexpr (std::is_same_v<E, WalletCategory>)
+    return static_cast<int>(WalletCategory::secondary);
+  else if constexpr (std::is_same_v<E, BeneficiaryType>)
+    return static_cast<int>(BeneficiaryType::personal);
+  else
+    return -1;
+}
 
 template <typename T>
 void put(std::string& out, const T& v) {
@@ -44,7 +47,7 @@ void put(std::string& out, const T& v) {
   else if constexpr (std::is_same_v<T, RawJson>)
     put_length_prefixed(out, v.text);
   else if constexpr (std::is_enum_v<T>) {
-    static_assert(kLastEnum<T> >= 0, "an enum the fact form does not know");
+    static_assert(last_enum<T>() >= 0, "an enum the fact form does not know");
     out.push_back(static_cast<char>(v));
   } else if constexpr (IsOptional<T>::value) {
     out.push_back(v ? '\1' : '\0');
@@ -88,7 +91,7 @@ class Reader : public VarintReader {
       v.text.assign(length_prefixed());
     else if constexpr (std::is_enum_v<T>) {
       const unsigned char b = byte();
-      if (b > kLastEnum<T>) fail();
+      if (b > last_enum<T>()) fail();
       v = static_cast<T>(b);
     } else if constexpr (IsOptional<T>::value) {
       if (flag()) get(v.emplace());
