@@ -56,15 +56,15 @@ TEST_F(Answers, EveryCreatedRecordIsWhatAGetRightAfterShows) {
   // A payout: pending in its answer; the rail takes it to processing at once (and no further on
   // this slow rail), which is all a read may show besides.
   json payout = created(http().post("/v1/transactions/bank-transfer",
-                                          json{{"source", a["publicId"]},
-                                               {"accountNumber", "0123456784"},
-                                               {"bankCode", "044"},
-                                               {"amount", 50'000},
-                                               {"currency", "NGN"},
-                                               {"narration", "answer payout"},
-                                               {"metadata", {{"order", 7}}}},
-                                          key()),
-                              200, "payout");
+                                    json{{"source", a["publicId"]},
+                                         {"accountNumber", "0123456784"},
+                                         {"bankCode", "044"},
+                                         {"amount", 50'000},
+                                         {"currency", "NGN"},
+                                         {"narration", "answer payout"},
+                                         {"metadata", {{"order", 7}}}},
+                                    key()),
+                        200, "payout");
   EXPECT_EQ(payout["status"], "pending");
   json on_rail = got(http(), key(), "/v1/transactions/" + payout["publicId"].get<std::string>());
   if (on_rail["status"] == "processing") {
