@@ -33,7 +33,7 @@ test: build kafka
 # The bank invariants on a three-broker cluster (tools/kafka/broker.sh start DIR --cluster:
 # replication factor 3, min.insync.replicas 2) while the partition's leader is killed under load
 # and while a node is killed -9 and restarted in a broker outage. Not in `make test` nor CI
-# (about 3 minutes on 2 cores); its figures are printed at the end.
+# (about 4 minutes on 2 cores); its figures are printed at the end.
 kafka-cluster-test: build kafka
 	./build/tests/it_kafka_faults_test --gtest_filter='KafkaCluster.*'
 
