@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The HTTP rows of `make bench`: starts `kobo serve` on a fresh data dir (fsync on every group
-# commit), creates and funds 100 wallets, then runs wrk (2 threads, 64 keep-alive connections)
+# commit), creates and funds 100 wallets, then runs wrk (2 threads, CONNECTIONS keep-alive connections, default 64)
 # for each phase asked for, on the same server:
 #   transfers  POST /v1/transactions/transfer at full speed (the peak)
 #   get        GET /v1/virtual-accounts/{id} over the 100 wallets
@@ -10,7 +10,9 @@
 #              on the same data dir: the server's resident memory after it (and before the kill),
 #              and how long it took to be ready
 # Each phase prints a `RESULT key=value ...` line for run.sh. Flags after `--` go to `kobo serve`
-# (another backend, say).
+# (another backend, say). BUSINESSES=B (default 1) spreads the 100 wallets over B businesses in B
+# different partitions (of PARTITIONS, default 6; created with the admin API), and each transfer
+# is between two wallets of one business: writes that Kafka may commit side by side.
 #
 #   bench/http_bench.sh BUILD_DIR [SECONDS] [PHASES] [-- SERVE_FLAGS...]
 #   e.g. bench/http_bench.sh build-bench 10 transfers,get,lag
@@ -24,6 +26,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 data=$(mktemp -d "${TMPDIR:-/tmp}/kobo-bench.XXXXXX")
 port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 serve_flags=("$@")
+connections=${CONNECTIONS:-64}
+businesses=${BUSINESSES:-1}
+partitions=${PARTITIONS:-6}
+admin_key=bench-admin-$$
+if [ "$businesses" -gt 1 ]; then serve_flags+=(--admin-key "$admin_key" --partitions "$partitions"); fi
 serve() {  # starts kobo serve on the data dir and waits until it is ready
   "$build/kobo" serve --listen 127.0.0.1:$port --data-dir "$data" --log-level warn "${serve_flags[@]}" \
     >/dev/null 2>>"$data/stderr" &
@@ -35,12 +42,16 @@ trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
 url="http://127.0.0.1:$port"
 export KOBO_BENCH_DIR=$here
 export KOBO_KEY=$(python3 -c "import json;print(json.load(open('$data/credentials.json'))['testSecretKey'])")
-export KOBO_WALLETS=$(python3 "$here/setup_wallets.py" "$url" "$KOBO_KEY" 100)
+if [ "$businesses" -gt 1 ]; then
+  export KOBO_WALLETS=$(python3 "$here/setup_wallets.py" "$url" "$KOBO_KEY" 100 "$businesses" "$partitions" "$admin_key")
+else
+  export KOBO_WALLETS=$(python3 "$here/setup_wallets.py" "$url" "$KOBO_KEY" 100)
+fi
 
 # wrk's own summary goes to stderr; the WRK line it prints last is returned.
 run_wrk() {  # SCRIPT SECONDS
   local out
-  out=$(wrk -t2 -c64 -d"$2"s --timeout 10s -s "$here/$1" "$url")
+  out=$(wrk -t2 -c"$connections" -d"$2"s --timeout 10s -s "$here/$1" "$url")
   echo "$out" | grep -v '^WRK ' >&2
   echo "$out" | grep '^WRK '
 }
@@ -58,7 +69,8 @@ if [[ ,$phases, == *,transfers,* || ,$phases, == *,lag,* ]]; then
   read -r _ append_mean _ < <(python3 "$here/metrics_delta.py" "$data/m0" "$data/m1" kobo_log_append_duration_seconds 0.5)
   echo "transfers: $(field "$r" rps)/s, p50 $(ms "$(field "$r" p50_us)") ms, p99 $(ms "$(field "$r" p99_us)") ms," \
        "max $(ms "$(field "$r" max_us)") ms; non-2xx $(field "$r" non2xx), socket errors $(field "$r" errors);" \
-       "$(printf '%.0f' "$batch_mean") commands per group commit, $(python3 -c "print(f'{$append_mean*1000:.1f}')") ms per synced append" >&2
+       "$(printf '%.0f' "$batch_mean") commands per group commit, $(python3 -c "print(f'{$append_mean*1000:.1f}')") ms per synced append;" \
+       "$businesses business(es)" >&2
   if [[ ,$phases, == *,transfers,* ]]; then
     echo "RESULT http_tps=$(printf '%.0f' "$peak") http_p50_ms=$(ms "$(field "$r" p50_us)")" \
          "http_p99_ms=$(ms "$(field "$r" p99_us)") http_max_ms=$(ms "$(field "$r" max_us)") http_non2xx=$(field "$r" non2xx)"
@@ -73,15 +85,15 @@ fi
 
 if [[ ,$phases, == *,lag,* ]]; then
   # wrk is closed-loop: each connection waits KOBO_DELAY_MS after an answer. Three short runs
-  # calibrate the wait so that 64 connections make about 80% of the peak rate.
+  # calibrate the wait so that the connections make about 80% of the peak rate.
   target=$(python3 -c "print($peak * 0.8)")
-  delay=$(python3 -c "print(max(0, round(64000 / $target)))")
+  delay=$(python3 -c "print(max(0, round($((connections * 1000)) / $target)))")
   for _ in 1 2 3; do
     r=$(KOBO_DELAY_MS=$delay run_wrk transfer.lua 3 2>/dev/null)
     delay=$(python3 -c "
 rate = $(field "$r" rps); d = $delay
-latency = 64000 / rate - d                    # ms per request besides the wait
-print(max(0, round(64000 / $target - latency)))")
+latency = $((connections * 1000)) / rate - d                    # ms per request besides the wait
+print(max(0, round($((connections * 1000)) / $target - latency)))")
   done
   scrape "$data/m2"
   r=$(KOBO_DELAY_MS=$delay run_wrk transfer.lua "$seconds")

@@ -1,11 +1,18 @@
 -- wrk script: wallet transfers between pre-funded wallets, each with a unique reference.
--- Environment: KOBO_KEY (test secret key), KOBO_WALLETS (comma-separated wallet publicIds),
--- KOBO_BENCH_DIR (this folder), and optionally KOBO_DELAY_MS: each connection waits that long
--- after an answer before its next request (a paced, lower load; see http_bench.sh).
+-- Environment: KOBO_KEY (test secret key), KOBO_WALLETS (comma-separated wallet publicIds; or,
+-- for several businesses, "key:id,id;key:id,id": each transfer is between two wallets of one
+-- business, chosen at random, with its key), KOBO_BENCH_DIR (this folder), and optionally
+-- KOBO_DELAY_MS: each connection waits that long after an answer before its next request (a
+-- paced, lower load; see http_bench.sh).
 dofile(os.getenv("KOBO_BENCH_DIR") .. "/wrk_report.lua")
-local key = os.getenv("KOBO_KEY")
-local wallets = {}
-for w in string.gmatch(os.getenv("KOBO_WALLETS"), "[^,]+") do wallets[#wallets + 1] = w end
+local groups = {}  -- {key = ..., wallets = {...}} per business
+for group in string.gmatch(os.getenv("KOBO_WALLETS"), "[^;]+") do
+  local key, list = string.match(group, "^([^:]+):(.*)$")
+  if key == nil then key, list = os.getenv("KOBO_KEY"), group end
+  local wallets = {}
+  for w in string.gmatch(list, "[^,]+") do wallets[#wallets + 1] = w end
+  groups[#groups + 1] = {key = key, wallets = wallets}
+end
 local pause = tonumber(os.getenv("KOBO_DELAY_MS") or "0")
 local counter = 0
 local threads = {}
@@ -27,6 +34,8 @@ end
 
 function request()
   counter = counter + 1
+  local group = groups[math.random(#groups)]
+  local wallets = group.wallets
   local src = wallets[math.random(#wallets)]
   local dst = src
   while dst == src do dst = wallets[math.random(#wallets)] end
@@ -35,5 +44,5 @@ function request()
     '"amount":10000,"currency":"NGN","narration":"bench","reference":"b-%d-%d-%d"}',
     src, dst, thread_id, run_id, counter)
   return wrk.format("POST", "/v1/transactions/transfer",
-                    {["x-service-key"] = key, ["content-type"] = "application/json"}, body)
+                    {["x-service-key"] = group.key, ["content-type"] = "application/json"}, body)
 end

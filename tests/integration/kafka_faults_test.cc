@@ -16,11 +16,13 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -66,9 +68,10 @@ class TempDir {
 // Stopped by the destructor, also when the test fails.
 class OwnBroker {
  public:
-  OwnBroker() : root_("kobo-it-broker"), dir_(root_.path() / "broker") {
+  // mode: "" (one broker) or "--cluster" (three, broker.sh start DIR --cluster).
+  explicit OwnBroker(const std::string& mode = "") : root_("kobo-it-broker"), dir_(root_.path() / "broker") {
     if (const char* old = std::getenv("KOBO_TEST_KAFKA_DIR")) old_env_ = old;
-    run("start");
+    run("start", true, mode);
     ::setenv("KOBO_TEST_KAFKA_DIR", dir_.c_str(), 1);
   }
   ~OwnBroker() {
@@ -83,6 +86,9 @@ class OwnBroker {
 
   void kill() { run("kill"); }
   void restart() { run("restart"); }
+  // A cluster's node (node.id = broker id `node`, 1 to 3) alone.
+  void kill_node(int node) { run("kill", true, "", "n" + std::to_string(node)); }
+  void restart_node(int node) { run("restart", true, "", "n" + std::to_string(node)); }
   std::string bootstrap() const {
     std::ifstream in(dir_ / "bootstrap");
     std::string b;
@@ -91,11 +97,13 @@ class OwnBroker {
   }
 
  private:
-  void run(const std::string& command, bool must = true) {
+  void run(const std::string& command, bool must = true, const std::string& mode = "",
+           const std::string& node = "") {
     const std::string script = std::string(KOBO_SOURCE_DIR) + "/tools/kafka/broker.sh";
     const fs::path out = root_.path() / "broker.sh.out";
+    const fs::path dir = node.empty() ? dir_ : dir_ / node;
     const std::string line =
-        "'" + script + "' " + command + " '" + dir_.string() + "' >>'" + out.string() + "' 2>&1";
+        "'" + script + "' " + command + " '" + dir.string() + "' " + mode + " >>'" + out.string() + "' 2>&1";
     const int status = std::system(line.c_str());
     if (must && (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
       std::ifstream in(out);
@@ -158,6 +166,168 @@ void issue(KoboProcess& server, const std::string& key, Attempt& at) {
   send(*client, key, at);
 }
 
+// Transfers between `ids` (funded so that none can be refused for funds) from `threads` threads,
+// each with its own client, until stop(); every attempt is recorded with its answer. After a
+// request without an answer (the server killed) a thread connects anew; after any failure it
+// waits 50 ms: the point is requests over time, not their number.
+class TransferLoad {
+ public:
+  TransferLoad(std::uint16_t port, std::string key, std::vector<std::string> ids, std::uint64_t seed,
+               int threads = 4)
+      : key_(std::move(key)), ids_(std::move(ids)) {
+    for (int t = 0; t < threads; ++t) pool_.emplace_back([this, port, seed, t] { run(port, seed, t); });
+  }
+  ~TransferLoad() { stop(); }
+  TransferLoad(const TransferLoad&) = delete;
+  TransferLoad& operator=(const TransferLoad&) = delete;
+
+  void stop() {
+    stop_ = true;
+    for (auto& th : pool_)
+      if (th.joinable()) th.join();
+  }
+  int answered() const { return answered_.load(); }
+  // The attempts so far (all of them after stop()).
+  std::vector<Attempt> attempts() const {
+    std::lock_guard lock(mu_);
+    return attempts_;
+  }
+  // When the first transfer issued after `t` was acknowledged, if one was.
+  std::optional<Clock::time_point> first_ack_issued_after(Clock::time_point t) const {
+    std::lock_guard lock(mu_);
+    std::optional<Clock::time_point> first;
+    for (const Attempt& at : attempts_)
+      if (at.status == 200 && at.issued > t && (!first || at.answered < *first)) first = at.answered;
+    return first;
+  }
+
+ private:
+  void run(std::uint16_t port, std::uint64_t seed, int t) {
+    std::mt19937_64 trng(seed ^ (static_cast<std::uint64_t>(t) << 32));
+    const std::size_t n = ids_.size();
+    // Longer than any answer may take, so a hang is measured rather than cut off.
+    auto client = std::make_unique<HttpClient>("127.0.0.1", port, milliseconds(30'000));
+    for (int i = 0; !stop_.load(); ++i) {
+      const std::size_t a = trng() % n;
+      const std::size_t b = (a + 1 + trng() % (n - 1)) % n;
+      Attempt at;
+      at.reference = "kfault-" + std::to_string(seed) + "-t" + std::to_string(t) + "-" + std::to_string(i);
+      at.body = transfer_body(ids_[a], ids_[b], 10'000 + static_cast<std::int64_t>(trng() % 1'000),
+                              at.reference, "kafka fault test");
+      send(*client, key_, at);
+      ++answered_;
+      const unsigned status = at.status;
+      {
+        std::lock_guard lock(mu_);
+        attempts_.push_back(std::move(at));
+      }
+      if (status == 0) client = std::make_unique<HttpClient>("127.0.0.1", port, milliseconds(30'000));
+      if (status != 200) std::this_thread::sleep_for(milliseconds(50));
+    }
+  }
+
+  const std::string key_;
+  const std::vector<std::string> ids_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> answered_{0};
+  mutable std::mutex mu_;
+  std::vector<Attempt> attempts_;  // guarded by mu_
+  std::vector<std::thread> pool_;
+};
+
+// Creates `n` wallets on `server`, each funded with `funding`.
+std::vector<std::string> funded_wallets(KoboProcess& server, int n, std::int64_t funding) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < n; ++i) {
+    const json w = create_wallet(server.client(), server.test_key());
+    ids.push_back(w["publicId"]);
+    fund(server.client(), server.test_key(), w, funding);
+  }
+  return ids;
+}
+
+// The bank invariants after a run of `attempts` between `ids` (each funded with `funding`):
+// every acknowledged transfer is in the log as it was sent; money is conserved; every transfer
+// without a verdict, retried as it was, answers 200 (a replay of one the log kept, or its first
+// and only application); then each balance is what the successful transfers make it (none
+// negative), with exactly one debit and one credit leg per transfer that succeeded and no other
+// debit; and the stopped server's views and the topic pass `kobo audit`.
+void check_bank_invariants(KoboProcess& server, const std::vector<std::string>& ids, std::int64_t funding,
+                           std::vector<Attempt> attempts) {
+  HttpClient& http = server.client();
+  const std::string key = server.test_key();
+  const auto total = static_cast<std::int64_t>(ids.size()) * funding;
+  std::map<std::string, std::int64_t> model;
+  for (const auto& id : ids) model[id] = funding;
+  std::set<std::string> succeeded;
+  for (const Attempt& at : attempts) {
+    if (at.status != 200) continue;
+    const HttpResult res = http.get("/v1/transactions/" + at.reference, key);
+    ASSERT_EQ(res.status, 200u) << "acknowledged transfer " << at.reference << " lost: " << res.body
+                                << "\nlog:\n"
+                                << server.log_tail();
+    const json& t = res.json["data"];
+    EXPECT_EQ(t["entry"], "debit");
+    EXPECT_EQ(t["amount"], at.body["amount"]);
+    EXPECT_EQ(t["source"], at.body["source"]);
+    EXPECT_EQ(t["destination"], at.body["destination"]);
+    succeeded.insert(at.reference);
+  }
+  {
+    std::int64_t sum = 0;
+    for (const auto& id : ids) sum += balance_of(http, key, id);
+    EXPECT_EQ(sum, total) << "before the retries";
+  }
+  int retried = 0, replayed = 0;
+  for (const Attempt& at : attempts) {
+    if (at.status == 200) continue;
+    const HttpResult res = http.post("/v1/transactions/transfer", at.body, key);
+    ASSERT_EQ(res.status, 200u) << "retry of " << at.reference << ": " << res.body;
+    EXPECT_EQ(res.json["data"]["reference"], at.reference);
+    ++retried;
+    replayed += res.header("idempotent-replayed") == "true";
+    succeeded.insert(at.reference);
+  }
+  std::cout << retried << " retried, " << replayed << " of them replays (kept by the log without an answer)"
+            << std::endl;
+
+  for (const Attempt& at : attempts) {
+    if (!succeeded.count(at.reference)) continue;
+    const std::int64_t amount = at.body["amount"];
+    model[at.body["source"]] -= amount;
+    model[at.body["destination"]] += amount;
+  }
+  ASSERT_TRUE(wait_until([&] { return pending_count(http, key) == 0; }, milliseconds(20'000)))
+      << "transfers still pending";
+  std::int64_t sum = 0;
+  for (const auto& id : ids) {
+    const std::int64_t balance = balance_of(http, key, id);
+    EXPECT_EQ(balance, model[id]) << "wallet " << id;
+    EXPECT_GE(balance, 0) << "wallet " << id;
+    sum += balance;
+  }
+  EXPECT_EQ(sum, total);
+
+  // Exactly one debit (and one credit leg) per transfer that succeeded; no other debit.
+  std::map<std::string, int> debits_by_ref, credits_by_debit_ref;
+  for (const json& t : list_all(http, key, "/v1/transactions")) {
+    if (t["entry"] == "debit")
+      debits_by_ref[t["reference"]]++;
+    else if (t["debitReference"].is_string())
+      credits_by_debit_ref[t["debitReference"]]++;
+  }
+  EXPECT_EQ(debits_by_ref.size(), succeeded.size());
+  for (const auto& ref : succeeded) {
+    EXPECT_EQ(debits_by_ref[ref], 1) << "debits with reference " << ref;
+    EXPECT_EQ(credits_by_debit_ref[ref], 1) << "credit legs of " << ref;
+  }
+
+  // The log and the views of the stopped server pass the audit.
+  EXPECT_EQ(server.terminate(), 0) << server.log_tail();
+  const auto report = audit(server.kafka_topic(), server.data_dir());
+  EXPECT_EQ(report.exit_code, 0) << report.output;
+}
+
 // The broker-kill test keeps its server and broker here so that TearDown sees a failure.
 class KafkaFaults : public ::testing::Test {
  protected:
@@ -180,61 +350,19 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
   KoboProcess& server = *server_;
   HttpClient& http = server.client();
   const std::string key = server.test_key();
-  const std::string topic = server.kafka_topic();
 
   // Rich wallets: no transfer of the run can be refused for funds, so every unanswered one can
   // be retried to a 200.
   constexpr int kWallets = 10;
   constexpr std::int64_t kFunding = 1'000'000'000;
-  std::vector<std::string> ids;
-  std::map<std::string, std::int64_t> model;
-  for (int i = 0; i < kWallets; ++i) {
-    const json w = create_wallet(http, key);
-    ids.push_back(w["publicId"]);
-    fund(http, key, w, kFunding);
-    model[ids.back()] = kFunding;
-  }
+  const std::vector<std::string> ids = funded_wallets(server, kWallets, kFunding);
+  TransferLoad load(server.port(), key, ids, seed);
+  const auto answered = [&] { return load.answered(); };
 
-  constexpr int kThreads = 4;
-  std::vector<std::vector<Attempt>> per_thread(kThreads);
-  std::atomic<bool> stop{false};
-  std::atomic<int> answered{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < kThreads; ++t) {
-    pool.emplace_back([&, t] {
-      std::mt19937_64 trng(seed ^ (static_cast<std::uint64_t>(t) << 32));
-      // Longer than any answer may take, so a hang is measured rather than cut off.
-      auto client = server.new_client(milliseconds(30'000));
-      for (int i = 0; !stop.load(); ++i) {
-        const std::size_t a = trng() % kWallets;
-        const std::size_t b = (a + 1 + trng() % (kWallets - 1)) % kWallets;
-        Attempt at;
-        at.reference = "kfault-" + std::to_string(seed) + "-t" + std::to_string(t) + "-" + std::to_string(i);
-        at.body = transfer_body(ids[a], ids[b], 10'000 + static_cast<std::int64_t>(trng() % 1'000),
-                                at.reference, "kafka fault test");
-        send(*client, key, at);
-        ++answered;
-        const bool failed = at.status != 200;
-        per_thread[static_cast<std::size_t>(t)].push_back(std::move(at));
-        // Do not spin on a dead broker: the point is requests over time, not their number.
-        if (failed) std::this_thread::sleep_for(milliseconds(50));
-      }
-    });
-  }
-  struct JoinAll {
-    std::atomic<bool>& stop;
-    std::vector<std::thread>& pool;
-    ~JoinAll() {
-      stop = true;
-      for (auto& th : pool)
-        if (th.joinable()) th.join();
-    }
-  } join_all{stop, pool};
-
-  ASSERT_TRUE(wait_until([&] { return answered.load() >= 20; }, milliseconds(20'000)))
+  ASSERT_TRUE(wait_until([&] { return answered() >= 20; }, milliseconds(20'000)))
       << "no load reached the server";
   std::this_thread::sleep_for(milliseconds(1'500 + rng() % 1'000));
-  const int answered_before_kill = answered.load();
+  const int answered_before_kill = answered();
   broker.kill();
   const auto killed = Clock::now();
 
@@ -285,12 +413,11 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
   // Keep the load on the dead broker a while longer, then let every thread finish its request.
   while (Clock::now() - killed < std::chrono::seconds(8)) std::this_thread::sleep_for(milliseconds(100));
   EXPECT_EQ(readyz(), 503u) << "/readyz 8 s after the broker's death";
-  stop = true;
+  load.stop();
   for (auto& th : late_pool) th.join();
-  for (auto& th : pool) th.join();
 
   std::vector<Attempt> attempts = late;
-  for (auto& v : per_thread) attempts.insert(attempts.end(), v.begin(), v.end());
+  for (const Attempt& at : load.attempts()) attempts.push_back(at);
   int acked = 0, unknown = 0, after_kill = 0;
   std::int64_t slowest_ms = 0;
   for (const Attempt& at : attempts) {
@@ -357,78 +484,8 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
     ASSERT_EQ(res.status, 200u) << "a transfer after the recovery: " << res.body << "\nlog:\n"
                                 << server.log_tail();
   }
-  std::set<std::string> succeeded{after_ref};
   attempts.push_back(Attempt{after_ref, after_body, {}, {}, 200, {}});
-
-  // Every acknowledged transfer is there, as it was sent.
-  for (const Attempt& at : attempts) {
-    if (at.status != 200) continue;
-    const HttpResult res = http.get("/v1/transactions/" + at.reference, key);
-    ASSERT_EQ(res.status, 200u) << "acknowledged transfer " << at.reference << " lost: " << res.body
-                                << "\nlog:\n"
-                                << server.log_tail();
-    const json& t = res.json["data"];
-    EXPECT_EQ(t["entry"], "debit");
-    EXPECT_EQ(t["amount"], at.body["amount"]);
-    EXPECT_EQ(t["source"], at.body["source"]);
-    EXPECT_EQ(t["destination"], at.body["destination"]);
-    succeeded.insert(at.reference);
-  }
-  // Money is neither lost nor made before the retries: the acknowledged ones and some of the
-  // unknown ones moved it, nothing else.
-  {
-    std::int64_t sum = 0;
-    for (const auto& id : ids) sum += balance_of(http, key, id);
-    EXPECT_EQ(sum, kWallets * kFunding) << "before the retries";
-  }
-  // Every transfer without a verdict, retried as it was, answers 200: a replay of one the log
-  // kept, or a first (and only) application.
-  int replayed = 0;
-  for (const Attempt& at : attempts) {
-    if (at.status == 200) continue;
-    const HttpResult res = http.post("/v1/transactions/transfer", at.body, key);
-    ASSERT_EQ(res.status, 200u) << "retry of " << at.reference << ": " << res.body;
-    EXPECT_EQ(res.json["data"]["reference"], at.reference);
-    replayed += res.header("idempotent-replayed") == "true";
-    succeeded.insert(at.reference);
-  }
-  std::cout << unknown << " retried, " << replayed << " of them replays (kept by the log without an answer)"
-            << std::endl;
-
-  for (const Attempt& at : attempts) {
-    if (!succeeded.count(at.reference)) continue;
-    const std::int64_t amount = at.body["amount"];
-    model[at.body["source"]] -= amount;
-    model[at.body["destination"]] += amount;
-  }
-  ASSERT_TRUE(wait_until([&] { return pending_count(http, key) == 0; }, milliseconds(20'000)))
-      << "transfers still pending";
-  std::int64_t sum = 0;
-  for (const auto& id : ids) {
-    const std::int64_t balance = balance_of(http, key, id);
-    EXPECT_EQ(balance, model[id]) << "wallet " << id;
-    sum += balance;
-  }
-  EXPECT_EQ(sum, kWallets * kFunding);
-
-  // Exactly one debit (and one credit leg) per transfer that succeeded; no other debit.
-  std::map<std::string, int> debits_by_ref, credits_by_debit_ref;
-  for (const json& t : list_all(http, key, "/v1/transactions")) {
-    if (t["entry"] == "debit")
-      debits_by_ref[t["reference"]]++;
-    else if (t["debitReference"].is_string())
-      credits_by_debit_ref[t["debitReference"]]++;
-  }
-  EXPECT_EQ(debits_by_ref.size(), succeeded.size());
-  for (const auto& ref : succeeded) {
-    EXPECT_EQ(debits_by_ref[ref], 1) << "debits with reference " << ref;
-    EXPECT_EQ(credits_by_debit_ref[ref], 1) << "credit legs of " << ref;
-  }
-
-  // The log and the views of the stopped server pass the audit.
-  EXPECT_EQ(server.terminate(), 0) << server.log_tail();
-  const auto report = audit(topic, server.data_dir());
-  EXPECT_EQ(report.exit_code, 0) << report.output;
+  check_bank_invariants(server, ids, kFunding, std::move(attempts));
 }
 
 TEST_F(KafkaFaults, ANodeStartedInABrokerOutageServesReadsAndTakesWritesOnceTheBrokerIsBack) {
@@ -503,6 +560,141 @@ TEST_F(KafkaFaults, ANodeStartedInABrokerOutageServesReadsAndTakesWritesOnceTheB
   EXPECT_EQ(node.terminate(), 0) << node.log_tail();
   const auto report = audit(node.kafka_topic(), node.data_dir());
   EXPECT_EQ(report.exit_code, 0) << report.output;
+}
+
+// ---- a three-broker cluster (broker.sh start DIR --cluster: replication factor 3, min ISR 2) -------
+// Not in the ctest runs (make test and CI): `make kafka-cluster-test` runs it (about 3 minutes).
+
+class KafkaCluster : public KafkaFaults {};
+
+// The partition the load writes to (the one with the most records) and its leader.
+std::pair<int, int> busiest_partition(const std::string& brokers, const std::string& topic) {
+  const auto parts = kobo::testing::describe_test_topic(brokers, topic);
+  int best = -1;
+  for (std::size_t p = 0; p < parts.size(); ++p)
+    if (best < 0 || parts[p].end_offset > parts[static_cast<std::size_t>(best)].end_offset)
+      best = static_cast<int>(p);
+  return {best, best < 0 ? -1 : parts[static_cast<std::size_t>(best)].leader};
+}
+
+// Whether every partition of the topic has a leader and all three replicas in sync.
+bool fully_replicated(const std::string& brokers, const std::string& topic) {
+  const auto parts = kobo::testing::describe_test_topic(brokers, topic);
+  return !parts.empty() && std::all_of(parts.begin(), parts.end(), [](const kobo::testing::TestPartition& p) {
+    return p.leader >= 0 && p.replicas == 3 && p.in_sync == 3;
+  });
+}
+
+TEST_F(KafkaCluster, BankInvariantsHoldWhenTheLeaderIsLostUnderLoadAndANodeRestartsInAnOutage) {
+  const std::uint64_t seed =
+      test_seed("KafkaCluster.BankInvariantsHoldWhenTheLeaderIsLostUnderLoadAndANodeRestartsInAnOutage");
+  broker_ = std::make_unique<OwnBroker>("--cluster");
+  OwnBroker& cluster = *broker_;
+  const std::string brokers = cluster.bootstrap();
+  KoboOptions options = kobo_options({"--kafka-append-timeout-ms", "5000"});
+  options.wait_ready = false;  // the restart in the outage below is not ready until the brokers return
+  server_ = std::make_unique<KoboProcess>(options);
+  KoboProcess& server = *server_;
+  auto probe = server.new_client(milliseconds(5'000));
+  const auto ready = [&] {
+    try {
+      return probe->get("/readyz").status == 200;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  ASSERT_TRUE(wait_until(ready, milliseconds(60'000))) << server.log_tail();
+  const std::string topic = server.kafka_topic();
+  ASSERT_TRUE(wait_until([&] { return fully_replicated(brokers, topic); }, milliseconds(30'000)))
+      << "topic " << topic << " is not replicated three times";
+
+  constexpr int kWallets = 10;
+  constexpr std::int64_t kFunding = 1'000'000'000;
+  const std::vector<std::string> ids = funded_wallets(server, kWallets, kFunding);
+  TransferLoad load(server.port(), server.test_key(), ids, seed);
+  ASSERT_TRUE(wait_until([&] { return load.answered() >= 20; }, milliseconds(20'000)))
+      << "no load reached the server";
+  std::this_thread::sleep_for(milliseconds(2'000));
+
+  // (a) The broker leading the partition written to is killed under load, twice (each time
+  // after the cluster is whole again); writes resume on the two left.
+  int broker_kills = 0;
+  std::vector<std::int64_t> resume_ms;
+  const auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
+  };
+  for (int round = 0; round < 2; ++round) {
+    const auto [partition, leader] = busiest_partition(brokers, topic);
+    ASSERT_GE(leader, 1) << "no leader for the topic's partitions";
+    cluster.kill_node(leader);
+    ++broker_kills;
+    const auto killed = Clock::now();
+    std::cout << "round " << round + 1 << ": killed broker " << leader << ", the leader of partition "
+              << partition << std::endl;
+    ASSERT_TRUE(
+        wait_until([&] { return load.first_ack_issued_after(killed).has_value(); }, milliseconds(60'000)))
+        << "no write acknowledged within 60 s of killing the leader; log:\n"
+        << server.log_tail();
+    resume_ms.push_back(
+        std::chrono::duration_cast<milliseconds>(*load.first_ack_issued_after(killed) - killed).count());
+    std::cout << "  writes resumed " << resume_ms.back() << " ms after the kill" << std::endl;
+    std::this_thread::sleep_for(milliseconds(3'000));
+    cluster.restart_node(leader);
+    ASSERT_TRUE(wait_until([&] { return fully_replicated(brokers, topic); }, milliseconds(60'000)))
+        << "broker " << leader << " did not rejoin the in-sync replicas within 60 s";
+    std::this_thread::sleep_for(milliseconds(2'000));
+  }
+
+  // (b) An outage: two of the three brokers are killed (no quorum, fewer in-sync replicas than
+  // min.insync.replicas); under the load the node is killed -9 and restarted in the outage. It
+  // serves reads from its views at once, refuses writes, and takes them when the brokers return.
+  const auto [partition, leader] = busiest_partition(brokers, topic);
+  ASSERT_GE(leader, 1);
+  const int other = leader % 3 + 1;
+  cluster.kill_node(leader);
+  cluster.kill_node(other);
+  broker_kills += 2;
+  const auto outage = Clock::now();
+  std::this_thread::sleep_for(milliseconds(3'000));
+  server.kill9();
+  const auto node_killed = Clock::now();
+  std::this_thread::sleep_for(milliseconds(1'000));
+  server.start();
+  probe = server.new_client(milliseconds(5'000));
+  std::cout << "outage: brokers " << leader << " and " << other << " killed; the node killed -9 "
+            << ms_since(outage) - ms_since(node_killed) << " ms into it and healthy again "
+            << ms_since(node_killed) << " ms after its kill" << std::endl;
+  EXPECT_FALSE(ready()) << "ready in the outage";
+  EXPECT_GE(balance_of(server.client(), server.test_key(), ids[0]), 0);  // reads are answered
+  std::this_thread::sleep_for(milliseconds(3'000));
+  const auto returning = Clock::now();
+  cluster.restart_node(leader);
+  cluster.restart_node(other);
+  std::cout << "outage: both brokers restarted " << ms_since(returning) << " ms after broker.sh was called"
+            << std::endl;
+  ASSERT_TRUE(
+      wait_until([&] { return load.first_ack_issued_after(returning).has_value(); }, milliseconds(90'000)))
+      << "no write acknowledged within 90 s of the brokers' return; log:\n"
+      << server.log_tail();
+  const auto outage_resume_ms =
+      std::chrono::duration_cast<milliseconds>(*load.first_ack_issued_after(returning) - returning).count();
+  std::this_thread::sleep_for(milliseconds(3'000));
+  load.stop();
+  ASSERT_TRUE(wait_until(ready, milliseconds(60'000))) << server.log_tail();
+
+  const std::vector<Attempt> attempts = load.attempts();
+  const auto acked =
+      std::count_if(attempts.begin(), attempts.end(), [](const Attempt& a) { return a.status == 200; });
+  const auto other_status = std::count_if(attempts.begin(), attempts.end(), [](const Attempt& a) {
+    return a.status != 200 && a.status != 503 && a.status != 0;
+  });
+  EXPECT_EQ(other_status, 0) << "answers other than 200 and 503";
+  std::cout << "cluster run: " << attempts.size() << " transfers sent, " << acked << " acknowledged; "
+            << broker_kills << " broker kills (2 leaders under load, 2 for the outage), 1 node kill -9; "
+            << "writes resumed " << resume_ms[0] << " and " << resume_ms[1]
+            << " ms after the leader kills, and " << outage_resume_ms
+            << " ms after broker.sh was called to end the outage" << std::endl;
+  check_bank_invariants(server, ids, kFunding, attempts);
 }
 
 TEST_F(KafkaFaults, ASecondWriterFencesTheFirst) {

@@ -94,4 +94,41 @@ void ensure_test_topic(const std::string& topic, int partitions) {
   if (!problem.empty()) throw std::runtime_error("creating the test topic " + topic + ": " + problem);
 }
 
+std::vector<TestPartition> describe_test_topic(const std::string& brokers, const std::string& topic,
+                                               int timeout_ms) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK ||
+      rd_kafka_conf_set(conf, "log_level", "0", err, sizeof err) != RD_KAFKA_CONF_OK) {
+    rd_kafka_conf_destroy(conf);
+    throw std::runtime_error(std::string("describe_test_topic: ") + err);
+  }
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  if (rk == nullptr) throw std::runtime_error(std::string("describe_test_topic: ") + err);
+  std::vector<TestPartition> out;
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+  const rd_kafka_metadata_t* md = nullptr;
+  if (rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+      md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const rd_kafka_metadata_topic_t& t = md->topics[0];
+    out.resize(static_cast<std::size_t>(t.partition_cnt));
+    for (int i = 0; i < t.partition_cnt; ++i) {
+      const rd_kafka_metadata_partition_t& p = t.partitions[i];
+      if (p.id < 0 || p.id >= t.partition_cnt) continue;
+      TestPartition& tp = out[static_cast<std::size_t>(p.id)];
+      tp.leader = p.err == RD_KAFKA_RESP_ERR_NO_ERROR ? p.leader : -1;
+      tp.replicas = p.replica_cnt;
+      tp.in_sync = p.isr_cnt;
+      std::int64_t low = 0, high = -1;
+      if (rd_kafka_query_watermark_offsets(rk, topic.c_str(), p.id, &low, &high, timeout_ms) ==
+          RD_KAFKA_RESP_ERR_NO_ERROR)
+        tp.end_offset = high;
+    }
+  }
+  if (md != nullptr) rd_kafka_metadata_destroy(md);
+  rd_kafka_topic_destroy(rkt);
+  rd_kafka_destroy(rk);
+  return out;
+}
+
 }  // namespace kobo::testing

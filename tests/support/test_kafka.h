@@ -3,6 +3,7 @@
 // clients authenticate with SASL over TLS and may not create topics, so the tests create theirs
 // through the operator's listener first, as an operator would.
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,5 +26,19 @@ void ensure_test_topic(const std::string& topic, int partitions);
 // KOBO_KAFKA_SASL_USERNAME and KOBO_KAFKA_SASL_PASSWORD in this process's environment, so every
 // `kobo` it runs (serve, audit, replay, events) connects as the service's user.
 void export_test_kafka_credentials();
+
+// One partition of a topic as the cluster's metadata describes it: its leader's broker id (-1:
+// none), how many replicas it has and how many are in sync, and its end offset (high watermark).
+struct TestPartition {
+  int leader = -1;
+  int replicas = 0;
+  int in_sync = 0;
+  std::int64_t end_offset = -1;
+};
+
+// The partitions of `topic` at `brokers` (a plain listener), by partition id; empty when the
+// metadata cannot be had within `timeout_ms`. For the cluster test, which kills the leader.
+std::vector<TestPartition> describe_test_topic(const std::string& brokers, const std::string& topic,
+                                               int timeout_ms = 5'000);
 
 }  // namespace kobo::testing

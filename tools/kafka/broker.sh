@@ -19,6 +19,13 @@
 #                                     operator's PLAINTEXT listener (a super user) is written to
 #                                     DIR/admin-bootstrap; the client's librdkafka properties to
 #                                     DIR/client.properties (the password is in DIR/sasl-password).
+#   tools/kafka/broker.sh start DIR --cluster
+#                                     three brokers (KRaft, each broker+controller, three voters) in
+#                                     DIR/n1, DIR/n2, DIR/n3, as production runs them: replication
+#                                     factor 3 for every topic (the service's, the transaction
+#                                     state's), min.insync.replicas 2. DIR/bootstrap lists all three;
+#                                     stop, kill and restart on DIR act on every node, on DIR/nK on
+#                                     node K alone (its node.id is K: the broker id metadata names).
 #
 # The jars come from Maven Central through tools/kafka/pom.xml (`mvn package` copies them to
 # tools/kafka/target/lib); Java is Debian's OpenJDK. Broker output goes to DIR/broker.log.
@@ -29,7 +36,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 lib="$here/target/lib"
 cmd="${1:-}"; dir="${2:-}"; mode="${3:-}"
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop|kill|restart DIR [--secured]" >&2; exit 2; }
-[ -z "$mode" ] || [ "$mode" = "--secured" ] || { echo "usage: $0 start DIR [--secured]" >&2; exit 2; }
+[ -z "$mode" ] || [ "$mode" = "--secured" ] || [ "$mode" = "--cluster" ] ||
+  { echo "usage: $0 start DIR [--secured|--cluster]" >&2; exit 2; }
 # The secured broker's client and the topics it may use (prefixes: the tests' topics have their own).
 sasl_user=kobo
 topic_prefixes="${KOBO_KAFKA_TOPIC_PREFIXES:-kobo.ledger.events it. contract. kafka-log-test. bench.}"
@@ -84,11 +92,14 @@ add_acls() {
      --operation Create --cluster) >>"$dir/broker.log" 2>&1
 }
 
-launch() {
-  local port from; port="$(cat "$dir/port")"
-  from=$(( $(stat -c %s "$dir/broker.log" 2>/dev/null || echo 0) + 1 ))  # only this start's lines
+spawn() {  # starts the broker of $dir in the background; its log's size before is in $dir/from
+  echo $(( $(stat -c %s "$dir/broker.log" 2>/dev/null || echo 0) + 1 )) >"$dir/from"  # only this start's lines
   java_run kafka.Kafka "$dir/server.properties" >>"$dir/broker.log" 2>&1 &
   echo $! >"$dir/pid"
+}
+
+wait_started() {  # waits until the broker of $dir answers; prints its address (also in $dir/bootstrap)
+  local port from; port="$(cat "$dir/port")"; from="$(cat "$dir/from")"
   for _ in $(seq 1 240); do
     if tail -c "+$from" "$dir/broker.log" | grep -q 'Kafka Server started' &&
        python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null; then
@@ -103,6 +114,8 @@ launch() {
   return 1
 }
 
+launch() { spawn && wait_started; }
+
 stop() {
   local sig="$1" pid
   [ -f "$dir/pid" ] || return 0
@@ -113,11 +126,127 @@ stop() {
   rm -f "$dir/pid"
 }
 
+# The properties every node has: node.id, the controller voters, the replication factor and
+# min.insync.replicas of every topic (the service's, the transaction state's, the offsets').
+write_node_files() {  # NODE_ID VOTERS RF MIN_ISR, into $dir (after its listeners)
+  local node_id="$1" voters="$2" rf="$3" min_isr="$4"
+  cat >>"$dir/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=$node_id
+controller.quorum.voters=$voters
+controller.listener.names=CONTROLLER
+log.dirs=$dir/log
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=$rf
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$min_isr
+transaction.state.log.num.partitions=1
+default.replication.factor=$rf
+min.insync.replicas=$min_isr
+group.initial.rebalance.delay.ms=0
+# Aborted transactions of a killed writer are cleaned up within a second, not a minute.
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
+transaction.remove.expired.transaction.cleanup.interval.ms=3600000
+num.network.threads=2
+num.io.threads=2
+background.threads=2
+log.cleaner.enable=false
+PROPS
+  cat >"$dir/log4j.properties" <<PROPS
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=$dir/broker.log
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+PROPS
+}
+
+new_cluster_id() {
+  # A cluster id as Kafka's Uuid.randomUuid() makes one: 16 random bytes in base64url, never
+  # starting with '-', which the storage tool's argument parser would take for an option.
+  python3 -c '
+import base64, uuid
+while True:
+  s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+  if not s.startswith("-"):
+      print(s)
+      break'
+}
+
+format_log() {  # formats $dir's KRaft log with $cluster_id (and the SCRAM users of ${scram[@]})
+  if ! (java_run kafka.tools.StorageTool format -t "$cluster_id" -c "$dir/server.properties" \
+        --ignore-formatted "${scram[@]}") >>"$dir/broker.log" 2>&1; then
+    echo "broker.sh: formatting the KRaft log failed; see $dir/broker.log" >&2
+    tail -20 "$dir/broker.log" >&2
+    exit 1
+  fi
+}
+
+nodes=(n1 n2 n3)
+
+start_cluster() {  # three nodes under $dir, each broker+controller; all three are voters
+  local top="$dir" voters="" i ports=() cports=()
+  for i in 1 2 3; do ports+=("$(free_port)"); cports+=("$(free_port)"); done
+  for i in 1 2 3; do voters+="${voters:+,}$i@127.0.0.1:${cports[$((i - 1))]}"; done
+  cluster_id="$(new_cluster_id)"
+  scram=()
+  for i in 1 2 3; do
+    dir="$top/n$i"
+    mkdir -p "$dir/log"
+    echo "${ports[$((i - 1))]}" >"$dir/port"
+    cat >"$dir/server.properties" <<PROPS
+listeners=PLAINTEXT://127.0.0.1:${ports[$((i - 1))]},CONTROLLER://127.0.0.1:${cports[$((i - 1))]}
+advertised.listeners=PLAINTEXT://127.0.0.1:${ports[$((i - 1))]}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+PROPS
+    write_node_files "$i" "$voters" 3 2
+    format_log
+  done
+  # A node finishes starting only once a quorum of controllers is up: start all, then wait.
+  for i in 1 2 3; do dir="$top/n$i"; spawn; done
+  for i in 1 2 3; do dir="$top/n$i"; wait_started >/dev/null; done
+  dir="$top"
+  for i in 1 2 3; do cat "$top/n$i/bootstrap"; done | paste -sd, >"$top/bootstrap"
+  cat "$top/bootstrap"
+}
+
+# On a cluster's directory, stop/kill/restart act on each node.
+each_node() {  # COMMAND
+  local top="$dir" n
+  case "$1" in
+    stop)  # together: a node stopped alone waits for a quorum that its fellows have left
+      for n in "${nodes[@]}"; do (dir="$top/$n"; stop TERM) & done
+      wait
+      ;;
+    kill) for n in "${nodes[@]}"; do dir="$top/$n"; stop KILL; done ;;
+    restart)
+      for n in "${nodes[@]}"; do (dir="$top/$n"; stop TERM) & done
+      wait
+      for n in "${nodes[@]}"; do dir="$top/$n"; spawn; done
+      for n in "${nodes[@]}"; do dir="$top/$n"; wait_started >/dev/null; done
+      cat "$top/bootstrap"
+      ;;
+  esac
+}
+
+if [ "$cmd" != start ] && [ -d "$dir/n1" ]; then
+  dir="$(cd "$dir" && pwd)"
+  each_node "$cmd"
+  exit 0
+fi
+
 case "$cmd" in
   start)
     fetch_jars
     rm -rf "$dir" && mkdir -p "$dir/log"
     dir="$(cd "$dir" && pwd)"
+    if [ "$mode" = "--cluster" ]; then
+      start_cluster
+      exit 0
+    fi
     port="$(free_port)"; cport="$(free_port)"
     echo "$port" >"$dir/port"
     if [ "$mode" = "--secured" ]; then
@@ -164,51 +293,9 @@ listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 PROPS
     fi
-    cat >>"$dir/server.properties" <<PROPS
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$cport
-controller.listener.names=CONTROLLER
-log.dirs=$dir/log
-num.partitions=1
-auto.create.topics.enable=false
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-transaction.state.log.num.partitions=1
-min.insync.replicas=1
-group.initial.rebalance.delay.ms=0
-# Aborted transactions of a killed writer are cleaned up within a second, not a minute.
-transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
-transaction.remove.expired.transaction.cleanup.interval.ms=3600000
-num.network.threads=2
-num.io.threads=2
-background.threads=2
-log.cleaner.enable=false
-PROPS
-    cat >"$dir/log4j.properties" <<PROPS
-log4j.rootLogger=INFO, file
-log4j.appender.file=org.apache.log4j.FileAppender
-log4j.appender.file.File=$dir/broker.log
-log4j.appender.file.layout=org.apache.log4j.PatternLayout
-log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-PROPS
-    # A cluster id as Kafka's Uuid.randomUuid() makes one: 16 random bytes in base64url, never
-    # starting with '-', which the storage tool's argument parser would take for an option.
-    cluster_id="$(python3 -c '
-import base64, uuid
-while True:
-    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    if not s.startswith("-"):
-        print(s)
-        break')"
-    if ! (java_run kafka.tools.StorageTool format -t "$cluster_id" -c "$dir/server.properties" \
-          --ignore-formatted "${scram[@]}") >>"$dir/broker.log" 2>&1; then
-      echo "broker.sh: formatting the KRaft log failed; see $dir/broker.log" >&2
-      tail -20 "$dir/broker.log" >&2
-      exit 1
-    fi
+    write_node_files 1 "1@127.0.0.1:$cport" 1 1
+    cluster_id="$(new_cluster_id)"
+    format_log
     launch
     if [ "$mode" = "--secured" ] && ! add_acls; then
       echo "broker.sh: adding the ACLs failed; see $dir/broker.log" >&2
