@@ -503,9 +503,19 @@ void Snapshotter::run() {
     }
     if (auto s = follower_->follow_to_end(applier); !s) {
       // The writer's log is the writer's concern; snapshots only wait for a log they can read.
+      // A log that cannot be reached now (a broker down, a leader moving) is read again at the
+      // next poll, from where the follower is; a log the follower refuses ends the snapshots.
+      if (s.kind() == ErrorKind::unavailable) {
+        if (!log_unreachable_)
+          log::warn("snapshots wait: the log cannot be read now", {{"error", s.message()}});
+        log_unreachable_ = true;
+        continue;
+      }
       log::warn("snapshots stopped: the log cannot be followed", {{"error", s.message()}});
       return;
     }
+    if (log_unreachable_) log::info("snapshots go on: the log can be read again");
+    log_unreachable_ = false;
     if (state_.events - events_at_last_write_ < options_.every_events || follower_->mid_command()) continue;
     // A start uses a snapshot only with an index that covers it (ledger.cc): wait for the writer
     // to have written its facts (it does right after each append), and make them durable first.

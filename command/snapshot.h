@@ -89,6 +89,7 @@ class Snapshotter {
   Snapshot state_;  // the snapshotter's thread only
   std::unique_ptr<LogFollower> follower_;
   std::uint64_t events_at_last_write_ = 0;
+  bool log_unreachable_ = false;  // the last follow failed as unavailable (logged once)
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;  // guarded by mu_

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -366,6 +367,57 @@ TEST_F(SnapshotTest, ASnapshotOnAFullDiskFailsWithoutHarmAndIsWrittenOnceThereIs
     traffic(l, 100);  // a tail after the newest snapshot
   }
   expect_start_equals_whole_replay();
+}
+
+// The log as the snapshotter sees it, unreachable on demand: end_offsets() fails as a broker
+// outage does (ErrorKind::unavailable), and the rest is the embedded log's.
+class UnreachableLog final : public EventLog {
+ public:
+  explicit UnreachableLog(EventLog& log) : log_(log) {}
+  std::atomic<bool> down{false};
+  std::uint32_t partitions() const override { return log_.partitions(); }
+  Status append(std::span<const EncodedEvent> batch) override { return log_.append(batch); }
+  Result<std::unique_ptr<LogReader>> open_reader(std::vector<Offset> start) override {
+    return log_.open_reader(std::move(start));
+  }
+  Result<std::vector<Offset>> end_offsets() override {
+    if (down.load()) return Status::error("end offsets: Local: Timed out", ErrorKind::unavailable);
+    return log_.end_offsets();
+  }
+
+ private:
+  EventLog& log_;
+};
+
+// A log that cannot be read for a while (a Kafka leader moving) delays the snapshots; it does
+// not end them.
+TEST_F(SnapshotTest, SnapshotsGoOnOnceALogThatCouldNotBeReadCanBeAgain) {
+  const metrics::Counter& written = metrics::registry().counter("kobo_snapshots_written_total", "");
+  auto embedded = open_log(dir_ / "log");
+  UnreachableLog log(*embedded);
+  LedgerOptions o = options(1, true);
+  o.snapshot_poll = 50ms;
+  Ledger l(log, o);
+  ASSERT_TRUE(l.start().ok());
+  const auto rounds_until = [&](int& round, const auto& done) {
+    for (const int first = round; !done(); ++round) {
+      if (round - first >= 10) return false;
+      traffic(l, round);
+      for (int i = 0; i < 30 && !done(); ++i) std::this_thread::sleep_for(100ms);
+    }
+    return true;
+  };
+  int round = 0;
+  std::uint64_t writes = written.value();
+  ASSERT_TRUE(rounds_until(round, [&] { return written.value() > writes; })) << "no first snapshot";
+  log.down = true;
+  writes = written.value();
+  for (int i = 0; i < 3; ++i) traffic(l, round++);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(written.value(), writes) << "a snapshot while the log could not be read";
+  log.down = false;
+  ASSERT_TRUE(rounds_until(round, [&] { return written.value() > writes; }))
+      << "the snapshots stopped for good when the log could not be read for a while";
 }
 
 }  // namespace
