@@ -2,6 +2,7 @@
 
 #include <rocksdb/db.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -10,6 +11,33 @@
 #include "projection/view_keys.h"
 
 namespace kobo {
+
+namespace {
+
+// The views' facts as rendering reads them, each decoded once for the lines of one read (a
+// statement's lines name the same few wallets again and again). Bounded by the lines of a read.
+class CachedRecords final : public render::RecordSource {
+ public:
+  explicit CachedRecords(const Views& views) : records_(views) {}
+  std::optional<WalletFacts> wallet(std::string_view public_id) const override {
+    auto it = wallets_.find(public_id);
+    if (it == wallets_.end()) it = wallets_.emplace(std::string(public_id), records_.wallet(public_id)).first;
+    return it->second;
+  }
+  std::optional<Event> payout(std::string_view public_id) const override {
+    auto it = payouts_.find(public_id);
+    if (it == payouts_.end()) it = payouts_.emplace(std::string(public_id), records_.payout(public_id)).first;
+    return it->second;
+  }
+  const Status& status() const { return records_.status(); }
+
+ private:
+  ViewRecords records_;
+  mutable std::map<std::string, std::optional<WalletFacts>, std::less<>> wallets_;
+  mutable std::map<std::string, std::optional<Event>, std::less<>> payouts_;
+};
+
+}  // namespace
 
 Result<std::optional<rows::WalletRow>> Statements::wallet_row(const Scope& scope,
                                                               std::string_view wallet) const {
@@ -111,25 +139,39 @@ Result<std::vector<StatementEntry>> Statements::lines(std::string_view wallet, s
   if (out.size() != count)
     return Status::error("views: the statement of " + std::string(wallet) + " lacks line " +
                          std::to_string(first + out.size()));
-  // Rendered from the events' facts; consecutive lines of one event (a sweep) decode it once.
-  ViewRecords records(views_);
-  std::optional<Event> event;
-  for (StatementEntry& s : out) {
-    if (!event || event->seq != s.row.seq || event->partition != s.row.partition) {
-      const auto fact = views_.read(view_keys::event_fact(s.row.partition.value, s.row.seq.value));
-      if (!fact) return fact.status();
-      if (!fact.value()) return Status::error("views: a statement line names an event they do not have");
-      auto e = decode_fact(*fact.value());
-      if (!e) return e.status();
-      event = std::move(e).value();
-      event->partition = s.row.partition;
-      event->seq = s.row.seq;
-      if (!render::can_render({*event}, records) || !records.status())
-        return records.status() ? Status::error("views: a statement line's event shows records they lack")
-                                : records.status();
-    }
-    s.line = render::statement_line(*event, s.row.index, records);
+  // The facts of the events the lines name, read at once; consecutive lines of one event (a
+  // sweep) share it.
+  std::vector<std::string> keys;
+  std::vector<std::size_t> event_of(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::string key = view_keys::event_fact(out[i].row.partition.value, out[i].row.seq.value);
+    if (keys.empty() || keys.back() != key) keys.push_back(std::move(key));
+    event_of[i] = keys.size() - 1;
   }
+  std::vector<Event> events;
+  events.reserve(keys.size());
+  {
+    std::shared_lock lock(views_.db_lock_);
+    const std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+    std::vector<rocksdb::PinnableSlice> values(keys.size());
+    std::vector<rocksdb::Status> statuses(keys.size());
+    views_.db_->MultiGet(rocksdb::ReadOptions(), views_.db_->DefaultColumnFamily(), keys.size(),
+                         slices.data(), values.data(), statuses.data());
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      if (statuses[k].IsNotFound())
+        return Status::error("views: a statement line names an event they do not have");
+      if (!statuses[k].ok()) return Status::error("views read: " + statuses[k].ToString());
+      auto e = decode_fact(std::string_view(values[k].data(), values[k].size()));
+      if (!e) return e.status();
+      events.push_back(std::move(e).value());
+    }
+  }
+  CachedRecords records(views_);
+  if (!render::can_render(events, records) || !records.status())
+    return records.status() ? Status::error("views: a statement line's event shows records they lack")
+                            : records.status();
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i].line = render::statement_line(events[event_of[i]], out[i].row.index, records);
   return out;
 }
 
