@@ -3,7 +3,9 @@
 // /v1/virtual-accounts/{id}/balance. Read from the wallets' statements in the views
 // (projection/statements.h): a page costs O(log n + page), and a CSV holds one piece in memory.
 
+#include <charconv>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 
 #include "common/json_dump.h"
@@ -95,43 +97,65 @@ json line_json(const StatementEntry& s) {
               {"balanceAfter", s.row.balance.value}};
 }
 
-// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break. Text that a
-// spreadsheet would run as a formula (starting with = + - @ or a tab) is prefixed with ' (OWASP).
-void csv_text(std::string& out, std::string_view text) {
-  const bool formula = !text.empty() && (text[0] == '=' || text[0] == '+' || text[0] == '-' ||
-                                         text[0] == '@' || text[0] == '\t' || text[0] == '\r');
-  const bool quoted = text.find_first_of(",\"\r\n") != std::string_view::npos;
-  if (quoted) out += '"';
-  if (formula) out += '\'';
+// Whether text in a CSV field makes it quoted (RFC 4180): a comma, a quote or a line break.
+bool needs_quotes(std::string_view text) { return text.find_first_of(",\"\r\n") != std::string_view::npos; }
+
+// Text a spreadsheet would run as a formula.
+bool formula(std::string_view text) {
+  return !text.empty() && (text[0] == '=' || text[0] == '+' || text[0] == '-' || text[0] == '@' ||
+                           text[0] == '\t' || text[0] == '\r');
+}
+
+void escaped(std::string& out, std::string_view text) {
   for (const char c : text) {
     if (c == '"') out += '"';
     out += c;
   }
+}
+
+// One CSV field (RFC 4180) made of `parts`, written as they are: quoted when it holds a comma, a
+// quote or a line break. Text that a spreadsheet would run as a formula (starting with = + - @ or
+// a tab) is prefixed with ' (OWASP).
+void csv_text(std::string& out, std::initializer_list<std::string_view> parts) {
+  bool quoted = false;
+  for (const std::string_view p : parts) quoted = quoted || needs_quotes(p);
+  if (quoted) out += '"';
+  if (formula(*parts.begin())) out += '\'';
+  for (const std::string_view p : parts) {
+    if (quoted)
+      escaped(out, p);
+    else
+      out += p;
+  }
   if (quoted) out += '"';
 }
 
-std::string counterparty_text(const render::StatementLine::Counterparty& c) {
-  return c.account_name + " (" + c.bank_name + " " + c.account_number + ")";
+void csv_number(std::string& out, std::int64_t n) {
+  char buf[24];
+  const auto end = std::to_chars(buf, buf + sizeof buf, n).ptr;
+  out.append(buf, end);
 }
 
+// "accountName (bankName accountNumber)".
 void csv_line(std::string& out, const StatementEntry& s) {
   out += format_iso8601(s.line.created);
   out += ',';
-  csv_text(out, s.line.reference);
+  csv_text(out, {s.line.reference});
   out += ',';
   out += s.line.transaction.value;
   out += ',';
   out += to_string(s.line.entry);
   out += ',';
-  out += std::to_string(line_amount(s));
+  csv_number(out, line_amount(s));
   out += ',';
-  out += std::to_string(s.line.fee.value);
+  csv_number(out, s.line.fee.value);
   out += ',';
-  csv_text(out, s.line.narration);
+  csv_text(out, {s.line.narration});
   out += ',';
-  csv_text(out, counterparty_text(s.line.counterparty));
+  const auto& c = s.line.counterparty;
+  csv_text(out, {c.account_name, " (", c.bank_name, " ", c.account_number, ")"});
   out += ',';
-  out += std::to_string(s.row.balance.value);
+  csv_number(out, s.row.balance.value);
   out += "\r\n";
 }
 
@@ -164,6 +188,7 @@ http::Response csv_statement(const Views& views, std::string wallet, const State
       cursor->header = false;
     }
     const std::uint64_t n = std::min(kCsvPieceLines, cursor->end - cursor->next);
+    out.reserve(out.size() + n * 256);
     const auto lines = Statements(views).lines(wallet, cursor->next, n);
     if (!lines) return lines.status();
     for (const StatementEntry& s : lines.value()) csv_line(out, s);
