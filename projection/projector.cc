@@ -282,8 +282,8 @@ class Projector::Batch::Records final : public render::RecordSource {
 };
 
 void Projector::Batch::apply_postings(const Event& e, const std::vector<Posting>& postings) {
-  std::uint32_t wallet_postings =
-      0;  // the transaction each creates (events/ledger.h: one per wallet posting)
+  // Which of the event's transactions a wallet posting is (events/ledger.h: one per wallet posting).
+  std::uint32_t wallet_postings = 0;
   for (const Posting& p : postings) {
     if (!is_wallet_account(p.account)) {
       put(view_keys::system_balance(e.partition.value, p.account), json{{"balance", p.balance.value}});
