@@ -12,6 +12,10 @@
 //                                             SIGKILL (a child process), then a fresh start:
 //                                             how long until it is ready, and its resident
 //                                             memory then (bounded by wallets, not history)
+//   kobo_restart_bench statements --data-dir D
+//                                             the statement of the wallet with most movements:
+//                                             a page of 100 of a random window, and the balance
+//                                             at a random time (projection/statements.h)
 //   kobo_restart_bench compact --data-dir D   the views' bytes on disk as `kobo replay` left
 //                                             them, and once compacted to rest (every record in
 //                                             the bottommost level, zstd with its dictionary)
@@ -32,6 +36,9 @@
 #include "command/ledger.h"
 #include "common/log.h"
 #include "events/embedded_log.h"
+#include "events/fact_codec.h"
+#include "projection/statements.h"
+#include "projection/view_keys.h"
 #include "projection/views.h"
 
 namespace kobo::bench {
@@ -199,6 +206,81 @@ int lists(const fs::path& data_dir) {
   return 0;
 }
 
+int statements(const fs::path& data_dir) {
+  auto log = open_log(data_dir);
+  auto views = Views::open((data_dir / "views").string(), log->partitions());
+  KOBO_ASSERT(views.ok(), "open the views");
+  // The wallet with most movements: its row counts them.
+  std::string wallet;
+  rows::WalletRow most;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(views.value()->db().NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek("b"); it->Valid() && it->key().starts_with("b"); it->Next()) {
+      const auto row = rows::decode_wallet(std::string_view(it->value().data(), it->value().size()));
+      KOBO_ASSERT(row.ok(), "a wallet row");
+      if (row.value().movements <= most.movements) continue;
+      most = row.value();
+      wallet = it->key().ToString().substr(1);
+    }
+  }
+  KOBO_ASSERT(most.movements > 0, "no wallet has moved money");
+  const auto opening = views.value()->read(view_keys::wallet(wallet));
+  KOBO_ASSERT(opening.ok() && opening.value().has_value(), "the wallet's fact");
+  const Event opened = decode_fact(*opening.value()).value();
+  const Scope scope{opened.business, opened.live};
+  const Statements s(*views.value());
+  const auto first = s.lines(wallet, 1, 1).value().front().row.time;
+  const auto last = s.lines(wallet, most.movements, 1).value().front().row.time;
+  std::mt19937_64 rng(20261125);
+  const auto median = [](std::vector<double> ms) {
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  std::vector<double> page_ms, last_page_ms, balance_ms;
+  for (int i = 0; i < 101; ++i) {
+    // A window from a random time to the end; a random page of 100 of it.
+    const UnixMs from = first + static_cast<UnixMs>(rng() % static_cast<std::uint64_t>(last - first + 1));
+    auto t = Clock::now();
+    const auto w = s.window(scope, wallet, from, last + 1).value().value();
+    const std::uint64_t pages = std::max<std::uint64_t>(1, (w.count + 99) / 100);
+    const std::uint64_t skip = (rng() % pages) * 100;
+    const auto lines =
+        s.lines(wallet, w.first + skip, std::min<std::uint64_t>(100, w.count - std::min(w.count, skip)));
+    KOBO_ASSERT(lines.ok(), "a statement page");
+    page_ms.push_back(seconds_since(t) * 1e3);
+    // The window of the whole history, its last page: the deepest.
+    t = Clock::now();
+    const auto all = s.window(scope, wallet, first, last + 1).value().value();
+    const auto deepest = s.lines(wallet, all.first + all.count - 100, 100);
+    KOBO_ASSERT(deepest.ok() && all.count == most.movements, "the last page");
+    last_page_ms.push_back(seconds_since(t) * 1e3);
+    t = Clock::now();
+    const auto balance = s.balance_at(scope, wallet, from).value();
+    KOBO_ASSERT(balance.has_value(), "a balance");
+    balance_ms.push_back(seconds_since(t) * 1e3);
+  }
+  // The whole history read and rendered as the CSV route reads it, pieces of 512 (no CSV text).
+  const auto whole = Clock::now();
+  for (std::uint64_t next = 1; next <= most.movements; next += 512) {
+    const auto piece = s.lines(wallet, next, std::min<std::uint64_t>(512, most.movements - next + 1));
+    KOBO_ASSERT(piece.ok(), "a piece of the statement");
+  }
+  const double lines_per_s = static_cast<double>(most.movements) / seconds_since(whole);
+  std::printf("the whole statement read and rendered in pieces of 512: %.0f lines/s\n", lines_per_s);
+  std::printf(
+      "statement of %s (%lu movements), median of 101: a page of 100 of a random window %.3f ms, the last "
+      "page of the whole history %.3f ms, balance at a random time %.3f ms\n",
+      wallet.c_str(), static_cast<unsigned long>(most.movements), median(page_ms), median(last_page_ms),
+      median(balance_ms));
+  std::printf(
+      "RESULT statement_business=%s statement_wallet=%s statement_movements=%lu statement_page_ms=%.3f "
+      "statement_last_page_ms=%.3f "
+      "balance_at_ms=%.3f statement_read_lines_per_s=%.0f\n",
+      scope.business.c_str(), wallet.c_str(), static_cast<unsigned long>(most.movements), median(page_ms),
+      median(last_page_ms), median(balance_ms), lines_per_s);
+  return 0;
+}
+
 std::uint64_t bytes_under(const fs::path& dir) {
   std::uint64_t n = 0;
   for (const auto& f : fs::recursive_directory_iterator(dir))
@@ -248,10 +330,14 @@ int main(int argc, char** argv) {
   auto* c = app.add_subcommand("compact", "The views' bytes on disk as replayed, and compacted to rest");
   c->add_option("--data-dir", data_dir, "A data dir kobo_make_log wrote and kobo replay gave views")
       ->required();
+  auto* st = app.add_subcommand("statements", "Statement pages and balances at a time of the busiest wallet");
+  st->add_option("--data-dir", data_dir, "A data dir kobo_make_log wrote and kobo replay gave views")
+      ->required();
   CLI11_PARSE(app, argc, argv);
   kobo::log::set_min_level(kobo::log::Level::warn);
   if (r->parsed()) return kobo::bench::restart(data_dir);
   if (y->parsed()) return kobo::bench::ready(data_dir, crash_after);
   if (c->parsed()) return kobo::bench::compact(data_dir);
+  if (st->parsed()) return kobo::bench::statements(data_dir);
   return kobo::bench::lists(data_dir);
 }

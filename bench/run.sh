@@ -41,6 +41,8 @@ measure peers "$here/peers.sh" "$seconds"
 measure http "$here/http_bench.sh" "$build" "$seconds" transfers,get,lag,memory
 measure engine "$build/bench/kobo_engine_bench" transfers --data-dir "$scratch/engine" --seconds "$seconds"
 measure replay "$here/replay_speed.sh" "$build" "${EVENTS:-1000000}"
+# Statements on a wallet with a million movements (issue 25).
+measure statement "$here/statement_bench.sh" "$build" "${EVENTS:-1000000}"
 # The HTTP transfer figure again on the Kafka backend, against the test broker (a fresh one).
 kafka_broker="$here/../tools/kafka/broker.sh"
 bootstrap=$("$kafka_broker" start "$scratch/kafka")
@@ -87,6 +89,15 @@ row "Writer ready after a restart on $(n "${EVENTS:-1000000}") events: from the 
 row "GET /v1/transactions from the views, $(n "${R[replay.list_records]}") records: page 1 / page 1,000 / page 1,000 of entry=debit" \
     "${R[replay.list_page1_ms]} / ${R[replay.list_page1000_ms]} / ${R[replay.list_page1000_debit_ms]} ms" "-" "<= 10 ms each" \
     "$( [ "$(meets "${R[replay.list_page1_ms]}" '<=' 10)" = yes ] && [ "$(meets "${R[replay.list_page1000_ms]}" '<=' 10)" = yes ] && echo yes || echo no)"
+row "Statement page (perPage 100) of a wallet with $(n "${R[statement.statement_movements]}") movements, random window / last page" \
+    "${R[statement.statement_page_ms]} / ${R[statement.statement_last_page_ms]} ms" "-" "<= 10 ms" \
+    "$(meets "${R[statement.statement_page_ms]}" '<=' 10)"
+row "CSV statement of $(n "${R[statement.csv_lines]}") lines over HTTP (first run fills the views' 64 MiB block cache)" \
+    "$(n "${R[statement.csv_lines_per_s]}") lines/s, resident memory +${R[statement.csv_rss_growth_mib]} MiB (first run $(n "${R[statement.csv_cold_lines_per_s]}") lines/s, +${R[statement.csv_cold_rss_growth_mib]} MiB)" "-" \
+    ">= 200,000 lines/s, <= 16 MiB" \
+    "$( [ "$(meets "${R[statement.csv_lines_per_s]}" '>=' 200000)" = yes ] && [ "$(meets "${R[statement.csv_rss_growth_mib]}" '<=' 16)" = yes ] && echo yes || echo no)"
+row "Balance at a time, wallet with $(n "${R[statement.statement_movements]}") movements" \
+    "${R[statement.balance_at_ms]} ms" "-" "<= 2 ms" "$(meets "${R[statement.balance_at_ms]}" '<=' 2)"
 row "Events per settled wallet transfer, as kobo events prints them" \
     "${R[replay.transfer_event_bytes]} bytes" "-" "<= 800 bytes" "$(meets "${R[replay.transfer_event_bytes]}" '<=' 800)"
 row "Disk per wallet transfer: log / views (compressed, WAL included; views as replayed, and at rest)" \

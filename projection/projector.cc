@@ -316,6 +316,8 @@ class Projector::Batch::Records final : public render::RecordSource {
 };
 
 void Projector::Batch::apply_postings(const Event& e, const std::vector<Posting>& postings) {
+  // Which of the event's transactions a wallet posting is (events/ledger.h: one per wallet posting).
+  std::uint32_t wallet_postings = 0;
   for (const Posting& p : postings) {
     if (!is_wallet_account(p.account)) {
       put(view_keys::system_balance(e.partition.value, p.account), json{{"balance", p.balance.value}});
@@ -327,6 +329,14 @@ void Projector::Batch::apply_postings(const Event& e, const std::vector<Posting>
     KOBO_ASSERT(r.fault == PostingFault::none, "a posting the views cannot apply");
     w.balance = r.balance;
     w.updated = e.time;
+    // The wallet's statement: this posting is its next movement (rows.h StatementRow).
+    w.movements += 1;
+    if (p.amount.value > 0) w.credited = Kobo(w.credited.value + p.amount.value);
+    w.moved_at = std::max(w.moved_at, e.time);
+    put(view_keys::statement_line(p.account, w.movements),
+        rows::encode(rows::StatementRow{w.moved_at, e.partition, e.seq, wallet_postings, p.amount, w.balance,
+                                        w.credited}));
+    ++wallet_postings;
     bytes = rows::encode(w);
   }
 }

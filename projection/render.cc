@@ -17,6 +17,16 @@ namespace {
 
 std::string iso(UnixMs ms) { return format_iso8601(ms); }
 
+// What records and statement lines both show, written once.
+constexpr std::string_view kSweepNarration = "Transit settlement";
+std::string reversal_narration(std::string_view payout_narration) {
+  return "Reversal: " + std::string(payout_narration);
+}
+// The publicId of the external source an incoming credit shows.
+std::string external_source_id(const TransactionId& credit) {
+  return "src-" + derived_uuid("src|" + credit.value);
+}
+
 Object rate(Kobo amount) {
   Object r;
   r.number("rateId", 1)
@@ -228,7 +238,8 @@ std::vector<std::string> payout_reversal(const Event& e, const PayoutFailed& x,
   KOBO_ASSERT(payout != nullptr, "a reversal of a payout the views do not have");
   const WalletFacts destination = wallet_of(records, t.posting->account);
   const Kobo actual = shown_amount(e, created, 0);
-  Object credit = transaction_base(e, payout->account, t, actual, "Reversal: " + payout->narration, shown);
+  Object credit =
+      transaction_base(e, payout->account, t, actual, reversal_narration(payout->narration), shown);
   credit.string("source", payout->beneficiary.bank_account.value)
       .string("sourceType", "BankAccount")
       .object("sourceData", beneficiary_data(payout->beneficiary))
@@ -268,7 +279,7 @@ std::vector<std::string> incoming_credit(const Event& e, const IncomingCreditRec
       .number("id", t.number)
       .string("processor", kProcessor)
       .string("type", "bank_account")
-      .string("publicId", "src-" + derived_uuid("src|" + t.id.value))
+      .string("publicId", external_source_id(t.id))
       .string("createdAt", ts)
       .string("updatedAt", ts)
       .string("currency", "NGN")
@@ -307,8 +318,8 @@ std::vector<std::string> incoming_credit(const Event& e, const IncomingCreditRec
     // the credit left it.
     const Object transit_data = snapshot(wallet_of(records, created[1].posting->account));
     const Object settlement_data = snapshot(wallet_of(records, created[2].posting->account));
-    Object debit = transaction_base(e, x.account, created[1], amount, "Transit settlement", shown);
-    Object swept = transaction_base(e, x.account, created[2], amount, "Transit settlement", shown);
+    Object debit = transaction_base(e, x.account, created[1], amount, kSweepNarration, shown);
+    Object swept = transaction_base(e, x.account, created[2], amount, kSweepNarration, shown);
     for (Object* r : {&debit, &swept}) {
       between_wallets(*r, transit_data, settlement_data);
       r->raw("tags", R"(["sweep"])");
@@ -451,7 +462,7 @@ std::optional<WalletFacts> wallet_facts(const Event& opening) {
 }
 
 rows::WalletRow opened(const Event& opening) {
-  return rows::WalletRow{Kobo(0), opening.time, CollectionStatus::pending};
+  return rows::WalletRow{Kobo(0), opening.time, CollectionStatus::pending, 0, Kobo(0), 0};
 }
 
 std::string wallet(const Event& opening, const rows::WalletRow& now, const RecordSource& records) {
@@ -621,6 +632,73 @@ std::optional<std::string> created_record(const std::vector<Event>& events, std:
     if (found) return found;
   }
   return std::nullopt;
+}
+
+}  // namespace kobo::render
+
+namespace kobo::render {
+
+namespace {
+
+StatementLine::Counterparty counterparty_of(const WalletFacts& w) {
+  return {w.public_id, w.account_name, w.account_number, w.bank_name};
+}
+StatementLine::Counterparty counterparty_of(const Beneficiary& b) {
+  return {b.bank_account.value, b.account_name, b.account_number, b.bank_name};
+}
+
+}  // namespace
+
+StatementLine statement_line(const Event& e, std::size_t index, const RecordSource& records) {
+  const auto created = transactions_created(e.data);
+  KOBO_ASSERT(index < created.size(), "a statement line names a transaction its event does not create");
+  const CreatedTransaction& t = created[index];
+  StatementLine line;
+  line.transaction = t.id;
+  line.reference = t.reference;
+  line.created = e.time;
+  line.entry = entry_of(t.kind);
+  line.fee = Kobo(0);
+  const auto wallet_posted = [&](std::size_t k) { return wallet_of(records, created[k].posting->account); };
+  switch (t.kind) {
+    case TransactionKind::wallet_transfer_debit:
+    case TransactionKind::wallet_transfer_credit: {
+      const auto& x = std::get<WalletTransferSettled>(e.data);
+      line.narration = x.narration;
+      line.counterparty =
+          counterparty_of(wallet_posted(t.kind == TransactionKind::wallet_transfer_debit ? 1 : 0));
+      break;
+    }
+    case TransactionKind::payout: {
+      const auto& x = std::get<BankTransferInitiated>(e.data);
+      line.narration = x.narration;
+      line.fee = x.postings.at(2).amount;  // to fees, as the payout's record shows it
+      line.counterparty = counterparty_of(x.beneficiary);
+      break;
+    }
+    case TransactionKind::payout_reversal: {
+      const auto& x = std::get<PayoutFailed>(e.data);
+      const auto initiated = records.payout(x.transaction.value);
+      const auto* payout = initiated ? std::get_if<BankTransferInitiated>(&initiated->data) : nullptr;
+      KOBO_ASSERT(payout != nullptr, "a reversal of a payout the views do not have");
+      line.narration = reversal_narration(payout->narration);
+      line.counterparty = counterparty_of(payout->beneficiary);
+      break;
+    }
+    case TransactionKind::incoming_credit: {
+      const auto& x = std::get<IncomingCreditReceived>(e.data);
+      line.narration = x.narration;
+      line.counterparty = {external_source_id(t.id), x.sender.account_name, x.sender.account_number,
+                           x.sender.bank_name};
+      break;
+    }
+    case TransactionKind::sweep_debit:
+    case TransactionKind::sweep_credit:
+      line.narration = kSweepNarration;
+      line.counterparty = counterparty_of(wallet_posted(t.kind == TransactionKind::sweep_debit ? 2 : 1));
+      break;
+  }
+  return line;
 }
 
 }  // namespace kobo::render

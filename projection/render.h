@@ -101,6 +101,25 @@ std::vector<Listed> listed(const Event& e, const RecordSource& records);
 std::string transaction(const Event& e, std::size_t index, std::span<const rows::StatusStep> steps,
                         const RecordSource& records, std::optional<TransactionStatus> shown = std::nullopt);
 
+// A line of a wallet's statement (extensions section 4): what transaction number `index` of
+// those `e` creates (its wallet posting) shows of itself. `fee`: what a payout's debit adds to
+// its amount (0 for every other line). `counterparty`: the other side of the movement.
+struct StatementLine {
+  TransactionId transaction;
+  std::string reference;
+  UnixMs created = 0;
+  Entry entry = Entry::debit;
+  Kobo fee;
+  std::string narration;
+  struct Counterparty {
+    std::string public_id;
+    std::string account_name;
+    std::string account_number;
+    std::string bank_name;
+  } counterparty;
+};
+StatementLine statement_line(const Event& e, std::size_t index, const RecordSource& records);
+
 // ---- answers ---------------------------------------------------------------------------------
 
 // The record with publicId `id` among those `events` (one command's, as appended) create, as the

@@ -52,6 +52,9 @@ std::string encode(const WalletRow& row) {
   put_signed_varint(out, row.balance.value);
   put_signed_varint(out, row.updated);
   put_varint(out, static_cast<std::uint64_t>(row.status));
+  put_varint(out, row.movements);
+  put_signed_varint(out, row.credited.value);
+  put_signed_varint(out, row.moved_at);
   return out;
 }
 
@@ -61,7 +64,37 @@ Result<WalletRow> decode_wallet(std::string_view bytes) {
   row.balance = Kobo(r.signed_varint());
   row.updated = r.signed_varint();
   row.status = r.enumerated(CollectionStatus::expired);
+  row.movements = r.varint();
+  row.credited = Kobo(r.signed_varint());
+  row.moved_at = r.signed_varint();
   if (!r.ok() || !r.done()) return Status::error("a wallet row of the views is malformed");
+  return row;
+}
+
+std::string encode(const StatementRow& row) {
+  std::string out;
+  out.reserve(32);
+  put_signed_varint(out, row.time);
+  put_varint(out, row.partition.value);
+  put_varint(out, row.seq.value);
+  put_varint(out, row.index);
+  put_signed_varint(out, row.amount.value);
+  put_signed_varint(out, row.balance.value);
+  put_signed_varint(out, row.credited.value);
+  return out;
+}
+
+Result<StatementRow> decode_statement(std::string_view bytes) {
+  Reader r(bytes);
+  StatementRow row;
+  row.time = r.signed_varint();
+  row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
+  row.seq = Seq(r.varint());
+  row.index = static_cast<std::uint32_t>(r.varint());
+  row.amount = Kobo(r.signed_varint());
+  row.balance = Kobo(r.signed_varint());
+  row.credited = Kobo(r.signed_varint());
+  if (!r.ok() || !r.done()) return Status::error("a statement row of the views is malformed");
   return row;
 }
 

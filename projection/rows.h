@@ -8,7 +8,8 @@
 //   TransactionRow (`T`): which event created the transaction, which of its transactions it is,
 //     and the status changes since
 //   WalletRow (`b`): what changes on a wallet: its balance, when it last changed, a collection
-//     wallet's status
+//     wallet's status, and where its statement is (how many movements, their credits, the last one's time)
+//   StatementRow (`h`): one movement of a wallet's ledger balance, numbered in log order
 //   ListedRow (`t`): what the transaction list filters on when it scans (entry, status, amount)
 //   KeyRow (`K`): whose a secret key is
 //
@@ -47,10 +48,31 @@ struct WalletRow {
   Kobo balance;
   UnixMs updated = 0;  // the last change: its opening, a posting, a collection's close
   CollectionStatus status = CollectionStatus::pending;  // a collection wallet's; pending for the others
+  std::uint64_t movements = 0;  // postings to it so far: the number of its last StatementRow
+  Kobo credited;                // the sum of its credits so far (its debits: credited - balance)
+  UnixMs moved_at = 0;          // the statement time of its last movement (StatementRow::time)
   bool operator==(const WalletRow&) const = default;
 };
 std::string encode(const WalletRow& row);
 [[nodiscard]] Result<WalletRow> decode_wallet(std::string_view bytes);
+
+// One movement of a wallet's ledger balance: a posting to it, the `number`-th (from 1, in log
+// order) under h<wallet>|<number> (view_keys.h). A statement's window is a range of numbers
+// found by `time`, which never decreases along a wallet's movements: it is the event's time, or
+// the previous movement's when the writer's clock went back. The running `credited` total makes
+// a window's credits and debits two reads, whatever its length.
+struct StatementRow {
+  UnixMs time = 0;
+  Partition partition{0};
+  Seq seq{0};               // the event that posted it (its fact is under E<partition><seq>)
+  std::uint32_t index = 0;  // which of the event's transactions: its wallet postings', in order
+  Kobo amount;              // signed: negative debits the wallet
+  Kobo balance;             // the wallet's balance after it
+  Kobo credited;            // the wallet's credits up to and including it
+  bool operator==(const StatementRow&) const = default;
+};
+std::string encode(const StatementRow& row);
+[[nodiscard]] Result<StatementRow> decode_statement(std::string_view bytes);
 
 struct ListedRow {
   Entry entry = Entry::debit;

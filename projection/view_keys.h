@@ -9,7 +9,9 @@
 //   K<secret key sha256 hex>                     -> KeyRow: business, account, live
 //   D<bank account publicId>                     -> the fact of its BeneficiarySaved (rows.h)
 //   W<wallet publicId>                           -> the fact of the event that opened it
-//   b<wallet publicId>                           -> WalletRow: balance, last change, status
+//   b<wallet publicId>                           -> WalletRow: balance, last change, status, movements
+//   h<wallet publicId>|<number:8>                -> StatementRow: the wallet's number-th movement
+//                                                   (from 1, log order), its time and balance after
 //   N<account number>                            -> wallet publicId
 //   S<partition:4><ledger account>               -> system account balance JSON
 //   E<partition:4><seq:8>                        -> the fact of an event that creates transactions
@@ -51,9 +53,10 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 // one are rebuilt from the log, never read as if their keys meant the same (Views::open refuses
 // them). Layout 1 had no marker; layout 2 writes the counters (`n`, `m`) as merge operands
 // (view_counter_merge in views.h), which a kobo of layout 1 cannot read; layout 3 stores rows of
-// facts instead of wallet, transaction and bank account records.
+// facts instead of wallet, transaction and bank account records; layout 4 adds the wallets'
+// statements (`h`) and their movement counts in WalletRow.
 inline constexpr std::string_view kFormatKey = "V";
-inline constexpr std::string_view kFormat = "3";
+inline constexpr std::string_view kFormat = "4";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
 
 // The tags above by name, for showing a key to a person (describe_view_key in rebuild.h).
@@ -71,6 +74,7 @@ inline constexpr TagName kTagNames[] = {
     {'D', "bank accounts"},
     {'W', "wallets"},
     {'b', "wallet balances"},
+    {'h', "wallet statements"},
     {'E', "transaction events"},
     {'N', "account numbers"},
     {'S', "system balances"},
@@ -107,6 +111,12 @@ inline std::string account_list(std::string_view business, std::uint64_t id) {
 inline std::string key_owner(std::string_view hash) { return "K" + std::string(hash); }
 inline std::string wallet(std::string_view id) { return "W" + std::string(id); }
 inline std::string wallet_row(std::string_view id) { return "b" + std::string(id); }
+inline std::string statement_prefix(std::string_view wallet) { return "h" + std::string(wallet) + "|"; }
+inline std::string statement_line(std::string_view wallet, std::uint64_t number) {
+  std::string k = statement_prefix(wallet);
+  put_be(k, number);
+  return k;
+}
 inline std::string event_fact(std::uint32_t partition, std::uint64_t seq) {
   std::string k("E");
   put_be(k, partition, 4);

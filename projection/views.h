@@ -202,6 +202,7 @@ class Views {
   std::unique_ptr<rocksdb::DB> db_;  // guarded by db_lock_
   std::uint32_t partitions_;
   friend class ViewRecords;
+  friend class Statements;  // projection/statements.h
 };
 
 // How the views' counters (view_keys.h: decimal text) add up. The projector writes a change of

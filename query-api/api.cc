@@ -18,6 +18,7 @@ bool Api::caught_up() const {
 void Api::add_routes(http::Router& router) {
   const auto protocol = std::make_shared<api::Protocol>(ledger_, views_, projector_, options_, answers_);
   api::add_wallet_routes(router, protocol);
+  api::add_statement_routes(router, protocol);
   api::add_transfer_routes(router, protocol);
   api::add_collection_routes(router, protocol);
   api::add_transaction_routes(router, protocol);

@@ -66,7 +66,7 @@ Response ok_text(unsigned status, std::string_view data, const std::optional<std
 }
 
 Response ok_list(const nlohmann::json& data, Pagination p, unsigned status) {
-  KOBO_ASSERT(data.is_array(), "ok_list() data must be an array");
+  KOBO_ASSERT(data.is_array() || data.is_object(), "ok_list() data must be a list, or an object holding one");
   nlohmann::ordered_json pagination{
       {"totalCount", p.total_count}, {"perPage", p.per_page}, {"current", p.current}};
   return success(status, ",\"pagination\":" + dump(pagination), dump(data));

@@ -36,7 +36,8 @@ Response ok(unsigned status, const nlohmann::json& data,
 Response ok_text(unsigned status, std::string_view data,
                  const std::optional<std::string>& message = std::nullopt);
 
-// Lists: meta has statusCode, success and pagination, no message.
+// Lists: meta has statusCode, success and pagination, no message. `data` is the page's array, or
+// an object that holds it beside what the page is of (a statement and its lines).
 Response ok_list(const nlohmann::json& data, Pagination pagination, unsigned status = 200);
 
 // No success and no data field.

@@ -22,6 +22,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/url/parse.hpp>
 #include <condition_variable>
+#include <cstdio>
 #include <exception>
 #include <mutex>
 #include <unordered_map>
@@ -307,10 +308,15 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
 
   void write(Response response, bool close_after) {
     state_ = State::writing;
-    const bool keep = keep_alive_ && !close_after && !shutting_down_;
+    const bool streamed = static_cast<bool>(response.stream);
+    // An HTTP/1.0 client learns where a streamed body ends from the connection's close.
+    const bool keep = keep_alive_ && !close_after && !shutting_down_ && !(streamed && version_ == 10);
     head_ = response_head(response, version_, keep);
     // A HEAD answer carries the length of the body it would have had, but no body.
-    if (!head_request_) body_ = std::move(response.body);
+    if (!head_request_) {
+      body_ = std::move(response.body);
+      stream_body_ = std::move(response.stream);
+    }
     stream_.expires_after(core_->options.write_timeout);
     net::async_write(stream_, std::array<net::const_buffer, 2>{net::buffer(head_), net::buffer(body_)},
                      beast::bind_front_handler(&Connection::on_write, shared_from_this(), !keep));
@@ -318,9 +324,46 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
 
   void on_write(bool close_after, beast::error_code ec, std::size_t) {
     body_ = {};  // release the body now, not at the next response
-    if (ec) return close();
+    if (ec) {
+      stream_body_ = nullptr;
+      return close();
+    }
+    if (stream_body_) return write_piece(close_after);
     if (close_after) return drain_and_close();
     wait_for_request();
+  }
+
+  // The next piece of a streamed body, as a chunk on HTTP/1.1; the last chunk after the last
+  // piece. A stream that fails closes the connection with the body unfinished.
+  void write_piece(bool close_after) {
+    std::string piece;
+    Result<bool> more = false;
+    try {
+      more = stream_body_(piece);
+    } catch (const std::exception& e) {
+      more = Status::error(e.what());
+    }
+    if (!more) {
+      log::error("http streamed body failed", {{"error", more.status().message()}});
+      stream_body_ = nullptr;
+      return close();
+    }
+    if (!more.value()) stream_body_ = nullptr;
+    if (version_ == 11) {
+      if (!piece.empty()) {
+        char size[20];
+        const int n = std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+        body_.assign(size, static_cast<std::size_t>(n));
+        body_ += piece;
+        body_ += "\r\n";
+      }
+      if (!more.value()) body_ += "0\r\n\r\n";
+    } else {
+      body_ = std::move(piece);
+    }
+    stream_.expires_after(core_->options.write_timeout);
+    net::async_write(stream_, net::buffer(body_),
+                     beast::bind_front_handler(&Connection::on_write, shared_from_this(), close_after));
   }
 
   void drain_and_close() {
@@ -359,6 +402,7 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::string head_;  // the response being written: status line and header, then body
   std::string body_;
+  BodyStream stream_body_;  // the rest of a streamed body being written
   State state_ = State::reading;
   unsigned version_ = 11;
   bool keep_alive_ = false;
@@ -428,7 +472,13 @@ std::string response_head(const Response& response, unsigned version, bool keep_
   if (keep_alive && version == 10) field(out, "Connection", "keep-alive");
   const bool bodiless = response.status < 200 || response.status == 204 || response.status == 304;
   KOBO_ASSERT(!bodiless || response.body.empty(), "a body on a status that has none");
-  field(out, "Content-Length", std::to_string(response.body.size()));
+  if (response.stream) {
+    KOBO_ASSERT(response.body.empty() && !bodiless,
+                "a streamed body beside a body, or on a status that has none");
+    if (version == 11) field(out, "Transfer-Encoding", "chunked");  // HTTP/1.0: until the close
+  } else {
+    field(out, "Content-Length", std::to_string(response.body.size()));
+  }
   out += "\r\n";
   return out;
 }

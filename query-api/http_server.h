@@ -55,11 +55,20 @@ struct Request {
   std::optional<std::string_view> query_param(std::string_view name) const;
 };
 
+// A body made piece by piece as it is written, so that its size never has to be in memory: each
+// call appends the next piece (a bounded amount) to `out` and returns whether more follow, or an
+// error, on which the connection closes without ending the body, so the client sees it cut short. Called on
+// the connection's strand, one call at a time.
+using BodyStream = std::function<Result<bool>(std::string& out)>;
+
 struct Response {
   unsigned status = 200;
   std::string body;
   std::string content_type = "application/json";  // empty: no content-type header
   std::vector<std::pair<std::string, std::string>> headers;
+  // When set, the body is this (chunked on HTTP/1.1; on HTTP/1.0, until the connection closes)
+  // and `body` must be empty.
+  BodyStream stream = nullptr;
 };
 
 // Splits a request target (origin form, as the request line has it) into `req.path` and

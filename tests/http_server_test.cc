@@ -350,6 +350,58 @@ TEST_F(ServerTest, HeadAnswersHeadersWithoutABody) {
   EXPECT_EQ(json::parse(get.body())["data"]["path"], "/g");
 }
 
+// Answers a body streamed in `pieces` pieces of "piece N\n" (http::BodyStream); with `fail_at`,
+// the stream fails at that piece.
+Handler streamer(int pieces, int fail_at = -1) {
+  return [pieces, fail_at](Request&&, Responder respond) {
+    Response r;
+    r.content_type = "text/plain";
+    auto next = std::make_shared<int>(0);
+    r.stream = [pieces, fail_at, next](std::string& out) -> Result<bool> {
+      if (*next == fail_at) return Status::error("the source failed");
+      out += "piece " + std::to_string((*next)++) + "\n";
+      return *next < pieces;
+    };
+    respond(std::move(r));
+  };
+}
+
+std::string pieces_text(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += "piece " + std::to_string(i) + "\n";
+  return s;
+}
+
+TEST_F(ServerTest, AStreamedBodyIsChunkedAndTheConnectionStaysUsable) {
+  start(streamer(1000));
+  RawConnection raw(server_->port());
+  raw.send("GET /s HTTP/1.1\r\nHost: x\r\n\r\nGET /s HTTP/1.1\r\nHost: x\r\n\r\n");
+  for (int i = 0; i < 2; ++i) {
+    const auto res = raw.read_response();
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_TRUE(res.chunked());
+    EXPECT_EQ(res[bhttp::field::content_length], "");
+    EXPECT_EQ(res.body(), pieces_text(1000));
+  }
+}
+
+TEST_F(ServerTest, AStreamedBodyToHttp10EndsWithTheConnection) {
+  start(streamer(3));
+  auto c = client();
+  const HttpResult r = c.send_raw("GET /s HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.header("connection"), "close");
+  EXPECT_EQ(r.body, pieces_text(3));
+}
+
+TEST_F(ServerTest, AStreamThatFailsCutsTheBodyShort) {
+  start(streamer(1000, 500));
+  RawConnection raw(server_->port());
+  raw.send("GET /s HTTP/1.1\r\nHost: x\r\n\r\n");
+  // The body never ends: the connection closes in the middle of it.
+  EXPECT_THROW(raw.read_response(), boost::system::system_error);
+}
+
 TEST_F(ServerTest, ExpectContinueGetsAnInterimAnswer) {
   start(echo);
   RawConnection raw(server_->port());

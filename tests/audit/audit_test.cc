@@ -601,6 +601,39 @@ TEST(AuditRules, EachRuleIsReportedWhereItIsBroken) {
          transfer(f, "1", {kA, Kobo(-30'000), Kobo(71'000)}, {kB, Kobo(30'000), Kobo(30'000)}, "r1");
        },
        Check::balance, 8, "the stated balance 71000 kobo"},
+      // A statement's balanceAfter chains from the line before (extensions section 4): the audit
+      // holds every posting's balance to its account's previous one, across events, within one,
+      // and on system accounts.
+      {"a balance after that does not chain from the event before",
+       [](Forge& f) {
+         transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kB, Kobo(30'000), Kobo(30'000)}, "r1");
+         transfer(f, "2", {kA, Kobo(-10'000), Kobo(50'000)}, {kB, Kobo(10'000), Kobo(40'000)}, "r2");
+       },
+       Check::balance, 9, "the stated balance 50000 kobo is not 70000 kobo plus -10000 kobo"},
+      {"a sweep whose balance does not chain from the credit in the same event",
+       [](Forge& f) {
+         f.command({{incoming({{kInbound, Kobo(-7'000), Kobo(-107'000)},
+                               {kT, Kobo(7'000), Kobo(7'000)},
+                               {kT, Kobo(-7'000), Kobo(1'000)},
+                               {kB, Kobo(7'000), Kobo(7'000)}})}});
+       },
+       Check::balance, 8, "the stated balance 1000 kobo"},
+      {"a fee account's balance that does not chain",
+       [](Forge& f) {
+         BankTransferInitiated p;
+         p.account = AccountId(Forge::kAccount);
+         p.beneficiary =
+             Beneficiary{"Ada Obi", "0123456784", BankAccountId("bka-1"), "044", "Access Bank", 0, "ner-1"};
+         p.ids = {300};
+         p.narration = "payout";
+         p.postings = {{kA, Kobo(-21'075), Kobo(78'925)},
+                       {kSuspense, Kobo(20'000), Kobo(20'000)},
+                       {kFees, Kobo(1'075), Kobo(2'075)}};
+         p.reference = "pay-1";
+         p.transaction = TransactionId("trx-pay");
+         f.command({{p}});
+       },
+       Check::balance, 8, "sys:fees: the stated balance 2075 kobo"},
       {"a status that moves back",
        [](Forge& f) {
          payout(f);
