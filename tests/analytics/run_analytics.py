@@ -11,7 +11,12 @@ volume per wallet against each day's statement totals, fees earned per day again
 of the statements less the fees that reversals gave back, and every wallet's balance at a time
 against GET /v1/virtual-accounts/{id}/balance. Exits 1 on any difference.
 
-    run_analytics.py KOBO_BINARY PYTHON_WITH_DUCKDB [--seed S] [--keep]
+With --kafka-brokers the server runs on Kafka (a topic of its own), and the events are read
+from the topic by an analyst's own consumer (confluent-kafka, read_committed, each partition from
+its start to its end), not by kobo: its lines must be exactly what `kobo events` prints, and the
+queries run on what it read.
+
+    run_analytics.py KOBO_BINARY PYTHON_WITH_DUCKDB [--seed S] [--keep] [--kafka-brokers HOST:PORT]
 
 Runs itself again under PYTHON_WITH_DUCKDB (the virtualenv of tools/venv.sh) when the python
 running it has no duckdb.
@@ -201,12 +206,39 @@ def check(api, con, wallets):
     return failures
 
 
+def consume_topic(brokers, topic):
+    """Every committed record of `topic`, each partition read from its start to its end."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": brokers, "group.id": f"analytics-{os.getpid()}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions}
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        lines = []
+        deadline = time.time() + 60
+        while time.time() < deadline and any(consumer.position([TopicPartition(topic, p)])[0].offset < end
+                                             for p, end in ends.items() if end > 0):
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            if message.error():
+                raise RuntimeError(f"consuming {topic}: {message.error()}")
+            lines.append(message.value().decode())
+        return lines
+    finally:
+        consumer.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("kobo")
     parser.add_argument("python")
     parser.add_argument("--seed", type=int, default=20261125)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--kafka-brokers")
     args = parser.parse_args()
     try:
         import duckdb  # noqa: F401
@@ -219,8 +251,11 @@ def main():
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = open(work / "serve.log", "w")
+    kafka = []
+    if args.kafka_brokers:
+        kafka = ["--kafka-brokers", args.kafka_brokers, "--kafka-topic", f"kobo.analytics.{os.getpid()}.{port}"]
     server = subprocess.Popen([kobo, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(work / "data"),
-                              "--rail-delay-ms", "20"], stdout=log, stderr=subprocess.STDOUT)
+                              "--rail-delay-ms", "20", *kafka], stdout=log, stderr=subprocess.STDOUT)
     ok = False
     try:
         if not wait_ready(url, server):
@@ -233,7 +268,16 @@ def main():
         wallets = traffic(api, random.Random(args.seed))
         events = work / "events.ndjson"
         with open(events, "w") as out:
-            subprocess.run([kobo, "events", "--data-dir", str(work / "data")], stdout=out, check=True)
+            subprocess.run([kobo, "events", "--data-dir", str(work / "data"), *kafka], stdout=out, check=True)
+        if kafka:
+            consumed = consume_topic(args.kafka_brokers, kafka[3])
+            printed = events.read_text().splitlines()
+            if sorted(consumed) != sorted(printed):
+                print(f"FAILED the topic's consumer read {len(consumed)} records, kobo events printed "
+                      f"{len(printed)}, and they differ", file=sys.stderr)
+                return 1
+            print(f"run_analytics: a consumer of the topic read the {len(consumed)} records kobo events prints")
+            events.write_text("\n".join(consumed) + "\n")
         con = duckdb.connect()
         run_sql(con, (HERE / "load.sql").read_text(), events=str(events))
         n_events, n_postings = con.execute(
