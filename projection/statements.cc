@@ -114,7 +114,9 @@ Result<std::optional<StatementWindow>> Statements::window(const Scope& scope, st
 }
 
 Result<std::vector<StatementEntry>> Statements::lines(std::string_view wallet, std::uint64_t first,
-                                                      std::uint64_t count) const {
+                                                      std::uint64_t count, bool bulk) const {
+  rocksdb::ReadOptions read;
+  read.fill_cache = !bulk;
   KOBO_ASSERT(count <= kLinesMax, "too many statement lines at once");
   std::vector<StatementEntry> out;
   if (count == 0) return out;
@@ -122,7 +124,7 @@ Result<std::vector<StatementEntry>> Statements::lines(std::string_view wallet, s
   {
     // One scan of the rows, under the views' lock for its length only.
     std::shared_lock lock(views_.db_lock_);
-    std::unique_ptr<rocksdb::Iterator> it(views_.db_->NewIterator(rocksdb::ReadOptions()));
+    std::unique_ptr<rocksdb::Iterator> it(views_.db_->NewIterator(read));
     const std::string prefix = view_keys::statement_prefix(wallet);
     const std::string start = view_keys::statement_line(wallet, first);
     for (it->Seek(start); it->Valid() && out.size() < count; it->Next()) {
@@ -155,8 +157,8 @@ Result<std::vector<StatementEntry>> Statements::lines(std::string_view wallet, s
     const std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
     std::vector<rocksdb::PinnableSlice> values(keys.size());
     std::vector<rocksdb::Status> statuses(keys.size());
-    views_.db_->MultiGet(rocksdb::ReadOptions(), views_.db_->DefaultColumnFamily(), keys.size(),
-                         slices.data(), values.data(), statuses.data());
+    views_.db_->MultiGet(read, views_.db_->DefaultColumnFamily(), keys.size(), slices.data(), values.data(),
+                         statuses.data());
     for (std::size_t k = 0; k < keys.size(); ++k) {
       if (statuses[k].IsNotFound())
         return Status::error("views: a statement line names an event they do not have");

@@ -54,9 +54,11 @@ class Statements {
   [[nodiscard]] Result<std::optional<StatementWindow>> window(const Scope& scope, std::string_view wallet,
                                                               UnixMs from, UnixMs to) const;
   // Movements number `first` to `first + count - 1` of the wallet, rendered; they must exist (a
-  // window's). At most kLinesMax at once.
+  // window's). At most kLinesMax at once. `bulk`: a piece of a long read (a CSV export), whose
+  // blocks do not go into the views' block cache, so it neither grows the process to the cache's
+  // size nor evicts what other reads keep hot.
   [[nodiscard]] Result<std::vector<StatementEntry>> lines(std::string_view wallet, std::uint64_t first,
-                                                          std::uint64_t count) const;
+                                                          std::uint64_t count, bool bulk = false) const;
   static constexpr std::uint64_t kLinesMax = 1000;
   // The balance after every movement before `at`; nullopt when `scope` has no such wallet. A
   // wallet holds 0 before its first movement (and before it opened).

@@ -189,7 +189,7 @@ http::Response csv_statement(const Views& views, std::string wallet, const State
     }
     const std::uint64_t n = std::min(kCsvPieceLines, cursor->end - cursor->next);
     out.reserve(out.size() + n * 256);
-    const auto lines = Statements(views).lines(wallet, cursor->next, n);
+    const auto lines = Statements(views).lines(wallet, cursor->next, n, /*bulk=*/true);
     if (!lines) return lines.status();
     for (const StatementEntry& s : lines.value()) csv_line(out, s);
     cursor->next += n;
