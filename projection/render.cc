@@ -159,21 +159,15 @@ Object meta(bool third_party, Kobo amount, const Object& credit) {
 
 // A pair of records of money moving between two wallets (a wallet transfer, a sweep): each
 // mirrors the other in meta.credit.
-std::vector<std::string> mirror_pair(Object& debit, Object& credit, Kobo amount) {
+void mirror_pair(Object& debit, Object& credit, Kobo amount) {
   const Object debit_meta = meta(false, amount, mirror(credit));
   credit.object("meta", meta(false, amount, mirror(debit)));
   debit.object("meta", debit_meta);
-  std::vector<std::string> out;
-  out.reserve(2);
-  out.push_back(debit.text());
-  out.push_back(credit.text());
-  return out;
 }
 
-std::vector<std::string> wallet_transfer(const Event& e, const WalletTransferSettled& x,
-                                         const std::vector<CreatedTransaction>& created,
-                                         const RecordSource& records,
-                                         std::optional<TransactionStatus> shown) {
+std::vector<Object> wallet_transfer(const Event& e, const WalletTransferSettled& x,
+                                    const std::vector<CreatedTransaction>& created,
+                                    const RecordSource& records, std::optional<TransactionStatus> shown) {
   const Kobo amount = shown_amount(e, created, 0);
   const Object source_data = snapshot(wallet_of(records, created[0].posting->account));
   Object destination_data = snapshot(wallet_of(records, created[1].posting->account));
@@ -181,7 +175,8 @@ std::vector<std::string> wallet_transfer(const Event& e, const WalletTransferSet
   Object debit = transaction_base(e, x.account, created[0], amount, x.narration, shown);
   Object credit = transaction_base(e, x.account, created[1], amount, x.narration, shown);
   for (Object* t : {&debit, &credit}) between_wallets(*t, source_data, destination_data);
-  return mirror_pair(debit, credit, amount);
+  mirror_pair(debit, credit, amount);
+  return {std::move(debit), std::move(credit)};
 }
 
 // How a payout shows the bank account it pays.
@@ -199,9 +194,9 @@ Object beneficiary_data(const Beneficiary& b) {
   return d;
 }
 
-std::vector<std::string> bank_transfer(const Event& e, const BankTransferInitiated& x,
-                                       const std::vector<CreatedTransaction>& created,
-                                       const RecordSource& records, std::optional<TransactionStatus> shown) {
+std::vector<Object> bank_transfer(const Event& e, const BankTransferInitiated& x,
+                                  const std::vector<CreatedTransaction>& created, const RecordSource& records,
+                                  std::optional<TransactionStatus> shown) {
   const CreatedTransaction& t = created[0];
   const WalletFacts source = wallet_of(records, t.posting->account);
   const Kobo actual = -t.posting->amount;
@@ -225,13 +220,12 @@ std::vector<std::string> bank_transfer(const Event& e, const BankTransferInitiat
   Object other_side = mirror(debit);
   other_side.number("balance", 0);  // the other side is a bank whose balance we do not keep
   debit.object("meta", meta(true, amount, other_side));
-  return {debit.text()};
+  return {std::move(debit)};
 }
 
-std::vector<std::string> payout_reversal(const Event& e, const PayoutFailed& x,
-                                         const std::vector<CreatedTransaction>& created,
-                                         const RecordSource& records,
-                                         std::optional<TransactionStatus> shown) {
+std::vector<Object> payout_reversal(const Event& e, const PayoutFailed& x,
+                                    const std::vector<CreatedTransaction>& created,
+                                    const RecordSource& records, std::optional<TransactionStatus> shown) {
   const CreatedTransaction& t = created[0];
   const auto initiated = records.payout(x.transaction.value);
   const auto* payout = initiated ? std::get_if<BankTransferInitiated>(&initiated->data) : nullptr;
@@ -249,13 +243,12 @@ std::vector<std::string> payout_reversal(const Event& e, const PayoutFailed& x,
       .string("debitReference", payout->reference)
       .raw("tags", R"(["reversal"])");
   credit.object("meta", meta(true, actual, mirror(credit)));
-  return {credit.text()};
+  return {std::move(credit)};
 }
 
-std::vector<std::string> incoming_credit(const Event& e, const IncomingCreditReceived& x,
-                                         const std::vector<CreatedTransaction>& created,
-                                         const RecordSource& records,
-                                         std::optional<TransactionStatus> shown) {
+std::vector<Object> incoming_credit(const Event& e, const IncomingCreditReceived& x,
+                                    const std::vector<CreatedTransaction>& created,
+                                    const RecordSource& records, std::optional<TransactionStatus> shown) {
   const CreatedTransaction& t = created[0];
   const WalletFacts destination = wallet_of(records, t.posting->account);
   const Kobo amount = shown_amount(e, created, 0);
@@ -312,7 +305,8 @@ std::vector<std::string> incoming_credit(const Event& e, const IncomingCreditRec
   Object m = meta(false, amount, mirrored);
   m.object("clientResponse", response);
   credit.object("meta", m);
-  std::vector<std::string> out{credit.text()};
+  std::vector<Object> out;
+  out.push_back(std::move(credit));
   if (created.size() == 3) {
     // A transit wallet sweeps what it received to its settlement wallet. Its snapshot is as
     // the credit left it.
@@ -324,7 +318,9 @@ std::vector<std::string> incoming_credit(const Event& e, const IncomingCreditRec
       between_wallets(*r, transit_data, settlement_data);
       r->raw("tags", R"(["sweep"])");
     }
-    for (std::string& record : mirror_pair(debit, swept, amount)) out.push_back(std::move(record));
+    mirror_pair(debit, swept, amount);
+    out.push_back(std::move(debit));
+    out.push_back(std::move(swept));
   }
   return out;
 }
@@ -501,8 +497,10 @@ std::string bank_account(const Event& e, const BeneficiarySaved& x) {
 
 namespace {
 
-std::vector<std::string> transactions(const Event& e, const RecordSource& records,
-                                      std::optional<TransactionStatus> shown) {
+// The records `e` creates, as members to be written: a caller writes the text of the one it
+// needs (each mirrors the others, so all are built).
+std::vector<Object> transactions(const Event& e, const RecordSource& records,
+                                 std::optional<TransactionStatus> shown) {
   const auto created = transactions_created(e.data);
   if (created.empty()) return {};
   if (const auto* x = std::get_if<WalletTransferSettled>(&e.data))
@@ -582,8 +580,8 @@ std::string transaction(const Event& e, std::size_t index, std::span<const rows:
                         const RecordSource& records, std::optional<TransactionStatus> shown) {
   auto all = transactions(e, records, steps.empty() ? shown : std::nullopt);
   KOBO_ASSERT(index < all.size(), "a transaction row names a transaction its event does not create");
-  if (steps.empty()) return std::move(all[index]);
-  json record = json::parse(all[index]);
+  if (steps.empty()) return all[index].text();
+  json record = json::parse(all[index].text());
   for (const rows::StatusStep& step : steps) advance_payout(record, step.status, step.time);
   if (shown) record["status"] = to_string(*shown);
   return dump_json(record);

@@ -14,6 +14,7 @@
 #include "common/json_dump.h"
 #include "events/fact_codec.h"
 #include "events/rocksdb_logger.h"
+#include "projection/rebuild.h"
 #include "projection/rows.h"
 #include "projection/view_keys.h"
 
@@ -308,7 +309,7 @@ Result<std::optional<Event>> Views::fact(const std::string& key, const Scope* sc
   if (!bytes) return bytes.status();
   if (!bytes.value()) return std::optional<Event>();
   auto e = decode_fact(*bytes.value());
-  if (!e) return Status::error("views read " + key + ": " + e.status().message());
+  if (!e) return Status::error("views read " + describe_view_key(key) + ": " + e.status().message());
   if (scope != nullptr && !in_scope(e.value(), *scope)) return std::optional<Event>();
   return std::optional<Event>(std::move(e).value());
 }
