@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -53,6 +54,7 @@ struct ServeOptions {
   std::size_t writer_cache_mb = 64;               // the history index's block cache and memtables
   std::int64_t expire_in_min_s = 600;
   std::string fee_tiers = "500000:1075,5000000:2688,max:5375";
+  std::string limits_file;  // KYC tier limits (events/limits.h); empty: the CBN's
   std::string log_level = "info";
   KafkaFlags kafka;  // brokers empty: the embedded log
   int kafka_append_timeout_ms = 5'000;
@@ -340,6 +342,14 @@ int serve(const ServeOptions& o) {
   const auto fee_tiers = parse_fee_tiers(o.fee_tiers);
   if (!fee_tiers) return fail(fee_tiers.status().message());
   LedgerOptions lo;
+  if (!o.limits_file.empty()) {
+    std::ifstream in(o.limits_file);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in && !in.eof()) return fail("--limits " + o.limits_file + ": cannot be read");
+    auto limits = parse_tier_limits(text);
+    if (!limits) return fail("--limits " + o.limits_file + ": " + limits.status().message());
+    lo.config.tier_limits = std::move(limits).value();
+  }
   lo.config.fee_tiers = fee_tiers.value();
   lo.config.rail_delay = std::chrono::milliseconds(o.rail_delay_ms);
   lo.config.partitions = partitions;
@@ -488,6 +498,11 @@ int main(int argc, char** argv) {
   s->add_option("--fee-tiers", serve.fee_tiers, "Bank transfer fees in kobo: UP_TO:FEE,...,max:FEE")
       ->envname("KOBO_FEE_TIERS")
       ->capture_default_str();
+  s->add_option("--limits", serve.limits_file,
+                "KYC tier limits, a JSON file: {\"1\": {\"dailyDebit\": KOBO, \"maxBalance\": KOBO|null}, "
+                "\"2\": ..., \"3\": ...} (default: the CBN's tiers, docs/architecture.md)")
+      ->envname("KOBO_LIMITS")
+      ->check(CLI::ExistingFile);
   kobo::add_kafka_flags(
       s, serve.kafka,
       "Run on Kafka at HOST:PORT[,...] instead of the embedded log; the topic is created if missing "

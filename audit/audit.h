@@ -14,6 +14,9 @@
 //   - transfer:     the legs of a transfer agree (accounts, amounts, fee, linkRef, references);
 //   - status:       a transaction's status only moves forward: pending -> processing ->
 //                   success | failed;
+//   - limits:       no debit over its wallet's KYC-tier daily allowance, no credit (but a
+//                   reversal) taking a wallet above its tier's balance cap, with the tier limits
+//                   the log's WriterStarted events recorded (events/limits.h);
 //   - record:       records are well formed, ids unique, owners exist, businesses in the
 //                   partition they hash to;
 //   - views:        (audit_views) the views equal a rebuild from the log, key by key.
@@ -51,7 +54,8 @@ enum class Check {
   transfer,
   status,
   record,
-  views
+  views,
+  limits
 };
 std::string_view to_string(Check c);
 

@@ -76,6 +76,8 @@ struct LogAuditor::Model {
     bool transit = false;
     std::string settlement;  // a transit wallet's
     Kobo balance;
+    std::uint8_t tier = 0;  // its KYC tier; 0: none
+    DailyDebits debits;
   };
   struct Collection {
     std::string business, destination;
@@ -102,6 +104,7 @@ struct LogAuditor::Model {
   std::unordered_set<Key, KeyHash> transactions;     // key16(publicId)
   std::unordered_map<Key, Seq, KeyHash> references;  // key16(account|mode|, reference) -> first use
   std::unordered_map<std::string, Payout> payouts;   // trx-… of the payout
+  TierLimits tier_limits = cbn_tier_limits();        // as the last WriterStarted recorded them
   Kobo total;                                        // the sum of every balance in the partition
   Kobo total_reported;  // the total after the last command: a lasting imbalance is reported once
 
@@ -260,6 +263,7 @@ void LogAuditor::apply(Model& m, const Event& e) {
     if (e.command_size != 1) violation(Check::command, e, "WriterStarted is not a command of its own");
     if (w->epoch != e.epoch)
       violation(Check::epoch, e, "WriterStarted's data.epoch differs from its envelope's epoch");
+    if (w->tier_limits) m.tier_limits = *w->tier_limits;
     if (e.epoch.value != m.epoch.value + 1)
       violation(Check::epoch, e,
                 "WriterStarted moves the epoch from " + std::to_string(m.epoch.value) + " to " +
@@ -279,6 +283,7 @@ void LogAuditor::apply(Model& m, const Event& e) {
   if (const auto* postings = postings_of(e.data)) {
     check_movement(m, e);
     post(m, e, *postings);
+    check_limits(m, e, *postings);
   }
   if (status_change(e.data)) change_status(m, e);
 }
@@ -329,7 +334,14 @@ void LogAuditor::check_records(Model& m, const Event& e) {
             bad(what, "account " + x.account.value + " is not an account of its business");
           number(what, x.account_number);
           wallet_id(what, x.id);
-          Model::Wallet w{e.business, x.account.value, e.live, transit, {}, Kobo(0)};
+          Model::Wallet w{e.business,
+                          x.account.value,
+                          e.live,
+                          transit,
+                          {},
+                          Kobo(0),
+                          static_cast<std::uint8_t>(x.kyc_tier.value_or(0)),
+                          {}};
           if constexpr (transit) {
             const auto s = m.wallets.find(x.settlement_wallet.value);
             if (s == m.wallets.end() || s->second.business != e.business || s->second.live != e.live ||
@@ -371,6 +383,12 @@ void LogAuditor::check_records(Model& m, const Event& e) {
                       "collection wallet " + x.wallet.value + " expires before its expiration");
           else
             c->second.active = false;
+        } else if constexpr (std::is_same_v<T, WalletTierChanged>) {
+          const auto w = m.wallets.find(x.wallet.value);
+          if (w == m.wallets.end() || w->second.business != e.business || w->second.live != e.live)
+            bad("wallet " + x.wallet.value, "its tier changed, but its business and mode do not have it");
+          else
+            w->second.tier = static_cast<std::uint8_t>(x.kyc_tier.value_or(0));
         } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
           const std::string what = "bank account " + x.bank_account.value;
           if (!x.bank_account.value.starts_with("bka-")) bad(what, "id is not bka-…");
@@ -406,6 +424,34 @@ void LogAuditor::check_records(Model& m, const Event& e) {
       violation(Check::reference, e,
                 "reference '" + t.reference + "' of " + t.id.value + " was used before, at seq " +
                     std::to_string(first->second.value));
+  }
+}
+
+// The KYC tier limits (events/limits.h) of the tables the log recorded: no counted debit beyond
+// the day's allowance of its wallet's tier, no capped credit above its wallet's balance cap.
+void LogAuditor::check_limits(Model& m, const Event& e, const std::vector<Posting>& postings) {
+  if (const auto debit = tier_debit(e.data)) {
+    if (const auto w = m.wallets.find(debit->wallet); w != m.wallets.end()) {
+      Model::Wallet& wallet = w->second;
+      const std::int64_t day = lagos_day(e.time);
+      wallet.debits = wallet.debits.plus(day, debit->amount);
+      const TierLimit* limit = tier_limit(m.tier_limits, wallet.tier);
+      if (limit != nullptr && wallet.debits.debited > limit->daily_debit)
+        violation(Check::limits, e,
+                  debit->wallet + " debited " + kobo_text(wallet.debits.debited) + " on its day, over tier " +
+                      std::to_string(wallet.tier) + "'s " + kobo_text(limit->daily_debit));
+    }
+  }
+  if (!credits_capped(e.data)) return;
+  for (const Posting& p : postings) {
+    if (p.amount.value <= 0) continue;
+    const auto w = m.wallets.find(p.account);
+    if (w == m.wallets.end()) continue;
+    const TierLimit* limit = tier_limit(m.tier_limits, w->second.tier);
+    if (limit != nullptr && limit->max_balance && p.balance > *limit->max_balance)
+      violation(Check::limits, e,
+                p.account + " credited to " + kobo_text(p.balance) + ", over tier " +
+                    std::to_string(w->second.tier) + "'s cap of " + kobo_text(*limit->max_balance));
   }
 }
 

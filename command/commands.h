@@ -59,6 +59,14 @@ struct CreateWallet {
   std::string category;  // primary | secondary
   std::optional<std::string> email_address;
   std::optional<Mobile> mobile;
+  std::optional<std::uint64_t> kyc_tier = std::nullopt;  // 1..3; none: no tier limits
+};
+
+// A wallet's KYC tier (PATCH /v1/virtual-accounts/{id}); none removes its tier limits.
+struct SetWalletTier {
+  Caller caller;
+  std::string wallet;
+  std::optional<std::uint64_t> kyc_tier;
 };
 
 // The same reference with another request is a 409: decide() compares request_fingerprint()
@@ -91,6 +99,7 @@ struct CreateTransitWallet {
   std::string settlement_account;
   std::optional<std::string> email_address;
   std::optional<Mobile> mobile;
+  std::optional<std::uint64_t> kyc_tier = std::nullopt;
 };
 
 // Internal: an unpaid collection wallet reached its expiration.
@@ -139,7 +148,7 @@ struct IncomingCredit {
 
 using Command = std::variant<CreateBusiness, UpdateAccount, AddBankAccount, CreateWallet, CreateCollection,
                              CreateTransitWallet, WalletTransfer, BankTransfer, IncomingCredit, AdvancePayout,
-                             ExpireCollection>;
+                             ExpireCollection, SetWalletTier>;
 
 // Domain rejections, mapped to HTTP in one table in query-api/. Values, never exceptions.
 enum class Rejection {
@@ -149,6 +158,9 @@ enum class Rejection {
   destination_not_found,
   same_source_and_destination,
   insufficient_funds,
+  daily_limit_exceeded,    // a debit beyond the day's allowance of the source's KYC tier
+  balance_limit_exceeded,  // a credit above the balance cap of the destination's KYC tier
+  wallet_not_found,        // a wallet of the caller's to change
   wallet_name_taken,
   primary_wallet_limit,
   account_not_found,  // incoming credit to an account number the caller does not have

@@ -53,6 +53,25 @@ const WalletState* caller_wallet(const PartitionState& s, const Caller& c, const
   return owner.business == c.business && owner.live == c.live ? w : nullptr;
 }
 
+// KYC tier limits (extensions.md section 3), from the table the log recorded (state.tier_limits).
+bool valid_tier(const std::optional<std::uint64_t>& tier) {
+  return !tier || (*tier >= 1 && *tier <= kKycTiers);
+}
+
+// Whether a counted debit of `amount` from `w` at `now` stays within its tier's daily allowance.
+bool within_daily_debit(const PartitionState& s, const WalletState& w, Kobo amount, UnixMs now) {
+  const TierLimit* limit = tier_limit(s.tier_limits, w.tier);
+  if (limit == nullptr) return true;
+  const auto after = checked_add(w.debits.on(lagos_day(now)), amount);
+  return after && *after <= limit->daily_debit;
+}
+
+// Whether a credit that leaves `w` at `balance_after` stays within its tier's balance cap.
+bool within_balance_cap(const PartitionState& s, const WalletState& w, Kobo balance_after) {
+  const TierLimit* limit = tier_limit(s.tier_limits, w.tier);
+  return limit == nullptr || !limit->max_balance || balance_after <= *limit->max_balance;
+}
+
 Decision decide_create_business(const PartitionState& s, const CreateBusiness& c,
                                 const LedgerConfig& config) {
   if (s.businesses.contains(c.business_id)) return reject(Rejection::business_exists);
@@ -110,7 +129,7 @@ Decision decide_add_bank_account(const PartitionState& s, const History& h, cons
 Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, const LedgerConfig& config,
                               IdSource& ids) {
   const auto category = wallet_category_from_string(c.category);
-  if (!category) return reject(Rejection::out_of_range);
+  if (!category || !valid_tier(c.kyc_tier)) return reject(Rejection::out_of_range);
   if (s.wallets.name_taken(c.caller.account, c.caller.live, c.account_name))
     return reject(Rejection::wallet_name_taken);
   if (*category == WalletCategory::primary) {
@@ -126,6 +145,7 @@ Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, co
   x.category = *category;
   x.email_address = c.email_address;
   x.id = interleaved_id(s.wallets_created, s.partition, config.partitions);
+  x.kyc_tier = c.kyc_tier;
   x.mobile = c.mobile;
   x.name = c.account_name;
   x.wallet = WalletId("vba-" + ids.uuid());
@@ -133,8 +153,21 @@ Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, co
   return one_event(c.caller, std::move(x), std::move(id));
 }
 
+Decision decide_set_wallet_tier(const PartitionState& s, const SetWalletTier& c) {
+  if (!valid_tier(c.kyc_tier)) return reject(Rejection::out_of_range);
+  const WalletState* w = caller_wallet(s, c.caller, c.wallet);
+  if (w == nullptr) return reject(Rejection::wallet_not_found);
+  Decision d;
+  d.id = c.wallet;
+  // The same tier again changes nothing: no event.
+  if (w->tier != c.kyc_tier.value_or(0))
+    d.events.push_back({c.caller.business, c.caller.live, WalletTierChanged{c.kyc_tier, WalletId(c.wallet)}});
+  return d;
+}
+
 Decision decide_create_transit(const PartitionState& s, const CreateTransitWallet& c,
                                const LedgerConfig& config, IdSource& ids) {
+  if (!valid_tier(c.kyc_tier)) return reject(Rejection::out_of_range);
   const WalletState* settlement = caller_wallet(s, c.caller, c.settlement_account);
   if (settlement == nullptr || s.transit_settlement.contains(c.settlement_account))
     return reject(Rejection::settlement_account_not_found);
@@ -145,6 +178,7 @@ Decision decide_create_transit(const PartitionState& s, const CreateTransitWalle
   x.bank_name = config.bank_name;
   x.email_address = c.email_address;
   x.id = interleaved_id(s.wallets_created, s.partition, config.partitions);
+  x.kyc_tier = c.kyc_tier;
   x.mobile = c.mobile;
   x.name = c.account_name;
   x.settlement_wallet = WalletId(c.settlement_account);
@@ -221,7 +255,7 @@ std::optional<Decision> check_reference(const History& h, const Caller& caller,
 }
 
 Decision decide_wallet_transfer(const PartitionState& s, const History& h, const WalletTransfer& c,
-                                const LedgerConfig& config, IdSource& ids) {
+                                const LedgerConfig& config, UnixMs now, IdSource& ids) {
   if (c.amount.value <= 0) return reject(Rejection::out_of_range);
   WalletTransferRequest request{c.source, c.destination, c.amount, c.narration, std::nullopt};
   if (c.name_enquiry_ref) request.name_enquiry_ref = *c.name_enquiry_ref;
@@ -232,9 +266,11 @@ Decision decide_wallet_transfer(const PartitionState& s, const History& h, const
   if (dst == nullptr) return reject(Rejection::destination_not_found);
   if (c.source == c.destination) return reject(Rejection::same_source_and_destination);
   if (src->balance < c.amount) return reject(Rejection::insufficient_funds);
+  if (!within_daily_debit(s, *src, c.amount, now)) return reject(Rejection::daily_limit_exceeded);
   const auto src_after = checked_sub(src->balance, c.amount);
   const auto dst_after = checked_add(dst->balance, c.amount);
   if (!src_after || !dst_after) return reject(Rejection::out_of_range);
+  if (!within_balance_cap(s, *dst, *dst_after)) return reject(Rejection::balance_limit_exceeded);
 
   WalletTransferSettled x;
   x.account = AccountId(c.caller.account);
@@ -262,6 +298,7 @@ Decision decide_bank_transfer(const PartitionState& s, const History& h, const B
   const auto fees_after = checked_add(s.balance_of(SystemAccount::fees), fee);
   if (!actual || !suspense_after || !fees_after) return reject(Rejection::out_of_range);
   if (src->balance < *actual) return reject(Rejection::insufficient_funds);
+  if (!within_daily_debit(s, *src, *actual, now)) return reject(Rejection::daily_limit_exceeded);
   const auto src_after = checked_sub(src->balance, *actual);
   if (!src_after) return reject(Rejection::out_of_range);
 
@@ -377,6 +414,7 @@ Decision decide_incoming_credit(const PartitionState& s, const History& h, const
   }
   const auto dst_after = checked_add(dst->balance, c.amount);
   if (!dst_after) return reject(Rejection::out_of_range);
+  if (!within_balance_cap(s, *dst, *dst_after)) return reject(Rejection::balance_limit_exceeded);
 
   IncomingCreditReceived x;
   x.account = AccountId(c.caller.account);
@@ -391,6 +429,8 @@ Decision decide_incoming_credit(const PartitionState& s, const History& h, const
     KOBO_ASSERT(settlement != nullptr, "a transit wallet settles to a wallet that exists");
     const auto settlement_after = checked_add(settlement->balance, c.amount);
     if (!settlement_after) return reject(Rejection::out_of_range);
+    if (!within_balance_cap(s, *settlement, *settlement_after))
+      return reject(Rejection::balance_limit_exceeded);
     x.postings.push_back({wallet_id, -c.amount, dst->balance});
     x.postings.push_back({transit->second, c.amount, *settlement_after});
     x.ids.push_back(transaction_number(s, config, 1));
@@ -458,7 +498,7 @@ Decision decide(const PartitionState& state, const History& history, const Comma
         else if constexpr (std::is_same_v<T, CreateWallet>)
           return decide_create_wallet(state, c, config, ids);
         else if constexpr (std::is_same_v<T, WalletTransfer>)
-          return decide_wallet_transfer(state, history, c, config, ids);
+          return decide_wallet_transfer(state, history, c, config, now, ids);
         else if constexpr (std::is_same_v<T, BankTransfer>)
           return decide_bank_transfer(state, history, c, config, now, ids);
         else if constexpr (std::is_same_v<T, IncomingCredit>)
@@ -469,6 +509,8 @@ Decision decide(const PartitionState& state, const History& history, const Comma
           return decide_create_collection(state, history, c, config, now, ids);
         else if constexpr (std::is_same_v<T, CreateTransitWallet>)
           return decide_create_transit(state, c, config, ids);
+        else if constexpr (std::is_same_v<T, SetWalletTier>)
+          return decide_set_wallet_tier(state, c);
         else {
           static_assert(std::is_same_v<T, ExpireCollection>, "every command is decided");
           return decide_expire_collection(state, c);

@@ -35,6 +35,8 @@ struct LedgerConfig {
   // CBN NIP tiers: <= N5,000 -> N10.75; <= N50,000 -> N26.88; above -> N53.75.
   std::vector<FeeTier> fee_tiers{{500'000, 1'075}, {5'000'000, 2'688}, {INT64_MAX, 5'375}};
   std::chrono::milliseconds rail_delay{500};  // sandbox rail: processing -> final
+  // KYC tier limits (events/limits.h): recorded in the log by WriterStarted, decided with from there.
+  TierLimits tier_limits = cbn_tier_limits();
 };
 
 Kobo transfer_fee(const LedgerConfig& config, Kobo amount);

@@ -57,6 +57,12 @@ std::string_view to_string(Rejection r) {
       return "same_source_and_destination";
     case Rejection::insufficient_funds:
       return "insufficient_funds";
+    case Rejection::daily_limit_exceeded:
+      return "daily_limit_exceeded";
+    case Rejection::balance_limit_exceeded:
+      return "balance_limit_exceeded";
+    case Rejection::wallet_not_found:
+      return "wallet_not_found";
     case Rejection::wallet_name_taken:
       return "wallet_name_taken";
     case Rejection::primary_wallet_limit:
@@ -275,7 +281,7 @@ Status Ledger::append_writer_started() {
     e.epoch = next;
     e.command_seq = e.seq;
     e.time = now;
-    e.data = WriterStarted{next};
+    e.data = WriterStarted{next, options_.config.tier_limits};
     e.prev_hash = st.chain.last_hash();
     batch.push_back(EncodedEvent{e.partition, e.seq, e.type(), "", now, seal(e)});
     KOBO_ASSERT(st.chain.follow(e) == ChainVerdict::accept, "WriterStarted must extend the chain");

@@ -19,7 +19,8 @@ constexpr std::string_view kMagic = "KOBOSNAP";
 // (and the log replayed), never misread.
 // Format 2: the hot state only (references, bank accounts and closed collection wallets moved to
 // the history index), and the wallet-name index hashed with stable_hash instead of std::hash.
-constexpr std::uint32_t kFormat = 3;
+// Format 4: wallets' KYC tiers and day debits, and the tier limits in force.
+constexpr std::uint32_t kFormat = 4;
 constexpr std::size_t kHashSize = 32;
 constexpr std::size_t kKeep = 2;
 
@@ -193,6 +194,12 @@ class SnapshotCodec {
       w.boolean(p.live);
     });
     w.i64(s.total.value);
+    w.u64(s.tier_limits.size());
+    for (const TierLimit& l : s.tier_limits) {
+      w.i64(l.daily_debit.value);
+      w.boolean(l.max_balance.has_value());
+      w.i64(l.max_balance.value_or(Kobo(0)).value);
+    }
   }
 
   static bool get(Reader& r, PartitionState& s) {
@@ -236,6 +243,14 @@ class SnapshotCodec {
       return p;
     });
     s.total = Kobo(r.i64());
+    if (r.u64() != kKycTiers) return false;
+    s.tier_limits.assign(kKycTiers, TierLimit{});
+    for (TierLimit& l : s.tier_limits) {
+      l.daily_debit = Kobo(r.i64());
+      const bool capped = r.boolean();
+      const Kobo cap(r.i64());
+      l.max_balance = capped ? std::optional<Kobo>(cap) : std::nullopt;
+    }
     return !r.failed();
   }
 
@@ -265,6 +280,9 @@ class SnapshotCodec {
       w.i64(wallet.balance.value);
       w.u32(wallet.owner);
       w.u32(wallet.bank);
+      w.i64(wallet.debits.day);
+      w.i64(wallet.debits.debited.value);
+      w.u8(wallet.tier);
     }
     w.u64(ws.by_name_.size());
     for (const auto& [hash, key] : ws.by_name_) {
@@ -306,6 +324,10 @@ class SnapshotCodec {
       wallet.balance = Kobo(r.i64());
       wallet.owner = r.u32();
       wallet.bank = r.u32();
+      wallet.debits.day = r.i64();
+      wallet.debits.debited = Kobo(r.i64());
+      wallet.tier = r.u8();
+      if (wallet.tier > kKycTiers) r.refuse();
       ws.by_key_.emplace(key, std::move(wallet));
     }
     for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) {

@@ -196,6 +196,7 @@ void open_wallet(PartitionState& s, const Event& e, const Opened& x, bool named)
   const auto number = parse_account_number(account_number);
   KOBO_ASSERT(number.has_value(), "a wallet's account number has 10 digits");
   ws.account_number = *number;
+  ws.tier = static_cast<std::uint8_t>(x.kyc_tier.value_or(0));
   s.wallets.add(id, Caller{e.business, x.account.value, e.live}, WalletBank{x.bank_code, x.bank_name},
                 std::move(ws), named);
   ++s.wallets_created;
@@ -214,7 +215,15 @@ struct Applier {
   PartitionState& s;
   const Event& e;
 
-  void operator()(const WriterStarted&) const {}
+  void operator()(const WriterStarted& x) const {
+    if (x.tier_limits) s.tier_limits = *x.tier_limits;
+  }
+
+  void operator()(const WalletTierChanged& x) const {
+    WalletState* w = s.wallets.find(x.wallet.value);
+    KOBO_ASSERT(w != nullptr, "the tier of an unknown wallet changed");
+    w->tier = static_cast<std::uint8_t>(x.kyc_tier.value_or(0));
+  }
 
   void operator()(const BusinessRegistered& x) const {
     KOBO_ASSERT(s.businesses.insert(e.business).second, "a business registered twice");
@@ -317,6 +326,11 @@ struct Applier {
 
 void apply(PartitionState& s, const Event& e) {
   std::visit(Applier{s, e}, e.data);
+  if (const auto debit = tier_debit(e.data)) {
+    WalletState* w = s.wallets.find(debit->wallet);
+    KOBO_ASSERT(w != nullptr, "a debit of an unknown wallet");
+    w->debits = w->debits.plus(lagos_day(e.time), debit->amount);
+  }
   if (e.last_of_command()) KOBO_ASSERT(s.total.value == 0, "partition balances do not sum to zero");
 }
 

@@ -33,6 +33,8 @@ struct WalletState {
   Kobo balance;
   std::uint32_t owner = 0;  // Wallets::owner(): the business, account and mode it belongs to
   std::uint32_t bank = 0;   // Wallets::bank(): the bank it was opened at (the padding's room)
+  DailyDebits debits;       // the counted debits of its last day with one (events/limits.h)
+  std::uint8_t tier = 0;    // its KYC tier, 1..3; 0: none
 };
 
 // A bank a wallet is opened at: the service's own, as configured when the wallet opened.
@@ -174,6 +176,7 @@ struct PartitionState {
   std::array<Kobo, kSystemAccounts.size()> system_balances{};       // by SystemAccount
   std::unordered_map<std::string, PayoutState> payouts;             // debit trx-… in flight
   Kobo total;  // sum of every balance in the partition: zero after every command
+  TierLimits tier_limits = cbn_tier_limits();  // as the last WriterStarted recorded them
 
   // A wallet's or a system account's balance (0 for an account that does not exist).
   Kobo balance_of(std::string_view ledger_account) const;

@@ -31,7 +31,7 @@ std::optional<E> value_in(const NameTable<E, N>& table, std::string_view name) {
   return std::nullopt;
 }
 
-constexpr NameTable<EventType, 14> kTypeNames{{
+constexpr NameTable<EventType, 15> kTypeNames{{
     {EventType::writer_started, "WriterStarted"},
     {EventType::business_registered, "BusinessRegistered"},
     {EventType::account_updated, "AccountUpdated"},
@@ -46,8 +46,9 @@ constexpr NameTable<EventType, 14> kTypeNames{{
     {EventType::payout_succeeded, "PayoutSucceeded"},
     {EventType::payout_failed, "PayoutFailed"},
     {EventType::incoming_credit_received, "IncomingCreditReceived"},
+    {EventType::wallet_tier_changed, "WalletTierChanged"},
 }};
-static_assert(std::variant_size_v<EventData> == 14, "every event type has a name");
+static_assert(std::variant_size_v<EventData> == kTypeNames.size(), "every event type has a name");
 
 constexpr NameTable<TransactionStatus, 4> kTransactionStatusNames{
     {{TransactionStatus::pending, "pending"},
@@ -436,7 +437,27 @@ std::optional<BeneficiaryType> beneficiary_type_from_string(std::string_view s) 
   return value_in(kBeneficiaryTypeNames, s);
 }
 
+namespace {
+
+Status check_kyc_tier(const std::optional<std::uint64_t>& tier) {
+  if (tier && (*tier < 1 || *tier > kKycTiers)) return Status::error("a kycTier other than 1, 2 or 3");
+  return {};
+}
+
+// What the codec cannot check of the KYC tier facts (events/limits.h).
+Status validate_tiers(const EventData& d) {
+  if (const auto* x = std::get_if<WriterStarted>(&d); x != nullptr && x->tier_limits)
+    return check_tier_limits(*x->tier_limits);
+  if (const auto* x = std::get_if<WalletOpened>(&d)) return check_kyc_tier(x->kyc_tier);
+  if (const auto* x = std::get_if<TransitWalletOpened>(&d)) return check_kyc_tier(x->kyc_tier);
+  if (const auto* x = std::get_if<WalletTierChanged>(&d)) return check_kyc_tier(x->kyc_tier);
+  return {};
+}
+
+}  // namespace
+
 Status validate(const Event& e) {
+  if (auto s = validate_tiers(e.data); !s) return s;
   const auto* postings = postings_of(e.data);
   if (postings == nullptr) return {};
   Kobo sum;

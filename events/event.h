@@ -24,6 +24,7 @@
 
 #include "common/result.h"
 #include "common/time.h"
+#include "events/limits.h"
 #include "events/types.h"
 
 namespace kobo {
@@ -91,12 +92,16 @@ struct Mobile {
 // ---- the catalog -----------------------------------------------------------------------------
 
 // A writer took the partition (docs/architecture.md section 3). Partition-level: no business.
+// `tierLimits`: the KYC tier limits it decides with from here on (events/limits.h); absent in
+// logs written before tiers, whose wallets have none.
 struct WriterStarted {
   Epoch epoch;
+  std::optional<TierLimits> tier_limits = std::nullopt;
   auto operator<=>(const WriterStarted&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
     f("epoch", x.epoch);
+    f("tierLimits", x.tier_limits);
   }
 };
 
@@ -148,6 +153,7 @@ struct WalletOpened {
   WalletCategory category = WalletCategory::primary;
   std::optional<std::string> email_address;
   std::uint64_t id = 0;
+  std::optional<std::uint64_t> kyc_tier = std::nullopt;  // 1..3 (events/limits.h); absent: no tier limits
   std::optional<Mobile> mobile;
   std::string name;
   WalletId wallet;
@@ -161,6 +167,7 @@ struct WalletOpened {
     f("category", x.category);
     f("emailAddress", x.email_address);
     f("id", x.id);
+    f("kycTier", x.kyc_tier);
     f("mobile", x.mobile);
     f("name", x.name);
     f("wallet", x.wallet);
@@ -175,6 +182,7 @@ struct TransitWalletOpened {
   std::string bank_name;
   std::optional<std::string> email_address;
   std::uint64_t id = 0;
+  std::optional<std::uint64_t> kyc_tier = std::nullopt;  // 1..3 (events/limits.h); absent: no tier limits
   std::optional<Mobile> mobile;
   std::string name;
   WalletId settlement_wallet;
@@ -188,6 +196,7 @@ struct TransitWalletOpened {
     f("bankName", x.bank_name);
     f("emailAddress", x.email_address);
     f("id", x.id);
+    f("kycTier", x.kyc_tier);
     f("mobile", x.mobile);
     f("name", x.name);
     f("settlementWallet", x.settlement_wallet);
@@ -232,6 +241,19 @@ struct CollectionWalletExpired {
   auto operator<=>(const CollectionWalletExpired&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
+    f("wallet", x.wallet);
+  }
+};
+
+// A wallet's KYC tier changed (PATCH /v1/virtual-accounts/{id}); absent `kycTier`: it has none
+// now. The day's debits so far still count against the new tier's allowance.
+struct WalletTierChanged {
+  std::optional<std::uint64_t> kyc_tier;
+  WalletId wallet;
+  auto operator<=>(const WalletTierChanged&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("kycTier", x.kyc_tier);
     f("wallet", x.wallet);
   }
 };
@@ -419,10 +441,11 @@ struct IncomingCreditReceived {
 };
 
 // The alternatives of EventData, in the order of EventType.
-using EventData = std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened,
-                               TransitWalletOpened, CollectionWalletOpened, CollectionWalletExpired,
-                               BeneficiarySaved, WalletTransferSettled, BankTransferInitiated,
-                               PayoutProcessing, PayoutSucceeded, PayoutFailed, IncomingCreditReceived>;
+using EventData =
+    std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
+                 CollectionWalletOpened, CollectionWalletExpired, BeneficiarySaved, WalletTransferSettled,
+                 BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed,
+                 IncomingCreditReceived, WalletTierChanged>;
 
 enum class EventType {
   writer_started,
@@ -439,6 +462,7 @@ enum class EventType {
   payout_succeeded,
   payout_failed,
   incoming_credit_received,
+  wallet_tier_changed,
 };
 
 inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }

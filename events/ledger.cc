@@ -93,6 +93,17 @@ const std::vector<Posting>* postings_of(const EventData& d) {
       d);
 }
 
+std::optional<TierDebit> tier_debit(const EventData& d) {
+  // The source's posting is the first of both: -amount, and -(amount + fee) for a payout.
+  if (const auto* x = std::get_if<WalletTransferSettled>(&d))
+    return TierDebit{x->postings.at(0).account, -x->postings.at(0).amount};
+  if (const auto* x = std::get_if<BankTransferInitiated>(&d))
+    return TierDebit{x->postings.at(0).account, -x->postings.at(0).amount};
+  return std::nullopt;
+}
+
+bool credits_capped(const EventData& d) { return !std::holds_alternative<PayoutFailed>(d); }
+
 std::string_view to_string(Entry e) { return e == Entry::debit ? "debit" : "credit"; }
 
 std::string_view to_string(TransactionKind k) {

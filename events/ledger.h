@@ -76,6 +76,20 @@ struct WalletFacts {
 // collection wallet pays into.
 std::vector<std::string> wallets_shown(const EventData& d);
 
+// ---- KYC tier limits (events/limits.h) ---------------------------------------------------------
+
+// The debit of `d` that counts toward a wallet's daily allowance (extensions.md section 3): a
+// wallet transfer's amount from its source, a bank transfer's amount + fee. Nothing else counts
+// (not a sweep, not a reversal), and nothing gives allowance back.
+struct TierDebit {
+  std::string wallet;
+  Kobo amount;
+};
+std::optional<TierDebit> tier_debit(const EventData& d);
+// Whether the credits `d` posts to wallets were refused above the wallets' balance caps: every
+// credit but a payout's reversal, which gives back what was debited whatever the cap.
+bool credits_capped(const EventData& d);
+
 // ---- transaction records ---------------------------------------------------------------------
 
 enum class Entry { debit, credit };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <functional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -185,6 +186,7 @@ class Projector::Batch {
   struct TransactionIndex;
   class Records;
   void apply_postings(const Event& e, const std::vector<Posting>& postings);
+  void change_wallet(const WalletId& id, const std::function<void(rows::WalletRow&)>& change);
   void put_transactions(const Event& e, const Records& records);
   void advance_transaction(const Event& e, const StatusChange& change, const Records& records);
   void open_wallet(const Event& e, const WalletId& id, const std::string& account_number);
@@ -318,6 +320,7 @@ class Projector::Batch::Records final : public render::RecordSource {
 void Projector::Batch::apply_postings(const Event& e, const std::vector<Posting>& postings) {
   // Which of the event's transactions a wallet posting is (events/ledger.h: one per wallet posting).
   std::uint32_t wallet_postings = 0;
+  const auto debit = tier_debit(e.data);  // counted toward the source's daily allowance
   for (const Posting& p : postings) {
     if (!is_wallet_account(p.account)) {
       put(view_keys::system_balance(e.partition.value, p.account), json{{"balance", p.balance.value}});
@@ -333,6 +336,8 @@ void Projector::Batch::apply_postings(const Event& e, const std::vector<Posting>
     w.movements += 1;
     if (p.amount.value > 0) w.credited = Kobo(w.credited.value + p.amount.value);
     w.moved_at = std::max(w.moved_at, e.time);
+    if (debit && wallet_postings == 0 && p.account == debit->wallet)
+      w.debits = w.debits.plus(lagos_day(e.time), debit->amount);
     put(view_keys::statement_line(p.account, w.movements),
         rows::encode(rows::StatementRow{w.moved_at, e.partition, e.seq, wallet_postings, p.amount, w.balance,
                                         w.credited}));
@@ -401,7 +406,14 @@ void Projector::Batch::apply(const Event& e) {
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, BusinessRegistered>) {
+        if constexpr (std::is_same_v<T, WriterStarted>) {
+          if (x.tier_limits) put(view_keys::tier_limits(e.partition.value), rows::encode(*x.tier_limits));
+        } else if constexpr (std::is_same_v<T, WalletTierChanged>) {
+          change_wallet(x.wallet, [&](rows::WalletRow& w) {
+            w.tier = static_cast<std::uint8_t>(x.kyc_tier.value_or(0));
+            w.updated = e.time;
+          });
+        } else if constexpr (std::is_same_v<T, BusinessRegistered>) {
           auto r = render::business_records(e, x);
           put(view_keys::business(e.business), std::move(r.business));
           put(view_keys::account(x.account.value), std::move(r.account));
@@ -437,13 +449,20 @@ void Projector::Batch::apply(const Event& e) {
       e.data);
 }
 
-void Projector::Batch::close_collection(const WalletId& id, CollectionStatus status, UnixMs time) {
-  std::string& bytes = edit(view_keys::wallet_row(id.value), "collection status change out of order");
+void Projector::Batch::change_wallet(const WalletId& id,
+                                     const std::function<void(rows::WalletRow&)>& change) {
+  std::string& bytes = edit(view_keys::wallet_row(id.value), "a change to a wallet the views do not have");
   rows::WalletRow w = decoded(rows::decode_wallet(bytes));
-  KOBO_ASSERT(w.status == CollectionStatus::pending, "collection status change out of order");
-  w.status = status;
-  w.updated = time;
+  change(w);
   bytes = rows::encode(w);
+}
+
+void Projector::Batch::close_collection(const WalletId& id, CollectionStatus status, UnixMs time) {
+  change_wallet(id, [&](rows::WalletRow& w) {
+    KOBO_ASSERT(w.status == CollectionStatus::pending, "collection status change out of order");
+    w.status = status;
+    w.updated = time;
+  });
 }
 
 Projector::Projector(EventLog& log, Views& views, ProjectorOptions options)

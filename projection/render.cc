@@ -325,10 +325,28 @@ std::vector<Object> incoming_credit(const Event& e, const IncomingCreditReceived
   return out;
 }
 
+// A wallet's KYC tier and its limits for the day `tiers` is shown at (extensions.md section 1).
+void tier_members(Object& w, const rows::WalletRow& now, const TierShown& tiers) {
+  static const TierLimits kCbn = cbn_tier_limits();
+  const TierLimit* limit = tier_limit(tiers.limits != nullptr ? *tiers.limits : kCbn, now.tier);
+  if (limit == nullptr) {
+    w.null("kycTier").null("limits");
+    return;
+  }
+  Object limits;
+  limits.number("dailyDebit", limit->daily_debit.value)
+      .number("dailyDebitUsed", now.debits.on(lagos_day(tiers.at)).value);
+  if (limit->max_balance)
+    limits.number("maxBalance", limit->max_balance->value);
+  else
+    limits.null("maxBalance");
+  w.number("kycTier", now.tier).object("limits", limits);
+}
+
 // The fields every wallet of the service's bank has (API document 2.1 and 2.2).
 Object wallet_base(const Event& e, const AccountId& account, std::uint64_t id, const WalletId& wallet,
                    const std::string& name, const std::string& number, const std::string& bank_name,
-                   const std::string& bank_code, const rows::WalletRow& now) {
+                   const std::string& bank_code, const rows::WalletRow& now, const TierShown& tiers) {
   const std::string ts = iso(now.updated);
   Object w;
   w.string("_id", object_id_of(wallet.value))
@@ -347,6 +365,7 @@ Object wallet_base(const Event& e, const AccountId& account, std::uint64_t id, c
       .string("createdAt", iso(e.time))
       .string("updatedAt", ts)
       .string("lastUpdated", ts);
+  tier_members(w, now, tiers);
   return w;
 }
 
@@ -396,17 +415,19 @@ void update_account(json& account, const Event& e, const AccountUpdated& x) {
 
 namespace {
 
-std::string open_wallet(const Event& e, const WalletOpened& x, const rows::WalletRow& now) {
-  Object w =
-      wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code, now);
+std::string open_wallet(const Event& e, const WalletOpened& x, const rows::WalletRow& now,
+                        const TierShown& tiers) {
+  Object w = wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code,
+                         now, tiers);
   contact(w, x);
   w.boolean("isFavourite", false).string("category", to_string(x.category));
   return w.text();
 }
 
-std::string transit_wallet(const Event& e, const TransitWalletOpened& x, const rows::WalletRow& now) {
-  Object w =
-      wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code, now);
+std::string transit_wallet(const Event& e, const TransitWalletOpened& x, const rows::WalletRow& now,
+                           const TierShown& tiers) {
+  Object w = wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code,
+                         now, tiers);
   contact(w, x);
   w.string("alias", x.name).null("reference").string("settlementAccount", x.settlement_wallet.value);
   return w.text();
@@ -458,13 +479,20 @@ std::optional<WalletFacts> wallet_facts(const Event& opening) {
 }
 
 rows::WalletRow opened(const Event& opening) {
-  return rows::WalletRow{Kobo(0), opening.time, CollectionStatus::pending, 0, Kobo(0), 0};
+  rows::WalletRow row{Kobo(0), opening.time, CollectionStatus::pending, 0, Kobo(0), 0, 0, {}};
+  std::visit(
+      [&](const auto& x) {
+        if constexpr (requires { x.kyc_tier; }) row.tier = static_cast<std::uint8_t>(x.kyc_tier.value_or(0));
+      },
+      opening.data);
+  return row;
 }
 
-std::string wallet(const Event& opening, const rows::WalletRow& now, const RecordSource& records) {
-  if (const auto* x = std::get_if<WalletOpened>(&opening.data)) return open_wallet(opening, *x, now);
+std::string wallet(const Event& opening, const rows::WalletRow& now, const RecordSource& records,
+                   const TierShown& tiers) {
+  if (const auto* x = std::get_if<WalletOpened>(&opening.data)) return open_wallet(opening, *x, now, tiers);
   if (const auto* x = std::get_if<TransitWalletOpened>(&opening.data))
-    return transit_wallet(opening, *x, now);
+    return transit_wallet(opening, *x, now, tiers);
   const auto* x = std::get_if<CollectionWalletOpened>(&opening.data);
   KOBO_ASSERT(x != nullptr, "a wallet record of an event that opens none");
   return collection_wallet(opening, *x, now, wallet_of(records, x->destination.value));
@@ -606,7 +634,7 @@ bool can_render(const std::vector<Event>& events, const RecordSource& records) {
 }
 
 std::optional<std::string> created_record(const std::vector<Event>& events, std::string_view id,
-                                          const RecordSource& records,
+                                          const RecordSource& records, const TierShown& tiers,
                                           std::optional<TransactionStatus> shown) {
   for (const Event& e : events) {
     std::optional<std::string> found;
@@ -615,7 +643,7 @@ std::optional<std::string> created_record(const std::vector<Event>& events, std:
           using T = std::decay_t<decltype(x)>;
           if constexpr (std::is_same_v<T, WalletOpened> || std::is_same_v<T, TransitWalletOpened> ||
                         std::is_same_v<T, CollectionWalletOpened>) {
-            if (x.wallet.value == id) found = wallet(e, opened(e), records);
+            if (x.wallet.value == id) found = wallet(e, opened(e), records, tiers);
           } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
             if (x.bank_account.value == id) found = bank_account(e, x);
           } else if constexpr (std::is_same_v<T, BusinessRegistered>) {

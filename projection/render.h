@@ -70,10 +70,19 @@ std::string bank_account(const Event& e, const BeneficiarySaved& x);
 
 // ---- wallets ---------------------------------------------------------------------------------
 
+// What a wallet record shows of its KYC tier besides its row (extensions.md section 1): the
+// limits in force in its partition, and the time it is shown at, whose Lagos day `dailyDebitUsed`
+// is of.
+struct TierShown {
+  const TierLimits* limits = nullptr;  // null: the CBN's table (cbn_tier_limits())
+  UnixMs at = 0;
+};
+
 // A wallet, transit or collection wallet record: from the event that opened it and what changed
 // since (`now`). A collection wallet shows the account number of the wallet it pays into, read
 // from `records`. Asserts that `opening` opens a wallet.
-std::string wallet(const Event& opening, const rows::WalletRow& now, const RecordSource& records);
+std::string wallet(const Event& opening, const rows::WalletRow& now, const RecordSource& records,
+                   const TierShown& tiers);
 // What a wallet's row is when it opens.
 rows::WalletRow opened(const Event& opening);
 
@@ -126,7 +135,7 @@ StatementLine statement_line(const Event& e, std::size_t index, const RecordSour
 // command left it: the answer to the command. `shown` as for transaction(). Nullopt when none of
 // them creates it.
 std::optional<std::string> created_record(const std::vector<Event>& events, std::string_view id,
-                                          const RecordSource& records,
+                                          const RecordSource& records, const TierShown& tiers,
                                           std::optional<TransactionStatus> shown = std::nullopt);
 
 }  // namespace kobo::render

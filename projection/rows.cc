@@ -55,7 +55,33 @@ std::string encode(const WalletRow& row) {
   put_varint(out, row.movements);
   put_signed_varint(out, row.credited.value);
   put_signed_varint(out, row.moved_at);
+  put_varint(out, row.tier);
+  put_signed_varint(out, row.debits.day);
+  put_signed_varint(out, row.debits.debited.value);
   return out;
+}
+
+std::string encode(const TierLimits& limits) {
+  std::string out;
+  for (const TierLimit& l : limits) {
+    put_signed_varint(out, l.daily_debit.value);
+    put_varint(out, l.max_balance ? 1 : 0);
+    if (l.max_balance) put_signed_varint(out, l.max_balance->value);
+  }
+  return out;
+}
+
+Result<TierLimits> decode_tier_limits(std::string_view bytes) {
+  Reader r(bytes);
+  TierLimits limits;
+  while (r.ok() && !r.done()) {
+    TierLimit l{Kobo(r.signed_varint()), std::nullopt};
+    if (r.varint() == 1) l.max_balance = Kobo(r.signed_varint());
+    limits.push_back(l);
+  }
+  if (!r.ok() || !check_tier_limits(limits).ok())
+    return Status::error("the tier limits of the views are malformed");
+  return limits;
 }
 
 Result<WalletRow> decode_wallet(std::string_view bytes) {
@@ -67,6 +93,10 @@ Result<WalletRow> decode_wallet(std::string_view bytes) {
   row.movements = r.varint();
   row.credited = Kobo(r.signed_varint());
   row.moved_at = r.signed_varint();
+  row.tier = static_cast<std::uint8_t>(r.varint());
+  if (row.tier > kKycTiers) r.fail();
+  row.debits.day = r.signed_varint();
+  row.debits.debited = Kobo(r.signed_varint());
   if (!r.ok() || !r.done()) return Status::error("a wallet row of the views is malformed");
   return row;
 }

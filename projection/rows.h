@@ -12,6 +12,7 @@
 //   StatementRow (`h`): one movement of a wallet's ledger balance, numbered in log order
 //   ListedRow (`t`): what the transaction list filters on when it scans (entry, status, amount)
 //   KeyRow (`K`): whose a secret key is
+//   TierLimits (`L`): the KYC tier limits a partition's writer last recorded (events/limits.h)
 //
 // The binary forms below are part of the views' key layout (view_keys.h kFormat). Pure.
 
@@ -51,9 +52,13 @@ struct WalletRow {
   std::uint64_t movements = 0;  // postings to it so far: the number of its last StatementRow
   Kobo credited;                // the sum of its credits so far (its debits: credited - balance)
   UnixMs moved_at = 0;          // the statement time of its last movement (StatementRow::time)
+  std::uint8_t tier = 0;        // its KYC tier, 1..3; 0: none (events/limits.h)
+  DailyDebits debits;           // its counted debits of their last day
   bool operator==(const WalletRow&) const = default;
 };
 std::string encode(const WalletRow& row);
+std::string encode(const TierLimits& limits);
+[[nodiscard]] Result<TierLimits> decode_tier_limits(std::string_view bytes);
 [[nodiscard]] Result<WalletRow> decode_wallet(std::string_view bytes);
 
 // One movement of a wallet's ledger balance: a posting to it, the `number`-th (from 1, in log

@@ -14,6 +14,7 @@
 //                                                   (from 1, log order), its time and balance after
 //   N<account number>                            -> wallet publicId
 //   S<partition:4><ledger account>               -> system account balance JSON
+//   L<partition:4>                               -> TierLimits: the KYC tier limits in force (rows.h)
 //   E<partition:4><seq:8>                        -> the fact of an event that creates transactions
 //   T<transaction publicId>                      -> TransactionRow: its event, which one, status steps
 //   i<business>|<t|l>|<id:8>                     -> transaction publicId
@@ -54,9 +55,10 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 // them). Layout 1 had no marker; layout 2 writes the counters (`n`, `m`) as merge operands
 // (view_counter_merge in views.h), which a kobo of layout 1 cannot read; layout 3 stores rows of
 // facts instead of wallet, transaction and bank account records; layout 4 adds the wallets'
-// statements (`h`) and their movement counts in WalletRow.
+// statements (`h`) and their movement counts in WalletRow; layout 5 the KYC tiers (`L`, and a
+// wallet's tier and day debits in WalletRow).
 inline constexpr std::string_view kFormatKey = "V";
-inline constexpr std::string_view kFormat = "4";
+inline constexpr std::string_view kFormat = "5";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
 
 // The tags above by name, for showing a key to a person (describe_view_key in rebuild.h).
@@ -78,6 +80,7 @@ inline constexpr TagName kTagNames[] = {
     {'E', "transaction events"},
     {'N', "account numbers"},
     {'S', "system balances"},
+    {'L', "tier limits"},
     {'T', "transactions"},
     {'i', "transaction ids"},
     {'r', "transaction references"},
@@ -129,6 +132,11 @@ inline std::string system_balance(std::uint32_t p, std::string_view ledger_accou
   std::string k("S");
   put_be(k, p, 4);
   k += ledger_account;
+  return k;
+}
+inline std::string tier_limits(std::uint32_t p) {
+  std::string k("L");
+  put_be(k, p, 4);
   return k;
 }
 inline std::string transaction(std::string_view id) { return "T" + std::string(id); }

@@ -13,6 +13,7 @@
 
 #include "common/json_dump.h"
 #include "events/fact_codec.h"
+#include "events/partitioner.h"
 #include "events/rocksdb_logger.h"
 #include "projection/rebuild.h"
 #include "projection/rows.h"
@@ -330,7 +331,18 @@ Result<std::optional<std::string>> Views::render_wallet(std::string_view public_
     if (!records.status()) return records.status();
     return Status::error("views: wallet " + std::string(public_id) + " names a wallet they do not have");
   }
-  return std::optional<std::string>(render::wallet(*opening.value(), row.value(), records));
+  const auto limits = tier_limits(partition_for(opening.value()->business, partitions_));
+  if (!limits) return limits.status();
+  return std::optional<std::string>(
+      render::wallet(*opening.value(), row.value(), records, render::TierShown{&limits.value(), now_ms()}));
+}
+
+Result<TierLimits> Views::tier_limits(Partition p) const {
+  const auto bytes = read(view_keys::tier_limits(p.value));
+  if (!bytes) return bytes.status();
+  // Views of a log written before tiers: its wallets have none, and the writer decides with the CBN's.
+  if (!bytes.value()) return cbn_tier_limits();
+  return rows::decode_tier_limits(*bytes.value());
 }
 
 Result<std::optional<std::string>> Views::render_transaction(std::string_view public_id,

@@ -191,6 +191,8 @@ class Views {
   Result<std::optional<Event>> fact(const std::string& key, const Scope* scope) const;
   // A record rendered from its rows, when there is one and it is of `scope` (any when null).
   Result<std::optional<std::string>> render_wallet(std::string_view public_id, const Scope* scope) const;
+  // The KYC tier limits in force in partition `p` (the last WriterStarted's).
+  Result<TierLimits> tier_limits(Partition p) const;
   Result<std::optional<std::string>> render_transaction(std::string_view public_id, const Scope* scope) const;
   Result<std::optional<std::string>> render_bank_account(std::string_view public_id,
                                                          const Scope* scope) const;

@@ -23,6 +23,12 @@ http::Response rejection_response(Rejection r) {
       return http::error(400, "Source and destination cannot be the same");
     case Rejection::insufficient_funds:
       return http::error(403, "Insufficient fund");
+    case Rejection::daily_limit_exceeded:
+      return http::error(403, "Daily limit exceeded");
+    case Rejection::balance_limit_exceeded:
+      return http::error(403, "Balance limit exceeded");
+    case Rejection::wallet_not_found:
+      return http::error(404, "Data not found");
     case Rejection::wallet_name_taken:
       return http::error(400, "Virtual Account name already exist");
     case Rejection::primary_wallet_limit:
@@ -136,11 +142,13 @@ class DecidedFacts final : public render::RecordSource {
 void Protocol::answer_created(Outcome o, int status, std::string message, Responder respond,
                               std::optional<TransactionStatus> shown) {
   // Rendered on the answers' pool, off the writer's thread that hands the outcome over.
-  boost::asio::post(answers_, [o = std::move(o), status, message = std::move(message), shown,
+  // The tier limits this writer recorded as it started (WriterStarted): the ones it decided with.
+  const render::TierShown tiers{&ledger_.config().tier_limits, now_ms()};
+  boost::asio::post(answers_, [o = std::move(o), status, message = std::move(message), shown, tiers,
                                respond = std::move(respond)]() mutable {
     const DecidedFacts facts(o.wallets);
     KOBO_ASSERT(render::can_render(o.events, facts), "the writer gives every wallet an answer shows");
-    const auto record = render::created_record(o.events, o.id, facts, shown);
+    const auto record = render::created_record(o.events, o.id, facts, tiers, shown);
     KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
     respond(http::ok_text(status, *record, message));
   });
@@ -180,6 +188,20 @@ std::optional<std::string> optional_string(const json& body, const char* name) {
   const auto it = body.find(name);
   if (it == body.end() || !it->is_string()) return std::nullopt;
   return it->get<std::string>();
+}
+
+void check_kyc_tier(http::Validator& v, const json& body, bool required) {
+  if (required && !body.contains("kycTier")) {
+    v.field("kycTier").is_int().min(1).max(static_cast<std::int64_t>(kKycTiers));
+    return;
+  }
+  v.optional("kycTier").is_int().min(1).max(static_cast<std::int64_t>(kKycTiers));
+}
+
+std::optional<std::uint64_t> kyc_tier_of(const json& body) {
+  const auto it = body.find("kycTier");
+  if (it == body.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<std::uint64_t>();
 }
 
 kobo::PageRequest to_page(const http::PageRequest& p) {

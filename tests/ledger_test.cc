@@ -240,5 +240,125 @@ TEST(Ledger, AnswersUnavailableOnceStopped) {
   EXPECT_EQ(l.execute(CreateWallet{kCaller, "late", "secondary", {}, {}}).rejection, Rejection::unavailable);
 }
 
+// ---- KYC tiers (extensions.md section 3) ---------------------------------------------------------
+
+Outcome tiered_wallet(Ledger& l, const std::string& name, std::uint64_t tier) {
+  Outcome o = l.execute(CreateWallet{kCaller, name, "secondary", {}, {}, tier});
+  EXPECT_TRUE(o.ok()) << to_string(o.rejection);
+  return o;
+}
+
+TEST(LedgerTiers, TheDaysAllowanceIsOfTheLagosDayAndStartsAfreshAtItsMidnight) {
+  MemoryLog log(kPartitions);
+  UnixMs now = *parse_iso8601("2026-11-25T22:30:00.000Z");  // 23:30 in Lagos
+  LedgerOptions o = options();
+  o.clock = [&now] { return now; };
+  Ledger l(log, o);
+  ASSERT_TRUE(l.start().ok());
+  const Outcome src = tiered_wallet(l, "src", 1), dst = create_wallet(l, "dst");
+  fund(l, src, 11'000'000);
+  ASSERT_TRUE(l.execute(transfer(src.id, dst.id, 5'000'000, "a")).ok());
+  EXPECT_EQ(l.execute(transfer(src.id, dst.id, 1, "b")).rejection, Rejection::daily_limit_exceeded);
+  now = *parse_iso8601("2026-11-25T22:59:59.999Z");
+  EXPECT_EQ(l.execute(transfer(src.id, dst.id, 1, "c")).rejection, Rejection::daily_limit_exceeded);
+  now = *parse_iso8601("2026-11-25T23:00:00.000Z");  // midnight in Lagos: a new day
+  EXPECT_TRUE(l.execute(transfer(src.id, dst.id, 5'000'000, "d")).ok());
+  EXPECT_EQ(l.execute(transfer(src.id, dst.id, 1, "e")).rejection, Rejection::daily_limit_exceeded);
+}
+
+TEST(LedgerTiers, ABankTransferCountsItsFee) {
+  MemoryLog log(kPartitions);
+  Ledger l(log, options());
+  ASSERT_TRUE(l.start().ok());
+  const Outcome src = tiered_wallet(l, "src", 1), dst = create_wallet(l, "dst");
+  fund(l, src, 10'000'000);
+  // 4,990,000 + a fee of 2,688 leaves 7,312 of the 5,000,000.
+  ASSERT_TRUE(l.execute(testing::bank_transfer(kCaller, src.id, Kobo(4'990'000))).ok());
+  // 7,000 fits, but not with its fee of 1,075.
+  EXPECT_EQ(l.execute(testing::bank_transfer(kCaller, src.id, Kobo(7'000))).rejection,
+            Rejection::daily_limit_exceeded);
+  EXPECT_TRUE(l.execute(transfer(src.id, dst.id, 7'000, "w")).ok());
+}
+
+TEST(LedgerTiers, ABalanceCapRefusesEveryCreditThatWouldPassIt) {
+  MemoryLog log(kPartitions);
+  Ledger l(log, options());
+  ASSERT_TRUE(l.start().ok());
+  const Outcome capped = tiered_wallet(l, "capped", 1), rich = create_wallet(l, "rich");
+  fund(l, rich, 100'000'000);
+  fund(l, capped, 29'000'000);
+  EXPECT_EQ(l.execute(transfer(rich.id, capped.id, 1'000'001, "over")).rejection,
+            Rejection::balance_limit_exceeded);
+  EXPECT_EQ(l.execute(IncomingCredit{kCaller, number_of(capped), Kobo(1'000'001), "f", "S", "0000014579",
+                                     "058", "GTB", "000013"})
+                .rejection,
+            Rejection::balance_limit_exceeded);
+  EXPECT_TRUE(l.execute(transfer(rich.id, capped.id, 1'000'000, "to the cap")).ok());
+  // A transit wallet sweeping into a capped wallet is refused too.
+  const Outcome transit =
+      l.execute(CreateTransitWallet{kCaller, "transit", capped.id, std::nullopt, std::nullopt, std::nullopt});
+  ASSERT_TRUE(transit.ok());
+  const auto& opened = std::get<TransitWalletOpened>(transit.events.at(0).data);
+  EXPECT_EQ(l.execute(IncomingCredit{kCaller, opened.account_number, Kobo(1), "f", "S", "0000014579", "058",
+                                     "GTB", "000013"})
+                .rejection,
+            Rejection::balance_limit_exceeded);
+}
+
+TEST(LedgerTiers, TheLimitsInForceAreTheOnesTheLogRecorded) {
+  MemoryLog log(kPartitions);
+  LedgerOptions small = options();
+  small.config.tier_limits = {TierLimit{Kobo(1'000), Kobo(50'000)}, TierLimit{Kobo(2'000), std::nullopt},
+                              TierLimit{Kobo(3'000), std::nullopt}};
+  std::string src, dst;
+  {
+    Ledger l(log, small);
+    ASSERT_TRUE(l.start().ok());
+    const Outcome s = tiered_wallet(l, "src", 1);
+    src = s.id;
+    dst = create_wallet(l, "dst").id;
+    fund(l, s, 40'000);
+    EXPECT_EQ(l.execute(IncomingCredit{kCaller, number_of(s), Kobo(10'001), "f", "S", "0000014579", "058",
+                                       "GTB", "000013"})
+                  .rejection,
+              Rejection::balance_limit_exceeded);
+    ASSERT_TRUE(l.execute(transfer(src, dst, 1'000, "a")).ok());
+    EXPECT_EQ(l.execute(transfer(src, dst, 1, "b")).rejection, Rejection::daily_limit_exceeded);
+  }
+  std::vector<std::optional<TierLimits>> recorded;
+  for (const Event& e : events_of(log))
+    if (const auto* w = std::get_if<WriterStarted>(&e.data); w != nullptr && e.partition == Partition(0))
+      recorded.push_back(w->tier_limits);
+  EXPECT_EQ(recorded, (std::vector<std::optional<TierLimits>>{small.config.tier_limits}));
+  // A writer started with other limits records them, and decides with them from there on.
+  Ledger l(log, options());
+  ASSERT_TRUE(l.start().ok());
+  EXPECT_TRUE(l.execute(transfer(src, dst, 1, "c")).ok());
+}
+
+TEST(LedgerTiers, TheDaysDebitsSurviveARestart) {
+  MemoryLog log(kPartitions);
+  std::string src, dst;
+  {
+    Ledger l(log, options());
+    ASSERT_TRUE(l.start().ok());
+    const Outcome s = tiered_wallet(l, "src", 1);
+    src = s.id;
+    dst = create_wallet(l, "dst").id;
+    fund(l, s, 10'000'000);
+    ASSERT_TRUE(l.execute(transfer(src, dst, 4'000'000, "a")).ok());
+    ASSERT_TRUE(l.execute(SetWalletTier{kCaller, dst, 2}).ok());
+  }
+  Ledger l(log, options());
+  ASSERT_TRUE(l.start().ok());
+  EXPECT_EQ(l.execute(transfer(src, dst, 1'000'001, "b")).rejection, Rejection::daily_limit_exceeded);
+  EXPECT_TRUE(l.execute(transfer(src, dst, 1'000'000, "c")).ok());
+  // The tier change came back too: tier 2 caps the destination (5,000,000 now) at 50,000,000.
+  const Outcome rich = create_wallet(l, "rich");
+  fund(l, rich, 100'000'000);
+  EXPECT_EQ(l.execute(transfer(rich.id, dst, 45'000'001, "d")).rejection, Rejection::balance_limit_exceeded);
+  EXPECT_TRUE(l.execute(transfer(rich.id, dst, 45'000'000, "e")).ok());
+}
+
 }  // namespace
 }  // namespace kobo

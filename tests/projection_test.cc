@@ -164,7 +164,7 @@ TEST_F(ProjectionTest, TheRecordAWriteAnswersIsTheOneTheViewsShow) {
   const Scope scope{kCaller.business, false};
   const ViewRecords records(*views);
   // A wallet's answer is its record as opened; the views' copy has since moved its balance.
-  const auto opened_text = render::created_record(a.events, a.id, records);
+  const auto opened_text = render::created_record(a.events, a.id, records, {});
   ASSERT_TRUE(opened_text.has_value());
   EXPECT_EQ(*opened_text, dump_json(json::parse(*opened_text)));
   auto opened = std::optional<json>(json::parse(*opened_text));
@@ -178,16 +178,16 @@ TEST_F(ProjectionTest, TheRecordAWriteAnswersIsTheOneTheViewsShow) {
   EXPECT_EQ(dump_json(*opened), dump_json(shown));
 
   for (const Outcome* o : {&credit, &transfer}) {
-    auto answer = render::created_record(o->events, o->id, records);
+    auto answer = render::created_record(o->events, o->id, records, {});
     ASSERT_TRUE(answer.has_value());
     EXPECT_EQ(*answer, views->transaction_text(scope, kCaller.account, o->id).value().value());
     // Rendered as text, in the form dump_json() gives the decoded record (record_text.h).
     EXPECT_EQ(*answer, dump_json(json::parse(*answer)));
   }
-  EXPECT_EQ(render::created_record(transfer.events, "trx-none", records), std::nullopt);
+  EXPECT_EQ(render::created_record(transfer.events, "trx-none", records, {}), std::nullopt);
   // A transfer's answer shows it pending (docs/architecture.md section 7), and differs in nothing else.
-  json pending =
-      json::parse(*render::created_record(transfer.events, transfer.id, records, TransactionStatus::pending));
+  json pending = json::parse(
+      *render::created_record(transfer.events, transfer.id, records, {}, TransactionStatus::pending));
   json settled = json::parse(*views->transaction_text(scope, kCaller.account, transfer.id).value());
   EXPECT_EQ(pending.at("status"), "pending");
   EXPECT_EQ(settled.at("status"), "success");
@@ -199,7 +199,7 @@ TEST_F(ProjectionTest, TheRecordAWriteAnswersIsTheOneTheViewsShow) {
   const Outcome payout = ledger_->execute(testing::bank_transfer(kCaller, a.id, Kobo(1'000)));
   ASSERT_TRUE(payout.ok());
   wait_caught_up(p);
-  const auto payout_answer = render::created_record(payout.events, payout.id, records);
+  const auto payout_answer = render::created_record(payout.events, payout.id, records, {});
   ASSERT_TRUE(payout_answer.has_value()) << "the payout's id";
   json answered = json::parse(*payout_answer);
   json now = json::parse(*views->transaction_text(scope, kCaller.account, payout.id).value());
@@ -628,11 +628,11 @@ TEST_F(ProjectionTest, ViewsOfAnotherKeyLayoutAreRefusedNotRead) {
   EXPECT_EQ(first.status().kind(), ErrorKind::other_format);
   EXPECT_NE(first.status().message().find("key layout 1"), std::string::npos) << first.status().message();
 
-  write_raw(std::string(view_keys::kFormatKey), "5");
+  write_raw(std::string(view_keys::kFormatKey), "9");
   auto later = Views::open((dir_ / "layout").string(), kPartitions);
   ASSERT_FALSE(later.ok());
   EXPECT_EQ(later.status().kind(), ErrorKind::other_format);
-  EXPECT_NE(later.status().message().find("key layout 5"), std::string::npos) << later.status().message();
+  EXPECT_NE(later.status().message().find("key layout 9"), std::string::npos) << later.status().message();
   EXPECT_NE(later.status().message().find("kobo replay"), std::string::npos) << later.status().message();
 }
 

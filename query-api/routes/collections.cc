@@ -50,9 +50,14 @@ void create_transit(Protocol& p, Request&& req, const PathParams&, Responder res
   auto m = v.nested("mobile");
   m.field("phoneNumber").is_not_empty().is_string().max_length(32);
   m.field("isoCode").is_not_empty().is_string().max_length(8);
+  check_kyc_tier(v, *body, /*required=*/false);
   if (auto errors = v.errors()) return respond(http::validation_error(*errors));
-  CreateTransitWallet cmd{c->caller, body->at("accountName"), body->at("settlementAccount"),
-                          optional_string(*body, "emailAddress"), std::nullopt};
+  CreateTransitWallet cmd{c->caller,
+                          body->at("accountName"),
+                          body->at("settlementAccount"),
+                          optional_string(*body, "emailAddress"),
+                          std::nullopt,
+                          kyc_tier_of(*body)};
   if (body->contains("mobile") && body->at("mobile").is_object())
     cmd.mobile = Mobile{body->at("mobile").at("isoCode"), body->at("mobile").at("phoneNumber")};
   p.ledger().submit(std::move(cmd), [&p, respond = std::move(respond)](Outcome o) {

@@ -1,4 +1,5 @@
-// Wallets: POST and GET /v1/virtual-accounts, GET /v1/virtual-accounts/{id}.
+// Wallets: POST and GET /v1/virtual-accounts, GET and PATCH /v1/virtual-accounts/{id} (the
+// wallet's KYC tier, extensions.md section 3).
 
 #include "query-api/answer.h"
 #include "query-api/envelope.h"
@@ -28,9 +29,11 @@ void create_wallet(Protocol& p, Request&& req, const PathParams&, Responder resp
   auto m = v.nested("mobile");
   m.field("phoneNumber").is_not_empty().is_string().max_length(32);
   m.field("isoCode").is_not_empty().is_string().max_length(8);
+  check_kyc_tier(v, *body, /*required=*/false);
   if (auto errors = v.errors()) return respond(http::validation_error(*errors));
 
-  CreateWallet cmd{c->caller, body->at("accountName"), body->at("category"), std::nullopt, std::nullopt};
+  CreateWallet cmd{c->caller,    body->at("accountName"), body->at("category"), std::nullopt,
+                   std::nullopt, kyc_tier_of(*body)};
   if (body->contains("emailAddress") && !body->at("emailAddress").is_null())
     cmd.email_address = body->at("emailAddress");
   if (body->contains("mobile") && !body->at("mobile").is_null())
@@ -46,6 +49,27 @@ void get_wallet(Protocol& p, Request&& req, const PathParams& params, Responder 
   if (!c) return;
   p.barrier(*c, std::move(respond), [&p, scope = c->scope, id = params.at("id")](Responder r) {
     r(one_record(p.views().wallet_text(scope, id)));
+  });
+}
+
+void set_wallet_tier(Protocol& p, Request&& req, const PathParams& params, Responder respond) {
+  auto c = p.authenticate(req, respond);
+  if (!c) return;
+  auto body = http::parse_json_object(req.body);
+  if (!body) return respond(http::bad_request());
+  http::Validator v(*body);
+  check_kyc_tier(v, *body, /*required=*/true);
+  if (auto errors = v.errors()) return respond(http::validation_error(*errors));
+  SetWalletTier cmd{c->caller, params.at("id"), kyc_tier_of(*body)};
+  p.ledger().submit(std::move(cmd), [&p, scope = c->scope, id = params.at("id"),
+                                     respond = std::move(respond)](Outcome o) mutable {
+    if (!o.ok()) return respond(rejection_response(o.rejection));
+    p.after_projection(o, std::move(respond), [&p, scope, id](Responder r) {
+      const auto text = p.views().wallet_text(scope, id);
+      if (!text) return r(unavailable(text.status()));
+      KOBO_ASSERT(text.value().has_value(), "a wallet the writer changed is missing from the views");
+      r(http::ok_text(200, *text.value(), "Virtual account updated successfully"));
+    });
   });
 }
 
@@ -70,6 +94,7 @@ void add_wallet_routes(http::Router& router, const std::shared_ptr<Protocol>& pr
   router.post("/v1/virtual-accounts", route(protocol, create_wallet));
   router.get("/v1/virtual-accounts", route(protocol, list_wallets));
   router.get("/v1/virtual-accounts/{id}", route(protocol, get_wallet));
+  router.patch("/v1/virtual-accounts/{id}", route(protocol, set_wallet_tier));
 }
 
 }  // namespace kobo::api

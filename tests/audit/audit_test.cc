@@ -321,9 +321,9 @@ class Forge {
     std::optional<Epoch> epoch;  // default: the current writer's
   };
 
-  void writer_started() {
+  void writer_started(std::optional<TierLimits> limits = std::nullopt) {
     epoch_ = Epoch(epoch_.value + 1);
-    append({{WriterStarted{epoch_}, epoch_}}, "");
+    append({{WriterStarted{epoch_, std::move(limits)}, epoch_}}, "");
   }
 
   // One command; returns the seq of its first event.
@@ -485,6 +485,11 @@ PayoutFailed reversal() {
   x.transaction = TransactionId("trx-pay");
   return x;
 }
+
+// Tier 1: 10,000 a day, 200,000 at most; tier 2: 1,000,000 a day, 50,000 at most; tier 3 unbounded.
+const TierLimits kSmallLimits{TierLimit{Kobo(10'000), Kobo(200'000)},
+                              TierLimit{Kobo(1'000'000), Kobo(50'000)},
+                              TierLimit{Kobo(1'000'000), std::nullopt}};
 
 struct Row {
   const char* name;
@@ -707,11 +712,56 @@ TEST(AuditRules, EachRuleIsReportedWhereItIsBroken) {
              {{kInbound, Kobo(-5'000), Kobo(-105'000)}, {"vba-nowhere", Kobo(5'000), Kobo(5'000)}})}});
        },
        Check::record, 8, "which is no wallet of this partition"},
+      // KYC tiers (extensions.md section 3), with the limits a WriterStarted recorded.
+      {"a debit over its tier's daily allowance",
+       [](Forge& f) {
+         f.writer_started(kSmallLimits);
+         f.command({{WalletTierChanged{1, WalletId(kA)}}});
+         transfer(f, "1", {kA, Kobo(-6'000), Kobo(94'000)}, {kB, Kobo(6'000), Kobo(6'000)}, "r1");
+         transfer(f, "2", {kA, Kobo(-5'000), Kobo(89'000)}, {kB, Kobo(5'000), Kobo(11'000)}, "r2");
+       },
+       Check::limits, 11, "debited 11000 kobo on its day, over tier 1's 10000 kobo"},
+      {"a credit over its tier's balance cap",
+       [](Forge& f) {
+         f.writer_started(kSmallLimits);
+         f.command({{WalletTierChanged{1, WalletId(kB)}}});
+         f.command(
+             {{incoming({{kInbound, Kobo(-250'000), Kobo(-350'000)}, {kB, Kobo(250'000), Kobo(250'000)}})}});
+       },
+       Check::limits, 10, "credited to 250000 kobo, over tier 1's cap of 200000 kobo"},
   };
   for (const Row& row : rows) {
     const AuditReport r = audit_memory(row.log);
     EXPECT_TRUE(has_violation(r, row.check, 0, row.seq, row.says)) << row.name << "\n" << describe(r);
   }
+}
+
+// What the tier rules allow is clean: debits up to the allowance, a new Lagos day, a reversal that
+// gives back more than the cap leaves room for, a lowered tier that keeps what it holds.
+TEST(AuditRules, WhatTheTierLimitsAllowIsClean) {
+  const AuditReport r = audit_memory([](Forge& f) {
+    f.writer_started(kSmallLimits);
+    f.command({{WalletTierChanged{1, WalletId(kA)}}});
+    transfer(f, "1", {kA, Kobo(-10'000), Kobo(90'000)}, {kB, Kobo(10'000), Kobo(10'000)}, "r1");
+    f.command({{WalletTierChanged{2, WalletId(kA)}}});  // capped at 50,000, A keeps its 90,000
+    BankTransferInitiated p;
+    p.account = AccountId(Forge::kAccount);
+    p.beneficiary =
+        Beneficiary{"Ada Obi", "0123456784", BankAccountId("bka-1"), "044", "Access Bank", 0, "ner-1"};
+    p.ids = {300};
+    p.narration = "payout";
+    p.postings = {{kA, Kobo(-21'075), Kobo(68'925)},
+                  {kSuspense, Kobo(20'000), Kobo(20'000)},
+                  {kFees, Kobo(1'075), Kobo(1'075)}};
+    p.reference = "pay-1";
+    p.transaction = TransactionId("trx-pay");
+    f.command({{p}});
+    f.command({{PayoutProcessing{TransactionId("trx-pay")}}});
+    PayoutFailed x = reversal();  // A back to 90,000, above its cap: a reversal is not capped
+    x.postings.back().balance = Kobo(90'000);
+    f.command({{x}});
+  });
+  EXPECT_TRUE(r.violations.empty()) << describe(r);
 }
 
 // A log written by contract v1 is refused for what it is, naming the version (docs/architecture.md section

@@ -45,12 +45,21 @@ struct Wallet {
   bool live = false;
   Kind kind = Kind::wallet;
   std::int64_t balance = 0;
-  std::string settlement;   // transit: where it sweeps
-  std::string destination;  // collection: what it pays into
-  std::int64_t amount = 0;  // collection: what it accepts
-  UnixMs expires_at = 0;    // collection
-  bool active = true;       // collection: not yet paid or expired
+  std::string settlement;    // transit: where it sweeps
+  std::string destination;   // collection: what it pays into
+  std::int64_t amount = 0;   // collection: what it accepts
+  UnixMs expires_at = 0;     // collection
+  bool active = true;        // collection: not yet paid or expired
+  int tier = 0;              // KYC tier 1..3, 0: none
+  std::int64_t day = 0;      // the Lagos day of its last counted debit
+  std::int64_t debited = 0;  // that day's counted debits
 };
+
+// KYC tier limits (extensions.md section 3): the CBN's table, per tier 1..3; -1: no cap.
+constexpr std::array<std::int64_t, 4> kDailyDebit{0, 5'000'000, 20'000'000, 500'000'000};
+constexpr std::array<std::int64_t, 4> kMaxBalance{0, 30'000'000, 50'000'000, -1};
+// The calendar day in Africa/Lagos (UTC+1) of a time after 1970.
+std::int64_t lagos_day_of(UnixMs t) { return (t + 3'600'000) / 86'400'000; }
 
 struct Payout {
   std::string source;
@@ -272,8 +281,10 @@ class Simulation {
       incoming_credit();
     else if (kind < 79)
       wallet_transfer();
-    else if (kind < 95)
+    else if (kind < 93)
       bank_transfer();
+    else if (kind < 97)
+      set_tier();
     else
       update_account();
     if (injected_) {
@@ -328,6 +339,32 @@ class Simulation {
     if (!any.empty() && chance(80)) return pick(any);
     return "vba-unknown-" + std::to_string(below(3));
   }
+  // Whether a counted debit of `amount` from `w` fits its tier's allowance today.
+  bool debit_fits(const Wallet& w, std::int64_t amount) const {
+    if (w.tier == 0) return true;
+    const std::int64_t used = w.day == lagos_day_of(now_) ? w.debited : 0;
+    const auto after = add(used, amount);
+    return after && *after <= kDailyDebit[static_cast<std::size_t>(w.tier)];
+  }
+  void count_debit(Wallet& w, std::int64_t amount) const {
+    const std::int64_t today = lagos_day_of(now_);
+    w.debited = (w.day == today ? w.debited : 0) + amount;
+    w.day = today;
+  }
+  // Whether crediting `w` to `balance_after` stays within its tier's cap.
+  static bool credit_fits(const Wallet& w, std::int64_t balance_after) {
+    return w.tier == 0 || kMaxBalance[static_cast<std::size_t>(w.tier)] < 0 ||
+           balance_after <= kMaxBalance[static_cast<std::size_t>(w.tier)];
+  }
+  // A tier for a new wallet or a change: mostly none or 1..3, sometimes out of range.
+  std::optional<std::uint64_t> tier_for() {
+    const std::uint64_t r = below(100);
+    if (r < 50) return std::nullopt;
+    if (r < 53) return r % 2 == 0 ? 0 : 4;
+    return 1 + below(3);
+  }
+  static bool valid_tier(const std::optional<std::uint64_t>& t) { return !t || (*t >= 1 && *t <= 3); }
+
   // The model's wallet `id` if the caller may move money with it.
   Wallet* callers_wallet(const Business& b, bool live, const std::string& id) {
     auto it = model_.wallets.find(id);
@@ -367,9 +404,11 @@ class Simulation {
     const std::string name = "w" + std::to_string(below(12));
     const std::string category = chance(3) ? "gold" : chance(35) ? "primary" : "secondary";
     const std::string sc = scope(*b, live);
-    const bool accept = category != "gold" && !model_.names.contains(sc + name) &&
+    const auto tier = tier_for();
+    const bool accept = category != "gold" && valid_tier(tier) && !model_.names.contains(sc + name) &&
                         !(category == "primary" && model_.primaries[sc] >= 5);
-    const Outcome o = execute(CreateWallet{as_caller(*b, live), name, category, std::nullopt, std::nullopt});
+    const Outcome o =
+        execute(CreateWallet{as_caller(*b, live), name, category, std::nullopt, std::nullopt, tier});
     if (!expect(o, accept, "create wallet " + name + " (" + category + ")")) return;
     model_.names.insert(sc + name);
     if (category == "primary") ++model_.primaries[sc];
@@ -377,6 +416,7 @@ class Simulation {
     w.name = name;
     w.business = static_cast<int>(b - businesses_.data());
     w.live = live;
+    w.tier = static_cast<int>(tier.value_or(0));
     opened(o, std::move(w));
   }
 
@@ -384,9 +424,10 @@ class Simulation {
     auto [b, live] = caller();
     const std::string settlement = wallet_for(*b, live);
     const Wallet* s = callers_wallet(*b, live, settlement);
-    const bool accept = s != nullptr && s->kind == Kind::wallet;
-    const Outcome o =
-        execute(CreateTransitWallet{as_caller(*b, live), "transit", settlement, std::nullopt, std::nullopt});
+    const auto tier = tier_for();
+    const bool accept = s != nullptr && s->kind == Kind::wallet && valid_tier(tier);
+    const Outcome o = execute(
+        CreateTransitWallet{as_caller(*b, live), "transit", settlement, std::nullopt, std::nullopt, tier});
     if (!expect(o, accept, "create transit to " + settlement)) return;
     Wallet w;
     w.name = "transit";
@@ -394,6 +435,7 @@ class Simulation {
     w.live = live;
     w.kind = Kind::transit;
     w.settlement = settlement;
+    w.tier = static_cast<int>(tier.value_or(0));
     opened(o, std::move(w));
   }
 
@@ -453,10 +495,12 @@ class Simulation {
     }
     Wallet* lands = credited;
     if (accept && credited->kind == Kind::transit) {
-      accept = add(credited->balance, amount).has_value();
+      const auto through = add(credited->balance, amount);
+      accept = through.has_value() && credit_fits(*credited, *through);
       lands = &model_.wallets.at(credited->settlement);
     }
-    accept = accept && add(lands->balance, amount).has_value();
+    const auto landed = accept ? add(lands->balance, amount) : std::nullopt;
+    accept = accept && landed.has_value() && credit_fits(*lands, *landed);
     const Outcome o = execute(c);
     if (!expect(o, accept, "incoming " + std::to_string(amount) + " to " + number)) return;
     sys[inbound] -= amount;
@@ -492,7 +536,9 @@ class Simulation {
     bool accept = t.amount.value > 0 && check_reference(*b, live, t.reference, request, replay);
     if (accept && !replay)
       accept = src != nullptr && dst != nullptr && t.source != t.destination &&
-               src->balance >= t.amount.value && add(dst->balance, t.amount.value).has_value();
+               src->balance >= t.amount.value && debit_fits(*src, t.amount.value) &&
+               add(dst->balance, t.amount.value).has_value() &&
+               credit_fits(*dst, dst->balance + t.amount.value);
     const Outcome o = execute(t);
     if (!expect(o, accept,
                 "transfer " + std::to_string(t.amount.value) + " " + t.source + " -> " + t.destination))
@@ -503,6 +549,7 @@ class Simulation {
     }
     if (replay) return;
     src->balance -= t.amount.value;
+    count_debit(*src, t.amount.value);
     dst->balance += t.amount.value;
     if (t.reference) model_.references[scope(*b, live) + *t.reference] = request;
   }
@@ -537,7 +584,7 @@ class Simulation {
     const auto actual = add(t.amount.value, fee);
     if (accept && !replay)
       accept = src != nullptr && actual && add(sys[suspense], t.amount.value) && add(sys[fees], fee) &&
-               src->balance >= *actual;
+               src->balance >= *actual && debit_fits(*src, *actual);
     const Outcome o = execute(t);
     if (!expect(o, accept, "bank transfer " + std::to_string(t.amount.value) + " from " + t.source)) return;
     if (replay != o.replayed) {
@@ -546,10 +593,21 @@ class Simulation {
     }
     if (replay) return;
     src->balance -= *actual;
+    count_debit(*src, *actual);
     sys[suspense] += t.amount.value;
     sys[fees] += fee;
     model_.payouts.push_back(Payout{t.source, b->partition, t.amount.value, fee, fails, false, 0, false});
     if (t.reference) model_.references[scope(*b, live) + *t.reference] = request;
+  }
+
+  void set_tier() {
+    auto [b, live] = caller();
+    const std::string id = wallet_for(*b, live);
+    const auto tier = tier_for();
+    Wallet* w = callers_wallet(*b, live, id);
+    const Outcome o = execute(SetWalletTier{as_caller(*b, live), id, tier});
+    if (!expect(o, w != nullptr && valid_tier(tier), "set tier of " + id)) return;
+    w->tier = static_cast<int>(tier.value_or(0));
   }
 
   void update_account() {
