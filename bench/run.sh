@@ -39,6 +39,9 @@ fsync=$(python3 "$here/fsync_probe.py" "${TMPDIR:-/tmp}" 200)
 
 measure peers "$here/peers.sh" "$seconds"
 measure http "$here/http_bench.sh" "$build" "$seconds" transfers,get,lag,memory
+# The same transfers between wallets of KYC tier 1 (extensions.md section 3) under limits that never
+# refuse: every transfer counts its debit and checks the daily allowance and the balance cap.
+KOBO_KYC_TIER=1 measure tiers "$here/http_bench.sh" "$build" "$seconds" transfers -- --limits "$here/limits_bench.json"
 measure engine "$build/bench/kobo_engine_bench" transfers --data-dir "$scratch/engine" --seconds "$seconds"
 measure replay "$here/replay_speed.sh" "$build" "${EVENTS:-1000000}"
 # Statements on a wallet with a million movements (issue 25).
@@ -65,6 +68,10 @@ row "HTTP wallet transfers (embedded log, fsync per group commit, 64 connections
     "$(ratio "${R[http.http_tps]}" "$pg") pgbench" \
     ">= 25,000/s and >= 8x pgbench, p99 <= 20 ms" \
     "$( [ "$(meets "${R[http.http_tps]}" '>=' 25000)" = yes ] && [ "$(meets "${R[http.http_tps]}" '>=' "$((pg * 8))")" = yes ] && [ "$(meets "${R[http.http_p99_ms]}" '<=' 20)" = yes ] && echo yes || echo no)"
+row "HTTP wallet transfers between KYC tier-1 wallets (limits checked on every transfer)" \
+    "$(n "${R[tiers.http_tps]}")/s; p50 ${R[tiers.http_p50_ms]} ms, p99 ${R[tiers.http_p99_ms]} ms" \
+    "$(ratio "${R[tiers.http_tps]}" "${R[http.http_tps]}") without tiers" ">= 0.9x without tiers" \
+    "$(meets "${R[tiers.http_tps]}" '>=' "$(python3 -c "print(0.9 * float('${R[http.http_tps]:-0}'))")")"
 row "HTTP wallet transfers on Kafka (test broker on the same cores, 64 connections)" \
     "$(n "${R[kafka.http_tps]}")/s; p50 ${R[kafka.http_p50_ms]} ms, p99 ${R[kafka.http_p99_ms]} ms, max ${R[kafka.http_max_ms]} ms" \
     "$(ratio "${R[kafka.http_tps]}" "$pg") pgbench" ">= 10,000/s" "$(meets "${R[kafka.http_tps]}" '>=' 10000)"

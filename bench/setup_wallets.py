@@ -9,6 +9,7 @@ A business lives in partition murmur2(business id) mod P (events/partitioner.h, 
 businesses are created until B partitions have one; the extra ones get no wallets.
 """
 import json
+import os
 import sys
 import urllib.request
 
@@ -48,10 +49,11 @@ def murmur2(data: bytes) -> int:
 def wallets(key, count, tag):
     ids = []
     for i in range(count):
-        w = post("/v1/virtual-accounts", {"accountName": f"bench{tag}{i}", "category": "secondary", "currency": "NGN",
-                                          "emailAddress": f"bench{i}@example.com",
-                                          "mobile": {"phoneNumber": "08030000000", "isoCode": "NG"}},
-                 {"x-service-key": key})
+        body = {"accountName": f"bench{tag}{i}", "category": "secondary", "currency": "NGN",
+                "emailAddress": f"bench{i}@example.com", "mobile": {"phoneNumber": "08030000000", "isoCode": "NG"}}
+        if os.environ.get("KOBO_KYC_TIER"):  # wallets of a KYC tier: every transfer checks its limits
+            body["kycTier"] = int(os.environ["KOBO_KYC_TIER"])
+        w = post("/v1/virtual-accounts", body, {"x-service-key": key})
         post("/v1/sandbox/incoming-transfers", {"accountNumber": w["accountNumber"], "amount": 1_000_000_000_000},
              {"x-service-key": key})
         ids.append(w["publicId"])
