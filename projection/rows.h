@@ -10,6 +10,7 @@
 //   WalletRow (`b`): what changes on a wallet: its balance, when it last changed, a collection
 //     wallet's status, and where its statement is (how many movements, their credits, the last one's time)
 //   StatementRow (`h`): one movement of a wallet's ledger balance, numbered in log order
+//   HoldRow (`U`): what changes on a hold (its placement's fact is under `O`)
 //   ListedRow (`t`): what the transaction list filters on when it scans (entry, status, amount)
 //   KeyRow (`K`): whose a secret key is
 //
@@ -51,6 +52,7 @@ struct WalletRow {
   std::uint64_t movements = 0;  // postings to it so far: the number of its last StatementRow
   Kobo credited;                // the sum of its credits so far (its debits: credited - balance)
   UnixMs moved_at = 0;          // the statement time of its last movement (StatementRow::time)
+  Kobo held;                    // what its pending holds reserve (availableBalance: balance - held)
   bool operator==(const WalletRow&) const = default;
 };
 std::string encode(const WalletRow& row);
@@ -83,6 +85,20 @@ struct ListedRow {
 };
 std::string encode(const ListedRow& row);
 [[nodiscard]] Result<ListedRow> decode_listed(std::string_view bytes);
+
+// What changes on a hold (`U`; the fact of its HoldPlaced is under `O`): what was captured, its
+// status, and where its captures' facts are (each a HoldCaptured, under E<partition><seq>).
+struct HoldRow {
+  Partition partition{0};
+  Seq placed{0};  // the seq of its HoldPlaced: with its time, where the hold is listed
+  Kobo captured;
+  HoldStatus status = HoldStatus::pending;
+  UnixMs updated = 0;
+  std::vector<Seq> captures;  // oldest first
+  bool operator==(const HoldRow&) const = default;
+};
+std::string encode(const HoldRow& row);
+[[nodiscard]] Result<HoldRow> decode_hold(std::string_view bytes);
 
 struct KeyRow {
   std::string business;
