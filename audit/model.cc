@@ -339,7 +339,7 @@ void LogAuditor::check_records(Model& m, const Event& e) {
             bad(what, "account " + x.account.value + " is not an account of its business");
           number(what, x.account_number);
           wallet_id(what, x.id);
-          Model::Wallet w{e.business, x.account.value, e.live, transit, {}, Kobo(0)};
+          Model::Wallet w{e.business, x.account.value, e.live, transit, {}, Kobo(0), Kobo(0)};
           if constexpr (transit) {
             const auto s = m.wallets.find(x.settlement_wallet.value);
             if (s == m.wallets.end() || s->second.business != e.business || s->second.live != e.live ||

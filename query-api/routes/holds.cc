@@ -97,7 +97,7 @@ void capture(Protocol& p, Request&& req, const PathParams& params, Responder res
   cmd.narration = optional_string(*body, "narration");
   cmd.final = body->contains("final") && body->at("final").is_boolean() && body->at("final").get<bool>();
   const Context ctx = *c;
-  p.ledger().submit(std::move(cmd), [&p, ctx, respond = std::move(respond)](Outcome o) {
+  p.ledger().submit(std::move(cmd), [&p, ctx, respond = std::move(respond)](const Outcome& o) {
     if (!o.ok()) return respond(rejection_response(o.rejection));
     answer_hold(p, ctx, o, 201, "Hold captured successfully", respond);
   });
@@ -107,10 +107,11 @@ void void_hold(Protocol& p, Request&& req, const PathParams& params, Responder r
   auto c = p.authenticate(req, respond);
   if (!c) return;
   const Context ctx = *c;
-  p.ledger().submit(VoidHold{c->caller, params.at("id")}, [&p, ctx, respond = std::move(respond)](Outcome o) {
-    if (!o.ok()) return respond(rejection_response(o.rejection));
-    answer_hold(p, ctx, o, 200, "Hold voided successfully", respond);
-  });
+  p.ledger().submit(VoidHold{c->caller, params.at("id")},
+                    [&p, ctx, respond = std::move(respond)](const Outcome& o) {
+                      if (!o.ok()) return respond(rejection_response(o.rejection));
+                      answer_hold(p, ctx, o, 200, "Hold voided successfully", respond);
+                    });
 }
 
 void get_hold(Protocol& p, Request&& req, const PathParams& params, Responder respond) {
