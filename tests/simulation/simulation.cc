@@ -287,7 +287,7 @@ class Simulation {
       wallet_transfer();
     else if (kind < 82)
       bank_transfer();
-    else if (kind < 88)
+    else if (kind < 89)
       place_hold();
     else if (kind < 94)
       capture_hold();
@@ -579,10 +579,15 @@ class Simulation {
     if (t.reference) model_.references[scope(*b, live) + *t.reference] = request;
   }
 
-  // A hold to name in a command: mostly one the model knows (any business's, ended or not),
-  // sometimes one that does not exist.
-  std::string hold_for() {
-    if (model_.holds.empty() || chance(5)) return "hld-unknown-" + std::to_string(below(2));
+  // A hold to name in a command: mostly one of the caller's pending holds, else any the model
+  // knows (any business's, ended or not), sometimes one that does not exist.
+  std::string hold_for(const Business& b, bool live) {
+    std::vector<std::string> own;
+    for (const auto& [id, h] : model_.holds)
+      if (h.pending && businesses_[static_cast<std::size_t>(h.business)].id == b.id && h.live == live)
+        own.push_back(id);
+    if (!own.empty() && chance(80)) return pick(own);
+    if (model_.holds.empty() || chance(10)) return "hld-unknown-" + std::to_string(below(2));
     auto it = model_.holds.begin();
     std::advance(it, static_cast<std::ptrdiff_t>(below(model_.holds.size())));
     return it->first;
@@ -603,9 +608,9 @@ class Simulation {
     c.source = wallet_for(*b, live);
     Wallet* src = callers_wallet(*b, live, c.source);
     c.amount = Kobo(amount_for(src != nullptr ? src->balance - src->held : 10'000));
-    c.reference = "hold-" + std::to_string(below(6));
+    c.reference = "hold-" + std::to_string(below(chance(20) ? 3 : 1'000));  // a few repeat
     if (chance(50)) c.narration = "order";
-    c.expires_in_s = chance(3) ? 0 : 1 + static_cast<std::int64_t>(below(chance(50) ? 5 : 7'200));
+    c.expires_in_s = chance(3) ? 0 : 1 + static_cast<std::int64_t>(below(chance(25) ? 5 : 86'400));
     const std::string request = c.source + "|" + std::to_string(c.amount.value) + "|" +
                                 c.narration.value_or("-") + "|" + std::to_string(c.expires_in_s);
     const std::string key = scope(*b, live) + c.reference;
@@ -641,11 +646,12 @@ class Simulation {
     auto [b, live] = caller();
     CaptureHold c;
     c.caller = as_caller(*b, live);
-    c.hold = hold_for();
+    c.hold = hold_for(*b, live);
     c.destination = wallet_for(*b, live);
     Hold* h = callers_hold(*b, live, c.hold);
     if (chance(70)) c.amount = Kobo(amount_for(h != nullptr ? h->amount - h->captured : 10'000));
-    c.reference = "ref-" + std::to_string(below(8));  // the transfers' reference space
+    // The transfers' reference space: sometimes one a transfer used.
+    c.reference = "ref-" + std::to_string(chance(30) ? below(8) : 100 + below(1'000));
     if (chance(50)) c.narration = "capture";
     c.final = chance(15);
     const std::string request = "capture|" + c.hold + "|" + c.destination + "|" +
@@ -680,7 +686,7 @@ class Simulation {
 
   void void_hold() {
     auto [b, live] = caller();
-    const std::string id = hold_for();
+    const std::string id = hold_for(*b, live);
     Hold* h = callers_hold(*b, live, id);
     const bool accept = h != nullptr && h->pending && now_ < h->expires_at;
     const Outcome o = execute(VoidHold{as_caller(*b, live), id});
