@@ -357,7 +357,8 @@ void History::note(const Event& e) {
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, WalletTransferSettled> || std::is_same_v<T, BankTransferInitiated>) {
+        if constexpr (std::is_same_v<T, WalletTransferSettled> || std::is_same_v<T, BankTransferInitiated> ||
+                      std::is_same_v<T, HoldCaptured>) {
           remember_reference(x.account, x.reference, request_fingerprint(request_of(x)), x.transaction);
         } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
           tail_[tagged(kBankAccountTag, x.bank_account.value)] = std::to_string(x.id);
@@ -368,8 +369,6 @@ void History::note(const Event& e) {
           tail_[tagged(kHoldTag, x.hold.value)] = (e.live ? "l" : "t") + e.business;
           tail_[tagged(kHoldReferenceTag, scope_key(x.account.value, e.live), x.reference)] =
               encode_reference(ReferenceState{request_fingerprint(request_of(x, e.time)), x.hold.value});
-        } else if constexpr (std::is_same_v<T, HoldCaptured>) {
-          remember_reference(x.account, x.reference, request_fingerprint(request_of(x)), x.transaction);
         }
       },
       e.data);
