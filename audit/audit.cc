@@ -35,6 +35,8 @@ std::string_view to_string(Check c) {
       return "status";
     case Check::record:
       return "record";
+    case Check::hold:
+      return "hold";
     case Check::limits:
       return "limits";
     case Check::views:

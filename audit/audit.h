@@ -54,6 +54,7 @@ enum class Check {
   transfer,
   status,
   record,
+  hold,  // a hold's captures sum above its amount, a change of an ended hold, available below zero
   views,
   limits
 };

@@ -76,8 +76,16 @@ struct LogAuditor::Model {
     bool transit = false;
     std::string settlement;  // a transit wallet's
     Kobo balance;
+    Kobo held;              // the remaining amounts of its pending holds: balance - held is never below zero
     std::uint8_t tier = 0;  // its KYC tier; 0: none
     DailyDebits debits;
+  };
+  struct Hold {
+    std::string business, source;
+    bool live = false;
+    Kobo amount, captured;
+    UnixMs expires_at = 0;
+    bool pending = true;
   };
   struct Collection {
     std::string business, destination;
@@ -104,8 +112,10 @@ struct LogAuditor::Model {
   std::unordered_set<Key, KeyHash> transactions;     // key16(publicId)
   std::unordered_map<Key, Seq, KeyHash> references;  // key16(account|mode|, reference) -> first use
   std::unordered_map<std::string, Payout> payouts;   // trx-… of the payout
-  TierLimits tier_limits = cbn_tier_limits();        // as the last WriterStarted recorded them
-  Kobo total;                                        // the sum of every balance in the partition
+  TierLimits tier_limits = cbn_tier_limits();             // as the last WriterStarted recorded them
+  std::unordered_map<std::string, Hold> holds;       // hld-… (every hold: the audit reads the whole log)
+  std::unordered_map<Key, Seq, KeyHash> hold_references;  // key16(account|mode|, reference) -> first use
+  Kobo total;                                             // the sum of every balance in the partition
   Kobo total_reported;  // the total after the last command: a lasting imbalance is reported once
 
   // The command being read.
@@ -283,8 +293,8 @@ void LogAuditor::apply(Model& m, const Event& e) {
   if (const auto* postings = postings_of(e.data)) {
     check_movement(m, e);
     post(m, e, *postings);
-    check_limits(m, e, *postings);
   }
+  check_limits(m, e);
   if (status_change(e.data)) change_status(m, e);
 }
 
@@ -340,6 +350,7 @@ void LogAuditor::check_records(Model& m, const Event& e) {
                           transit,
                           {},
                           Kobo(0),
+                          Kobo(0),
                           static_cast<std::uint8_t>(x.kyc_tier.value_or(0)),
                           {}};
           if constexpr (transit) {
@@ -389,6 +400,14 @@ void LogAuditor::check_records(Model& m, const Event& e) {
             bad("wallet " + x.wallet.value, "its tier changed, but its business and mode do not have it");
           else
             w->second.tier = static_cast<std::uint8_t>(x.kyc_tier.value_or(0));
+        } else if constexpr (std::is_same_v<T, HoldPlaced>) {
+          place_hold(m, e, x);
+        } else if constexpr (std::is_same_v<T, HoldCaptured>) {
+          const std::vector<Posting>& p = x.postings;
+          change_hold(m, e, x.hold, p.size() == 2 ? p[1].amount : Kobo(0), x.final.value_or(false),
+                      p.empty() ? std::string() : p[0].account);
+        } else if constexpr (std::is_same_v<T, HoldVoided> || std::is_same_v<T, HoldExpired>) {
+          change_hold(m, e, x.hold, Kobo(0), /*ends=*/true, {});
         } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
           const std::string what = "bank account " + x.bank_account.value;
           if (!x.bank_account.value.starts_with("bka-")) bad(what, "id is not bka-…");
@@ -429,7 +448,7 @@ void LogAuditor::check_records(Model& m, const Event& e) {
 
 // The KYC tier limits (events/limits.h) of the tables the log recorded: no counted debit beyond
 // the day's allowance of its wallet's tier, no capped credit above its wallet's balance cap.
-void LogAuditor::check_limits(Model& m, const Event& e, const std::vector<Posting>& postings) {
+void LogAuditor::check_limits(Model& m, const Event& e) {
   if (const auto debit = tier_debit(e.data)) {
     if (const auto w = m.wallets.find(debit->wallet); w != m.wallets.end()) {
       Model::Wallet& wallet = w->second;
@@ -442,8 +461,9 @@ void LogAuditor::check_limits(Model& m, const Event& e, const std::vector<Postin
                       std::to_string(wallet.tier) + "'s " + kobo_text(limit->daily_debit));
     }
   }
-  if (!credits_capped(e.data)) return;
-  for (const Posting& p : postings) {
+  const auto* postings = postings_of(e.data);
+  if (postings == nullptr || !credits_capped(e.data)) return;
+  for (const Posting& p : *postings) {
     if (p.amount.value <= 0) continue;
     const auto w = m.wallets.find(p.account);
     if (w == m.wallets.end()) continue;
@@ -453,6 +473,76 @@ void LogAuditor::check_limits(Model& m, const Event& e, const std::vector<Postin
                 p.account + " credited to " + kobo_text(p.balance) + ", over tier " +
                     std::to_string(w->second.tier) + "'s cap of " + kobo_text(*limit->max_balance));
   }
+}
+
+// A hold's placement: on a wallet of its business and mode, of a positive amount, its reference
+// new among the account's holds, and no more than the wallet has available.
+void LogAuditor::place_hold(Model& m, const Event& e, const HoldPlaced& x) {
+  const std::string what = "hold " + x.hold.value;
+  if (!x.hold.value.starts_with("hld-")) violation(Check::record, e, what + ": id is not hld-…");
+  const auto a = m.accounts.find(x.account.value);
+  if (a == m.accounts.end() || a->second != e.business)
+    violation(Check::record, e, what + ": its account is not an account of its business");
+  const auto [first, fresh] =
+      m.hold_references.emplace(key16(scope_key(x.account.value, e.live), x.reference), e.seq);
+  if (!fresh)
+    violation(Check::reference, e,
+              what + ": reference '" + x.reference + "' was used by a hold before, at seq " +
+                  std::to_string(first->second.value));
+  const auto w = m.wallets.find(x.source.value);
+  if (w == m.wallets.end() || w->second.business != e.business || w->second.live != e.live) {
+    violation(Check::hold, e, what + " is on " + x.source.value + ", not a wallet of its business and mode");
+    return;
+  }
+  if (x.amount.value <= 0) violation(Check::hold, e, what + " reserves " + kobo_text(x.amount));
+  if (w->second.balance - w->second.held < x.amount)
+    violation(Check::hold, e,
+              what + " reserves " + kobo_text(x.amount) + " of " + x.source.value + ", which has " +
+                  kobo_text(w->second.balance - w->second.held) + " available");
+  w->second.held += x.amount;
+  if (!m.holds
+           .emplace(x.hold.value,
+                    Model::Hold{e.business, x.source.value, e.live, x.amount, Kobo(0), x.expires_at.ms, true})
+           .second)
+    violation(Check::record, e, what + " is placed again");
+}
+
+// A capture of `captured` (from wallet `from`), or an end (void, expiry, a final capture) of a
+// hold: only while it is pending and before its expiresAt (an expiry at or after it), never above
+// what it has left. What it releases leaves the source's held amount before the capture's
+// postings move its balance.
+void LogAuditor::change_hold(Model& m, const Event& e, const HoldId& id, Kobo captured, bool ends,
+                             const std::string& from) {
+  const std::string what = "hold " + id.value;
+  const auto h = m.holds.find(id.value);
+  if (h == m.holds.end() || h->second.business != e.business || h->second.live != e.live) {
+    violation(Check::hold, e,
+              std::string(to_string(e.type())) + " of " + what + ", which its business does not have");
+    return;
+  }
+  Model::Hold& hold = h->second;
+  if (!hold.pending) {
+    violation(Check::hold, e, std::string(to_string(e.type())) + " of " + what + ", which has ended");
+    return;
+  }
+  const bool expiry = e.type() == EventType::hold_expired;
+  if (expiry ? e.time < hold.expires_at : e.time >= hold.expires_at)
+    violation(Check::hold, e, what + (expiry ? " expires before" : " changes after") + " its expiresAt");
+  if (e.type() == EventType::hold_captured) {
+    if (from != hold.source)
+      violation(Check::hold, e, what + " is captured from " + from + ", not its source");
+    if (captured.value <= 0 || captured > hold.amount - hold.captured)
+      violation(Check::hold, e,
+                what + ": a capture of " + kobo_text(captured) + " takes its captures above its amount " +
+                    kobo_text(hold.amount) + " (" + kobo_text(hold.captured) + " captured before)");
+  }
+  hold.captured += captured;
+  Kobo released = captured;
+  if (ends || hold.captured >= hold.amount) {
+    hold.pending = false;
+    released += hold.amount - hold.captured;
+  }
+  if (const auto w = m.wallets.find(hold.source); w != m.wallets.end()) w->second.held -= released;
 }
 
 // The postings of one movement of money against what that movement is (docs/architecture.md section
@@ -480,7 +570,7 @@ void LogAuditor::check_movement(Model& m, const Event& e) {
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, WalletTransferSettled>) {
+        if constexpr (std::is_same_v<T, WalletTransferSettled> || std::is_same_v<T, HoldCaptured>) {
           expected = 2;
           if (!own_wallet(0) || !own_wallet(1))
             wrong("a posting is not to a wallet of its business and mode");
@@ -594,6 +684,13 @@ void LogAuditor::post(Model& m, const Event& e, const std::vector<Posting>& post
     // The log's stated balance is taken on, so one tampered event is reported where it is.
     m.total = checked_add(checked_sub(m.total, *balance).value_or(m.total), p.balance).value_or(m.total);
     *balance = p.balance;
+    if (is_wallet_account(p.account) && p.amount.value < 0 && r.fault == PostingFault::none) {
+      const Model::Wallet& w = m.wallets.at(p.account);
+      if (w.balance < w.held)
+        violation(Check::hold, e,
+                  "wallet " + p.account + " is debited below what its holds reserve: available " +
+                      kobo_text(w.balance - w.held));
+    }
   }
   m.sum = checked_add(m.sum, sum).value_or(m.sum);
   if (sum.value != 0)

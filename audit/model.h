@@ -39,9 +39,12 @@ class LogAuditor final : public LogVisitor {
   void end_command(Model& m, bool complete);
   void post(Model& m, const Event& e, const std::vector<Posting>& postings);
   void check_movement(Model& m, const Event& e);
-  void check_limits(Model& m, const Event& e, const std::vector<Posting>& postings);
+  void check_limits(Model& m, const Event& e);
   void check_records(Model& m, const Event& e);
   void change_status(Model& m, const Event& e);
+  void place_hold(Model& m, const Event& e, const HoldPlaced& x);
+  void change_hold(Model& m, const Event& e, const HoldId& id, Kobo captured, bool ends,
+                   const std::string& from);
   void sum_into(Kobo& total, Kobo amount, std::string_view what);
   void violation(Check check, const Event& e, std::string reason);
   void violation(Check check, Partition p, Seq seq, std::string reason);

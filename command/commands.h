@@ -146,9 +146,44 @@ struct IncomingCredit {
   std::string sender_bank_nibss_code;
 };
 
+// Reserves `amount` of `source` until it is captured, voided or expires (extensions section 2).
+struct PlaceHold {
+  Caller caller;
+  std::string source;
+  Kobo amount;
+  std::string reference;
+  std::optional<std::string> narration;
+  RawJson metadata;  // the request's metadata object as canonical JSON (dump_json)
+  std::int64_t expires_in_s = 604'800;
+};
+
+// Moves part or all of a pending hold to `destination`: a wallet transfer whose money the hold
+// reserved. `amount` nullopt: what remains.
+struct CaptureHold {
+  Caller caller;
+  std::string hold;  // hld-…
+  std::string destination;
+  std::string reference;  // the transfer's
+  std::optional<Kobo> amount;
+  std::optional<std::string> narration;
+  bool final = false;
+};
+
+// Releases what remains of a pending hold.
+struct VoidHold {
+  Caller caller;
+  std::string hold;
+};
+
+// Internal: a pending hold reached its expiresAt.
+struct ExpireHold {
+  Partition partition{0};
+  std::string hold;
+};
+
 using Command = std::variant<CreateBusiness, UpdateAccount, AddBankAccount, CreateWallet, CreateCollection,
                              CreateTransitWallet, WalletTransfer, BankTransfer, IncomingCredit, AdvancePayout,
-                             ExpireCollection, SetWalletTier>;
+                             ExpireCollection, SetWalletTier, PlaceHold, CaptureHold, VoidHold, ExpireHold>;
 
 // Domain rejections, mapped to HTTP in one table in query-api/. Values, never exceptions.
 enum class Rejection {
@@ -171,6 +206,9 @@ enum class Rejection {
   collection_inactive,  // a payment to a used or expired collection wallet
   unavailable,          // the log could not be written; nothing was acknowledged
   storage_full,         // as unavailable, because the log's disk is full (HTTP 507)
+  hold_not_found,       // a capture or void of a hold the caller has not got
+  hold_not_pending,     // a capture or void of a hold that has ended (or reached its expiresAt)
+  amount_exceeds_hold,  // a capture of more than the hold's remaining amount
   out_of_range,         // an amount that is not positive, or one that would overflow a
                         // balance; an expiry out of range (HTTP validation stops these
                         // first: this guards the writer from any other caller)
@@ -184,7 +222,8 @@ struct Outcome {
   Rejection rejection = Rejection::none;
   std::string detail;  // operator-facing reason for `unavailable`
   // The publicId of the record the command produced (wallet, collection wallet, debit
-  // transaction, incoming credit, bank account, account), or for a replay the original's.
+  // transaction, incoming credit, bank account, account, hold: for a capture and a void too),
+  // or for a replay the original's.
   std::string id;
   bool replayed = false;      // an idempotent repeat: no events; `id` names the original
   std::vector<Event> events;  // the command's events as appended (sealed); empty when rejected

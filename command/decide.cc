@@ -254,6 +254,27 @@ std::optional<Decision> check_reference(const History& h, const Caller& caller,
   return d;
 }
 
+// A debit of `amount` from wallet `src` (id `source`) that someone asked for: a wallet transfer
+// (its amount), a bank transfer (amount + fee), a hold's placement (its amount). The one place
+// such a debit is checked against what the wallet may spend: its available balance, its balance
+// less what its pending holds reserve (extensions section 1), then the day's allowance of its KYC
+// tier (section 3). A hold's capture is no such debit: its hold reserved the money already.
+Rejection check_debit(const PartitionState& s, std::string_view source, const WalletState& src, Kobo amount,
+                      UnixMs now) {
+  if (s.available_of(source, src) < amount) return Rejection::insufficient_funds;
+  if (!within_daily_debit(s, src, amount, now)) return Rejection::daily_limit_exceeded;
+  return Rejection::none;
+}
+
+// A credit of `amount` to wallet `dst` by a wallet transfer or a hold's capture: its balance
+// after, or the rejection: an overflow, or a balance above its KYC tier's cap.
+std::variant<Kobo, Rejection> check_credit(const PartitionState& s, const WalletState& dst, Kobo amount) {
+  const auto after = checked_add(dst.balance, amount);
+  if (!after) return Rejection::out_of_range;
+  if (!within_balance_cap(s, dst, *after)) return Rejection::balance_limit_exceeded;
+  return *after;
+}
+
 Decision decide_wallet_transfer(const PartitionState& s, const History& h, const WalletTransfer& c,
                                 const LedgerConfig& config, UnixMs now, IdSource& ids) {
   if (c.amount.value <= 0) return reject(Rejection::out_of_range);
@@ -265,19 +286,19 @@ Decision decide_wallet_transfer(const PartitionState& s, const History& h, const
   const WalletState* dst = caller_wallet(s, c.caller, c.destination);
   if (dst == nullptr) return reject(Rejection::destination_not_found);
   if (c.source == c.destination) return reject(Rejection::same_source_and_destination);
-  if (src->balance < c.amount) return reject(Rejection::insufficient_funds);
-  if (!within_daily_debit(s, *src, c.amount, now)) return reject(Rejection::daily_limit_exceeded);
+  if (const Rejection r = check_debit(s, c.source, *src, c.amount, now); r != Rejection::none) return reject(r);
   const auto src_after = checked_sub(src->balance, c.amount);
-  const auto dst_after = checked_add(dst->balance, c.amount);
-  if (!src_after || !dst_after) return reject(Rejection::out_of_range);
-  if (!within_balance_cap(s, *dst, *dst_after)) return reject(Rejection::balance_limit_exceeded);
+  const auto credit = check_credit(s, *dst, c.amount);
+  if (const auto* r = std::get_if<Rejection>(&credit)) return reject(*r);
+  const auto dst_after = std::get<Kobo>(credit);
+  if (!src_after) return reject(Rejection::out_of_range);
 
   WalletTransferSettled x;
   x.account = AccountId(c.caller.account);
   x.ids = {transaction_number(s, config, 0), transaction_number(s, config, 1)};
   x.name_enquiry_ref = c.name_enquiry_ref;
   x.narration = c.narration;
-  x.postings = {{c.source, -c.amount, *src_after}, {c.destination, c.amount, *dst_after}};
+  x.postings = {{c.source, -c.amount, *src_after}, {c.destination, c.amount, dst_after}};
   x.transaction = TransactionId("trx-" + ids.uuid());
   x.reference = c.reference ? *c.reference : derived_reference("ref-", x.transaction);
   std::string id = x.transaction.value;
@@ -297,8 +318,7 @@ Decision decide_bank_transfer(const PartitionState& s, const History& h, const B
   const auto suspense_after = checked_add(s.balance_of(SystemAccount::payout_suspense), c.amount);
   const auto fees_after = checked_add(s.balance_of(SystemAccount::fees), fee);
   if (!actual || !suspense_after || !fees_after) return reject(Rejection::out_of_range);
-  if (src->balance < *actual) return reject(Rejection::insufficient_funds);
-  if (!within_daily_debit(s, *src, *actual, now)) return reject(Rejection::daily_limit_exceeded);
+  if (const Rejection r = check_debit(s, c.source, *src, *actual, now); r != Rejection::none) return reject(r);
   const auto src_after = checked_sub(src->balance, *actual);
   if (!src_after) return reject(Rejection::out_of_range);
 
@@ -443,6 +463,128 @@ Decision decide_incoming_credit(const PartitionState& s, const History& h, const
   return one_event(c.caller, std::move(x), std::move(id));
 }
 
+// The longest a hold may stay pending: what the API accepts (extensions section 2).
+constexpr std::int64_t kHoldExpirySecondsMax = 2'592'000;
+
+Decision replay_of(std::string id) {
+  Decision d;
+  d.replayed = true;
+  d.id = std::move(id);
+  return d;
+}
+
+Decision decide_place_hold(const PartitionState& s, const History& h, const PlaceHold& c,
+                           const LedgerConfig& config, UnixMs now, IdSource& ids) {
+  (void)config;
+  if (c.amount.value <= 0 || c.expires_in_s < 1 || c.expires_in_s > kHoldExpirySecondsMax)
+    return reject(Rejection::out_of_range);
+  // Idempotency: a hold's reference is unique among the account's holds of the mode.
+  HoldRequest request{c.source, c.amount, std::nullopt, c.metadata.text, c.expires_in_s};
+  if (c.narration) request.narration = *c.narration;
+  const auto used = h.hold_reference(c.caller.account, c.caller.live, c.reference);
+  if (!used) return unavailable(used.status());
+  if (used.value()) {
+    if (used.value()->fingerprint != request_fingerprint(request))
+      return reject(Rejection::duplicate_reference);
+    return replay_of(used.value()->transaction);
+  }
+  const WalletState* src = caller_wallet(s, c.caller, c.source);
+  if (src == nullptr) return reject(Rejection::source_not_found);
+  // A hold's placement is decided as a debit of its amount, though no money moves yet.
+  if (const Rejection r = check_debit(s, c.source, *src, c.amount, now); r != Rejection::none) return reject(r);
+
+  HoldPlaced x;
+  x.account = AccountId(c.caller.account);
+  x.amount = c.amount;
+  x.expires_at = Timestamp{now + c.expires_in_s * 1000};
+  x.hold = HoldId("hld-" + ids.uuid());
+  x.metadata = c.metadata;
+  x.narration = c.narration;
+  x.reference = c.reference;
+  x.source = WalletId(c.source);
+  const UnixMs expires_at = x.expires_at.ms;
+  std::string id = x.hold.value;
+  Decision d = one_event(c.caller, std::move(x), id);
+  d.schedule.push_back({expires_at, ExpireHold{s.partition, std::move(id)}});
+  return d;
+}
+
+// The pending hold `id` of the caller, or the rejection: one the caller has not got is not found,
+// one that has ended (or reached its expiresAt, its expiry not yet decided) is not pending.
+std::variant<const HoldState*, Decision> pending_hold(const PartitionState& s, const History& h,
+                                                      const Caller& caller, const std::string& id,
+                                                      UnixMs now) {
+  if (const auto it = s.holds.find(id); it != s.holds.end()) {
+    const HoldState& hs = it->second;
+    if (hs.business != caller.business || hs.live != caller.live) return reject(Rejection::hold_not_found);
+    if (now >= hs.expires_at) return reject(Rejection::hold_not_pending);
+    return &hs;
+  }
+  const auto ended = h.hold(id);
+  if (!ended) return unavailable(ended.status());
+  if (ended.value() && *ended.value() == CollectionOwner{caller.business, caller.live})
+    return reject(Rejection::hold_not_pending);
+  return reject(Rejection::hold_not_found);
+}
+
+Decision decide_capture_hold(const PartitionState& s, const History& h, const CaptureHold& c,
+                             const LedgerConfig& config, UnixMs now, IdSource& ids) {
+  if (c.amount && c.amount->value <= 0) return reject(Rejection::out_of_range);
+  // A capture's reference is a transfer reference: a repeat answers the hold as it is.
+  HoldCaptureRequest request{c.hold, c.destination, c.amount, std::nullopt, c.final};
+  if (c.narration) request.narration = *c.narration;
+  const auto used = h.transfer_reference(c.caller.account, c.caller.live, c.reference);
+  if (!used) return unavailable(used.status());
+  if (used.value()) {
+    if (used.value()->fingerprint != request_fingerprint(request))
+      return reject(Rejection::duplicate_reference);
+    return replay_of(c.hold);
+  }
+  auto found = pending_hold(s, h, c.caller, c.hold, now);
+  if (auto* d = std::get_if<Decision>(&found)) return std::move(*d);
+  const HoldState& hold = *std::get<const HoldState*>(found);
+  const WalletState* dst = caller_wallet(s, c.caller, c.destination);
+  if (dst == nullptr) return reject(Rejection::destination_not_found);
+  if (c.destination == hold.source) return reject(Rejection::same_source_and_destination);
+  const Kobo amount = c.amount.value_or(hold.remaining());
+  if (amount > hold.remaining()) return reject(Rejection::amount_exceeds_hold);
+  const WalletState* src = s.wallets.find(hold.source);
+  KOBO_ASSERT(src != nullptr, "a hold's source is a wallet");
+  // No check_debit: the hold reserved the money when it was placed, and the balance holds it.
+  KOBO_ASSERT(src->balance >= amount, "a wallet's balance covers what its holds reserve");
+  const auto credit = check_credit(s, *dst, amount);
+  if (const auto* r = std::get_if<Rejection>(&credit)) return reject(*r);
+
+  HoldCaptured x;
+  x.account = AccountId(c.caller.account);
+  if (!c.amount) x.amount_defaulted = true;
+  if (c.final) x.final = true;
+  x.hold = HoldId(c.hold);
+  x.ids = {transaction_number(s, config, 0), transaction_number(s, config, 1)};
+  x.narration = c.narration;
+  x.postings = {{hold.source, -amount, src->balance - amount},
+                {c.destination, amount, std::get<Kobo>(credit)}};
+  x.reference = c.reference;
+  x.transaction = TransactionId("trx-" + ids.uuid());
+  return one_event(c.caller, std::move(x), c.hold);
+}
+
+Decision decide_void_hold(const PartitionState& s, const History& h, const VoidHold& c, UnixMs now) {
+  auto found = pending_hold(s, h, c.caller, c.hold, now);
+  if (auto* d = std::get_if<Decision>(&found)) return std::move(*d);
+  return one_event(c.caller, HoldVoided{HoldId(c.hold)}, c.hold);
+}
+
+Decision decide_expire_hold(const PartitionState& s, const ExpireHold& c) {
+  Decision d;
+  d.id = c.hold;
+  // Expiries are scheduled for pending holds: one that is no longer pending was captured or voided.
+  const auto it = s.holds.find(c.hold);
+  if (it == s.holds.end()) return d;
+  d.events.push_back({it->second.business, it->second.live, HoldExpired{HoldId(c.hold)}});
+  return d;
+}
+
 }  // namespace
 
 Kobo transfer_fee(const LedgerConfig& config, Kobo amount) {
@@ -473,12 +615,16 @@ std::vector<Scheduled> resume_schedule(const PartitionState& state, const Ledger
   for (const auto& [number, c] : state.collections) collections.push_back(&c);
   std::sort(collections.begin(), collections.end(),
             [](const CollectionState* a, const CollectionState* b) { return a->public_id < b->public_id; });
+  std::vector<const std::pair<const std::string, HoldState>*> holds;
+  for (const auto& h : state.holds) holds.push_back(&h);
+  std::sort(holds.begin(), holds.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
 
   std::vector<Scheduled> out;
-  out.reserve(payouts.size() + collections.size());
+  out.reserve(payouts.size() + collections.size() + holds.size());
   for (const auto* p : payouts) out.push_back(next_rail_step(p->first, p->second, state.partition, config));
   for (const CollectionState* c : collections)
     out.push_back({c->expires_at, ExpireCollection{state.partition, c->public_id}});
+  for (const auto* h : holds) out.push_back({h->second.expires_at, ExpireHold{state.partition, h->first}});
   std::stable_sort(out.begin(), out.end(),
                    [](const Scheduled& a, const Scheduled& b) { return a.due < b.due; });
   return out;
@@ -511,6 +657,14 @@ Decision decide(const PartitionState& state, const History& history, const Comma
           return decide_create_transit(state, c, config, ids);
         else if constexpr (std::is_same_v<T, SetWalletTier>)
           return decide_set_wallet_tier(state, c);
+        else if constexpr (std::is_same_v<T, PlaceHold>)
+          return decide_place_hold(state, history, c, config, now, ids);
+        else if constexpr (std::is_same_v<T, CaptureHold>)
+          return decide_capture_hold(state, history, c, config, now, ids);
+        else if constexpr (std::is_same_v<T, VoidHold>)
+          return decide_void_hold(state, history, c, now);
+        else if constexpr (std::is_same_v<T, ExpireHold>)
+          return decide_expire_hold(state, c);
         else {
           static_assert(std::is_same_v<T, ExpireCollection>, "every command is decided");
           return decide_expire_collection(state, c);

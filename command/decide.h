@@ -61,7 +61,8 @@ struct Decision {
   // The publicId of the record the command produced, or for a replay the original's: the
   // wallet (CreateWallet, CreateTransitWallet), the collection wallet, the debit transaction
   // (WalletTransfer, BankTransfer), the incoming credit's transaction, the bank account
-  // (AddBankAccount), the account (CreateBusiness, UpdateAccount), the payout (AdvancePayout).
+  // (AddBankAccount), the account (CreateBusiness, UpdateAccount), the payout (AdvancePayout),
+  // the hold (PlaceHold, CaptureHold, VoidHold, ExpireHold).
   std::string id;
   std::vector<Scheduled> schedule;  // follow-ups, run once these events are durable
 };
@@ -72,10 +73,10 @@ struct Decision {
 Scheduled next_rail_step(const std::string& transaction, const PayoutState& payout, Partition partition,
                          const LedgerConfig& config);
 
-// The follow-ups a partition owes after a restart: rail steps of payouts in flight and the
-// expiries of open collection wallets. Ordered by what the state holds, not by its hash maps'
-// history: by due time, then payouts before collections, each by publicId. So a writer started
-// from a snapshot takes follow-ups due at the same time in the order a whole replay does.
+// The follow-ups a partition owes after a restart: rail steps of payouts in flight, the
+// expiries of open collection wallets and of pending holds. Ordered by what the state holds, not
+// by its hash maps' history: by due time, then payouts, collections, holds, each by publicId. So a writer
+// started from a snapshot takes follow-ups due at the same time in the order a whole replay does.
 std::vector<Scheduled> resume_schedule(const PartitionState& state, const LedgerConfig& config);
 
 // `history` answers what was used before (references, bank accounts, closed collection wallets);

@@ -29,6 +29,8 @@ constexpr char kReferenceTag = 'r';            // scope_key(account, mode) + ref
 constexpr char kCollectionReferenceTag = 'c';  // scope_key(account, mode) + reference -> ""
 constexpr char kBankAccountTag = 'b';          // bka-… -> integer id (decimal)
 constexpr char kCollectionTag = 'n';           // account number -> mode byte + business
+constexpr char kHoldReferenceTag = 'o';        // scope_key(account, mode) + reference -> fingerprint, hld
+constexpr char kHoldTag = 'H';                 // hld-… -> mode byte + business
 
 constexpr std::size_t kFingerprintBytes = 32;
 
@@ -318,13 +320,31 @@ Result<std::optional<std::uint64_t>> History::bank_account(std::string_view id) 
   return std::optional<std::uint64_t>(n);
 }
 
+Result<std::optional<ReferenceState>> History::hold_reference(std::string_view account, bool live,
+                                                              std::string_view reference) const {
+  auto v = find(tagged(kHoldReferenceTag, scope_key(account, live), reference));
+  if (!v) return v.status();
+  if (!v.value()) return std::optional<ReferenceState>();
+  auto r = decode_reference(*v.value());
+  if (!r) return r.status();
+  return std::optional<ReferenceState>(std::move(r).value());
+}
+
+Result<std::optional<CollectionOwner>> History::hold(std::string_view id) const {
+  return owner(tagged(kHoldTag, id));
+}
+
 Result<std::optional<CollectionOwner>> History::collection(std::string_view account_number) const {
-  auto v = find(tagged(kCollectionTag, account_number));
+  return owner(tagged(kCollectionTag, account_number));
+}
+
+Result<std::optional<CollectionOwner>> History::owner(const std::string& key) const {
+  auto v = find(key);
   if (!v) return v.status();
   if (!v.value()) return std::optional<CollectionOwner>();
   const std::string& text = *v.value();
   if (text.empty() || (text[0] != 'l' && text[0] != 't'))
-    return Status::error("history index: a collection entry does not decode");
+    return Status::error("history index: an owner entry does not decode");
   return std::optional<CollectionOwner>(CollectionOwner{text.substr(1), text[0] == 'l'});
 }
 
@@ -337,13 +357,18 @@ void History::note(const Event& e) {
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, WalletTransferSettled> || std::is_same_v<T, BankTransferInitiated>) {
+        if constexpr (std::is_same_v<T, WalletTransferSettled> || std::is_same_v<T, BankTransferInitiated> ||
+                      std::is_same_v<T, HoldCaptured>) {
           remember_reference(x.account, x.reference, request_fingerprint(request_of(x)), x.transaction);
         } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
           tail_[tagged(kBankAccountTag, x.bank_account.value)] = std::to_string(x.id);
         } else if constexpr (std::is_same_v<T, CollectionWalletOpened>) {
           tail_[tagged(kCollectionTag, x.account_number)] = (e.live ? "l" : "t") + e.business;
           if (x.reference) tail_[collection_reference_key(x.account.value, e.live, *x.reference)] = "";
+        } else if constexpr (std::is_same_v<T, HoldPlaced>) {
+          tail_[tagged(kHoldTag, x.hold.value)] = (e.live ? "l" : "t") + e.business;
+          tail_[tagged(kHoldReferenceTag, scope_key(x.account.value, e.live), x.reference)] =
+              encode_reference(ReferenceState{request_fingerprint(request_of(x, e.time)), x.hold.value});
         }
       },
       e.data);

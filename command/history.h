@@ -40,8 +40,8 @@ struct ReferenceState {
   std::string transaction;  // publicId of the transaction it produced
 };
 
-// Whose a collection wallet's account number was: a payment to it once it has closed is refused
-// as inactive to its owner, and as an unknown account to anyone else.
+// Whose a collection wallet's account number (or a hold) was: a payment to it once it has closed
+// is refused as inactive to its owner, and as an unknown account to anyone else.
 struct CollectionOwner {
   std::string business;
   bool live = false;
@@ -76,6 +76,12 @@ class History {
                                                         std::string_view reference) const;
   [[nodiscard]] Result<std::optional<std::uint64_t>> bank_account(std::string_view id) const;
   [[nodiscard]] Result<std::optional<CollectionOwner>> collection(std::string_view account_number) const;
+  // What a hold reference was first used for (`transaction`: the hold's publicId, hld-…).
+  [[nodiscard]] Result<std::optional<ReferenceState>> hold_reference(std::string_view account, bool live,
+                                                                     std::string_view reference) const;
+  // Whose hold `id` (hld-…) is: a capture or void of one that has ended is refused as not pending
+  // to its owner, and as unknown to anyone else.
+  [[nodiscard]] Result<std::optional<CollectionOwner>> hold(std::string_view id) const;
 
   // ---- the writer's side (writer thread)
   // Notes the facts of an accepted event into the tail (every event moves the tail's position).
@@ -103,6 +109,7 @@ class History {
  private:
   History(std::unique_ptr<Store> store, std::uint32_t partitions);
   [[nodiscard]] Result<std::optional<std::string>> find(const std::string& key) const;
+  [[nodiscard]] Result<std::optional<CollectionOwner>> owner(const std::string& key) const;
   void publish_position();
 
   std::mutex store_mu_;  // guards store_ against sync() while reopen() replaces it

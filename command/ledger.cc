@@ -83,6 +83,12 @@ std::string_view to_string(Rejection r) {
       return "unavailable";
     case Rejection::storage_full:
       return "storage_full";
+    case Rejection::hold_not_found:
+      return "hold_not_found";
+    case Rejection::hold_not_pending:
+      return "hold_not_pending";
+    case Rejection::amount_exceeds_hold:
+      return "amount_exceeds_hold";
     case Rejection::out_of_range:
       return "out_of_range";
   }
@@ -109,7 +115,8 @@ Partition Ledger::route(const Command& c) const {
         using T = std::decay_t<decltype(cmd)>;
         if constexpr (std::is_same_v<T, CreateBusiness>)
           return partition_of(cmd.business_id);
-        else if constexpr (std::is_same_v<T, AdvancePayout> || std::is_same_v<T, ExpireCollection>)
+        else if constexpr (std::is_same_v<T, AdvancePayout> || std::is_same_v<T, ExpireCollection> ||
+                           std::is_same_v<T, ExpireHold>)
           return cmd.partition;
         else
           return partition_of(cmd.caller.business);

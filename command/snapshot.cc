@@ -19,7 +19,8 @@ constexpr std::string_view kMagic = "KOBOSNAP";
 // (and the log replayed), never misread.
 // Format 2: the hot state only (references, bank accounts and closed collection wallets moved to
 // the history index), and the wallet-name index hashed with stable_hash instead of std::hash.
-// Format 4: wallets' KYC tiers and day debits, and the tier limits in force.
+// Format 4: pending holds and what they reserve of each wallet; wallets' KYC tiers and day
+// debits, and the tier limits in force.
 constexpr std::uint32_t kFormat = 4;
 constexpr std::size_t kHashSize = 32;
 constexpr std::size_t kKeep = 2;
@@ -193,6 +194,16 @@ class SnapshotCodec {
       w.str(p.business);
       w.boolean(p.live);
     });
+    put_map(w, s.holds, [&](const HoldState& h) {
+      w.str(h.source);
+      w.i64(h.amount.value);
+      w.i64(h.captured.value);
+      w.i64(h.expires_at);
+      w.str(h.business);
+      w.str(h.account);
+      w.boolean(h.live);
+    });
+    put_map(w, s.held, [&](Kobo k) { w.i64(k.value); });
     w.i64(s.total.value);
     w.u64(s.tier_limits.size());
     for (const TierLimit& l : s.tier_limits) {
@@ -242,6 +253,18 @@ class SnapshotCodec {
       p.live = r.boolean();
       return p;
     });
+    get_map(r, s.holds, [&] {
+      HoldState h;
+      h.source = r.str();
+      h.amount = Kobo(r.i64());
+      h.captured = Kobo(r.i64());
+      h.expires_at = r.i64();
+      h.business = r.str();
+      h.account = r.str();
+      h.live = r.boolean();
+      return h;
+    });
+    get_map(r, s.held, [&] { return Kobo(r.i64()); });
     s.total = Kobo(r.i64());
     if (r.u64() != kKycTiers) return false;
     s.tier_limits.assign(kKycTiers, TierLimit{});

@@ -145,6 +145,12 @@ Kobo PartitionState::balance_of(std::string_view ledger_account) const {
   return Kobo(0);
 }
 
+Kobo PartitionState::held_of(std::string_view wallet) const {
+  if (held.empty()) return Kobo(0);
+  const auto it = held.find(std::string(wallet));
+  return it == held.end() ? Kobo(0) : it->second;
+}
+
 std::uint64_t interleaved_id(std::uint64_t n, Partition p, std::uint32_t partitions) {
   return n * partitions + p.value + 1;
 }
@@ -209,6 +215,22 @@ void close_collection(PartitionState& s, const WalletId& collection) {
   KOBO_ASSERT(number != s.collection_numbers.end(), "a collection wallet closes once, while it is open");
   KOBO_ASSERT(s.collections.erase(number->second) == 1, "an open collection wallet has its number");
   s.collection_numbers.erase(number);
+}
+
+// Adds `delta` to what wallet `source`'s pending holds reserve; the entry leaves at zero.
+void add_held(PartitionState& s, const std::string& source, Kobo delta) {
+  Kobo& h = s.held[source];
+  h += delta;
+  KOBO_ASSERT(h.value >= 0, "a wallet's holds reserve a negative amount");
+  if (h.value == 0) s.held.erase(source);
+}
+
+// A pending hold ends: what remains of it is released and it leaves the hot state.
+void end_hold(PartitionState& s, const HoldId& hold) {
+  const auto it = s.holds.find(hold.value);
+  KOBO_ASSERT(it != s.holds.end(), "a hold ends once, while it is pending");
+  add_held(s, it->second.source, -it->second.remaining());
+  s.holds.erase(it);
 }
 
 struct Applier {
@@ -306,6 +328,41 @@ struct Applier {
     count_transactions(s, e.data);
     if (x.collection) close_collection(s, *x.collection);
   }
+
+  void operator()(const HoldPlaced& x) const {
+    KOBO_ASSERT(x.amount.value > 0, "a hold reserves a positive amount");
+    const WalletState* w = s.wallets.find(x.source.value);
+    KOBO_ASSERT(w != nullptr, "a hold on an unknown wallet");
+    HoldState h;
+    h.source = x.source.value;
+    h.amount = x.amount;
+    h.expires_at = x.expires_at.ms;
+    h.business = e.business;
+    h.account = x.account.value;
+    h.live = e.live;
+    KOBO_ASSERT(s.holds.emplace(x.hold.value, std::move(h)).second, "a hold placed twice");
+    add_held(s, x.source.value, x.amount);
+    KOBO_ASSERT(s.available_of(x.source.value, *w).value >= 0, "a hold reserves more than is available");
+  }
+
+  void operator()(const HoldCaptured& x) const {
+    const auto it = s.holds.find(x.hold.value);
+    KOBO_ASSERT(it != s.holds.end(), "a capture of a hold that is not pending");
+    KOBO_ASSERT(x.postings.size() == 2 && x.postings[0].account == it->second.source,
+                "a capture moves money from its hold's source");
+    const Kobo amount = x.postings[1].amount;
+    KOBO_ASSERT(amount.value > 0 && amount <= it->second.remaining(),
+                "a capture above what its hold has left");
+    // The hold releases what it captures, then the money moves: available stays as it was.
+    it->second.captured += amount;
+    add_held(s, it->second.source, -amount);
+    post_all(s, x.postings);
+    count_transactions(s, e.data);
+    if (x.final.value_or(false) || it->second.remaining().value == 0) end_hold(s, x.hold);
+  }
+
+  void operator()(const HoldVoided& x) const { end_hold(s, x.hold); }
+  void operator()(const HoldExpired& x) const { end_hold(s, x.hold); }
 
   void change_status() const {
     const auto c = status_change(e.data);

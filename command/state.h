@@ -151,6 +151,21 @@ struct PayoutState {
   bool live = false;
 };
 
+// A pending hold (extensions section 2): what it reserves of its source until it is captured,
+// voided or expires. It leaves the state when it ends; History keeps whose it was and its
+// reference, the views the rest. Legal moves: pending -> (captured | voided | expired).
+struct HoldState {
+  std::string source;  // vba-…
+  Kobo amount;         // as placed
+  Kobo captured;       // the sum of its captures so far: never above `amount`
+  UnixMs expires_at = 0;
+  std::string business;
+  std::string account;  // acc-… that placed it
+  bool live = false;
+
+  Kobo remaining() const { return amount - captured; }
+};
+
 // What the writer decides with in one partition: the hot state (docs/architecture.md). It holds
 // every wallet and business, and work in flight (payouts, open collection wallets); it grows
 // with them, never with the transfers ever made. What was used before (references, bank
@@ -175,12 +190,21 @@ struct PartitionState {
   std::unordered_map<std::string, int> primary_wallets;             // scope_key(account, live) -> count
   std::array<Kobo, kSystemAccounts.size()> system_balances{};       // by SystemAccount
   std::unordered_map<std::string, PayoutState> payouts;             // debit trx-… in flight
+  std::unordered_map<std::string, HoldState> holds;                 // pending hld-… only
+  // The sum of `remaining` over each wallet's pending holds; a wallet without one has no entry.
+  std::unordered_map<std::string, Kobo> held;
   Kobo total;  // sum of every balance in the partition: zero after every command
   TierLimits tier_limits = cbn_tier_limits();  // as the last WriterStarted recorded them
 
   // A wallet's or a system account's balance (0 for an account that does not exist).
   Kobo balance_of(std::string_view ledger_account) const;
   Kobo balance_of(SystemAccount a) const { return system_balances[static_cast<std::size_t>(a)]; }
+  // What wallet `id`'s pending holds reserve (0 when none), and what it may spend: its balance
+  // less that (extensions section 1). O(1).
+  Kobo held_of(std::string_view wallet) const;
+  Kobo available_of(std::string_view wallet, const WalletState& w) const {
+    return w.balance - held_of(wallet);
+  }
 };
 
 // The integer id of the n-th record (from 0) of a kind in partition p.

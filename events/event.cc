@@ -31,7 +31,7 @@ std::optional<E> value_in(const NameTable<E, N>& table, std::string_view name) {
   return std::nullopt;
 }
 
-constexpr NameTable<EventType, 15> kTypeNames{{
+constexpr NameTable<EventType, 19> kTypeNames{{
     {EventType::writer_started, "WriterStarted"},
     {EventType::business_registered, "BusinessRegistered"},
     {EventType::account_updated, "AccountUpdated"},
@@ -47,6 +47,10 @@ constexpr NameTable<EventType, 15> kTypeNames{{
     {EventType::payout_failed, "PayoutFailed"},
     {EventType::incoming_credit_received, "IncomingCreditReceived"},
     {EventType::wallet_tier_changed, "WalletTierChanged"},
+    {EventType::hold_placed, "HoldPlaced"},
+    {EventType::hold_captured, "HoldCaptured"},
+    {EventType::hold_voided, "HoldVoided"},
+    {EventType::hold_expired, "HoldExpired"},
 }};
 static_assert(std::variant_size_v<EventData> == kTypeNames.size(), "every event type has a name");
 
@@ -58,6 +62,10 @@ constexpr NameTable<TransactionStatus, 4> kTransactionStatusNames{
 constexpr NameTable<CollectionStatus, 3> kCollectionStatusNames{{{CollectionStatus::pending, "pending"},
                                                                  {CollectionStatus::success, "success"},
                                                                  {CollectionStatus::expired, "expired"}}};
+constexpr NameTable<HoldStatus, 4> kHoldStatusNames{{{HoldStatus::pending, "pending"},
+                                                     {HoldStatus::captured, "captured"},
+                                                     {HoldStatus::voided, "voided"},
+                                                     {HoldStatus::expired, "expired"}}};
 constexpr NameTable<WalletCategory, 2> kCategoryNames{
     {{WalletCategory::primary, "primary"}, {WalletCategory::secondary, "secondary"}}};
 constexpr NameTable<BeneficiaryType, 3> kBeneficiaryTypeNames{{{BeneficiaryType::vba, "vba"},
@@ -426,6 +434,10 @@ std::optional<EventType> event_type_from_string(std::string_view s) { return val
 std::string_view to_string(TransactionStatus s) { return name_in(kTransactionStatusNames, s); }
 std::string_view to_string(CollectionStatus s) { return name_in(kCollectionStatusNames, s); }
 std::string_view to_string(WalletCategory c) { return name_in(kCategoryNames, c); }
+std::string_view to_string(HoldStatus s) { return name_in(kHoldStatusNames, s); }
+std::optional<HoldStatus> hold_status_from_string(std::string_view s) {
+  return value_in(kHoldStatusNames, s);
+}
 std::string_view to_string(BeneficiaryType t) { return name_in(kBeneficiaryTypeNames, t); }
 std::optional<TransactionStatus> transaction_status_from_string(std::string_view s) {
   return value_in(kTransactionStatusNames, s);

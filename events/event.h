@@ -41,11 +41,16 @@ enum class TransactionStatus { pending, processing, success, failed };
 enum class CollectionStatus { pending, success, expired };
 enum class WalletCategory { primary, secondary };
 enum class BeneficiaryType { vba, external, personal };
+// A hold's status. Legal moves: pending -> captured (nothing remaining, or a final capture) |
+// voided | expired; only a pending hold changes.
+enum class HoldStatus { pending, captured, voided, expired };
 
 std::string_view to_string(TransactionStatus s);
 std::string_view to_string(CollectionStatus s);
 std::string_view to_string(WalletCategory c);
 std::string_view to_string(BeneficiaryType t);
+std::string_view to_string(HoldStatus s);
+std::optional<HoldStatus> hold_status_from_string(std::string_view s);
 std::optional<TransactionStatus> transaction_status_from_string(std::string_view s);
 std::optional<WalletCategory> wallet_category_from_string(std::string_view s);
 std::optional<BeneficiaryType> beneficiary_type_from_string(std::string_view s);
@@ -440,12 +445,89 @@ struct IncomingCreditReceived {
   }
 };
 
+// A hold was placed (extensions section 2): `amount` of `source` is reserved until it is captured,
+// voided or expires at `expiresAt`. No money moves: the source's available balance (its balance
+// less what its pending holds reserve) goes down by `amount`.
+struct HoldPlaced {
+  AccountId account;
+  Kobo amount;
+  Timestamp expires_at;
+  HoldId hold;
+  RawJson metadata;
+  std::optional<std::string> narration;
+  std::string reference;  // unique per account and mode among holds
+  WalletId source;
+  auto operator<=>(const HoldPlaced&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("amount", x.amount);
+    f("expiresAt", x.expires_at);
+    f("hold", x.hold);
+    f("metadata", x.metadata);
+    f("narration", x.narration);
+    f("reference", x.reference);
+    f("source", x.source);
+  }
+};
+
+// Part (or all) of a hold was captured: a wallet transfer from the hold's source to a wallet,
+// postings [source -amount, destination +amount], with its own debit and credit transaction
+// records (`ids`, `transaction` the debit's, `reference` the transfer's). The hold ends
+// (captured) when nothing remains or `final` is true. `amountDefaulted` (present, true) when the
+// request named no amount and took what remained: part of the request's idempotency fingerprint.
+struct HoldCaptured {
+  AccountId account;
+  std::optional<bool> amount_defaulted;
+  std::optional<bool> final;
+  HoldId hold;
+  std::vector<std::uint64_t> ids;
+  std::optional<std::string> narration;
+  std::vector<Posting> postings;
+  std::string reference;
+  TransactionId transaction;
+  auto operator<=>(const HoldCaptured&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("amountDefaulted", x.amount_defaulted);
+    f("final", x.final);
+    f("hold", x.hold);
+    f("ids", x.ids);
+    f("narration", x.narration);
+    f("postings", x.postings);
+    f("reference", x.reference);
+    f("transaction", x.transaction);
+  }
+};
+
+// A pending hold was voided: what remained of it is released. No money moves.
+struct HoldVoided {
+  HoldId hold;
+  auto operator<=>(const HoldVoided&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("hold", x.hold);
+  }
+};
+
+// A pending hold reached its expiresAt: what remained of it is released. No money moves.
+struct HoldExpired {
+  HoldId hold;
+  auto operator<=>(const HoldExpired&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("hold", x.hold);
+  }
+};
+
 // The alternatives of EventData, in the order of EventType.
 using EventData =
     std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
                  CollectionWalletOpened, CollectionWalletExpired, BeneficiarySaved, WalletTransferSettled,
                  BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed,
-                 IncomingCreditReceived, WalletTierChanged>;
+                 IncomingCreditReceived, WalletTierChanged, HoldPlaced, HoldCaptured, HoldVoided,
+                 HoldExpired>;
 
 enum class EventType {
   writer_started,
@@ -463,6 +545,10 @@ enum class EventType {
   payout_failed,
   incoming_credit_received,
   wallet_tier_changed,
+  hold_placed,
+  hold_captured,
+  hold_voided,
+  hold_expired,
 };
 
 inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }

@@ -99,6 +99,8 @@ std::optional<TierDebit> tier_debit(const EventData& d) {
     return TierDebit{x->postings.at(0).account, -x->postings.at(0).amount};
   if (const auto* x = std::get_if<BankTransferInitiated>(&d))
     return TierDebit{x->postings.at(0).account, -x->postings.at(0).amount};
+  // A hold counts when it is placed; its captures do not count again.
+  if (const auto* x = std::get_if<HoldPlaced>(&d)) return TierDebit{x->source.value, x->amount};
   return std::nullopt;
 }
 
@@ -122,6 +124,10 @@ std::string_view to_string(TransactionKind k) {
       return "sweep_debit";
     case TransactionKind::sweep_credit:
       return "sweep_credit";
+    case TransactionKind::hold_capture_debit:
+      return "hold_capture_debit";
+    case TransactionKind::hold_capture_credit:
+      return "hold_capture_credit";
   }
   return "?";
 }
@@ -131,6 +137,7 @@ Entry entry_of(TransactionKind k) {
     case TransactionKind::wallet_transfer_debit:
     case TransactionKind::payout:
     case TransactionKind::sweep_debit:
+    case TransactionKind::hold_capture_debit:
       return Entry::debit;
     default:
       return Entry::credit;
@@ -174,6 +181,22 @@ std::vector<CreatedTransaction> created(const EventData& d, bool derive) {
                       TransactionStatus::success);
     auto& credit = add(TransactionKind::wallet_transfer_credit, x->transaction, x->ids, *w[1],
                        TransactionStatus::success);
+    if (derive) {
+      debit.reference = x->reference;
+      debit.link_ref = link_ref_of(x->transaction);
+      credit.reference = derived_reference("ref-", credit.id);
+      credit.debit_reference = x->reference;
+      credit.link_ref = debit.link_ref;
+    }
+  } else if (const auto* capture = as<HoldCaptured>(d)) {
+    // A capture is a wallet transfer from the hold's source: its records are joined as one's.
+    const auto* x = capture;
+    const auto w = wallet_postings(x->postings);
+    if (w.size() != 2) return out;
+    auto& debit =
+        add(TransactionKind::hold_capture_debit, x->transaction, x->ids, *w[0], TransactionStatus::success);
+    auto& credit =
+        add(TransactionKind::hold_capture_credit, x->transaction, x->ids, *w[1], TransactionStatus::success);
     if (derive) {
       debit.reference = x->reference;
       debit.link_ref = link_ref_of(x->transaction);
@@ -279,6 +302,44 @@ std::string request_fingerprint(const BankTransferRequest& r) {
   canonical += r.metadata;
   canonical += r.save_beneficiary ? "|save" : "|";
   return sha256_hex(canonical);
+}
+
+std::string request_fingerprint(const HoldRequest& r) {
+  std::string canonical = "hold|";
+  append_json_string(canonical, r.source);
+  canonical += std::to_string(r.amount.value);
+  canonical += r.narration ? "|n" : "|";
+  if (r.narration) append_json_string(canonical, *r.narration);
+  canonical += r.metadata;
+  canonical += '|' + std::to_string(r.expires_in_s);
+  return sha256_hex(canonical);
+}
+
+std::string request_fingerprint(const HoldCaptureRequest& r) {
+  std::string canonical = "hold-capture|";
+  append_json_string(canonical, r.hold);
+  append_json_string(canonical, r.destination);
+  canonical += r.amount ? std::to_string(r.amount->value) : "remaining";
+  canonical += r.narration ? "|n" : "|";
+  if (r.narration) append_json_string(canonical, *r.narration);
+  canonical += r.final ? "|final" : "|";
+  return sha256_hex(canonical);
+}
+
+HoldRequest request_of(const HoldPlaced& e, UnixMs placed_at) {
+  HoldRequest r{e.source.value, e.amount, std::nullopt, e.metadata.text,
+                (e.expires_at.ms - placed_at) / 1000};
+  if (e.narration) r.narration = *e.narration;
+  return r;
+}
+
+HoldCaptureRequest request_of(const HoldCaptured& e) {
+  KOBO_ASSERT(e.postings.size() == 2, "a capture has two postings");
+  HoldCaptureRequest r{e.hold.value, e.postings[1].account, std::nullopt, std::nullopt,
+                       e.final.value_or(false)};
+  if (!e.amount_defaulted.value_or(false)) r.amount = e.postings[1].amount;
+  if (e.narration) r.narration = *e.narration;
+  return r;
 }
 
 WalletTransferRequest request_of(const WalletTransferSettled& e) {

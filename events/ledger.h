@@ -79,8 +79,9 @@ std::vector<std::string> wallets_shown(const EventData& d);
 // ---- KYC tier limits (events/limits.h) ---------------------------------------------------------
 
 // The debit of `d` that counts toward a wallet's daily allowance (extensions.md section 3): a
-// wallet transfer's amount from its source, a bank transfer's amount + fee. Nothing else counts
-// (not a sweep, not a reversal), and nothing gives allowance back.
+// wallet transfer's amount from its source, a bank transfer's amount + fee, a hold's amount when
+// it is placed. Nothing else counts (not a capture, a sweep or a reversal), and nothing gives
+// allowance back (not a void, an expiry or a failed payout).
 struct TierDebit {
   std::string wallet;
   Kobo amount;
@@ -104,6 +105,8 @@ enum class TransactionKind {
   incoming_credit,         // IncomingCreditReceived: the wallet (or collection's destination) credited
   sweep_debit,             // IncomingCreditReceived to a transit wallet: the transit wallet's sweep
   sweep_credit,            // ... and the settlement wallet's credit
+  hold_capture_debit,      // HoldCaptured, the hold's source's posting
+  hold_capture_credit,     // HoldCaptured, the destination's posting
 };
 std::string_view to_string(TransactionKind k);
 Entry entry_of(TransactionKind k);
@@ -165,12 +168,33 @@ struct BankTransferRequest {
   std::string_view metadata;  // canonical JSON text
   bool save_beneficiary = false;
 };
+// A hold's placement: its reference is unique among the account's holds (extensions section 2).
+struct HoldRequest {
+  std::string_view source;
+  Kobo amount;
+  std::optional<std::string_view> narration;
+  std::string_view metadata;  // canonical JSON text
+  std::int64_t expires_in_s = 0;
+};
+// A hold's capture: its reference is a transfer reference. `amount` nullopt: what remains.
+struct HoldCaptureRequest {
+  std::string_view hold;
+  std::string_view destination;
+  std::optional<Kobo> amount;
+  std::optional<std::string_view> narration;
+  bool final = false;
+};
 // Hex SHA-256 of the request's canonical form.
 std::string request_fingerprint(const WalletTransferRequest& r);
 std::string request_fingerprint(const BankTransferRequest& r);
-// The request an event answers (its postings must be well formed: validate()).
+std::string request_fingerprint(const HoldRequest& r);
+std::string request_fingerprint(const HoldCaptureRequest& r);
+// The request an event answers (its postings must be well formed: validate()). A hold's
+// expiresIn is its expiresAt less the event's time (`placed_at`), which is when it was decided.
 WalletTransferRequest request_of(const WalletTransferSettled& e);
 BankTransferRequest request_of(const BankTransferInitiated& e);
+HoldRequest request_of(const HoldPlaced& e, UnixMs placed_at);
+HoldCaptureRequest request_of(const HoldCaptured& e);
 
 // ---- derived ids -----------------------------------------------------------------------------
 

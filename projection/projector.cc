@@ -193,6 +193,11 @@ class Projector::Batch {
   void list_record(char kind, const Event& e, std::uint64_t id, std::string_view public_id,
                    std::initializer_list<std::string> filters);
   void close_collection(const WalletId& id, CollectionStatus status, UnixMs time);
+  void place_hold(const Event& e, const HoldPlaced& x);
+  void change_hold(const Event& e, const HoldId& id, std::optional<HoldStatus> ended,
+                   const HoldCaptured* capture);
+  void list_hold(const Event& placed, Seq seq, const HoldPlaced& x, HoldStatus status, std::int64_t delta);
+  void add_held(const std::string& wallet, Kobo delta);
   void index_transaction(const TransactionIndex& t);
   void count_transaction(const TransactionIndex& t, std::int64_t delta);
   void reindex_transaction(const TransactionIndex& before, const TransactionIndex& after);
@@ -200,7 +205,7 @@ class Projector::Batch {
   Views& views_;
   // The view tags (view_keys.h) of rows a later event of a batch may read back.
   static bool read_back(std::string_view key) {
-    return !key.empty() && std::string_view("bTEAWP").find(key.front()) != std::string_view::npos;
+    return !key.empty() && std::string_view("bTEAWPOU").find(key.front()) != std::string_view::npos;
   }
   void append(std::string_view key, std::string_view value, bool erased) {
     appended_.push_back(Appended{bytes_.size(), static_cast<std::uint32_t>(key.size()),
@@ -400,7 +405,10 @@ void Projector::Batch::apply(const Event& e) {
   const Records records(*this);
   if (const auto* postings = postings_of(e.data)) {
     put_transactions(e, records);
-    apply_postings(e, *postings);
+    apply_postings(e, *postings);  // counts a transfer's debit toward its source's day too
+  } else if (const auto debit = tier_debit(e.data)) {  // a debit that moves no money yet: a hold's
+    change_wallet(WalletId(debit->wallet),
+                  [&](rows::WalletRow& w) { w.debits = w.debits.plus(lagos_day(e.time), debit->amount); });
   }
   if (const auto change = status_change(e.data)) advance_transaction(e, *change, records);
   std::visit(
@@ -439,6 +447,14 @@ void Projector::Batch::apply(const Event& e) {
           close_collection(x.wallet, CollectionStatus::expired, e.time);
         } else if constexpr (std::is_same_v<T, IncomingCreditReceived>) {
           if (x.collection) close_collection(*x.collection, CollectionStatus::success, e.time);
+        } else if constexpr (std::is_same_v<T, HoldPlaced>) {
+          place_hold(e, x);
+        } else if constexpr (std::is_same_v<T, HoldCaptured>) {
+          change_hold(e, x.hold, std::nullopt, &x);
+        } else if constexpr (std::is_same_v<T, HoldVoided>) {
+          change_hold(e, x.hold, HoldStatus::voided, nullptr);
+        } else if constexpr (std::is_same_v<T, HoldExpired>) {
+          change_hold(e, x.hold, HoldStatus::expired, nullptr);
         } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
           list_record('d', e, x.id, x.bank_account.value,
                       {view_keys::record_filter::of('b', to_string(x.beneficiary_type)),
@@ -463,6 +479,79 @@ void Projector::Batch::close_collection(const WalletId& id, CollectionStatus sta
     w.status = status;
     w.updated = time;
   });
+}
+
+// A hold (placed by `placed`, the event at `seq`) in the listings of its list's filters
+// (view_keys.h), counted: `delta` +1 lists it under `status`, -1 takes it out of that status's
+// listings. It is listed under all and its source once, when it is placed: a hold's status changes
+// once, its source never.
+void Projector::Batch::list_hold(const Event& placed, Seq seq, const HoldPlaced& x, HoldStatus status,
+                                 std::int64_t delta) {
+  namespace f = view_keys::hold_filter;
+  const auto created = static_cast<std::uint64_t>(placed.time);
+  const auto change = [&](const std::string& filter) {
+    const std::string key = view_keys::hold_listed(placed.business, placed.live, filter, created, seq.value);
+    if (delta > 0)
+      put(key, x.hold.value);
+    else
+      erase(key);
+    count(view_keys::hold_count(placed.business, placed.live, filter), delta);
+  };
+  const std::string_view s = to_string(status);
+  if (status == HoldStatus::pending && delta > 0) {
+    change(f::all());
+    change(f::source(x.source.value));
+  }
+  change(f::status(s));
+  change(f::source_status(x.source.value, s));
+}
+
+void Projector::Batch::add_held(const std::string& wallet, Kobo delta) {
+  change_wallet(WalletId(wallet), [&](rows::WalletRow& w) {
+    w.held += delta;
+    KOBO_ASSERT(w.held.value >= 0 && w.held <= w.balance, "a wallet's holds reserve more than it has");
+  });
+}
+
+void Projector::Batch::place_hold(const Event& e, const HoldPlaced& x) {
+  put(view_keys::hold(x.hold.value), encode_fact(e));
+  put(view_keys::hold_row(x.hold.value),
+      rows::encode(rows::HoldRow{e.partition, e.seq, Kobo(0), HoldStatus::pending, e.time, {}}));
+  list_hold(e, e.seq, x, HoldStatus::pending, +1);
+  add_held(x.source.value, x.amount);
+}
+
+// A capture (`capture`) or an end (`ended`: voided, expired) of a pending hold. The capture's
+// postings are applied as any transfer's; here the hold releases what it captured, and an end
+// releases what remains.
+void Projector::Batch::change_hold(const Event& e, const HoldId& id, std::optional<HoldStatus> ended,
+                                   const HoldCaptured* capture) {
+  const Event placed =
+      decoded(decode_fact(edit(view_keys::hold(id.value), "a change of a hold the views do not have")));
+  const auto* x = std::get_if<HoldPlaced>(&placed.data);
+  KOBO_ASSERT(x != nullptr, "a hold's fact is its placement");
+  std::string& bytes = edit(view_keys::hold_row(id.value), "a change of a hold the views do not have");
+  rows::HoldRow row = decoded(rows::decode_hold(bytes));
+  KOBO_ASSERT(row.status == HoldStatus::pending, "a change of a hold that has ended");
+  Kobo released;
+  if (capture != nullptr) {
+    const Kobo amount = capture->postings.at(1).amount;
+    row.captured += amount;
+    released = amount;
+    row.captures.push_back(e.seq);
+    if (capture->final.value_or(false) || row.captured == x->amount) ended = HoldStatus::captured;
+  }
+  KOBO_ASSERT(row.captured <= x->amount, "a hold's captures sum above its amount");
+  if (ended) {
+    released += x->amount - row.captured;
+    // The fact form has no seq (events/fact_codec.h): the row keeps the placement's.
+    list_hold(placed, row.placed, *x, HoldStatus::pending, -1);
+    row.status = *ended;
+    list_hold(placed, row.placed, *x, *ended, +1);
+  }
+  row.updated = e.time;
+  bytes = rows::encode(row);
+  add_held(x->source.value, -released);
 }
 
 Projector::Projector(EventLog& log, Views& views, ProjectorOptions options)

@@ -75,7 +75,8 @@ WalletFacts wallet_of(const RecordSource& records, std::string_view id) {
 
 // The amount a transaction record shows: what moved between the two sides, before any fee.
 Kobo shown_amount(const Event& e, const std::vector<CreatedTransaction>& created, std::size_t k) {
-  if (std::holds_alternative<WalletTransferSettled>(e.data)) return created[1].posting->amount;
+  if (std::holds_alternative<WalletTransferSettled>(e.data) || std::holds_alternative<HoldCaptured>(e.data))
+    return created[1].posting->amount;
   if (const auto* x = std::get_if<BankTransferInitiated>(&e.data))
     return x->postings.at(1).amount;  // to payout suspense
   if (std::holds_alternative<IncomingCreditReceived>(e.data))
@@ -176,6 +177,26 @@ std::vector<Object> wallet_transfer(const Event& e, const WalletTransferSettled&
   Object credit = transaction_base(e, x.account, created[1], amount, x.narration, shown);
   for (Object* t : {&debit, &credit}) between_wallets(*t, source_data, destination_data);
   mirror_pair(debit, credit, amount);
+  return {std::move(debit), std::move(credit)};
+}
+
+// A hold's capture: a wallet transfer from the hold's source, each record naming the hold in
+// meta.hold.
+std::vector<Object> hold_capture(const Event& e, const HoldCaptured& x,
+                                 const std::vector<CreatedTransaction>& created, const RecordSource& records,
+                                 std::optional<TransactionStatus> shown) {
+  const Kobo amount = shown_amount(e, created, 0);
+  const Object source_data = snapshot(wallet_of(records, created[0].posting->account));
+  const Object destination_data = snapshot(wallet_of(records, created[1].posting->account));
+  const std::string narration = x.narration.value_or("");
+  Object debit = transaction_base(e, x.account, created[0], amount, narration, shown);
+  Object credit = transaction_base(e, x.account, created[1], amount, narration, shown);
+  for (Object* t : {&debit, &credit}) between_wallets(*t, source_data, destination_data);
+  Object debit_meta = meta(false, amount, mirror(credit));
+  Object credit_meta = meta(false, amount, mirror(debit));
+  for (Object* m : {&debit_meta, &credit_meta}) m->string("hold", x.hold.value);
+  debit.object("meta", debit_meta);
+  credit.object("meta", credit_meta);
   return {std::move(debit), std::move(credit)};
 }
 
@@ -361,6 +382,8 @@ Object wallet_base(const Event& e, const AccountId& account, std::uint64_t id, c
       .boolean("live", e.live)
       .string("processor", kProcessor)
       .number("balance", now.balance.value)
+      .number("availableBalance", (now.balance - now.held).value)
+      .number("heldBalance", now.held.value)
       .string("currency", "NGN")
       .string("createdAt", iso(e.time))
       .string("updatedAt", ts)
@@ -479,7 +502,7 @@ std::optional<WalletFacts> wallet_facts(const Event& opening) {
 }
 
 rows::WalletRow opened(const Event& opening) {
-  rows::WalletRow row{Kobo(0), opening.time, CollectionStatus::pending, 0, Kobo(0), 0, 0, {}};
+  rows::WalletRow row{Kobo(0), opening.time, CollectionStatus::pending, 0, Kobo(0), 0, Kobo(0), 0, {}};
   std::visit(
       [&](const auto& x) {
         if constexpr (requires { x.kyc_tier; }) row.tier = static_cast<std::uint8_t>(x.kyc_tier.value_or(0));
@@ -496,6 +519,52 @@ std::string wallet(const Event& opening, const rows::WalletRow& now, const Recor
   const auto* x = std::get_if<CollectionWalletOpened>(&opening.data);
   KOBO_ASSERT(x != nullptr, "a wallet record of an event that opens none");
   return collection_wallet(opening, *x, now, wallet_of(records, x->destination.value));
+}
+
+rows::HoldRow placed(const Event& placement) {
+  KOBO_ASSERT(std::holds_alternative<HoldPlaced>(placement.data), "a hold row of an event that places none");
+  return rows::HoldRow{placement.partition, placement.seq, Kobo(0), HoldStatus::pending, placement.time, {}};
+}
+
+std::string hold(const Event& placement, const rows::HoldRow& now, std::span<const Event> captures) {
+  const auto* x = std::get_if<HoldPlaced>(&placement.data);
+  KOBO_ASSERT(x != nullptr, "a hold record of an event that places none");
+  KOBO_ASSERT(captures.size() == now.captures.size(), "a hold rendered without its captures");
+  std::string list = "[";
+  for (const Event& e : captures) {
+    const auto* c = std::get_if<HoldCaptured>(&e.data);
+    KOBO_ASSERT(c != nullptr && c->hold == x->hold && c->postings.size() == 2,
+                "a hold's capture is a HoldCaptured");
+    Object item;
+    item.string("transaction", c->transaction.value)
+        .string("reference", c->reference)
+        .string("destination", c->postings[1].account)
+        .number("amount", c->postings[1].amount.value)
+        .string("createdAt", iso(e.time));
+    if (list.size() > 1) list += ',';
+    list += item.text();
+  }
+  list += ']';
+  const Kobo remaining = now.status == HoldStatus::pending ? x->amount - now.captured : Kobo(0);
+  Object h(20, 512);
+  h.string("publicId", x->hold.value)
+      .string("source", x->source.value)
+      .number("amount", x->amount.value)
+      .number("capturedAmount", now.captured.value)
+      .number("remaining", remaining.value)
+      .string("status", to_string(now.status))
+      .string("reference", x->reference)
+      .raw("metadata", dump_json(json::parse(x->metadata.text)))
+      .string("expiresAt", iso(x->expires_at.ms))
+      .raw("captures", list)
+      .boolean("live", placement.live)
+      .string("createdAt", iso(placement.time))
+      .string("updatedAt", iso(now.updated));
+  if (x->narration)
+    h.string("narration", *x->narration);
+  else
+    h.null("narration");
+  return h.text();
 }
 
 std::string bank_account(const Event& e, const BeneficiarySaved& x) {
@@ -539,6 +608,7 @@ std::vector<Object> transactions(const Event& e, const RecordSource& records,
     return payout_reversal(e, *x, created, records, shown);
   if (const auto* x = std::get_if<IncomingCreditReceived>(&e.data))
     return incoming_credit(e, *x, created, records, shown);
+  if (const auto* x = std::get_if<HoldCaptured>(&e.data)) return hold_capture(e, *x, created, records, shown);
   KOBO_ASSERT(false, "an event creates transactions render does not know");
   return {};
 }
@@ -648,6 +718,8 @@ std::optional<std::string> created_record(const std::vector<Event>& events, std:
             if (x.bank_account.value == id) found = bank_account(e, x);
           } else if constexpr (std::is_same_v<T, BusinessRegistered>) {
             if (x.account.value == id) found = business_records(e, x).account;
+          } else if constexpr (std::is_same_v<T, HoldPlaced>) {
+            if (x.hold.value == id) found = hold(e, placed(e), {});
           } else {
             const auto created = transactions_created(e.data);
             for (std::size_t k = 0; k < created.size(); ++k)
@@ -716,6 +788,14 @@ StatementLine statement_line(const Event& e, std::size_t index, const RecordSour
       line.narration = x.narration;
       line.counterparty = {external_source_id(t.id), x.sender.account_name, x.sender.account_number,
                            x.sender.bank_name};
+      break;
+    }
+    case TransactionKind::hold_capture_debit:
+    case TransactionKind::hold_capture_credit: {
+      const auto& x = std::get<HoldCaptured>(e.data);
+      line.narration = x.narration.value_or("");
+      line.counterparty =
+          counterparty_of(wallet_posted(t.kind == TransactionKind::hold_capture_debit ? 1 : 0));
       break;
     }
     case TransactionKind::sweep_debit:

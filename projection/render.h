@@ -86,6 +86,14 @@ std::string wallet(const Event& opening, const rows::WalletRow& now, const Recor
 // What a wallet's row is when it opens.
 rows::WalletRow opened(const Event& opening);
 
+// ---- holds -----------------------------------------------------------------------------------
+
+// A hold record (extensions section 2): from its HoldPlaced, what changed since (`now`), and the
+// HoldCaptured events its row names, oldest first. Asserts that `placement` places a hold.
+std::string hold(const Event& placement, const rows::HoldRow& now, std::span<const Event> captures);
+// What a hold's row is when it is placed.
+rows::HoldRow placed(const Event& placement);
+
 // ---- transactions ----------------------------------------------------------------------------
 
 // What the views list and count a transaction under (view_keys.h), as the record shows it.

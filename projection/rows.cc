@@ -55,6 +55,7 @@ std::string encode(const WalletRow& row) {
   put_varint(out, row.movements);
   put_signed_varint(out, row.credited.value);
   put_signed_varint(out, row.moved_at);
+  put_signed_varint(out, row.held.value);
   put_varint(out, row.tier);
   put_signed_varint(out, row.debits.day);
   put_signed_varint(out, row.debits.debited.value);
@@ -93,6 +94,7 @@ Result<WalletRow> decode_wallet(std::string_view bytes) {
   row.movements = r.varint();
   row.credited = Kobo(r.signed_varint());
   row.moved_at = r.signed_varint();
+  row.held = Kobo(r.signed_varint());
   row.tier = static_cast<std::uint8_t>(r.varint());
   if (row.tier > kKycTiers) r.fail();
   row.debits.day = r.signed_varint();
@@ -146,6 +148,31 @@ Result<ListedRow> decode_listed(std::string_view bytes) {
   row.amount = r.signed_varint();
   if (!r.ok()) return Status::error("a transaction listing of the views is malformed");
   row.public_id.assign(bytes.substr(bytes.size() - r.left()));
+  return row;
+}
+
+std::string encode(const HoldRow& row) {
+  std::string out;
+  out.reserve(24 + 4 * row.captures.size());
+  put_varint(out, row.partition.value);
+  put_varint(out, row.placed.value);
+  put_signed_varint(out, row.captured.value);
+  put_varint(out, static_cast<std::uint64_t>(row.status));
+  put_signed_varint(out, row.updated);
+  for (const Seq s : row.captures) put_varint(out, s.value);
+  return out;
+}
+
+Result<HoldRow> decode_hold(std::string_view bytes) {
+  Reader r(bytes);
+  HoldRow row;
+  row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
+  row.placed = Seq(r.varint());
+  row.captured = Kobo(r.signed_varint());
+  row.status = r.enumerated(HoldStatus::expired);
+  row.updated = r.signed_varint();
+  while (r.ok() && !r.done()) row.captures.push_back(Seq(r.varint()));
+  if (!r.ok() || !r.done()) return Status::error("a hold row of the views is malformed");
   return row;
 }
 

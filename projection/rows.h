@@ -10,9 +10,10 @@
 //   WalletRow (`b`): what changes on a wallet: its balance, when it last changed, a collection
 //     wallet's status, and where its statement is (how many movements, their credits, the last one's time)
 //   StatementRow (`h`): one movement of a wallet's ledger balance, numbered in log order
+//   HoldRow (`U`): what changes on a hold (its placement's fact is under `O`)
 //   ListedRow (`t`): what the transaction list filters on when it scans (entry, status, amount)
 //   KeyRow (`K`): whose a secret key is
-//   TierLimits (`L`): the KYC tier limits a partition's writer last recorded (events/limits.h)
+//   TierLimits (`Y`): the KYC tier limits a partition's writer last recorded (events/limits.h)
 //
 // The binary forms below are part of the views' key layout (view_keys.h kFormat). Pure.
 
@@ -52,6 +53,7 @@ struct WalletRow {
   std::uint64_t movements = 0;  // postings to it so far: the number of its last StatementRow
   Kobo credited;                // the sum of its credits so far (its debits: credited - balance)
   UnixMs moved_at = 0;          // the statement time of its last movement (StatementRow::time)
+  Kobo held;                    // what its pending holds reserve (availableBalance: balance - held)
   std::uint8_t tier = 0;        // its KYC tier, 1..3; 0: none (events/limits.h)
   DailyDebits debits;           // its counted debits of their last day
   bool operator==(const WalletRow&) const = default;
@@ -88,6 +90,20 @@ struct ListedRow {
 };
 std::string encode(const ListedRow& row);
 [[nodiscard]] Result<ListedRow> decode_listed(std::string_view bytes);
+
+// What changes on a hold (`U`; the fact of its HoldPlaced is under `O`): what was captured, its
+// status, and where its captures' facts are (each a HoldCaptured, under E<partition><seq>).
+struct HoldRow {
+  Partition partition{0};
+  Seq placed{0};  // the seq of its HoldPlaced: with its time, where the hold is listed
+  Kobo captured;
+  HoldStatus status = HoldStatus::pending;
+  UnixMs updated = 0;
+  std::vector<Seq> captures;  // oldest first
+  bool operator==(const HoldRow&) const = default;
+};
+std::string encode(const HoldRow& row);
+[[nodiscard]] Result<HoldRow> decode_hold(std::string_view bytes);
 
 struct KeyRow {
   std::string business;

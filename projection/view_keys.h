@@ -14,7 +14,7 @@
 //                                                   (from 1, log order), its time and balance after
 //   N<account number>                            -> wallet publicId
 //   S<partition:4><ledger account>               -> system account balance JSON
-//   L<partition:4>                               -> TierLimits: the KYC tier limits in force (rows.h)
+//   Y<partition:4>                               -> TierLimits: the KYC tier limits in force (rows.h)
 //   E<partition:4><seq:8>                        -> the fact of an event that creates transactions
 //   T<transaction publicId>                      -> TransactionRow: its event, which one, status steps
 //   i<business>|<t|l>|<id:8>                     -> transaction publicId
@@ -25,6 +25,10 @@
 //   g<kind><business>|<t|l>|<filter>|<id:8>      -> publicId: wallets (kind w) and beneficiaries
 //                                                   (kind d) listed by one filter of their list
 //   m<kind><business>|<t|l>|<filter>             -> how many of them match it (decimal text)
+//   O<hold publicId>                             -> the fact of its HoldPlaced
+//   U<hold publicId>                             -> HoldRow: captured, status, its captures' events
+//   L<business>|<t|l>|<filter>|<createdAt ms:8>|<seq:8> -> hold publicId (listing by one filter)
+//   M<business>|<t|l>|<filter>                   -> how many holds match it (decimal text)
 // Records are rendered from these rows on read (render.h); businesses, accounts and keys, a few
 // per business, are stored as their records. Integers are big-endian so keys sort numerically. A transaction
 // <filter> is one of the list's single-value filters (transaction_filter below): the counters make totalCount
@@ -55,8 +59,9 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 // them). Layout 1 had no marker; layout 2 writes the counters (`n`, `m`) as merge operands
 // (view_counter_merge in views.h), which a kobo of layout 1 cannot read; layout 3 stores rows of
 // facts instead of wallet, transaction and bank account records; layout 4 adds the wallets'
-// statements (`h`) and their movement counts in WalletRow; layout 5 the KYC tiers (`L`, and a
-// wallet's tier and day debits in WalletRow).
+// statements (`h`) and their movement counts in WalletRow; layout 5 adds holds (`O`, `U`, `L`,
+// `M`) and what they reserve in WalletRow, and the KYC tiers (`Y`, and a wallet's tier and day
+// debits in WalletRow).
 inline constexpr std::string_view kFormatKey = "V";
 inline constexpr std::string_view kFormat = "5";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
@@ -80,7 +85,7 @@ inline constexpr TagName kTagNames[] = {
     {'E', "transaction events"},
     {'N', "account numbers"},
     {'S', "system balances"},
-    {'L', "tier limits"},
+    {'Y', "tier limits"},
     {'T', "transactions"},
     {'i', "transaction ids"},
     {'r', "transaction references"},
@@ -89,6 +94,10 @@ inline constexpr TagName kTagNames[] = {
     {'n', "transaction counts"},
     {'g', "record list by filter"},
     {'m', "record counts"},
+    {'O', "holds"},
+    {'U', "hold rows"},
+    {'L', "hold list by filter"},
+    {'M', "hold counts"},
 };
 
 inline std::string scoped(char tag, std::string_view owner, bool live) {
@@ -135,7 +144,7 @@ inline std::string system_balance(std::uint32_t p, std::string_view ledger_accou
   return k;
 }
 inline std::string tier_limits(std::uint32_t p) {
-  std::string k("L");
+  std::string k("Y");
   put_be(k, p, 4);
   return k;
 }
@@ -206,6 +215,35 @@ inline std::string record_listed(char kind, std::string_view business, bool live
                                  std::uint64_t id) {
   std::string k = record_listed_prefix(kind, business, live, filter);
   put_be(k, id);
+  return k;
+}
+
+inline std::string hold(std::string_view id) { return "O" + std::string(id); }
+inline std::string hold_row(std::string_view id) { return "U" + std::string(id); }
+// The hold list's filters: every hold is listed and counted under `all`, its source, its status,
+// and its source and status together (record_filter's spelling).
+namespace hold_filter {
+inline std::string all() { return "*"; }
+inline std::string source(std::string_view wallet) { return record_filter::of('s', wallet); }
+inline std::string status(std::string_view status) { return record_filter::of('t', status); }
+inline std::string source_status(std::string_view wallet, std::string_view status) {
+  return source(wallet) + hold_filter::status(status);
+}
+}  // namespace hold_filter
+inline std::string hold_count(std::string_view business, bool live, std::string_view filter) {
+  return scoped('M', business, live) + std::string(filter);
+}
+inline std::string hold_listed_prefix(std::string_view business, bool live, std::string_view filter) {
+  std::string k = scoped('L', business, live);
+  k += filter;
+  k += '|';
+  return k;
+}
+inline std::string hold_listed(std::string_view business, bool live, std::string_view filter,
+                               std::uint64_t created_ms, std::uint64_t seq) {
+  std::string k = hold_listed_prefix(business, live, filter);
+  put_be(k, created_ms);
+  put_be(k, seq);
   return k;
 }
 

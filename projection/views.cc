@@ -422,6 +422,67 @@ Result<Page> Views::listed_records(char kind, const Scope& scope, const std::str
   return out;
 }
 
+Result<std::optional<std::string>> Views::render_hold(std::string_view public_id, const Scope* scope) const {
+  const auto placement = fact(view_keys::hold(public_id), scope);
+  if (!placement) return placement.status();
+  if (!placement.value()) return std::optional<std::string>();
+  if (!std::holds_alternative<HoldPlaced>(placement.value()->data))
+    return Status::error("views: hold " + std::string(public_id) + " is not a hold's placement");
+  const auto row_bytes = read(view_keys::hold_row(public_id));
+  if (!row_bytes) return row_bytes.status();
+  if (!row_bytes.value()) return Status::error("views: hold " + std::string(public_id) + " has no row");
+  const auto row = rows::decode_hold(*row_bytes.value());
+  if (!row) return row.status();
+  std::vector<Event> captures;
+  captures.reserve(row.value().captures.size());
+  for (const Seq seq : row.value().captures) {
+    auto e = fact(view_keys::event_fact(row.value().partition.value, seq.value), nullptr);
+    if (!e) return e.status();
+    if (!e.value() || !std::holds_alternative<HoldCaptured>(e.value()->data))
+      return Status::error("views: hold " + std::string(public_id) + " names a capture they do not have");
+    captures.push_back(std::move(*e.value()));
+  }
+  return std::optional<std::string>(render::hold(*placement.value(), row.value(), captures));
+}
+
+Result<std::optional<std::string>> Views::hold_text(const Scope& scope, std::string_view public_id) const {
+  return render_hold(public_id, &scope);
+}
+
+Result<Page> Views::holds(const Scope& scope, const HoldFilter& filter, const PageRequest& page) const {
+  namespace hf = view_keys::hold_filter;
+  const std::string key = filter.source && filter.status ? hf::source_status(*filter.source, *filter.status)
+                          : filter.source                ? hf::source(*filter.source)
+                          : filter.status                ? hf::status(*filter.status)
+                                                         : hf::all();
+  Page out;
+  std::vector<std::string> ids;
+  {
+    std::shared_lock lock(db_lock_);
+    const auto n = read(view_keys::hold_count(scope.business, scope.live, key));
+    if (!n) return n.status();
+    out.total_count = n.value() ? count_value(*n.value()) : 0;
+    const std::uint64_t first = first_index(page);
+    if (first < out.total_count) {
+      const std::string prefix = view_keys::hold_listed_prefix(scope.business, scope.live, key);
+      std::uint64_t index = 0;
+      const Status scanned = scan_newest_first(*db_, prefix, prefix + std::string(17, '\xff'), prefix,
+                                               [&](std::string_view, std::string_view id) {
+                                                 if (index++ >= first) ids.emplace_back(id);
+                                                 return ids.size() < page.per_page;
+                                               });
+      if (!scanned) return scanned;
+    }
+  }
+  for (const auto& id : ids) {
+    auto record = parsed(render_hold(id, nullptr));
+    if (!record) return record.status();
+    KOBO_ASSERT(record.value().has_value(), "a listing points at a missing hold");
+    out.items.push_back(std::move(*record.value()));
+  }
+  return out;
+}
+
 Result<Page> Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter,
                                   const PageRequest& page) const {
   namespace rf = view_keys::record_filter;

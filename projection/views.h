@@ -74,6 +74,11 @@ struct WalletFilter {
   std::optional<bool> live;
 };
 
+struct HoldFilter {
+  std::optional<std::string> source;  // vba-…
+  std::optional<std::string> status;  // pending | captured | voided | expired
+};
+
 struct TransactionFilter {
   std::optional<std::string> entry;
   std::optional<std::string> status;
@@ -144,6 +149,12 @@ class Views {
   [[nodiscard]] Result<Page> transactions(const Scope& scope, const TransactionFilter& filter,
                                           const PageRequest& page) const;
 
+  // A hold (hld-…) of `scope`, rendered from its rows; the list, newest first.
+  [[nodiscard]] Result<std::optional<std::string>> hold_text(const Scope& scope,
+                                                             std::string_view public_id) const;
+  [[nodiscard]] Result<Page> holds(const Scope& scope, const HoldFilter& filter,
+                                   const PageRequest& page) const;
+
   // Where the views are in the log, read when the projector starts and by offline tools
   // (kobo audit, kobo replay). A read error here asserts: nothing is served yet.
   std::vector<ViewPosition> positions() const;
@@ -196,6 +207,7 @@ class Views {
   Result<std::optional<std::string>> render_transaction(std::string_view public_id, const Scope* scope) const;
   Result<std::optional<std::string>> render_bank_account(std::string_view public_id,
                                                          const Scope* scope) const;
+  Result<std::optional<std::string>> render_hold(std::string_view public_id, const Scope* scope) const;
   // A page of the wallets (kind w) or beneficiaries (kind d) of `scope` listed under `filter`
   // (view_keys.h): totalCount from its counter, the page from its listing, no scan.
   Result<Page> listed_records(char kind, const Scope& scope, const std::string& filter,

@@ -49,6 +49,12 @@ http::Response rejection_response(Rejection r) {
       return http::error(503, "Service unavailable");
     case Rejection::storage_full:
       return http::error(507, "Insufficient storage");
+    case Rejection::hold_not_found:
+      return http::error(404, "Data not found");
+    case Rejection::hold_not_pending:
+      return http::error(409, "Hold is not pending");
+    case Rejection::amount_exceeds_hold:
+      return http::error(400, "Amount exceeds hold");
     case Rejection::out_of_range:
       return http::error(400, "Amount out of range");
   }

@@ -488,11 +488,16 @@ TEST(ResumeSchedule, OwesTheRailStepsOfPayoutsInFlightAndTheExpiriesOfOpenCollec
   p.fund(kAlice, a1, 100'000);
   const Decision payout = p.run(bank_transfer(kAlice, a1, 1'000));
   const Decision col = p.run(CreateCollection{kAlice, a1, "c", Kobo(5), 60, {}});
+  const Decision held = p.run(PlaceHold{kAlice, a1, Kobo(7), "h", std::nullopt, RawJson{}, 90});
+  const Decision voided = p.run(PlaceHold{kAlice, a1, Kobo(7), "v", std::nullopt, RawJson{}, 30});
+  ASSERT_EQ(p.run(VoidHold{kAlice, voided.id}).rejection, Rejection::none);
   const auto owed = resume_schedule(p.state(), kConfig);
-  ASSERT_EQ(owed.size(), 2u);
+  ASSERT_EQ(owed.size(), 3u) << "a voided hold owes no expiry";
   EXPECT_EQ(std::get<AdvancePayout>(owed[0].command).transaction, payout.id);
   EXPECT_EQ(std::get<ExpireCollection>(owed[1].command).collection, col.id);
   EXPECT_EQ(owed[1].due, kNow + 60'000);
+  EXPECT_EQ(std::get<ExpireHold>(owed[2].command).hold, held.id);
+  EXPECT_EQ(owed[2].due, kNow + 90'000);
 }
 
 // A writer started from a snapshot and one that replayed the whole log hold equal states whose
@@ -529,6 +534,164 @@ TEST(ResumeSchedule, IsOrderedByWhatTheStateHoldsNotByItsHashMapsHistory) {
                                                            p.state().payouts.end());
   for (auto it = payouts.rbegin(); it != payouts.rend(); ++it) refilled.payouts.insert(*it);
   EXPECT_EQ(owed_ids(resume_schedule(refilled, kConfig)), owed);
+}
+
+PlaceHold hold(const Caller& c, std::string src, std::int64_t amount, std::string ref,
+               std::int64_t expires_in_s = 3'600) {
+  PlaceHold h;
+  h.caller = c;
+  h.source = std::move(src);
+  h.amount = Kobo(amount);
+  h.reference = std::move(ref);
+  h.expires_in_s = expires_in_s;
+  return h;
+}
+
+CaptureHold capture(const Caller& c, std::string id, std::string dst, std::string ref,
+                    std::optional<std::int64_t> amount = std::nullopt, bool final = false) {
+  CaptureHold x;
+  x.caller = c;
+  x.hold = std::move(id);
+  x.destination = std::move(dst);
+  x.reference = std::move(ref);
+  if (amount) x.amount = Kobo(*amount);
+  x.final = final;
+  return x;
+}
+
+TEST(Hold, PlacementRejectionsInOrderOfPrecedence) {
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1"), a2 = p.wallet(kAlice, "a2");
+  const std::string b1 = p.wallet(kBob, "b1");
+  p.fund(kAlice, a1, 50'000);
+  ASSERT_EQ(p.run(hold(kAlice, a1, 20'000, "used")).rejection, Rejection::none);
+  ASSERT_EQ(p.run(transfer(kAlice, a1, a2, 10'000)).rejection, Rejection::none);  // available: 20'000
+  struct Row {
+    const char* why;
+    PlaceHold command;
+    Rejection expected;
+  };
+  const std::vector<Row> rows{
+      {"a zero amount", hold(kAlice, a1, 0, "x"), Rejection::out_of_range},
+      {"an expiry of 0 s", hold(kAlice, a1, 1, "x", 0), Rejection::out_of_range},
+      {"an expiry beyond 30 days", hold(kAlice, a1, 1, "x", 2'592'001), Rejection::out_of_range},
+      {"a used hold reference with another body", hold(kAlice, a1, 20'001, "used"),
+       Rejection::duplicate_reference},
+      {"unknown source", hold(kAlice, "vba-nope", 1, "x"), Rejection::source_not_found},
+      {"another business's source", hold(kAlice, b1, 1, "x"), Rejection::source_not_found},
+      {"more than is available (the balance less what is held)", hold(kAlice, a1, 20'001, "x"),
+       Rejection::insufficient_funds},
+      {"exactly what is available", hold(kAlice, a1, 20'000, "x"), Rejection::none},
+      {"1 kobo, below the transfer minimum", hold(kAlice, a1, 1, "y"), Rejection::none},
+      {"a transfer reference is not a hold reference", hold(kAlice, a1, 1, "ref-of-a-transfer"),
+       Rejection::none},
+  };
+  for (const Row& row : rows) {
+    const Decision d = p.decide(row.command);
+    EXPECT_EQ(d.rejection, row.expected) << row.why;
+    if (row.expected != Rejection::none) {
+      EXPECT_TRUE(d.events.empty() && d.schedule.empty()) << row.why;
+    }
+  }
+  const Decision again = p.decide(hold(kAlice, a1, 20'000, "used"));
+  EXPECT_TRUE(again.replayed) << "the same reference and body replays the hold";
+  EXPECT_EQ(p.state().held_of(a1), Kobo(20'000));
+  EXPECT_EQ(p.state().available_of(a1, *p.state().wallets.find(a1)), Kobo(20'000));
+}
+
+TEST(Hold, TransfersAndBankTransfersSpendOnlyWhatIsAvailable) {
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1"), a2 = p.wallet(kAlice, "a2");
+  p.fund(kAlice, a1, 100'000);
+  ASSERT_EQ(p.run(hold(kAlice, a1, 60'000, "h")).rejection, Rejection::none);
+  EXPECT_EQ(p.decide(transfer(kAlice, a1, a2, 40'001)).rejection, Rejection::insufficient_funds);
+  EXPECT_EQ(p.decide(transfer(kAlice, a1, a2, 40'000)).rejection, Rejection::none);
+  EXPECT_EQ(p.decide(bank_transfer(kAlice, a1, 38'926)).rejection,
+            Rejection::insufficient_funds);  // + 1'075 fee
+  EXPECT_EQ(p.decide(bank_transfer(kAlice, a1, 38'925)).rejection, Rejection::none);
+}
+
+TEST(Hold, CaptureRejectionsInOrderOfPrecedence) {
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1"), a2 = p.wallet(kAlice, "a2");
+  const std::string b1 = p.wallet(kBob, "b1");
+  p.fund(kAlice, a1, 50'000);
+  p.fund(kBob, b1, 50'000);
+  const std::string h = p.run(hold(kAlice, a1, 30'000, "h")).id;
+  const std::string ended = p.run(hold(kAlice, a1, 1'000, "ended")).id;
+  const std::string bobs = p.run(hold(kBob, b1, 1'000, "bobs")).id;
+  ASSERT_EQ(p.run(VoidHold{kAlice, ended}).rejection, Rejection::none);
+  ASSERT_EQ(p.run(capture(kAlice, h, a2, "used", 1'000)).rejection, Rejection::none);
+  struct Row {
+    const char* why;
+    CaptureHold command;
+    Rejection expected;
+  };
+  const std::vector<Row> rows{
+      {"a zero amount", capture(kAlice, h, a2, "x", 0), Rejection::out_of_range},
+      {"a used reference with another body", capture(kAlice, h, a2, "used", 1'001),
+       Rejection::duplicate_reference},
+      {"an unknown hold", capture(kAlice, "hld-nope", a2, "x"), Rejection::hold_not_found},
+      {"another business's hold", capture(kAlice, bobs, a2, "x"), Rejection::hold_not_found},
+      {"a hold that has ended", capture(kAlice, ended, a2, "x"), Rejection::hold_not_pending},
+      {"unknown destination", capture(kAlice, h, "vba-nope", "x"), Rejection::destination_not_found},
+      {"the hold's own source", capture(kAlice, h, a1, "x"), Rejection::same_source_and_destination},
+      {"more than remains", capture(kAlice, h, a2, "x", 29'001), Rejection::amount_exceeds_hold},
+      {"all that remains", capture(kAlice, h, a2, "x", 29'000), Rejection::none},
+  };
+  for (const Row& row : rows) {
+    const Decision d = p.decide(row.command);
+    EXPECT_EQ(d.rejection, row.expected) << row.why;
+    if (row.expected != Rejection::none) {
+      EXPECT_TRUE(d.events.empty()) << row.why;
+    }
+  }
+  EXPECT_EQ(p.decide(capture(kAlice, h, a2, "x"), kNow + 3'600'000).rejection, Rejection::hold_not_pending)
+      << "at its expiresAt a hold is no longer pending, its expiry decided or not";
+  EXPECT_TRUE(p.decide(capture(kAlice, h, a2, "used", 1'000)).replayed);
+}
+
+TEST(Hold, CaptureIsATransferThatConsumesTheHoldNotTheAvailableBalance) {
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1"), a2 = p.wallet(kAlice, "a2");
+  p.fund(kAlice, a1, 50'000);
+  const std::string h = p.run(hold(kAlice, a1, 50'000, "h")).id;
+  EXPECT_EQ(p.state().available_of(a1, *p.state().wallets.find(a1)), Kobo(0));
+  const Decision d = p.run(capture(kAlice, h, a2, "c1", 20'000));
+  ASSERT_EQ(d.rejection, Rejection::none);
+  EXPECT_EQ(d.id, h);
+  const auto& x = only_event<HoldCaptured>(d);
+  EXPECT_EQ(x.postings,
+            (std::vector<Posting>{{a1, Kobo(-20'000), Kobo(30'000)}, {a2, Kobo(20'000), Kobo(20'000)}}));
+  EXPECT_EQ(transactions_created(p.sealed().at(0).data).size(), 2u);
+  EXPECT_EQ(p.state().held_of(a1), Kobo(30'000));
+  EXPECT_EQ(p.state().available_of(a1, *p.state().wallets.find(a1)), Kobo(0));
+  ASSERT_EQ(p.run(capture(kAlice, h, a2, "c2", 5'000, /*final=*/true)).rejection, Rejection::none);
+  EXPECT_TRUE(p.state().holds.empty()) << "an ended hold leaves the hot state";
+  EXPECT_TRUE(p.state().held.empty());
+  EXPECT_EQ(p.balance(a1), Kobo(25'000));
+  EXPECT_EQ(p.state().available_of(a1, *p.state().wallets.find(a1)), Kobo(25'000));
+}
+
+TEST(Hold, VoidAndExpiryReleaseItAndMoveNoMoney) {
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1");
+  p.fund(kAlice, a1, 50'000);
+  const Decision placed = p.run(hold(kAlice, a1, 10'000, "v"));
+  ASSERT_EQ(placed.schedule.size(), 1u);
+  EXPECT_EQ(placed.schedule[0].due, kNow + 3'600'000);
+  const std::string expiring = p.run(hold(kAlice, a1, 20'000, "e", 60)).id;
+  EXPECT_EQ(p.state().held_of(a1), Kobo(30'000));
+  const Decision voided = p.run(VoidHold{kAlice, placed.id});
+  EXPECT_EQ(only_event<HoldVoided>(voided).hold, HoldId(placed.id));
+  EXPECT_EQ(postings_of(voided.events[0].data), nullptr);
+  const Decision expired = p.run(ExpireHold{Partition(0), expiring}, kNow + 60'000);
+  EXPECT_EQ(only_event<HoldExpired>(expired).hold, HoldId(expiring));
+  EXPECT_EQ(postings_of(expired.events[0].data), nullptr);
+  EXPECT_TRUE(p.decide(ExpireHold{Partition(0), expiring}).events.empty()) << "an ended hold expires never";
+  EXPECT_EQ(p.balance(a1), Kobo(50'000));
+  EXPECT_EQ(p.state().held_of(a1), Kobo(0));
+  EXPECT_EQ(p.decide(VoidHold{kAlice, expiring}).rejection, Rejection::hold_not_pending);
 }
 
 TEST(Nuban, MatchesTheDesignTestVectors) {

@@ -94,6 +94,14 @@ class SnapshotTest : public ::testing::Test {
       too_much.amount = Kobo(999'000'000);
       too_much.narration = "no";
       run(too_much);
+      // Holds: one pending (captured in part, expiring under later()), one voided.
+      const Outcome placed =
+          run(PlaceHold{caller, wallets[0].id, Kobo(30'000), "hold-" + r, std::nullopt, RawJson{}, 7'200});
+      holds_[{round, caller.business}] = placed.id;
+      run(CaptureHold{caller, placed.id, wallets[1].id, "cap-" + r, Kobo(10'000), std::nullopt, false});
+      const Outcome voided =
+          run(PlaceHold{caller, wallets[1].id, Kobo(5'000), "hold-v-" + r, "v", RawJson{}, 60});
+      run(VoidHold{caller, voided.id});
       BankTransfer b = testing::bank_transfer(caller, wallets[2].id, Kobo(50'000), "bka-" + r);
       b.save_beneficiary = true;
       run(b);
@@ -132,6 +140,15 @@ class SnapshotTest : public ::testing::Test {
       answer(l, CreateWallet{caller, "w" + r + "-0", "secondary", {}, {}}, answers);
       for (int i = 0; i < 4; ++i) answer(l, transfer(caller, round, i), answers);
       answer(l, transfer(caller, round, 1, 1), answers);
+      const auto& ids = wallets_.at({round, caller.business});
+      answer(l, PlaceHold{caller, ids.at(0), Kobo(30'000), "hold-" + r, std::nullopt, RawJson{}, 7'200},
+             answers);
+      answer(l, PlaceHold{caller, ids.at(0), Kobo(30'001), "hold-" + r, std::nullopt, RawJson{}, 7'200},
+             answers);
+      const std::string& hold = holds_.at({round, caller.business});
+      answer(l, CaptureHold{caller, hold, ids.at(1), "cap-" + r, Kobo(10'000), std::nullopt, false}, answers);
+      answer(l, CaptureHold{caller, hold, ids.at(1), "cap2-" + r, Kobo(20'001), std::nullopt, false},
+             answers);
       answer(l,
              CreateCollection{caller, wallets_.at({round, caller.business}).at(0), "Again", Kobo(25'000), 900,
                               "col-ref-" + r},
@@ -220,7 +237,8 @@ class SnapshotTest : public ::testing::Test {
   fs::path snapshots_;  // where the writers with snapshots keep them
   std::atomic<UnixMs> clock_{kNow};
   std::map<std::pair<int, std::string>, std::vector<std::string>>
-      wallets_;  // (round, business) -> wallet ids
+      wallets_;                                               // (round, business) -> wallet ids
+  std::map<std::pair<int, std::string>, std::string> holds_;  // (round, business) -> the pending hold
 };
 
 TEST_F(SnapshotTest, AStartFromASnapshotDecidesExactlyAsAWholeReplay) {

@@ -246,14 +246,51 @@ std::vector<std::string> funded_wallets(KoboProcess& server, int n, std::int64_t
   return ids;
 }
 
+// Holds placed before a run (extensions section 2), so the bank invariants cover them: each
+// wallet holds 100'000 kobo, 40'000 of it captured to the next wallet, and holds 50'000 more in
+// a hold that is voided. What each wallet should hold afterwards, and the captures (a transfer
+// each: reference -> {source, destination, amount}).
+struct HoldsBefore {
+  std::map<std::string, std::int64_t> held;
+  std::map<std::string, json> captures;
+};
+
+HoldsBefore place_holds(KoboProcess& server, const std::vector<std::string>& ids) {
+  HttpClient& http = server.client();
+  const std::string key = server.test_key();
+  HoldsBefore out;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::string& next = ids[(i + 1) % ids.size()];
+    const json h = data_or_throw(
+        http.post("/v1/holds",
+                  json{{"source", ids[i]}, {"amount", 100'000}, {"reference", unique_name("khold")}}, key),
+        201, "place a hold");
+    const std::string reference = unique_name("kcap");
+    data_or_throw(http.post("/v1/holds/" + h["publicId"].get<std::string>() + "/capture",
+                            json{{"destination", next}, {"reference", reference}, {"amount", 40'000}}, key),
+                  201, "capture a hold");
+    out.captures[reference] = json{{"source", ids[i]}, {"destination", next}, {"amount", 40'000}};
+    out.held[ids[i]] = 60'000;
+    const json v = data_or_throw(
+        http.post("/v1/holds",
+                  json{{"source", ids[i]}, {"amount", 50'000}, {"reference", unique_name("khold")}}, key),
+        201, "place a hold");
+    data_or_throw(http.post("/v1/holds/" + v["publicId"].get<std::string>() + "/void", json::object(), key),
+                  200, "void a hold");
+  }
+  return out;
+}
+
 // The bank invariants after a run of `attempts` between `ids` (each funded with `funding`):
 // every acknowledged transfer is in the log as it was sent; money is conserved; every transfer
 // without a verdict, retried as it was, answers 200 (a replay of one the log kept, or its first
 // and only application); then each balance is what the successful transfers make it (none
 // negative), with exactly one debit and one credit leg per transfer that succeeded and no other
-// debit; and the stopped server's views and the topic pass `kobo audit`.
+// debit but the captures of `holds`; each wallet holds what its pending holds have left, its
+// availableBalance is never below zero, and no hold is captured above its amount; and the
+// stopped server's views and the topic pass `kobo audit` (which checks the holds' rules in the log).
 void check_bank_invariants(KoboProcess& server, const std::vector<std::string>& ids, std::int64_t funding,
-                           std::vector<Attempt> attempts) {
+                           std::vector<Attempt> attempts, const HoldsBefore& holds = {}) {
   HttpClient& http = server.client();
   const std::string key = server.test_key();
   const auto total = static_cast<std::int64_t>(ids.size()) * funding;
@@ -297,6 +334,11 @@ void check_bank_invariants(KoboProcess& server, const std::vector<std::string>& 
     model[at.body["source"]] -= amount;
     model[at.body["destination"]] += amount;
   }
+  for (const auto& [reference, c] : holds.captures) {
+    const std::int64_t amount = c["amount"];
+    model[c["source"]] -= amount;
+    model[c["destination"]] += amount;
+  }
   ASSERT_TRUE(wait_until([&] { return pending_count(http, key) == 0; }, milliseconds(20'000)))
       << "transfers still pending";
   std::int64_t sum = 0;
@@ -316,10 +358,34 @@ void check_bank_invariants(KoboProcess& server, const std::vector<std::string>& 
     else if (t["debitReference"].is_string())
       credits_by_debit_ref[t["debitReference"]]++;
   }
-  EXPECT_EQ(debits_by_ref.size(), succeeded.size());
+  EXPECT_EQ(debits_by_ref.size(), succeeded.size() + holds.captures.size());
   for (const auto& ref : succeeded) {
     EXPECT_EQ(debits_by_ref[ref], 1) << "debits with reference " << ref;
     EXPECT_EQ(credits_by_debit_ref[ref], 1) << "credit legs of " << ref;
+  }
+  for (const auto& [ref, c] : holds.captures) {
+    EXPECT_EQ(debits_by_ref[ref], 1) << "debits of capture " << ref;
+    EXPECT_EQ(credits_by_debit_ref[ref], 1) << "credit legs of capture " << ref;
+  }
+
+  // Holds: what each wallet holds is what its pending holds have left; available never below
+  // zero; no hold captured above its amount.
+  for (const auto& id : ids) {
+    const json w = get_wallet(http, key, id);
+    const auto it = holds.held.find(id);
+    const std::int64_t held = it == holds.held.end() ? 0 : it->second;
+    EXPECT_EQ(w["heldBalance"], held) << "wallet " << id;
+    EXPECT_EQ(w["availableBalance"], w["balance"].get<std::int64_t>() - held) << "wallet " << id;
+    EXPECT_GE(w["availableBalance"].get<std::int64_t>(), 0) << "wallet " << id;
+    std::int64_t remaining = 0;
+    for (const json& h : list_all(http, key, "/v1/holds", "source=" + id)) {
+      std::int64_t captured = 0;
+      for (const json& c : h["captures"]) captured += c["amount"].get<std::int64_t>();
+      EXPECT_EQ(h["capturedAmount"], captured);
+      EXPECT_LE(captured, h["amount"].get<std::int64_t>());
+      if (h["status"] == "pending") remaining += h["remaining"].get<std::int64_t>();
+    }
+    EXPECT_EQ(remaining, held) << "wallet " << id;
   }
 
   // The log and the views of the stopped server pass the audit.
@@ -356,6 +422,7 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
   constexpr int kWallets = 10;
   constexpr std::int64_t kFunding = 1'000'000'000;
   const std::vector<std::string> ids = funded_wallets(server, kWallets, kFunding);
+  const HoldsBefore holds = place_holds(server, ids);
   TransferLoad load(server.port(), key, ids, seed);
   const auto answered = [&] { return load.answered(); };
 
@@ -485,7 +552,7 @@ TEST_F(KafkaFaults, BrokerKilledUnderLoadAnswers503PromptlyAndLosesNothingAcknow
                                 << server.log_tail();
   }
   attempts.push_back(Attempt{after_ref, after_body, {}, {}, 200, {}});
-  check_bank_invariants(server, ids, kFunding, std::move(attempts));
+  check_bank_invariants(server, ids, kFunding, std::move(attempts), holds);
 }
 
 TEST_F(KafkaFaults, ANodeStartedInABrokerOutageServesReadsAndTakesWritesOnceTheBrokerIsBack) {
@@ -611,6 +678,7 @@ TEST_F(KafkaCluster, BankInvariantsHoldWhenTheLeaderIsLostUnderLoadAndANodeResta
   constexpr int kWallets = 10;
   constexpr std::int64_t kFunding = 1'000'000'000;
   const std::vector<std::string> ids = funded_wallets(server, kWallets, kFunding);
+  const HoldsBefore holds = place_holds(server, ids);
   TransferLoad load(server.port(), server.test_key(), ids, seed);
   ASSERT_TRUE(wait_until([&] { return load.answered() >= 20; }, milliseconds(20'000)))
       << "no load reached the server";
@@ -694,7 +762,7 @@ TEST_F(KafkaCluster, BankInvariantsHoldWhenTheLeaderIsLostUnderLoadAndANodeResta
             << "writes resumed " << resume_ms[0] << " and " << resume_ms[1]
             << " ms after the leader kills, and " << outage_resume_ms
             << " ms after broker.sh was called to end the outage" << std::endl;
-  check_bank_invariants(server, ids, kFunding, attempts);
+  check_bank_invariants(server, ids, kFunding, attempts, holds);
 }
 
 TEST_F(KafkaFaults, ASecondWriterFencesTheFirst) {

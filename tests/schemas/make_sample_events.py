@@ -4,7 +4,7 @@
 Runs `kobo serve` on a fresh data dir, makes the requests that emit each event type (an admin
 business, an account update, wallets, a transit wallet, incoming credits, a wallet transfer, a
 saved beneficiary, a payout that succeeds and one that fails, a collection wallet that is paid
-and one that expires), stops it and dumps the log with `kobo events`.
+and one that expires, a hold captured in two parts, one voided and one that expires), stops it and dumps the log with `kobo events`.
 
   tests/schemas/make_sample_events.py --kobo build/kobo [--out tests/schemas/sample_events.jsonl]
 
@@ -104,7 +104,19 @@ def main():
             api.call("POST", "/v1/sandbox/incoming-transfers", {"accountNumber": paid["accountNumber"], "amount": 50_000})
             api.call("POST", "/v1/collection-accounts",
                      {"destination": a["publicId"], "accountName": "Order 18", "amount": 70_000, "expireIn": 1})
-            time.sleep(3)  # the payouts settle (rail delay 100 ms) and the second collection expires
+            # Holds: captured in parts (the last part defaulted, to what remains), voided, expired.
+            h = api.call("POST", "/v1/holds", {"source": a["publicId"], "amount": 40_000, "reference": "hold-1",
+                                               "narration": "Booking", "metadata": {"order": 17}, "expiresIn": 60})
+            api.call("POST", f"/v1/holds/{h['publicId']}/capture",
+                     {"destination": b["publicId"], "reference": "hold-1-capture-1", "amount": 15_000,
+                      "narration": "Deposit"})
+            api.call("POST", f"/v1/holds/{h['publicId']}/capture",
+                     {"destination": b["publicId"], "reference": "hold-1-capture-2", "final": True})
+            v = api.call("POST", "/v1/holds", {"source": a["publicId"], "amount": 5_000, "reference": "hold-2"})
+            api.call("POST", f"/v1/holds/{v['publicId']}/void")
+            api.call("POST", "/v1/holds", {"source": a["publicId"], "amount": 7_000, "reference": "hold-3",
+                                           "expiresIn": 1})
+            time.sleep(3)  # the payouts settle (rail delay 100 ms), the second collection and hold-3 expire
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=30)

@@ -45,14 +45,25 @@ struct Wallet {
   bool live = false;
   Kind kind = Kind::wallet;
   std::int64_t balance = 0;
-  std::string settlement;    // transit: where it sweeps
-  std::string destination;   // collection: what it pays into
-  std::int64_t amount = 0;   // collection: what it accepts
-  UnixMs expires_at = 0;     // collection
-  bool active = true;        // collection: not yet paid or expired
+  std::string settlement;   // transit: where it sweeps
+  std::string destination;  // collection: what it pays into
+  std::int64_t amount = 0;  // collection: what it accepts
+  UnixMs expires_at = 0;    // collection
+  bool active = true;       // collection: not yet paid or expired
+  std::int64_t held = 0;    // what its pending holds have left: it may spend balance - held
   int tier = 0;              // KYC tier 1..3, 0: none
   std::int64_t day = 0;      // the Lagos day of its last counted debit
   std::int64_t debited = 0;  // that day's counted debits
+};
+
+// A hold (extensions section 2): reserves money of its source until captured, voided or expired.
+struct Hold {
+  std::string id, source;
+  int business = 0;
+  bool live = false;
+  std::int64_t amount = 0, captured = 0;
+  UnixMs expires_at = 0;
+  bool pending = true;
 };
 
 // KYC tier limits (extensions.md section 3): the CBN's table, per tier 1..3; -1: no cap.
@@ -95,6 +106,8 @@ struct Model {
   std::set<std::string> names;                    // account|mode|name of (non-transit) wallets
   std::map<std::string, int> primaries;           // account|mode -> primary wallets
   std::vector<Payout> payouts;
+  std::map<std::string, Hold> holds;                   // by publicId
+  std::map<std::string, std::string> hold_references;  // account|mode|reference -> request
   std::array<std::array<std::int64_t, 4>, kPartitions> system{};
 };
 
@@ -279,11 +292,17 @@ class Simulation {
       create_collection();
     else if (kind < 49)
       incoming_credit();
-    else if (kind < 79)
+    else if (kind < 70)
       wallet_transfer();
-    else if (kind < 93)
+    else if (kind < 82)
       bank_transfer();
-    else if (kind < 97)
+    else if (kind < 89)
+      place_hold();
+    else if (kind < 93)
+      capture_hold();
+    else if (kind < 95)
+      void_hold();
+    else if (kind < 98)
       set_tier();
     else
       update_account();
@@ -310,6 +329,14 @@ class Simulation {
     }
     for (auto& [id, w] : model_.wallets)
       if (w.kind == Kind::collection && w.active && w.expires_at <= now_) w.active = false;
+    for (auto& [id, h] : model_.holds)
+      if (h.pending && h.expires_at <= now_) end_hold(h);
+  }
+
+  // A hold ends: what it has left is released, and no money moves.
+  void end_hold(Hold& h) {
+    model_.wallets.at(h.source).held -= h.amount - h.captured;
+    h.pending = false;
   }
 
   // The barrier after each command moved every new payout to processing, at this time.
@@ -536,7 +563,7 @@ class Simulation {
     bool accept = t.amount.value > 0 && check_reference(*b, live, t.reference, request, replay);
     if (accept && !replay)
       accept = src != nullptr && dst != nullptr && t.source != t.destination &&
-               src->balance >= t.amount.value && debit_fits(*src, t.amount.value) &&
+               src->balance - src->held >= t.amount.value && debit_fits(*src, t.amount.value) &&
                add(dst->balance, t.amount.value).has_value() &&
                credit_fits(*dst, dst->balance + t.amount.value);
     const Outcome o = execute(t);
@@ -584,7 +611,7 @@ class Simulation {
     const auto actual = add(t.amount.value, fee);
     if (accept && !replay)
       accept = src != nullptr && actual && add(sys[suspense], t.amount.value) && add(sys[fees], fee) &&
-               src->balance >= *actual && debit_fits(*src, *actual);
+               src->balance - src->held >= *actual && debit_fits(*src, *actual);
     const Outcome o = execute(t);
     if (!expect(o, accept, "bank transfer " + std::to_string(t.amount.value) + " from " + t.source)) return;
     if (replay != o.replayed) {
@@ -608,6 +635,123 @@ class Simulation {
     const Outcome o = execute(SetWalletTier{as_caller(*b, live), id, tier});
     if (!expect(o, w != nullptr && valid_tier(tier), "set tier of " + id)) return;
     w->tier = static_cast<int>(tier.value_or(0));
+  }
+
+  // A hold to name in a command: mostly one of the caller's pending holds, else any the model
+  // knows (any business's, ended or not), sometimes one that does not exist.
+  std::string hold_for(const Business& b, bool live) {
+    std::vector<std::string> own;
+    for (const auto& [id, h] : model_.holds)
+      if (h.pending && businesses_[static_cast<std::size_t>(h.business)].id == b.id && h.live == live)
+        own.push_back(id);
+    if (!own.empty() && chance(80)) return pick(own);
+    if (model_.holds.empty() || chance(10)) return "hld-unknown-" + std::to_string(below(2));
+    auto it = model_.holds.begin();
+    std::advance(it, static_cast<std::ptrdiff_t>(below(model_.holds.size())));
+    return it->first;
+  }
+  // The model's hold `id` if the caller has it.
+  Hold* callers_hold(const Business& b, bool live, const std::string& id) {
+    auto it = model_.holds.find(id);
+    if (it == model_.holds.end()) return nullptr;
+    if (businesses_[static_cast<std::size_t>(it->second.business)].id != b.id || it->second.live != live)
+      return nullptr;
+    return &it->second;
+  }
+
+  void place_hold() {
+    auto [b, live] = caller();
+    PlaceHold c;
+    c.caller = as_caller(*b, live);
+    c.source = wallet_for(*b, live);
+    Wallet* src = callers_wallet(*b, live, c.source);
+    c.amount = Kobo(amount_for(src != nullptr ? src->balance - src->held : 10'000));
+    c.reference = "hold-" + std::to_string(below(chance(20) ? 3 : 1'000));  // a few repeat
+    if (chance(50)) c.narration = "order";
+    c.expires_in_s = chance(3) ? 0 : 1 + static_cast<std::int64_t>(below(chance(25) ? 5 : 86'400));
+    const std::string request = c.source + "|" + std::to_string(c.amount.value) + "|" +
+                                c.narration.value_or("-") + "|" + std::to_string(c.expires_in_s);
+    const std::string key = scope(*b, live) + c.reference;
+    bool accept = c.amount.value > 0 && c.expires_in_s >= 1 && c.expires_in_s <= 2'592'000;
+    bool replay = false;
+    if (accept) {
+      if (const auto it = model_.hold_references.find(key); it != model_.hold_references.end()) {
+        replay = it->second == request;
+        accept = replay;
+      }
+    }
+    if (accept && !replay)
+      accept = src != nullptr && src->balance - src->held >= c.amount.value && debit_fits(*src, c.amount.value);
+    const Outcome o = execute(c);
+    if (!expect(o, accept, "hold " + std::to_string(c.amount.value) + " of " + c.source)) return;
+    if (replay != o.replayed) {
+      fail("a repeated hold reference: the model expects " + std::string(replay ? "a replay" : "a new hold"));
+      return;
+    }
+    if (replay) return;
+    model_.hold_references[key] = request;
+    src->held += c.amount.value;
+    count_debit(*src, c.amount.value);
+    model_.holds[o.id] = Hold{o.id,
+                              c.source,
+                              static_cast<int>(b - businesses_.data()),
+                              live,
+                              c.amount.value,
+                              0,
+                              now_ + c.expires_in_s * 1000,
+                              true};
+  }
+
+  void capture_hold() {
+    auto [b, live] = caller();
+    CaptureHold c;
+    c.caller = as_caller(*b, live);
+    c.hold = hold_for(*b, live);
+    c.destination = wallet_for(*b, live);
+    Hold* h = callers_hold(*b, live, c.hold);
+    if (chance(70)) c.amount = Kobo(amount_for(h != nullptr ? h->amount - h->captured : 10'000));
+    // The transfers' reference space: sometimes one a transfer used.
+    c.reference = "ref-" + std::to_string(chance(30) ? below(8) : 100 + below(1'000));
+    if (chance(50)) c.narration = "capture";
+    c.final = chance(15);
+    const std::string request = "capture|" + c.hold + "|" + c.destination + "|" +
+                                (c.amount ? std::to_string(c.amount->value) : "rest") + "|" +
+                                c.narration.value_or("-") + (c.final ? "|final" : "|");
+    bool replay = false;
+    bool accept =
+        (!c.amount || c.amount->value > 0) && check_reference(*b, live, c.reference, request, replay);
+    Wallet* dst = callers_wallet(*b, live, c.destination);
+    const std::int64_t amount = c.amount ? c.amount->value : h != nullptr ? h->amount - h->captured : 0;
+    if (accept && !replay)
+      accept = h != nullptr && h->pending && now_ < h->expires_at && dst != nullptr &&
+               c.destination != h->source && amount <= h->amount - h->captured &&
+               add(dst->balance, amount).has_value() && credit_fits(*dst, dst->balance + amount);
+    const Outcome o = execute(c);
+    if (!expect(o, accept, "capture " + std::to_string(amount) + " of " + c.hold + " to " + c.destination))
+      return;
+    if (replay != o.replayed) {
+      fail("a repeated capture reference: the model expects " +
+           std::string(replay ? "a replay" : "a capture"));
+      return;
+    }
+    if (replay) return;
+    Wallet& src = model_.wallets.at(h->source);
+    src.balance -= amount;
+    src.held -= amount;
+    dst->balance += amount;
+    h->captured += amount;
+    if (c.final || h->captured == h->amount) end_hold(*h);
+    model_.references[scope(*b, live) + c.reference] = request;
+  }
+
+  void void_hold() {
+    auto [b, live] = caller();
+    const std::string id = hold_for(*b, live);
+    Hold* h = callers_hold(*b, live, id);
+    const bool accept = h != nullptr && h->pending && now_ < h->expires_at;
+    const Outcome o = execute(VoidHold{as_caller(*b, live), id});
+    if (!expect(o, accept, "void " + id)) return;
+    end_hold(*h);
   }
 
   void update_account() {
@@ -652,10 +796,30 @@ class Simulation {
         fail("the views lack wallet " + id);
         return;
       }
-      const auto shown = json::parse(*text).at("balance").get<std::int64_t>();
+      const json record = json::parse(*text);
+      const auto shown = record.at("balance").get<std::int64_t>();
       if (shown != w.balance) {
         fail("wallet " + id + ": the views show " + std::to_string(shown) + ", the model " +
              std::to_string(w.balance));
+        return;
+      }
+      if (record.at("heldBalance") != w.held || record.at("availableBalance") != w.balance - w.held) {
+        fail("wallet " + id + ": the views hold " + record.at("heldBalance").dump() + ", the model " +
+             std::to_string(w.held));
+        return;
+      }
+    }
+    for (const auto& [id, h] : model_.holds) {
+      const Business& b = businesses_[static_cast<std::size_t>(h.business)];
+      const auto text = views_->hold_text(Scope{b.id, h.live}, id).value();
+      if (!text) {
+        fail("the views lack hold " + id);
+        return;
+      }
+      const json record = json::parse(*text);
+      if (record.at("capturedAmount") != h.captured || (record.at("status") == "pending") != h.pending) {
+        fail("hold " + id + ": the views show " + *text + ", the model captured " +
+             std::to_string(h.captured) + (h.pending ? ", pending" : ", ended"));
         return;
       }
     }
