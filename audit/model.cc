@@ -321,6 +321,12 @@ void LogAuditor::check_records(Model& m, const Event& e) {
         } else if constexpr (std::is_same_v<T, AccountUpdated>) {
           if (!owned(x.account))
             bad("account " + x.account.value, "updated, but its business does not have it");
+          for (const std::string& type : x.webhook_events.value_or(std::vector<std::string>{}))
+            if (!webhook_event_type_from_string(type))
+              bad("account " + x.account.value, "subscribes to an unknown webhook event type " + type);
+        } else if constexpr (std::is_same_v<T, WebhookSecretRotated>) {
+          if (!owned(x.account))
+            bad("account " + x.account.value, "webhook secret rotated, but its business does not have it");
         } else if constexpr (std::is_same_v<T, WalletOpened> || std::is_same_v<T, TransitWalletOpened>) {
           constexpr bool transit = std::is_same_v<T, TransitWalletOpened>;
           const std::string what = "wallet " + x.wallet.value;

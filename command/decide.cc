@@ -73,9 +73,17 @@ Decision decide_update_account(const PartitionState& s, const UpdateAccount& c) 
   const auto it = s.account_business.find(c.account_id);
   if (it == s.account_business.end() || it->second != c.caller.business)
     return reject(Rejection::account_not_found);
-  AccountUpdated x{AccountId(c.account_id), c.live, c.webhooks};
+  AccountUpdated x{AccountId(c.account_id), c.live, c.webhook_events, c.webhooks};
   // Account settings are not of a mode: the event is in test mode, whatever key asked.
   return one_event(Caller{c.caller.business, c.caller.account, false}, std::move(x), c.account_id);
+}
+
+// A webhook secret is of the caller's mode: the event is in it.
+Decision decide_rotate_webhook_secret(const PartitionState& s, const RotateWebhookSecret& c) {
+  const auto it = s.account_business.find(c.account_id);
+  if (it == s.account_business.end() || it->second != c.caller.business)
+    return reject(Rejection::account_not_found);
+  return one_event(c.caller, WebhookSecretRotated{AccountId(c.account_id)}, c.account_id);
 }
 
 BeneficiarySaved beneficiary_saved(const PartitionState& s, const AddBankAccount& c, BeneficiaryType type,
@@ -453,6 +461,8 @@ Decision decide(const PartitionState& state, const History& history, const Comma
           return decide_create_business(state, c, config);
         else if constexpr (std::is_same_v<T, UpdateAccount>)
           return decide_update_account(state, c);
+        else if constexpr (std::is_same_v<T, RotateWebhookSecret>)
+          return decide_rotate_webhook_secret(state, c);
         else if constexpr (std::is_same_v<T, AddBankAccount>)
           return decide_add_bank_account(state, history, c, config);
         else if constexpr (std::is_same_v<T, CreateWallet>)

@@ -31,7 +31,7 @@ std::optional<E> value_in(const NameTable<E, N>& table, std::string_view name) {
   return std::nullopt;
 }
 
-constexpr NameTable<EventType, 14> kTypeNames{{
+constexpr NameTable<EventType, 15> kTypeNames{{
     {EventType::writer_started, "WriterStarted"},
     {EventType::business_registered, "BusinessRegistered"},
     {EventType::account_updated, "AccountUpdated"},
@@ -46,8 +46,9 @@ constexpr NameTable<EventType, 14> kTypeNames{{
     {EventType::payout_succeeded, "PayoutSucceeded"},
     {EventType::payout_failed, "PayoutFailed"},
     {EventType::incoming_credit_received, "IncomingCreditReceived"},
+    {EventType::webhook_secret_rotated, "WebhookSecretRotated"},
 }};
-static_assert(std::variant_size_v<EventData> == 14, "every event type has a name");
+static_assert(std::variant_size_v<EventData> == 15, "every event type has a name");
 
 constexpr NameTable<TransactionStatus, 4> kTransactionStatusNames{
     {{TransactionStatus::pending, "pending"},
