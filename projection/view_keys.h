@@ -24,6 +24,9 @@
 //   g<kind><business>|<t|l>|<filter>|<id:8>      -> publicId: wallets (kind w) and beneficiaries
 //                                                   (kind d) listed by one filter of their list
 //   m<kind><business>|<t|l>|<filter>             -> how many of them match it (decimal text)
+//   w<account>|<t|l>                             -> WebhookRow: its webhook events so far, its secret
+//   e<account>|<t|l>|<sequence:8>                -> WebhookEventRow: its sequence-th webhook event
+//   x<transaction publicId>                      -> <sequence:8><account>: the webhook event it had
 // Records are rendered from these rows on read (render.h); businesses, accounts and keys, a few
 // per business, are stored as their records. Integers are big-endian so keys sort numerically. A transaction
 // <filter> is one of the list's single-value filters (transaction_filter below): the counters make totalCount
@@ -54,9 +57,10 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 // them). Layout 1 had no marker; layout 2 writes the counters (`n`, `m`) as merge operands
 // (view_counter_merge in views.h), which a kobo of layout 1 cannot read; layout 3 stores rows of
 // facts instead of wallet, transaction and bank account records; layout 4 adds the wallets'
-// statements (`h`) and their movement counts in WalletRow.
+// statements (`h`) and their movement counts in WalletRow; layout 5 adds the accounts' webhook
+// events (`w`, `e`, `x`).
 inline constexpr std::string_view kFormatKey = "V";
-inline constexpr std::string_view kFormat = "4";
+inline constexpr std::string_view kFormat = "5";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
 
 // The tags above by name, for showing a key to a person (describe_view_key in rebuild.h).
@@ -86,6 +90,9 @@ inline constexpr TagName kTagNames[] = {
     {'n', "transaction counts"},
     {'g', "record list by filter"},
     {'m', "record counts"},
+    {'w', "account webhooks"},
+    {'e', "webhook events"},
+    {'x', "webhook events by transaction"},
 };
 
 inline std::string scoped(char tag, std::string_view owner, bool live) {
@@ -200,6 +207,17 @@ inline std::string record_listed(char kind, std::string_view business, bool live
   put_be(k, id);
   return k;
 }
+
+inline std::string webhook(std::string_view account, bool live) { return scoped('w', account, live); }
+inline std::string webhook_events_prefix(std::string_view account, bool live) {
+  return scoped('e', account, live) + "|";
+}
+inline std::string webhook_event(std::string_view account, bool live, std::uint64_t sequence) {
+  std::string k = webhook_events_prefix(account, live);
+  put_be(k, sequence);
+  return k;
+}
+inline std::string webhook_event_of(std::string_view transaction) { return "x" + std::string(transaction); }
 
 inline std::string transaction_count(std::string_view business, bool live, std::string_view filter) {
   return scoped('n', business, live) + std::string(filter);
