@@ -555,11 +555,19 @@ class Simulation {
   void update_account() {
     auto [b, live] = caller();
     const Business& whose = businesses_[below(businesses_.size())];
-    UpdateAccount u{as_caller(*b, live), whose.account, std::nullopt, std::nullopt};
+    UpdateAccount u{as_caller(*b, live), whose.account, std::nullopt, std::nullopt, std::nullopt};
     if (chance(50))
       u.live = chance(50);
-    else
+    else if (chance(50))
       u.webhooks = std::vector<std::string>{"https://hooks.example.com/" + std::to_string(below(3))};
+    else if (chance(50))
+      u.webhook_events = std::vector<std::string>{"account.debit"};
+    else {
+      // A webhook secret's rotation: of an account of the caller's business only.
+      const Outcome o = execute(RotateWebhookSecret{as_caller(*b, live), whose.account});
+      expect(o, whose.id == b->id, "rotate the webhook secret of " + whose.account);
+      return;
+    }
     const Outcome o = execute(u);
     expect(o, whose.id == b->id, "update account " + whose.account);
   }
