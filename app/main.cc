@@ -66,6 +66,7 @@ struct ServeOptions {
   std::string webhook_retry_window = "24h";
   std::uint32_t webhook_concurrency = 64;
   std::uint32_t webhook_endpoint_concurrency = 4;
+  std::string webhook_master_secret;  // empty: <data-dir>/webhook-master-secret
 };
 
 // The roles a process can take (docs/architecture.md section 1). A node that takes commands also projects and
@@ -372,8 +373,12 @@ int serve(const ServeOptions& o) {
   wo.allow_private = o.webhook_allow_private;
   wo.concurrency_max = o.webhook_concurrency;
   wo.endpoint_concurrency_max = o.webhook_endpoint_concurrency;
+  auto webhook_secrets = WebhookSecrets::open(
+      (data_dir / "webhook-master-secret").string(),
+      o.webhook_master_secret.empty() ? std::nullopt : std::optional<std::string>(o.webhook_master_secret));
+  if (!webhook_secrets) return fail("webhooks: " + webhook_secrets.status().message());
   auto webhooks = Webhooks::open((data_dir / "webhooks").string(), *log.value(), *views.value(), projector,
-                                 *signing_keys.value(), wo);
+                                 *signing_keys.value(), *webhook_secrets.value(), wo);
   if (!webhooks) return fail("webhooks: " + webhooks.status().message());
 
   ApiOptions ao;
@@ -381,6 +386,7 @@ int serve(const ServeOptions& o) {
   ao.expire_in_min_s = o.expire_in_min_s;
   ao.webhooks = webhooks.value().get();
   ao.signing_keys = signing_keys.value().get();
+  ao.webhook_secrets = webhook_secrets.value().get();
   std::atomic<bool> started_all{false};
   ao.starting = [&started_all] { return started_all.load() ? std::string() : "the node is starting"; };
   Api api(ledger, *views.value(), projector, ao);
@@ -546,6 +552,10 @@ int main(int argc, char** argv) {
       ->envname("KOBO_WEBHOOK_ENDPOINT_CONCURRENCY")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  s->add_option("--webhook-master-secret", serve.webhook_master_secret,
+                "What the accounts' webhook secrets derive from, the same on every node (at least 32 "
+                "characters); default: made at the first start in <data-dir>/webhook-master-secret")
+      ->envname("KOBO_WEBHOOK_MASTER_SECRET");
   kobo::AuditCommands audit_commands(app);  // `kobo audit` and `kobo replay`
   kobo::EventsCommand events_command(app);  // `kobo events`
   try {

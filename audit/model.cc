@@ -112,7 +112,7 @@ struct LogAuditor::Model {
   std::unordered_set<Key, KeyHash> transactions;     // key16(publicId)
   std::unordered_map<Key, Seq, KeyHash> references;  // key16(account|mode|, reference) -> first use
   std::unordered_map<std::string, Payout> payouts;   // trx-… of the payout
-  TierLimits tier_limits = cbn_tier_limits();             // as the last WriterStarted recorded them
+  TierLimits tier_limits = cbn_tier_limits();        // as the last WriterStarted recorded them
   std::unordered_map<std::string, Hold> holds;       // hld-… (every hold: the audit reads the whole log)
   std::unordered_map<Key, Seq, KeyHash> hold_references;  // key16(account|mode|, reference) -> first use
   Kobo total;                                             // the sum of every balance in the partition
@@ -336,6 +336,12 @@ void LogAuditor::check_records(Model& m, const Event& e) {
         } else if constexpr (std::is_same_v<T, AccountUpdated>) {
           if (!owned(x.account))
             bad("account " + x.account.value, "updated, but its business does not have it");
+          for (const std::string& type : x.webhook_events.value_or(std::vector<std::string>{}))
+            if (!webhook_event_type_from_string(type))
+              bad("account " + x.account.value, "subscribes to an unknown webhook event type " + type);
+        } else if constexpr (std::is_same_v<T, WebhookSecretRotated>) {
+          if (!owned(x.account))
+            bad("account " + x.account.value, "webhook secret rotated, but its business does not have it");
         } else if constexpr (std::is_same_v<T, WalletOpened> || std::is_same_v<T, TransitWalletOpened>) {
           constexpr bool transit = std::is_same_v<T, TransitWalletOpened>;
           const std::string what = "wallet " + x.wallet.value;
@@ -344,15 +350,10 @@ void LogAuditor::check_records(Model& m, const Event& e) {
             bad(what, "account " + x.account.value + " is not an account of its business");
           number(what, x.account_number);
           wallet_id(what, x.id);
-          Model::Wallet w{e.business,
-                          x.account.value,
-                          e.live,
-                          transit,
-                          {},
-                          Kobo(0),
-                          Kobo(0),
-                          static_cast<std::uint8_t>(x.kyc_tier.value_or(0)),
-                          {}};
+          Model::Wallet w{
+              e.business, x.account.value, e.live,  transit,
+              {},         Kobo(0),         Kobo(0), static_cast<std::uint8_t>(x.kyc_tier.value_or(0)),
+              {}};
           if constexpr (transit) {
             const auto s = m.wallets.find(x.settlement_wallet.value);
             if (s == m.wallets.end() || s->second.business != e.business || s->second.live != e.live ||

@@ -39,6 +39,15 @@ struct UpdateAccount {
   std::string account_id;
   std::optional<std::vector<std::string>> webhooks;
   std::optional<bool> live;
+  std::optional<std::vector<std::string>> webhook_events;  // WebhookEventType names, validated
+};
+
+// Issues or rotates the account's webhook secret of the caller's mode
+// (POST /v1/accounts/{id}/webhook-secret). The secret itself is derived from the event's hash
+// by webhooks/ (WebhookSecrets): the writer decides only that it happened.
+struct RotateWebhookSecret {
+  Caller caller;
+  std::string account_id;
 };
 
 // A saved beneficiary. Its publicId is derived from (business, mode, bank, number) by the
@@ -183,7 +192,8 @@ struct ExpireHold {
 
 using Command = std::variant<CreateBusiness, UpdateAccount, AddBankAccount, CreateWallet, CreateCollection,
                              CreateTransitWallet, WalletTransfer, BankTransfer, IncomingCredit, AdvancePayout,
-                             ExpireCollection, SetWalletTier, PlaceHold, CaptureHold, VoidHold, ExpireHold>;
+                             ExpireCollection, SetWalletTier, PlaceHold, CaptureHold, VoidHold, ExpireHold,
+                             RotateWebhookSecret>;
 
 // Domain rejections, mapped to HTTP in one table in query-api/. Values, never exceptions.
 enum class Rejection {

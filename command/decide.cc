@@ -92,9 +92,17 @@ Decision decide_update_account(const PartitionState& s, const UpdateAccount& c) 
   const auto it = s.account_business.find(c.account_id);
   if (it == s.account_business.end() || it->second != c.caller.business)
     return reject(Rejection::account_not_found);
-  AccountUpdated x{AccountId(c.account_id), c.live, c.webhooks};
+  AccountUpdated x{AccountId(c.account_id), c.live, c.webhook_events, c.webhooks};
   // Account settings are not of a mode: the event is in test mode, whatever key asked.
   return one_event(Caller{c.caller.business, c.caller.account, false}, std::move(x), c.account_id);
+}
+
+// A webhook secret is of the caller's mode: the event is in it.
+Decision decide_rotate_webhook_secret(const PartitionState& s, const RotateWebhookSecret& c) {
+  const auto it = s.account_business.find(c.account_id);
+  if (it == s.account_business.end() || it->second != c.caller.business)
+    return reject(Rejection::account_not_found);
+  return one_event(c.caller, WebhookSecretRotated{AccountId(c.account_id)}, c.account_id);
 }
 
 BeneficiarySaved beneficiary_saved(const PartitionState& s, const AddBankAccount& c, BeneficiaryType type,
@@ -286,7 +294,8 @@ Decision decide_wallet_transfer(const PartitionState& s, const History& h, const
   const WalletState* dst = caller_wallet(s, c.caller, c.destination);
   if (dst == nullptr) return reject(Rejection::destination_not_found);
   if (c.source == c.destination) return reject(Rejection::same_source_and_destination);
-  if (const Rejection r = check_debit(s, c.source, *src, c.amount, now); r != Rejection::none) return reject(r);
+  if (const Rejection r = check_debit(s, c.source, *src, c.amount, now); r != Rejection::none)
+    return reject(r);
   const auto src_after = checked_sub(src->balance, c.amount);
   const auto credit = check_credit(s, *dst, c.amount);
   if (const auto* r = std::get_if<Rejection>(&credit)) return reject(*r);
@@ -318,7 +327,8 @@ Decision decide_bank_transfer(const PartitionState& s, const History& h, const B
   const auto suspense_after = checked_add(s.balance_of(SystemAccount::payout_suspense), c.amount);
   const auto fees_after = checked_add(s.balance_of(SystemAccount::fees), fee);
   if (!actual || !suspense_after || !fees_after) return reject(Rejection::out_of_range);
-  if (const Rejection r = check_debit(s, c.source, *src, *actual, now); r != Rejection::none) return reject(r);
+  if (const Rejection r = check_debit(s, c.source, *src, *actual, now); r != Rejection::none)
+    return reject(r);
   const auto src_after = checked_sub(src->balance, *actual);
   if (!src_after) return reject(Rejection::out_of_range);
 
@@ -491,7 +501,8 @@ Decision decide_place_hold(const PartitionState& s, const History& h, const Plac
   const WalletState* src = caller_wallet(s, c.caller, c.source);
   if (src == nullptr) return reject(Rejection::source_not_found);
   // A hold's placement is decided as a debit of its amount, though no money moves yet.
-  if (const Rejection r = check_debit(s, c.source, *src, c.amount, now); r != Rejection::none) return reject(r);
+  if (const Rejection r = check_debit(s, c.source, *src, c.amount, now); r != Rejection::none)
+    return reject(r);
 
   HoldPlaced x;
   x.account = AccountId(c.caller.account);
@@ -639,6 +650,8 @@ Decision decide(const PartitionState& state, const History& history, const Comma
           return decide_create_business(state, c, config);
         else if constexpr (std::is_same_v<T, UpdateAccount>)
           return decide_update_account(state, c);
+        else if constexpr (std::is_same_v<T, RotateWebhookSecret>)
+          return decide_rotate_webhook_secret(state, c);
         else if constexpr (std::is_same_v<T, AddBankAccount>)
           return decide_add_bank_account(state, history, c, config);
         else if constexpr (std::is_same_v<T, CreateWallet>)

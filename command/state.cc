@@ -258,6 +258,10 @@ struct Applier {
     KOBO_ASSERT(s.account_business.contains(x.account.value), "update of an unknown account");
   }
 
+  void operator()(const WebhookSecretRotated& x) const {
+    KOBO_ASSERT(s.account_business.contains(x.account.value), "webhook secret of an unknown account");
+  }
+
   void operator()(const WalletOpened& x) const {
     if (x.category == WalletCategory::primary) ++s.primary_wallets[scope_key(x.account.value, e.live)];
     open_wallet(s, e, x, /*named=*/true);

@@ -64,6 +64,47 @@ std::string hmac_sha512_hex(std::string_view key, std::string_view data) {
   return to_hex(out, len);
 }
 
+Sha256 hmac_sha256(std::string_view key, std::string_view data) {
+  Sha256 out{};
+  unsigned int len = 0;
+  const unsigned char* r =
+      HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &len);
+  KOBO_ASSERT(r != nullptr && len == out.size(), "HMAC-SHA256 failed");
+  return out;
+}
+
+std::string base64_encode(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  KOBO_ASSERT(n >= 0, "base64 encoding failed");
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  for (char c : text)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+          c == '/' || c == '='))
+      return std::nullopt;
+  std::string out(3 * (text.size() / 4), '\0');
+  const int n =
+      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  if (n < 0) return std::nullopt;
+  // EVP_DecodeBlock counts the padding's bytes as data: take them off.
+  std::size_t size = static_cast<std::size_t>(n);
+  if (text.ends_with("=="))
+    size -= 2;
+  else if (text.ends_with("="))
+    size -= 1;
+  out.resize(size);
+  return out;
+}
+
 std::string to_hex(const std::uint8_t* data, std::size_t size) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string s(size * 2, '0');

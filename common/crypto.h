@@ -20,6 +20,12 @@ Sha256 sha256(std::string_view a, std::string_view b);
 Sha256 sha256(std::initializer_list<std::string_view> parts);
 std::string sha256_hex(std::string_view data);
 std::string hmac_sha512_hex(std::string_view key, std::string_view data);
+Sha256 hmac_sha256(std::string_view key, std::string_view data);
+
+// Standard base64 (RFC 4648, with padding), as Standard Webhooks secrets and signatures use it.
+std::string base64_encode(std::string_view bytes);
+// nullopt for text that is not base64 with padding.
+std::optional<std::string> base64_decode(std::string_view text);
 
 std::string to_hex(const std::uint8_t* data, std::size_t size);
 inline std::string to_hex(const Sha256& d) { return to_hex(d.data(), d.size()); }

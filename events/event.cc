@@ -31,7 +31,7 @@ std::optional<E> value_in(const NameTable<E, N>& table, std::string_view name) {
   return std::nullopt;
 }
 
-constexpr NameTable<EventType, 19> kTypeNames{{
+constexpr NameTable<EventType, 20> kTypeNames{{
     {EventType::writer_started, "WriterStarted"},
     {EventType::business_registered, "BusinessRegistered"},
     {EventType::account_updated, "AccountUpdated"},
@@ -51,6 +51,7 @@ constexpr NameTable<EventType, 19> kTypeNames{{
     {EventType::hold_captured, "HoldCaptured"},
     {EventType::hold_voided, "HoldVoided"},
     {EventType::hold_expired, "HoldExpired"},
+    {EventType::webhook_secret_rotated, "WebhookSecretRotated"},
 }};
 static_assert(std::variant_size_v<EventData> == kTypeNames.size(), "every event type has a name");
 

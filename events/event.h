@@ -135,17 +135,33 @@ struct BusinessRegistered {
   }
 };
 
-// An account's settings changed; absent members stayed as they were.
+// An account's settings changed; absent members stayed as they were. `webhook_events`: the
+// webhook event types the account wants delivered (events/ledger.h WebhookEventType names).
 struct AccountUpdated {
   AccountId account;
   std::optional<bool> live;
+  std::optional<std::vector<std::string>> webhook_events;
   std::optional<std::vector<std::string>> webhooks;
   auto operator<=>(const AccountUpdated&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
     f("account", x.account);
     f("live", x.live);
+    f("webhookEvents", x.webhook_events);
     f("webhooks", x.webhooks);
+  }
+};
+
+// An account's webhook secret of the envelope's mode was issued or rotated. The log holds no
+// secret: the secret is derived from this event's hash with a master secret that only the
+// service's nodes hold (webhooks/webhooks.h WebhookSecrets), so every node signs with it after a
+// restart or a replay. Moves no money.
+struct WebhookSecretRotated {
+  AccountId account;
+  auto operator<=>(const WebhookSecretRotated&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
   }
 };
 
@@ -526,8 +542,8 @@ using EventData =
     std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
                  CollectionWalletOpened, CollectionWalletExpired, BeneficiarySaved, WalletTransferSettled,
                  BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed,
-                 IncomingCreditReceived, WalletTierChanged, HoldPlaced, HoldCaptured, HoldVoided,
-                 HoldExpired>;
+                 IncomingCreditReceived, WalletTierChanged, HoldPlaced, HoldCaptured, HoldVoided, HoldExpired,
+                 WebhookSecretRotated>;
 
 enum class EventType {
   writer_started,
@@ -549,6 +565,7 @@ enum class EventType {
   hold_captured,
   hold_voided,
   hold_expired,
+  webhook_secret_rotated,
 };
 
 inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }

@@ -1,5 +1,8 @@
 #include "events/ledger.h"
 
+#include <array>
+#include <utility>
+
 #include "common/crypto.h"
 #include "common/json_dump.h"
 
@@ -280,6 +283,35 @@ std::vector<FinalizedTransaction> transactions_finalized(const EventData& d) {
     if (t.status == TransactionStatus::success || t.status == TransactionStatus::failed)
       out.push_back({t.id, entry_of(t.kind), t.status});
   return out;
+}
+
+namespace {
+constexpr std::array<std::pair<WebhookEventType, std::string_view>, kWebhookEventTypes> kWebhookEventNames{{
+    {WebhookEventType::account_credit, "account.credit"},
+    {WebhookEventType::account_debit, "account.debit"},
+    {WebhookEventType::account_debit_failed, "account.debit.failed"},
+}};
+}  // namespace
+
+std::string_view to_string(WebhookEventType t) {
+  for (const auto& [type, name] : kWebhookEventNames)
+    if (type == t) return name;
+  KOBO_ASSERT(false, "a webhook event type without a name");
+  return {};
+}
+
+std::optional<WebhookEventType> webhook_event_type_from_string(std::string_view s) {
+  for (const auto& [type, name] : kWebhookEventNames)
+    if (name == s) return type;
+  return std::nullopt;
+}
+
+std::optional<WebhookEventType> webhook_event_of(const FinalizedTransaction& f) {
+  if (f.entry == Entry::credit)
+    return f.status == TransactionStatus::success ? std::optional(WebhookEventType::account_credit)
+                                                  : std::nullopt;
+  return f.status == TransactionStatus::success ? WebhookEventType::account_debit
+                                                : WebhookEventType::account_debit_failed;
 }
 
 std::string request_fingerprint(const WalletTransferRequest& r) {

@@ -146,6 +146,18 @@ struct FinalizedTransaction {
 };
 std::vector<FinalizedTransaction> transactions_finalized(const EventData& d);
 
+// ---- webhooks --------------------------------------------------------------------------------
+
+// What a webhook announces of a finalized transaction (docs/webhooks.md): account.credit (any
+// credit), account.debit (a debit that succeeded), account.debit.failed (a failed payout).
+enum class WebhookEventType { account_credit, account_debit, account_debit_failed };
+inline constexpr std::size_t kWebhookEventTypes = 3;
+std::string_view to_string(WebhookEventType t);  // "account.credit", …
+std::optional<WebhookEventType> webhook_event_type_from_string(std::string_view s);
+// The webhook event of a finalized transaction; nullopt for one no webhook announces (a credit
+// that failed).
+std::optional<WebhookEventType> webhook_event_of(const FinalizedTransaction& f);
+
 // ---- idempotency -----------------------------------------------------------------------------
 
 // What makes two transfer requests with one reference "the same body" (docs/architecture.md

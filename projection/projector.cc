@@ -97,6 +97,8 @@ class Projector::Batch {
   // fail after reaching the views' write-ahead log (an acknowledgement lost), and the reopen then
   // recovers it; the batch is not written twice, as its counter changes would count twice.
   [[nodiscard]] Status flush(bool again = false) {
+    for (const auto& [key, row] : webhooks_) writes_.insert_or_assign(key, rows::encode(row));
+    webhooks_.clear();
     if ((!writes_.empty() || !appended_.empty() || !counts_.empty()) && !(again && landed())) {
       rocksdb::WriteBatch wb = write_batch();
       if (auto s = views_.write(wb); !s) return s;  // the batch stays, to be written again
@@ -198,14 +200,18 @@ class Projector::Batch {
                    const HoldCaptured* capture);
   void list_hold(const Event& placed, Seq seq, const HoldPlaced& x, HoldStatus status, std::int64_t delta);
   void add_held(const std::string& wallet, Kobo delta);
+  rows::WebhookRow& webhook_row(const std::string& account, bool live);
+  void number_webhook_events(const Event& e, const Records& records);
+  void rotate_webhook_secret(const Event& e, const WebhookSecretRotated& x);
   void index_transaction(const TransactionIndex& t);
   void count_transaction(const TransactionIndex& t, std::int64_t delta);
   void reindex_transaction(const TransactionIndex& before, const TransactionIndex& after);
 
   Views& views_;
-  // The view tags (view_keys.h) of rows a later event of a batch may read back.
+  // The view tags (view_keys.h) of rows a later event of a batch may read back (`w`: an
+  // account's webhook row, which numbers its events).
   static bool read_back(std::string_view key) {
-    return !key.empty() && std::string_view("bTEAWPOU").find(key.front()) != std::string_view::npos;
+    return !key.empty() && std::string_view("bTEAWPOUw").find(key.front()) != std::string_view::npos;
   }
   void append(std::string_view key, std::string_view value, bool erased) {
     appended_.push_back(Appended{bytes_.size(), static_cast<std::uint32_t>(key.size()),
@@ -219,7 +225,9 @@ class Projector::Batch {
     bool erased;
   };
 
-  std::unordered_map<std::string, std::string> writes_;   // rows read back: key -> value
+  std::unordered_map<std::string, std::string> writes_;  // rows read back: key -> value
+  // Webhook rows changed by the batch, decoded; encoded into writes_ at the flush.
+  std::unordered_map<std::string, rows::WebhookRow> webhooks_;
   std::vector<Appended> appended_;                        // everything else, in the order changed
   std::string bytes_;                                     // appended_'s keys and values
   std::unordered_map<std::string, std::int64_t> counts_;  // counter key -> its change
@@ -411,6 +419,7 @@ void Projector::Batch::apply(const Event& e) {
                   [&](rows::WalletRow& w) { w.debits = w.debits.plus(lagos_day(e.time), debit->amount); });
   }
   if (const auto change = status_change(e.data)) advance_transaction(e, *change, records);
+  number_webhook_events(e, records);
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
@@ -460,9 +469,77 @@ void Projector::Batch::apply(const Event& e) {
                       {view_keys::record_filter::of('b', to_string(x.beneficiary_type)),
                        view_keys::record_filter::of('n', x.account_name)});
           put(view_keys::bank_account(x.bank_account.value), encode_fact(e));
+        } else if constexpr (std::is_same_v<T, WebhookSecretRotated>) {
+          rotate_webhook_secret(e, x);
         }
       },
       e.data);
+}
+
+// The account's webhook row of that mode as this batch has it (a new account has none yet).
+rows::WebhookRow& Projector::Batch::webhook_row(const std::string& account, bool live) {
+  const std::string key = view_keys::webhook(account, live);
+  if (auto it = webhooks_.find(key); it != webhooks_.end()) return it->second;
+  rows::WebhookRow row;
+  if (auto it = writes_.find(key); it != writes_.end()) {
+    row = decoded(rows::decode_webhook(it->second));
+  } else {
+    auto stored = views_.read(key);
+    if (!stored) throw ViewsReadFailed(stored.status());
+    if (stored.value()) row = decoded(rows::decode_webhook(*stored.value()));
+  }
+  return webhooks_.emplace(key, std::move(row)).first->second;
+}
+
+// Every transaction the event finalizes is the next webhook event of its account in the event's
+// mode, whether any URL or subscription wants it (docs/webhooks.md, "Sequence"): the fact of it
+// is numbered here, and its body is rendered on read.
+void Projector::Batch::number_webhook_events(const Event& e, const Records& records) {
+  const auto finalized = transactions_finalized(e.data);
+  if (finalized.empty()) return;
+  // The account is the one the event names, else (a payout's later facts) the payout's.
+  std::string account = std::visit(
+      [](const auto& x) -> std::string {
+        if constexpr (requires { x.account.value; })
+          return x.account.value;
+        else
+          return {};
+      },
+      e.data);
+  if (account.empty()) {
+    const auto change = status_change(e.data);
+    KOBO_ASSERT(change.has_value(), "a finalized transaction of an event that names no account");
+    const auto payout = records.payout(change->transaction.value);
+    KOBO_ASSERT(payout.has_value(), "a status change of a payout the views do not have");
+    account = std::visit(
+        [](const auto& x) -> std::string {
+          if constexpr (requires { x.account.value; })
+            return x.account.value;
+          else
+            return {};
+        },
+        payout->data);
+    KOBO_ASSERT(!account.empty(), "a payout of no account");
+  }
+  for (const FinalizedTransaction& f : finalized) {
+    const auto type = webhook_event_of(f);
+    if (!type) continue;
+    rows::WebhookRow& row = webhook_row(account, e.live);
+    row.sequence += 1;
+    put(view_keys::webhook_event(account, e.live, row.sequence),
+        rows::encode(rows::WebhookEventRow{*type, e.partition, e.seq, e.time, e.hash, f.id.value}));
+    std::string numbered;  // view_keys.h: <sequence:8><account>
+    view_keys::put_be(numbered, row.sequence);
+    numbered += account;
+    put(view_keys::webhook_event_of(f.id.value), std::move(numbered));
+  }
+}
+
+void Projector::Batch::rotate_webhook_secret(const Event& e, const WebhookSecretRotated& x) {
+  rows::WebhookRow& row = webhook_row(x.account.value, e.live);
+  row.previous = std::move(row.secret);
+  row.secret = e.hash;
+  row.secret_at = e.time;
 }
 
 void Projector::Batch::change_wallet(const WalletId& id,

@@ -419,6 +419,7 @@ BusinessRecords business_records(const Event& e, const BusinessRegistered& x) {
       .string("publicId", x.account.value)
       .string("name", x.account_name)
       .raw("webhooks", "[]")
+      .raw("webhookEvents", R"(["account.credit","account.debit","account.debit.failed"])")
       .boolean("isDefault", true)
       .boolean("live", false)
       .object("pubKey", keys)
@@ -431,6 +432,7 @@ BusinessRecords business_records(const Event& e, const BusinessRegistered& x) {
 
 void update_account(json& account, const Event& e, const AccountUpdated& x) {
   if (x.webhooks) account["webhooks"] = *x.webhooks;
+  if (x.webhook_events) account["webhookEvents"] = *x.webhook_events;
   if (x.live) account["live"] = *x.live;
   account["updatedAt"] = iso(e.time);
   account["__v"] = account.at("__v").get<std::int64_t>() + 1;
@@ -805,6 +807,16 @@ StatementLine statement_line(const Event& e, std::size_t index, const RecordSour
       break;
   }
   return line;
+}
+
+std::string webhook_body(WebhookEventType type, std::uint64_t sequence, std::string_view transaction_text) {
+  Object body;
+  body.raw("data", transaction_text).string("event", to_string(type)).number("sequence", sequence);
+  return body.text();
+}
+
+std::string webhook_event_id(std::string_view event_hash, std::string_view transaction) {
+  return "evt-" + derived_uuid(std::string("event|").append(event_hash).append("|").append(transaction));
 }
 
 }  // namespace kobo::render

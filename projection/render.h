@@ -137,6 +137,16 @@ struct StatementLine {
 };
 StatementLine statement_line(const Event& e, std::size_t index, const RecordSource& records);
 
+// ---- webhooks --------------------------------------------------------------------------------
+
+// The body of a webhook event (docs/webhooks.md): `{"data","event","sequence"}` with `data` the
+// transaction record's text, members in key order, so the bytes are what dump_json() writes of
+// them. Deliveries send it and GET /v1/events shows it.
+std::string webhook_body(WebhookEventType type, std::uint64_t sequence, std::string_view transaction_text);
+// The webhook's id (x-kobo-event-id, webhook-id: the same on every attempt): evt-… derived from
+// the hash of the event that finalized the transaction and the transaction's id.
+std::string webhook_event_id(std::string_view event_hash, std::string_view transaction);
+
 // ---- answers ---------------------------------------------------------------------------------
 
 // The record with publicId `id` among those `events` (one command's, as appended) create, as the

@@ -14,6 +14,8 @@
 //   ListedRow (`t`): what the transaction list filters on when it scans (entry, status, amount)
 //   KeyRow (`K`): whose a secret key is
 //   TierLimits (`Y`): the KYC tier limits a partition's writer last recorded (events/limits.h)
+//   WebhookRow (`w`): an account's webhook state in one mode: its events so far, its secret's rotations
+//   WebhookEventRow (`e`): one webhook event of an account and mode, numbered in log order
 //
 // The binary forms below are part of the views' key layout (view_keys.h kFormat). Pure.
 
@@ -113,5 +115,35 @@ struct KeyRow {
 };
 std::string encode(const KeyRow& row);
 [[nodiscard]] Result<KeyRow> decode_key(std::string_view bytes);
+
+// An account's webhooks in one mode (`w<account>|<t|l>`). `sequence`: how many webhook events
+// it has had (every type, subscribed or not): the number of its last WebhookEventRow. The
+// secret's rotations are named by their events' hashes (the secret derives from the hash,
+// webhooks.h WebhookSecrets): `secret` the current one (empty before the first is issued) since
+// `secret_at`, `previous` the one before it (empty when the current is the first).
+struct WebhookRow {
+  std::uint64_t sequence = 0;
+  std::string secret;
+  UnixMs secret_at = 0;
+  std::string previous;
+  bool operator==(const WebhookRow&) const = default;
+};
+std::string encode(const WebhookRow& row);
+[[nodiscard]] Result<WebhookRow> decode_webhook(std::string_view bytes);
+
+// The `sequence`-th webhook event of an account and mode (`e<account>|<t|l>|<sequence:8>`): which
+// transaction, what it announced, and the event that finalized it (its hash names the webhook's
+// id, its time is the event's). The body is rendered on read (render.h webhook_body).
+struct WebhookEventRow {
+  WebhookEventType type = WebhookEventType::account_credit;
+  Partition partition{0};
+  Seq seq{0};
+  UnixMs time = 0;
+  std::string hash;         // the event's, hex
+  std::string transaction;  // trx-…
+  bool operator==(const WebhookEventRow&) const = default;
+};
+std::string encode(const WebhookEventRow& row);
+[[nodiscard]] Result<WebhookEventRow> decode_webhook_event(std::string_view bytes);
 
 }  // namespace kobo::rows

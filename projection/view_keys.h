@@ -29,6 +29,9 @@
 //   U<hold publicId>                             -> HoldRow: captured, status, its captures' events
 //   L<business>|<t|l>|<filter>|<createdAt ms:8>|<seq:8> -> hold publicId (listing by one filter)
 //   M<business>|<t|l>|<filter>                   -> how many holds match it (decimal text)
+//   w<account>|<t|l>                             -> WebhookRow: its webhook events so far, its secret
+//   e<account>|<t|l>|<sequence:8>                -> WebhookEventRow: its sequence-th webhook event
+//   x<transaction publicId>                      -> <sequence:8><account>: the webhook event it had
 // Records are rendered from these rows on read (render.h); businesses, accounts and keys, a few
 // per business, are stored as their records. Integers are big-endian so keys sort numerically. A transaction
 // <filter> is one of the list's single-value filters (transaction_filter below): the counters make totalCount
@@ -60,8 +63,8 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 // (view_counter_merge in views.h), which a kobo of layout 1 cannot read; layout 3 stores rows of
 // facts instead of wallet, transaction and bank account records; layout 4 adds the wallets'
 // statements (`h`) and their movement counts in WalletRow; layout 5 adds holds (`O`, `U`, `L`,
-// `M`) and what they reserve in WalletRow, and the KYC tiers (`Y`, and a wallet's tier and day
-// debits in WalletRow).
+// `M`) and what they reserve in WalletRow, the KYC tiers (`Y`, and a wallet's tier and day
+// debits in WalletRow), and the accounts' webhook events (`w`, `e`, `x`).
 inline constexpr std::string_view kFormatKey = "V";
 inline constexpr std::string_view kFormat = "5";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
@@ -98,6 +101,9 @@ inline constexpr TagName kTagNames[] = {
     {'U', "hold rows"},
     {'L', "hold list by filter"},
     {'M', "hold counts"},
+    {'w', "account webhooks"},
+    {'e', "webhook events"},
+    {'x', "webhook events by transaction"},
 };
 
 inline std::string scoped(char tag, std::string_view owner, bool live) {
@@ -246,6 +252,16 @@ inline std::string hold_listed(std::string_view business, bool live, std::string
   put_be(k, seq);
   return k;
 }
+inline std::string webhook(std::string_view account, bool live) { return scoped('w', account, live); }
+inline std::string webhook_events_prefix(std::string_view account, bool live) {
+  return scoped('e', account, live) + "|";
+}
+inline std::string webhook_event(std::string_view account, bool live, std::uint64_t sequence) {
+  std::string k = webhook_events_prefix(account, live);
+  put_be(k, sequence);
+  return k;
+}
+inline std::string webhook_event_of(std::string_view transaction) { return "x" + std::string(transaction); }
 
 inline std::string transaction_count(std::string_view business, bool live, std::string_view filter) {
   return scoped('n', business, live) + std::string(filter);

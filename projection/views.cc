@@ -366,6 +366,71 @@ Result<std::optional<std::string>> Views::render_transaction(std::string_view pu
       render::transaction(*e.value(), row.value().index, row.value().steps, records));
 }
 
+Result<WebhookEvent> Views::render_webhook_event(std::string_view account, std::uint64_t sequence,
+                                                 const rows::WebhookEventRow& row) const {
+  auto text = render_transaction(row.transaction, nullptr);
+  if (!text) return text.status();
+  if (!text.value())
+    return Status::error("views: webhook event " + std::to_string(sequence) + " names transaction " +
+                         row.transaction + ", which they do not have");
+  return WebhookEvent{sequence, render::webhook_event_id(row.hash, row.transaction),
+                      row.type, std::string(account),
+                      row.time, render::webhook_body(row.type, sequence, *text.value())};
+}
+
+Result<std::optional<WebhookEvent>> Views::webhook_event_of(const Scope& scope,
+                                                            std::string_view transaction) const {
+  // Whose it is: the event that created the transaction must be of `scope`.
+  const auto t = read(view_keys::transaction(transaction));
+  if (!t) return t.status();
+  if (!t.value()) return std::optional<WebhookEvent>();
+  const auto created_at = rows::decode_transaction(*t.value());
+  if (!created_at) return created_at.status();
+  const auto created =
+      fact(view_keys::event_fact(created_at.value().partition.value, created_at.value().seq.value), &scope);
+  if (!created) return created.status();
+  if (!created.value()) return std::optional<WebhookEvent>();
+  const auto numbered = read(view_keys::webhook_event_of(transaction));
+  if (!numbered) return numbered.status();
+  if (!numbered.value()) return std::optional<WebhookEvent>();
+  const std::string& n = *numbered.value();
+  if (n.size() <= 8) return Status::error("views: a webhook event index is malformed");
+  const std::uint64_t sequence = view_keys::get_be(n, 0);
+  const std::string_view account = std::string_view(n).substr(8);
+  const auto bytes = read(view_keys::webhook_event(account, scope.live, sequence));
+  if (!bytes) return bytes.status();
+  if (!bytes.value()) return Status::error("views: a webhook event index names an event they do not have");
+  const auto row = rows::decode_webhook_event(*bytes.value());
+  if (!row) return row.status();
+  auto event = render_webhook_event(account, sequence, row.value());
+  if (!event) return event.status();
+  return std::optional<WebhookEvent>(std::move(event).value());
+}
+
+Result<std::vector<WebhookEvent>> Views::webhook_events(std::string_view account, bool live,
+                                                        std::uint64_t after, std::uint64_t limit) const {
+  std::vector<WebhookEvent> out;
+  // The numbers are gapless from 1: point reads until the first one missing, no scan.
+  for (std::uint64_t n = after + 1; n - after <= limit && n > after; ++n) {
+    const auto bytes = read(view_keys::webhook_event(account, live, n));
+    if (!bytes) return bytes.status();
+    if (!bytes.value()) break;
+    const auto row = rows::decode_webhook_event(*bytes.value());
+    if (!row) return row.status();
+    auto event = render_webhook_event(account, n, row.value());
+    if (!event) return event.status();
+    out.push_back(std::move(event).value());
+  }
+  return out;
+}
+
+Result<rows::WebhookRow> Views::webhook(std::string_view account, bool live) const {
+  const auto bytes = read(view_keys::webhook(account, live));
+  if (!bytes) return bytes.status();
+  if (!bytes.value()) return rows::WebhookRow{};
+  return rows::decode_webhook(*bytes.value());
+}
+
 Result<std::optional<std::string>> Views::render_bank_account(std::string_view public_id,
                                                               const Scope* scope) const {
   const auto e = fact(view_keys::bank_account(public_id), scope);

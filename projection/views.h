@@ -88,6 +88,16 @@ struct TransactionFilter {
   std::optional<UnixMs> created_until;  // exclusive
 };
 
+// One webhook event of an account and mode (docs/webhooks.md), rendered from its row.
+struct WebhookEvent {
+  std::uint64_t sequence = 0;
+  std::string id;  // evt-…: x-kobo-event-id and webhook-id
+  WebhookEventType type = WebhookEventType::account_credit;
+  std::string account;
+  UnixMs time = 0;   // the event's
+  std::string body;  // render::webhook_body: what a delivery sends
+};
+
 // Where the projector is in one partition of the log.
 struct ViewPosition {
   Offset next_offset{0};
@@ -155,6 +165,17 @@ class Views {
   [[nodiscard]] Result<Page> holds(const Scope& scope, const HoldFilter& filter,
                                    const PageRequest& page) const;
 
+  // The webhook event transaction `transaction` (trx-…) had, when it had one and the event is of
+  // `scope`.
+  [[nodiscard]] Result<std::optional<WebhookEvent>> webhook_event_of(const Scope& scope,
+                                                                     std::string_view transaction) const;
+  // The webhook events of `account` in mode `live` numbered after `after`, at most `limit`, in
+  // order (GET /v1/events).
+  [[nodiscard]] Result<std::vector<WebhookEvent>> webhook_events(std::string_view account, bool live,
+                                                                 std::uint64_t after,
+                                                                 std::uint64_t limit) const;
+  // The account's webhook row of mode `live` (rows.h): an empty one before its first event or secret.
+  [[nodiscard]] Result<rows::WebhookRow> webhook(std::string_view account, bool live) const;
   // Where the views are in the log, read when the projector starts and by offline tools
   // (kobo audit, kobo replay). A read error here asserts: nothing is served yet.
   std::vector<ViewPosition> positions() const;
@@ -205,6 +226,8 @@ class Views {
   // The KYC tier limits in force in partition `p` (the last WriterStarted's).
   Result<TierLimits> tier_limits(Partition p) const;
   Result<std::optional<std::string>> render_transaction(std::string_view public_id, const Scope* scope) const;
+  Result<WebhookEvent> render_webhook_event(std::string_view account, std::uint64_t sequence,
+                                            const rows::WebhookEventRow& row) const;
   Result<std::optional<std::string>> render_bank_account(std::string_view public_id,
                                                          const Scope* scope) const;
   Result<std::optional<std::string>> render_hold(std::string_view public_id, const Scope* scope) const;

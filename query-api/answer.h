@@ -140,6 +140,7 @@ void add_admin_routes(http::Router& router, const std::shared_ptr<Protocol>& pro
 void add_bank_account_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
 void add_collection_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
 void add_hold_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
+void add_event_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
 void add_sandbox_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
 void add_statement_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
 void add_transaction_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);

@@ -22,6 +22,7 @@ void Api::add_routes(http::Router& router) {
   api::add_transfer_routes(router, protocol);
   api::add_collection_routes(router, protocol);
   api::add_hold_routes(router, protocol);
+  api::add_event_routes(router, protocol);
   api::add_transaction_routes(router, protocol);
   api::add_sandbox_routes(router, protocol);
   api::add_bank_account_routes(router, protocol);

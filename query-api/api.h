@@ -30,6 +30,8 @@ struct ApiOptions {
   std::int64_t expire_in_min_s = 600;       // collection wallets' shortest life (spec: 600; tests lower it)
   Webhooks* webhooks = nullptr;             // enables /v1/webhook-deliveries when set
   SigningKeyStore* signing_keys = nullptr;  // new businesses' secret keys go here before they exist
+  // Derives webhook secrets; enables POST /v1/accounts/{id}/webhook-secret when set.
+  const WebhookSecrets* webhook_secrets = nullptr;
   // Why the node has not finished starting (/readyz), or "" once it has; null: started.
   std::function<std::string()> starting;
 };

@@ -41,6 +41,27 @@ TEST(HmacSha512, MatchesRfc4231TestCase2) {
             "9758bf75c05a994a6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737");
 }
 
+TEST(HmacSha256, MatchesRfc4231TestCase2) {
+  const Sha256 mac = hmac_sha256("Jefe", "what do ya want for nothing?");
+  EXPECT_EQ(to_hex(mac), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+TEST(Base64, MatchesRfc4648VectorsBothWays) {
+  const std::pair<std::string, std::string> vectors[] = {{"", ""},
+                                                         {"f", "Zg=="},
+                                                         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"},
+                                                         {"foob", "Zm9vYg=="},
+                                                         {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, encoded] : vectors) {
+    EXPECT_EQ(base64_encode(plain), encoded);
+    EXPECT_EQ(base64_decode(encoded), plain);
+  }
+  EXPECT_EQ(base64_decode("Zm9"), std::nullopt);
+  EXPECT_EQ(base64_decode("Zm9v!A=="), std::nullopt);
+}
+
 TEST(RandomIds, UuidsAreCanonicalVersion4AndDistinct) {
   const std::regex shape("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
   std::set<std::string> seen;

@@ -218,13 +218,32 @@ TEST(CreateBusiness, RegistersTheBusinessWithItsAccountOnce) {
   EXPECT_EQ(x.id, interleaved_id(0, Partition(0), kConfig.partitions));
   EXPECT_EQ(d.events[0].business, "biz-n");
   EXPECT_EQ(p.decide(c).rejection, Rejection::business_exists);
-  EXPECT_EQ(p.decide(UpdateAccount{{"biz-other", "acc-n", false}, "acc-n", {}, true}).rejection,
+  EXPECT_EQ(p.decide(UpdateAccount{{"biz-other", "acc-n", false}, "acc-n", {}, true, {}}).rejection,
             Rejection::account_not_found);
-  const Decision u =
-      p.run(UpdateAccount{{"biz-n", "acc-n", false}, "acc-n", std::vector<std::string>{"https://h"}, {}});
+  const Decision u = p.run(UpdateAccount{{"biz-n", "acc-n", false},
+                                         "acc-n",
+                                         std::vector<std::string>{"https://h"},
+                                         {},
+                                         std::vector<std::string>{"account.debit"}});
   EXPECT_EQ(u.id, "acc-n");
   EXPECT_EQ(only_event<AccountUpdated>(u).webhooks, std::vector<std::string>{"https://h"});
+  EXPECT_EQ(only_event<AccountUpdated>(u).webhook_events, std::vector<std::string>{"account.debit"});
   EXPECT_FALSE(only_event<AccountUpdated>(u).live.has_value());
+}
+
+// A webhook secret's rotation is a fact of the caller's mode, of an account of its business.
+TEST(RotateWebhookSecret, IsOneEventInTheCallersModeForAnAccountOfItsBusiness) {
+  Partition0 p;
+  p.run(CreateBusiness{"biz-n", "N", "acc-n", "Default", "th", "lh", "pk_t", "pk_l"});
+  EXPECT_EQ(p.decide(RotateWebhookSecret{{"biz-other", "acc-o", true}, "acc-n"}).rejection,
+            Rejection::account_not_found);
+  EXPECT_EQ(p.decide(RotateWebhookSecret{{"biz-n", "acc-n", true}, "acc-missing"}).rejection,
+            Rejection::account_not_found);
+  const Decision d = p.run(RotateWebhookSecret{{"biz-n", "acc-n", true}, "acc-n"});
+  EXPECT_EQ(d.id, "acc-n");
+  EXPECT_EQ(only_event<WebhookSecretRotated>(d).account.value, "acc-n");
+  EXPECT_EQ(d.events[0].business, "biz-n");
+  EXPECT_TRUE(d.events[0].live) << "the secret is of the caller's mode";
 }
 
 TEST(AddBankAccount, SavesABeneficiaryOnceAndReplaysItAfter) {

@@ -98,7 +98,9 @@ std::vector<EventData> one_of_each() {
                         {"sys:fees", Kobo(-1'075), Kobo(0)},
                         {kSource, Kobo(501'075), Kobo(501'075)}},
                        kTransaction},
-          AccountUpdated{kAccount, true, std::vector<std::string>{"https://example.com/hook"}}};
+          AccountUpdated{kAccount, true, std::vector<std::string>{"account.debit"},
+                         std::vector<std::string>{"https://example.com/hook"}},
+          WebhookSecretRotated{kAccount}};
 }
 
 TEST(EventV2, RoundTripsEveryKindOfFactInCanonicalForm) {

@@ -74,16 +74,22 @@ class OpenApiRoutes : public ::testing::Test {
     auto keys = SigningKeyStore::open((dir_ / "signing-keys").string());
     ASSERT_TRUE(keys.ok()) << keys.status().message();
     keys_ = std::move(keys).value();
-    auto webhooks = Webhooks::open((dir_ / "webhooks").string(), log_, *views_, *projector_, *keys_);
+    auto secrets = WebhookSecrets::open((dir_ / "webhook-master-secret").string(), std::nullopt);
+    ASSERT_TRUE(secrets.ok()) << secrets.status().message();
+    secrets_ = std::move(secrets).value();
+    auto webhooks =
+        Webhooks::open((dir_ / "webhooks").string(), log_, *views_, *projector_, *keys_, *secrets_);
     ASSERT_TRUE(webhooks.ok()) << webhooks.status().message();
     webhooks_ = std::move(webhooks).value();
     ApiOptions ao;
     ao.webhooks = webhooks_.get();  // as `kobo serve` has it
+    ao.webhook_secrets = secrets_.get();
     api_ = std::make_unique<Api>(*ledger_, *views_, *projector_, ao);
   }
   void TearDown() override {
     api_.reset();
     webhooks_.reset();
+    secrets_.reset();
     keys_.reset();
     projector_.reset();
     views_.reset();
@@ -108,6 +114,7 @@ class OpenApiRoutes : public ::testing::Test {
   std::unique_ptr<Views> views_;
   std::unique_ptr<Projector> projector_;
   std::unique_ptr<SigningKeyStore> keys_;
+  std::unique_ptr<WebhookSecrets> secrets_;
   std::unique_ptr<Webhooks> webhooks_;
   std::unique_ptr<Api> api_;
 };

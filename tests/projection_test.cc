@@ -603,6 +603,80 @@ TEST(ViewKeys, ADescribedKeyNamesItsViewForEveryTagOfTheLayout) {
 // Views carry their key layout: new ones get it, and views of another layout (those from before
 // the marker are of the first) are refused with what to do, never read as if their keys meant
 // the same.
+// Every transaction an event finalizes is the next webhook event of its account in its mode,
+// numbered from 1 in log order; its body is rendered on read; the secret's rotations are kept.
+TEST_F(ProjectionTest, WebhookEventsAreNumberedPerAccountAndModeInLogOrder) {
+  auto views = open_views("hooks");
+  Projector p(log_, *views);
+  ASSERT_TRUE(p.start().ok());
+  const std::string hash(64, 'a');
+  ASSERT_TRUE(ledger_
+                  ->execute(CreateBusiness{kCaller.business, "P", kCaller.account, "Default", hash, hash,
+                                           "pk_t", "pk_l"})
+                  .ok());
+  EXPECT_TRUE(views->webhook(kCaller.account, false).value() == rows::WebhookRow{}) << "none before any";
+  traffic("hook", 3);  // three credits, then two transfers of a debit and a credit each
+  wait_caught_up(p);
+
+  const auto all = views->webhook_events(kCaller.account, false, 0, 1000);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all.value().size(), 7u);
+  const std::vector<WebhookEventType> types{
+      WebhookEventType::account_credit, WebhookEventType::account_credit, WebhookEventType::account_credit,
+      WebhookEventType::account_debit,  WebhookEventType::account_credit, WebhookEventType::account_debit,
+      WebhookEventType::account_credit};
+  const Scope scope{kCaller.business, false};
+  for (std::size_t i = 0; i < all.value().size(); ++i) {
+    const WebhookEvent& e = all.value()[i];
+    SCOPED_TRACE(e.body);
+    EXPECT_EQ(e.sequence, i + 1);
+    EXPECT_EQ(e.type, types[i]);
+    EXPECT_EQ(e.account, kCaller.account);
+    EXPECT_TRUE(e.id.starts_with("evt-"));
+    const json body = json::parse(e.body);
+    EXPECT_EQ(body["sequence"], i + 1);
+    EXPECT_EQ(body["event"], to_string(types[i]));
+    EXPECT_EQ(dump_json(body), e.body) << "the bytes dump_json writes: members in key order";
+    // The transaction as a GET shows it, and the same event found from the transaction.
+    const std::string trx = body["data"]["publicId"];
+    EXPECT_EQ(body["data"], json::parse(*views->transaction_text(scope, "", trx).value()));
+    const auto of = views->webhook_event_of(scope, trx);
+    ASSERT_TRUE(of.ok() && of.value().has_value());
+    EXPECT_EQ(of.value()->sequence, e.sequence);
+    EXPECT_EQ(of.value()->body, e.body);
+    EXPECT_FALSE(views->webhook_event_of(Scope{"biz-other", false}, trx).value().has_value())
+        << "another business's";
+  }
+  // Pages of it, and nothing in the other mode.
+  const auto page = views->webhook_events(kCaller.account, false, 5, 10).value();
+  ASSERT_EQ(page.size(), 2u);
+  EXPECT_EQ(page[0].sequence, 6u);
+  EXPECT_EQ(views->webhook_events(kCaller.account, false, 0, 1).value().size(), 1u);
+  EXPECT_TRUE(views->webhook_events(kCaller.account, false, 7, 10).value().empty());
+  EXPECT_TRUE(views->webhook_events(kCaller.account, true, 0, 10).value().empty());
+  EXPECT_EQ(views->webhook(kCaller.account, false).value().sequence, 7u);
+
+  // Rotations: the current one is named by its event's hash, the previous one is kept.
+  const Outcome first = ledger_->execute(RotateWebhookSecret{kCaller, kCaller.account});
+  ASSERT_TRUE(first.ok());
+  const Outcome second = ledger_->execute(RotateWebhookSecret{kCaller, kCaller.account});
+  ASSERT_TRUE(second.ok());
+  wait_caught_up(p);
+  const rows::WebhookRow row = views->webhook(kCaller.account, false).value();
+  EXPECT_EQ(row.sequence, 7u);
+  EXPECT_EQ(row.secret, second.events[0].hash);
+  EXPECT_EQ(row.secret_at, second.events[0].time);
+  EXPECT_EQ(row.previous, first.events[0].hash);
+  EXPECT_TRUE(views->webhook(kCaller.account, true).value().secret.empty()) << "of the test mode only";
+
+  // The same from the log alone.
+  auto rebuilt = open_views("hooks-rebuilt");
+  Projector fresh(log_, *rebuilt);
+  ASSERT_TRUE(fresh.start().ok());
+  wait_caught_up(fresh);
+  EXPECT_EQ(dump(*rebuilt), dump(*views));
+}
+
 TEST_F(ProjectionTest, ViewsOfAnotherKeyLayoutAreRefusedNotRead) {
   {
     auto views = open_views("layout");
@@ -628,11 +702,11 @@ TEST_F(ProjectionTest, ViewsOfAnotherKeyLayoutAreRefusedNotRead) {
   EXPECT_EQ(first.status().kind(), ErrorKind::other_format);
   EXPECT_NE(first.status().message().find("key layout 1"), std::string::npos) << first.status().message();
 
-  write_raw(std::string(view_keys::kFormatKey), "9");
+  write_raw(std::string(view_keys::kFormatKey), "99");
   auto later = Views::open((dir_ / "layout").string(), kPartitions);
   ASSERT_FALSE(later.ok());
   EXPECT_EQ(later.status().kind(), ErrorKind::other_format);
-  EXPECT_NE(later.status().message().find("key layout 9"), std::string::npos) << later.status().message();
+  EXPECT_NE(later.status().message().find("key layout 99"), std::string::npos) << later.status().message();
   EXPECT_NE(later.status().message().find("kobo replay"), std::string::npos) << later.status().message();
 }
 

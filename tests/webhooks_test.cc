@@ -1,4 +1,5 @@
-// webhooks/: the pure rules (signature, address policy, retry schedule) and the signing key store.
+// webhooks/: the pure rules (signatures, address policy, retry schedule, delivery states), the
+// signing key store and the webhook secrets.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -21,6 +22,118 @@ TEST(WebhookSignature, IsHexHmacSha512OfTheExactBody) {
   EXPECT_NE(webhook_signature("sk_test_x", R"({"event":"account.credit"})"),
             webhook_signature("sk_test_x", R"({"event": "account.credit"})"));
   EXPECT_NE(webhook_signature("sk_test_x", "body"), webhook_signature("sk_live_x", "body"));
+}
+
+TEST(StandardWebhookSignature, MatchesTheSpecificationsExample) {
+  // The example of the Standard Webhooks specification and its libraries' tests.
+  EXPECT_EQ(standard_webhook_signature("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                                       "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, R"({"test": 2432232314})"),
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+}
+
+TEST(DeliveryStates, AnAttemptsEndMovesTheDeliveryByTheSchedule) {
+  RetrySchedule s;
+  s.delays = {10s, 1min};
+  s.window = 10min;
+  s.attempts_max = 5;
+  const UnixMs created = 1'000'000;
+  // A 2xx succeeds, whatever came before.
+  EXPECT_EQ(next_delivery_state(s, created, 1, true, false, created + 5),
+            (DeliveryState{DeliveryStatus::succeeded, std::nullopt}));
+  EXPECT_EQ(next_delivery_state(s, created, 4, true, true, created + 5),
+            (DeliveryState{DeliveryStatus::succeeded, std::nullopt}));
+  // A failure waits the delay of its place in the schedule; the last delay repeats.
+  EXPECT_EQ(next_delivery_state(s, created, 1, false, false, created + 5),
+            (DeliveryState{DeliveryStatus::pending, created + 5 + 10'000}));
+  EXPECT_EQ(next_delivery_state(s, created, 2, false, false, created + 20'000),
+            (DeliveryState{DeliveryStatus::pending, created + 20'000 + 60'000}));
+  EXPECT_EQ(next_delivery_state(s, created, 3, false, false, created + 90'000),
+            (DeliveryState{DeliveryStatus::pending, created + 90'000 + 60'000}));
+  // The next attempt may fall at the window's end, not past it.
+  EXPECT_EQ(next_delivery_state(s, created, 3, false, false, created + 540'000),
+            (DeliveryState{DeliveryStatus::pending, created + 600'000}));
+  EXPECT_EQ(next_delivery_state(s, created, 3, false, false, created + 540'001),
+            (DeliveryState{DeliveryStatus::failed, std::nullopt}));
+  // The attempts are used up.
+  EXPECT_EQ(next_delivery_state(s, created, 5, false, false, created + 100'000),
+            (DeliveryState{DeliveryStatus::failed, std::nullopt}));
+  EXPECT_EQ(next_delivery_state(s, created, 4, false, false, created + 100'000).status,
+            DeliveryStatus::pending);
+  // A manual retry that fails is one attempt: it does not start a new schedule.
+  EXPECT_EQ(next_delivery_state(s, created, 1, false, true, created + 5),
+            (DeliveryState{DeliveryStatus::failed, std::nullopt}));
+}
+
+TEST(DeliveryStates, AManualRetryMakesTheDeliveryDueNow) {
+  const UnixMs now = 5'000;
+  // A finished delivery is pending again, for one (manual) attempt.
+  EXPECT_EQ(retried_delivery_state(DeliveryStatus::failed, false, now),
+            (RetriedState{{DeliveryStatus::pending, now}, true}));
+  EXPECT_EQ(retried_delivery_state(DeliveryStatus::succeeded, false, now),
+            (RetriedState{{DeliveryStatus::pending, now}, true}));
+  // A pending one is due now and keeps its schedule, or stays the manual attempt it was.
+  EXPECT_EQ(retried_delivery_state(DeliveryStatus::pending, false, now),
+            (RetriedState{{DeliveryStatus::pending, now}, false}));
+  EXPECT_EQ(retried_delivery_state(DeliveryStatus::pending, true, now),
+            (RetriedState{{DeliveryStatus::pending, now}, true}));
+  for (const auto status : {DeliveryStatus::pending, DeliveryStatus::succeeded, DeliveryStatus::failed})
+    EXPECT_EQ(delivery_status_from_string(to_string(status)), status);
+  EXPECT_EQ(delivery_status_from_string("done"), std::nullopt);
+}
+
+TEST(WebhookSecrets, DeriveOneSecretPerAccountModeAndRotationFromTheMaster) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kobo-webhook-secrets-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "webhook-master-secret").string();
+  auto made = WebhookSecrets::open(path, std::nullopt);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const std::string a = made.value()->secret("acc-1", false, "h1");
+  // whsec_ + base64 of 32 bytes.
+  ASSERT_TRUE(a.starts_with("whsec_"));
+  const auto key = base64_decode(a.substr(6));
+  ASSERT_TRUE(key.has_value());
+  EXPECT_EQ(key->size(), 32u);
+  // After a restart the file gives the same secrets; each input makes another.
+  auto reopened = WebhookSecrets::open(path, std::nullopt);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(reopened.value()->secret("acc-1", false, "h1"), a);
+  EXPECT_NE(made.value()->secret("acc-1", true, "h1"), a);
+  EXPECT_NE(made.value()->secret("acc-2", false, "h1"), a);
+  EXPECT_NE(made.value()->secret("acc-1", false, "h2"), a);
+  // A master given to every node derives alike on each; a short one is refused.
+  const std::string master(40, 'm');
+  EXPECT_EQ(WebhookSecrets::open(path, master).value()->secret("acc-1", false, "h1"),
+            WebhookSecrets::open((dir / "other").string(), master).value()->secret("acc-1", false, "h1"));
+  EXPECT_NE(WebhookSecrets::open(path, master).value()->secret("acc-1", false, "h1"), a);
+  EXPECT_FALSE(WebhookSecrets::open(path, std::string(31, 'm')).ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(WebhookSecrets, SignWithTheCurrentSecretAndThePreviousForADayAfterARotation) {
+  auto secrets = WebhookSecrets::open("/unused", std::string(32, 'k'));
+  ASSERT_TRUE(secrets.ok());
+  const WebhookSecrets& w = *secrets.value();
+  const std::string body = R"({"data":{},"event":"account.credit","sequence":1})";
+  const UnixMs rotated = 1'700'000'000'000;
+  const auto sign = [&](std::string_view rotation, UnixMs now) {
+    return standard_webhook_signature(w.secret("acc-1", true, rotation), "evt-1", now / 1000, body);
+  };
+  // Never issued: no signature.
+  EXPECT_EQ(w.signatures(rows::WebhookRow{}, "acc-1", true, "evt-1", rotated, body), "");
+  // Issued once: the one secret's.
+  EXPECT_EQ(w.signatures(rows::WebhookRow{3, "h1", rotated, ""}, "acc-1", true, "evt-1", rotated + 5, body),
+            sign("h1", rotated + 5));
+  // Rotated: both for 24 hours, the current first, then the current alone.
+  const rows::WebhookRow row{3, "h2", rotated, "h1"};
+  const UnixMs day = 24LL * 3600 * 1000;
+  EXPECT_EQ(w.signatures(row, "acc-1", true, "evt-1", rotated + day - 1, body),
+            sign("h2", rotated + day - 1) + " " + sign("h1", rotated + day - 1));
+  EXPECT_EQ(w.signatures(row, "acc-1", true, "evt-1", rotated + day, body), sign("h2", rotated + day));
 }
 
 TEST(WebhookAddressPolicy, RefusesEveryNonPublicRange) {

@@ -89,6 +89,27 @@ std::optional<std::string> forbidden_address_reason(std::string_view address) {
   return std::nullopt;
 }
 
+std::optional<DeliveryStatus> delivery_status_from_string(std::string_view s) {
+  for (const auto status : {DeliveryStatus::pending, DeliveryStatus::succeeded, DeliveryStatus::failed})
+    if (to_string(status) == s) return status;
+  return std::nullopt;
+}
+
+DeliveryState next_delivery_state(const RetrySchedule& schedule, UnixMs created, std::uint32_t attempts,
+                                  bool ok, bool manual, UnixMs now) {
+  KOBO_ASSERT(attempts >= 1, "a delivery's state moves when an attempt ends");
+  if (ok) return {DeliveryStatus::succeeded, std::nullopt};
+  if (manual) return {DeliveryStatus::failed, std::nullopt};  // one attempt, not a new schedule
+  const UnixMs due = now + schedule.delay_after(attempts).count();
+  if (attempts >= schedule.attempts_max || due > created + schedule.window.count())
+    return {DeliveryStatus::failed, std::nullopt};
+  return {DeliveryStatus::pending, due};
+}
+
+RetriedState retried_delivery_state(DeliveryStatus status, bool manual, UnixMs now) {
+  return {{DeliveryStatus::pending, now}, status == DeliveryStatus::pending ? manual : true};
+}
+
 std::string_view to_string(DeliveryStatus s) {
   switch (s) {
     case DeliveryStatus::pending:

@@ -96,14 +96,6 @@ std::string endpoint_of(const std::string& url) {
   return std::string(u->encoded_host()) + ":" + port;
 }
 
-// docs/architecture.md section 7: account.credit (any credit), account.debit (a debit that
-// succeeded), account.debit.failed (a failed payout).
-std::optional<std::string_view> event_name(Entry entry, TransactionStatus status) {
-  if (entry == Entry::credit)
-    return status == TransactionStatus::success ? std::optional("account.credit") : std::nullopt;
-  return status == TransactionStatus::success ? "account.debit" : "account.debit.failed";
-}
-
 json public_record(json d) {
   for (const char* internal : {"body", "business", "dueMs", "manual"}) d.erase(internal);
   return d;
@@ -114,12 +106,13 @@ json public_record(json d) {
 class Webhooks::Impl {
  public:
   Impl(std::unique_ptr<rocksdb::DB> db, EventLog& log, Views& views, Projector& projector,
-       const SigningKeyStore& keys, WebhookOptions options)
+       const SigningKeyStore& keys, const WebhookSecrets& secrets, WebhookOptions options)
       : db_(std::move(db)),
         log_(log),
         views_(views),
         projector_(projector),
         keys_(keys),
+        secrets_(secrets),
         options_(std::move(options)),
         tls_(webhooks_detail::make_tls_context()) {}
 
@@ -151,14 +144,19 @@ class Webhooks::Impl {
   Views& views_;
   Projector& projector_;
   const SigningKeyStore& keys_;
+  const WebhookSecrets& secrets_;
   const WebhookOptions options_;
   asio::ssl::context tls_;
 
   std::unique_ptr<LogFollower> follower_;  // consumer thread only (and start(), before it runs)
   bool skip_to_end_ = false;               // start() only
-  // The webhook URLs of the accounts read so far (consumer thread only; emptied when an
-  // account is updated).
-  std::map<std::string, std::set<std::string>> urls_of_account_;
+  // What the accounts read so far want delivered (consumer thread only; emptied when an account
+  // is updated).
+  struct Wanted {
+    std::set<std::string> urls;
+    std::array<bool, kWebhookEventTypes> types{};  // by WebhookEventType
+  };
+  std::map<std::string, Wanted> wanted_of_account_;
   std::atomic<bool> healthy_{true};
   bool unwritable_ = false;  // consumer thread only: its last write failed
   std::atomic<bool> stopping_{false};
@@ -184,7 +182,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
 
   Status accepted(const Event& e) override {
     // An account's URLs are read once and kept until an account changes.
-    if (std::holds_alternative<AccountUpdated>(e.data)) impl_.urls_of_account_.clear();
+    if (std::holds_alternative<AccountUpdated>(e.data)) impl_.wanted_of_account_.clear();
     const auto finalized = transactions_finalized(e.data);
     if (finalized.empty()) return {};
     // The data is the Transaction as the API shows it: read it once the projector has it.
@@ -198,34 +196,46 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
   }
 
  private:
-  // The webhook URLs of an account; an error when the views cannot be read.
-  Result<const std::set<std::string>*> urls_of(const std::string& business, const std::string& account_id) {
-    auto it = impl_.urls_of_account_.find(account_id);
-    if (it != impl_.urls_of_account_.end()) return &it->second;
+  // What an account wants delivered: its URLs and event types (all when it never chose);
+  // an error when the views cannot be read.
+  Result<const Wanted*> wanted_of(const std::string& business, const std::string& account_id) {
+    auto it = impl_.wanted_of_account_.find(account_id);
+    if (it != impl_.wanted_of_account_.end()) return &it->second;
     const auto account = impl_.views_.account(business, account_id);
     if (!account) return account.status();
     KOBO_ASSERT(account.value().has_value(), "a transaction of an account the views do not have");
-    std::set<std::string> urls;
+    Wanted wanted;
     for (const auto& u : account.value()->value("webhooks", json::array()))
-      if (u.is_string()) urls.insert(u.get<std::string>());
-    return &impl_.urls_of_account_.emplace(account_id, std::move(urls)).first->second;
+      if (u.is_string()) wanted.urls.insert(u.get<std::string>());
+    if (const auto types = account.value()->find("webhookEvents"); types != account.value()->end()) {
+      for (const auto& t : *types)
+        if (const auto type =
+                t.is_string() ? webhook_event_type_from_string(t.get<std::string>()) : std::nullopt)
+          wanted.types[static_cast<std::size_t>(*type)] = true;
+    } else {
+      wanted.types.fill(true);
+    }
+    return &impl_.wanted_of_account_.emplace(account_id, std::move(wanted)).first->second;
   }
 
-  // The deliveries of one transaction's final state, one per URL of its account. Their ids
-  // derive from the event and the transaction, so a re-read event records the same deliveries.
-  // A read of the views that fails is returned: the event is not recorded, nor its position.
+  // The deliveries of one transaction's final state, one per URL of its account when the account
+  // wants its type. Their ids derive from the event and the transaction, so a re-read event
+  // records the same deliveries. The body is the webhook event as the views render it (its
+  // sequence counts every type, wanted or not). A read of the views that fails is returned: the
+  // event is not recorded, nor its position.
   Status record(const Event& e, const FinalizedTransaction& f) {
-    const auto name = event_name(f.entry, f.status);
-    if (!name) return {};
+    const auto type = webhook_event_of(f);
+    if (!type) return {};
     // Most accounts have no webhooks, and then nothing more is done. The account is the one
-    // the event names (its transactions are that account's), else the record's.
-    std::optional<std::string> trx;
-    const auto read_trx = [&]() -> Status {
-      if (trx) return {};
-      auto read = impl_.views_.transaction_text(Scope{e.business, e.live}, "", f.id.value);
+    // the event names (its transactions are that account's), else the webhook event's.
+    const Scope scope{e.business, e.live};
+    std::optional<WebhookEvent> event;
+    const auto read_event = [&]() -> Status {
+      if (event) return {};
+      auto read = impl_.views_.webhook_event_of(scope, f.id.value);
       if (!read) return read.status();
-      trx = std::move(read).value();
-      KOBO_ASSERT(trx.has_value(), "a finalized transaction is missing from the views");
+      KOBO_ASSERT(read.value().has_value(), "a finalized transaction has no webhook event in the views");
+      event = std::move(read).value();
       return {};
     };
     std::string account_id = std::visit(
@@ -237,39 +247,38 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
         },
         e.data);
     if (account_id.empty()) {
-      if (auto s = read_trx(); !s) return s;
-      account_id = json::parse(*trx).at("account").get<std::string>();  // a payout's status change: rare
+      if (auto s = read_event(); !s) return s;  // a payout's status change: rare
+      account_id = event->account;
     }
-    const auto read_urls = urls_of(e.business, account_id);
-    if (!read_urls) return read_urls.status();
-    const std::set<std::string>& urls = *read_urls.value();
-    if (urls.empty()) return {};
-    if (auto s = read_trx(); !s) return s;
+    const auto read_wanted = wanted_of(e.business, account_id);
+    if (!read_wanted) return read_wanted.status();
+    const Wanted& wanted = *read_wanted.value();
+    if (wanted.urls.empty() || !wanted.types[static_cast<std::size_t>(*type)]) return {};
+    if (auto s = read_event(); !s) return s;
 
     const std::string seed = e.hash + "|" + f.id.value;
-    const std::string event_id = "evt-" + derived_uuid("event|" + seed);
-    const std::string body = R"({"event":)" + json(*name).dump() + R"(,"data":)" + *trx + "}";
     const UnixMs now = now_ms();
     const std::string ts = format_iso8601(now);
-    for (const auto& url : urls) {
+    for (const auto& url : wanted.urls) {
       const std::string id =
           "whd-" + derived_uuid(std::string("delivery|").append(seed).append("|").append(url));
       const json d{{"id", id},
-                   {"event", *name},
-                   {"eventId", event_id},
+                   {"event", to_string(*type)},
+                   {"eventId", event->id},
+                   {"sequence", event->sequence},
                    {"url", url},
                    {"business", e.business},
                    {"account", account_id},
                    {"live", e.live},
                    {"transaction", f.id.value},
-                   {"status", "pending"},
+                   {"status", to_string(DeliveryStatus::pending)},
                    {"attempts", json::array()},
                    {"nextAttemptAt", ts},
                    {"dueMs", now},
                    {"manual", false},
                    {"createdAt", ts},
                    {"updatedAt", ts},
-                   {"body", body}};
+                   {"body", event->body}};
       KOBO_ASSERT(wb_.Put(delivery_key(id), d.dump()).ok(), "WriteBatch put");
       KOBO_ASSERT(wb_.Put(list_key(e.business, e.live, now, id), "").ok(), "WriteBatch put");
       KOBO_ASSERT(wb_.Put(due_key(now, id), "").ok(), "WriteBatch put");
@@ -449,17 +458,27 @@ asio::awaitable<void> Webhooks::Impl::attempt(json record) {
   const UnixMs started = now_ms();
   PostResult result;
   const std::string account = record.at("account").get<std::string>();
-  const auto key = keys_.get(account, record.at("live").get<bool>());
+  const bool live = record.at("live").get<bool>();
+  const auto key = keys_.get(account, live);
+  // The secret current now, whenever the event was: the views know the account's rotations.
+  const auto secret = views_.webhook(account, live);
   if (!key) {
     result.error = "no signing key for account " + account + " on this node";
+  } else if (!secret) {
+    result.error = "the account's webhook secret cannot be read: " + secret.status().message();
   } else {
     const std::string body = record.at("body").get<std::string>();
+    const std::string event_id = record.at("eventId").get<std::string>();
     webhooks_detail::PostRequest request{record.at("url").get<std::string>(),
                                          body,
                                          {{"content-type", "application/json"},
                                           {"user-agent", kUserAgent},
-                                          {"x-kobo-event-id", record.at("eventId").get<std::string>()},
-                                          {"x-kobo-signature", webhook_signature(*key, body)}}};
+                                          {"x-kobo-event-id", event_id},
+                                          {"x-kobo-signature", webhook_signature(*key, body)},
+                                          {"webhook-id", event_id},
+                                          {"webhook-timestamp", std::to_string(started / 1000)}}};
+    std::string signatures = secrets_.signatures(secret.value(), account, live, event_id, started, body);
+    if (!signatures.empty()) request.headers.emplace_back("webhook-signature", std::move(signatures));
     result = co_await webhooks_detail::post(
         tls_, std::move(request), {options_.timeout, options_.allow_private, std::size_t{8} * 1024});
   }
@@ -485,28 +504,17 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
   const UnixMs now = now_ms();
   rocksdb::WriteBatch wb;
   KOBO_ASSERT(wb.Delete(due_key(d->at("dueMs").get<UnixMs>(), id)).ok(), "WriteBatch delete");
-  std::optional<UnixMs> next;
-  if (result.ok()) {
-    (*d)["status"] = "succeeded";
-    m.succeeded.inc();
-  } else if (d->at("manual").get<bool>()) {
-    (*d)["status"] = "failed";  // a manual retry is one attempt, not a new schedule
-    m.failed.inc();
-  } else {
-    const UnixMs created = parse_iso8601(d->at("createdAt").get<std::string>()).value_or(now);
-    const UnixMs due = now + options_.schedule.delay_after(attempts).count();
-    if (attempts >= options_.schedule.attempts_max || due > created + options_.schedule.window.count()) {
-      (*d)["status"] = "failed";
-      m.failed.inc();
-    } else {
-      next = due;
-    }
-  }
+  const DeliveryState next = next_delivery_state(
+      options_.schedule, parse_iso8601(d->at("createdAt").get<std::string>()).value_or(now), attempts,
+      result.ok(), d->at("manual").get<bool>(), now);
+  (*d)["status"] = to_string(next.status);
+  if (next.status == DeliveryStatus::succeeded) m.succeeded.inc();
+  if (next.status == DeliveryStatus::failed) m.failed.inc();
   (*d)["manual"] = false;
   (*d)["updatedAt"] = format_iso8601(now);
-  (*d)["nextAttemptAt"] = next ? json(format_iso8601(*next)) : json(nullptr);
-  (*d)["dueMs"] = next ? json(*next) : json(nullptr);
-  if (next) KOBO_ASSERT(wb.Put(due_key(*next, id), "").ok(), "WriteBatch put");
+  (*d)["nextAttemptAt"] = next.next_attempt ? json(format_iso8601(*next.next_attempt)) : json(nullptr);
+  (*d)["dueMs"] = next.next_attempt ? json(*next.next_attempt) : json(nullptr);
+  if (next.next_attempt) KOBO_ASSERT(wb.Put(due_key(*next.next_attempt, id), "").ok(), "WriteBatch put");
   KOBO_ASSERT(wb.Put(delivery_key(id), d->dump()).ok(), "WriteBatch put");
   // Unrecorded, the attempt is made again when the delivery is next due: at least once.
   if (auto s = write(wb); !s)
@@ -535,7 +543,8 @@ Page Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter& filter
     if (!key.starts_with(prefix)) break;
     auto d = get(std::string(key.data() + prefix.size() + 8, key.size() - prefix.size() - 8));
     KOBO_ASSERT(d.has_value(), "the delivery listing points at a missing delivery");
-    if (filter.status && d->at("status") != to_string(*filter.status)) continue;
+    if (filter.status && delivery_status_from_string(d->at("status").get<std::string>()) != *filter.status)
+      continue;
     if (out.total_count >= first && out.total_count < first + page.per_page)
       out.items.push_back(public_record(std::move(*d)));
     ++out.total_count;
@@ -552,12 +561,13 @@ Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_vie
   if (in_flight_.contains(std::string(id))) return RetryOutcome::in_progress;
   const UnixMs now = now_ms();
   rocksdb::WriteBatch wb;
-  if (d->at("status") == "pending") {
+  const auto status = delivery_status_from_string(d->at("status").get<std::string>());
+  KOBO_ASSERT(status.has_value(), "a delivery of an unknown status");
+  if (*status == DeliveryStatus::pending)
     KOBO_ASSERT(wb.Delete(due_key(d->at("dueMs").get<UnixMs>(), id)).ok(), "WriteBatch delete");
-  } else {
-    (*d)["status"] = "pending";
-    (*d)["manual"] = true;
-  }
+  const RetriedState retried = retried_delivery_state(*status, d->at("manual").get<bool>(), now);
+  (*d)["status"] = to_string(retried.state.status);
+  (*d)["manual"] = retried.manual;
   (*d)["dueMs"] = now;
   (*d)["nextAttemptAt"] = format_iso8601(now);
   (*d)["updatedAt"] = format_iso8601(now);
@@ -577,7 +587,7 @@ Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_vie
 
 Result<std::unique_ptr<Webhooks>> Webhooks::open(const std::string& path, EventLog& log, Views& views,
                                                  Projector& projector, const SigningKeyStore& keys,
-                                                 WebhookOptions options) {
+                                                 const WebhookSecrets& secrets, WebhookOptions options) {
   KOBO_ASSERT(options.concurrency_max > 0 && options.endpoint_concurrency_max > 0, "webhook concurrency");
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
@@ -589,7 +599,7 @@ Result<std::unique_ptr<Webhooks>> Webhooks::open(const std::string& path, EventL
   rocksdb::DB* raw = nullptr;
   const auto s = rocksdb::DB::Open(o, path, &raw);
   if (!s.ok()) return Status::error("open webhooks " + path + ": " + s.ToString());
-  auto impl = std::make_unique<Impl>(std::unique_ptr<rocksdb::DB>(raw), log, views, projector, keys,
+  auto impl = std::make_unique<Impl>(std::unique_ptr<rocksdb::DB>(raw), log, views, projector, keys, secrets,
                                      std::move(options));
   if (auto st = impl->open_follower(); !st) return st;
   return std::unique_ptr<Webhooks>(new Webhooks(std::move(impl)));

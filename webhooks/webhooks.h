@@ -23,8 +23,8 @@
 // Thread safety: Webhooks' public methods may be called from any thread. Lifecycle: open()
 // (reads only the delivery database, so a node starts in a broker outage), start() (a new
 // delivery database first skips to the log's end; a start that failed may be called again),
-// stop() (or the destructor). It must not outlive the EventLog, Views, Projector and
-// SigningKeyStore it was opened over.
+// stop() (or the destructor). It must not outlive the EventLog, Views, Projector,
+// SigningKeyStore and WebhookSecrets it was opened over.
 
 #include <chrono>
 #include <cstdint>
@@ -38,6 +38,7 @@
 #include "common/result.h"
 #include "events/event_log.h"
 #include "projection/projector.h"
+#include "projection/rows.h"
 #include "projection/views.h"
 
 namespace kobo {
@@ -63,6 +64,48 @@ class SigningKeyStore {
  private:
   explicit SigningKeyStore(std::string dir) : dir_(std::move(dir)) {}
   std::string dir_;
+};
+
+// Standard Webhooks (docs/webhooks.md): every delivery also carries webhook-id, webhook-timestamp
+// and webhook-signature, `v1,` + base64 of HMAC-SHA256 over `{id}.{timestamp}.{body}` keyed with
+// the bytes of the base64 after `whsec_` of the account's webhook secret of the event's mode.
+//
+// Where the secrets live: nowhere. The log records that a secret was issued or rotated
+// (WebhookSecretRotated: account, mode, time, and its hash names the rotation); the secret is
+// derived from that rotation with a master secret that only the service's nodes hold, so the log
+// never holds a key, every node that delivers signs alike after a restart or a replay, and an
+// attempt uses the secret current when it is made. The master secret is given (the same on
+// every node of a deployment) or made at the first start in the data dir (32 random bytes, 0600).
+// An account that was never issued a secret gets no webhook-signature (nobody could check one).
+
+// How long after a rotation deliveries are signed with the previous secret too.
+inline constexpr std::chrono::hours kWebhookSecretOverlap{24};
+
+// `v1,` + base64(HMAC-SHA256(key, `{id}.{timestamp}.{body}`)), key the bytes of the base64 after
+// `whsec_` in `secret`.
+std::string standard_webhook_signature(std::string_view secret, std::string_view id, std::int64_t timestamp,
+                                       std::string_view body);
+
+// The account's secret of one mode in one rotation: which secret is current, and since when, is
+// in the views (rows::WebhookRow). Thread-safe (immutable after open).
+class WebhookSecrets {
+ public:
+  // `configured`: the master secret as given (--webhook-master-secret), at least 32 characters;
+  // else the one in the file at `path`, made (32 random bytes, hex, mode 0600) when missing.
+  [[nodiscard]] static Result<std::unique_ptr<WebhookSecrets>> open(
+      const std::string& path, const std::optional<std::string>& configured);
+  // `whsec_` + base64 of HMAC-SHA256(master, account|mode|rotation): the secret issued by the
+  // WebhookSecretRotated event whose hash is `rotation`.
+  std::string secret(std::string_view account, bool live, std::string_view rotation) const;
+  // The webhook-signature header of an attempt made at `now` (its timestamp): the current
+  // secret's signature, then the previous one's within kWebhookSecretOverlap of the rotation,
+  // space-separated; empty when the account has no secret in that mode yet.
+  std::string signatures(const rows::WebhookRow& row, std::string_view account, bool live,
+                         std::string_view id, UnixMs now, std::string_view body) const;
+
+ private:
+  explicit WebhookSecrets(std::string master) : master_(std::move(master)) {}
+  std::string master_;
 };
 
 // ---- retries and addresses --------------------------------------------------------------------
@@ -104,6 +147,29 @@ struct WebhookOptions {
 // succeeded or failed back to pending for one attempt.
 enum class DeliveryStatus { pending, succeeded, failed };
 std::string_view to_string(DeliveryStatus s);
+std::optional<DeliveryStatus> delivery_status_from_string(std::string_view s);
+
+// Where a delivery stands after an attempt ended: its status and, while pending, when it is next
+// attempted.
+struct DeliveryState {
+  DeliveryStatus status = DeliveryStatus::pending;
+  std::optional<UnixMs> next_attempt;
+  bool operator==(const DeliveryState&) const = default;
+};
+// The transition of an attempt that ended at `now`: the `attempts`-th (>= 1) of a delivery
+// recorded at `created`. A 2xx (`ok`) succeeds; a failed manual retry (`manual`) is one attempt
+// and fails; otherwise the next attempt is due after the schedule's delay, unless that falls past
+// the window or the attempts are used up, and then the delivery fails. Pure.
+DeliveryState next_delivery_state(const RetrySchedule& schedule, UnixMs created, std::uint32_t attempts,
+                                  bool ok, bool manual, UnixMs now);
+// A manual retry at `now`: a pending delivery is due now and stays as manual as it was; a
+// finished one is pending again for one attempt (manual). Pure.
+struct RetriedState {
+  DeliveryState state;
+  bool manual = false;
+  bool operator==(const RetriedState&) const = default;
+};
+RetriedState retried_delivery_state(DeliveryStatus status, bool manual, UnixMs now);
 
 struct DeliveryFilter {
   std::optional<DeliveryStatus> status;
@@ -116,6 +182,7 @@ class Webhooks {
   [[nodiscard]] static Result<std::unique_ptr<Webhooks>> open(const std::string& path, EventLog& log,
                                                               Views& views, Projector& projector,
                                                               const SigningKeyStore& keys,
+                                                              const WebhookSecrets& secrets,
                                                               WebhookOptions options = {});
   ~Webhooks();
   Webhooks(const Webhooks&) = delete;

@@ -1,8 +1,18 @@
 // Webhooks (issue 6, docs/webhooks.md): signed deliveries to a receiver in this process,
 // retries with a stable event id, delivery across a kill -9, a hung receiver that delays no
 // other, the private-address guard, and GET /v1/webhook-deliveries + POST .../retry.
+//
+// Every delivery these tests check also verifies as Standard Webhooks (issue 26): each test's
+// business is issued a webhook secret first, and at the end of each test every delivery checked
+// is handed to tests/webhooks/verify_deliveries.py, which verifies it with the `standardwebhooks`
+// package from PyPI, not with our code. (tests/webhooks/run_standard_webhooks.py covers what
+// only a receiver's view shows: rotation, subscriptions, sequences and catching up.)
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -23,13 +33,52 @@ constexpr const char* kAdminKey = "webhooks-admin-key";
 struct Business {
   std::string key;
   std::string account;
+  std::string webhook_secret;  // whsec_…
 };
+
+// The account's webhook secret of test mode, issued (POST /v1/accounts/{id}/webhook-secret).
+std::string issue_webhook_secret(HttpClient& http, const std::string& key, const std::string& account) {
+  const json d = data_or_throw(http.post("/v1/accounts/" + account + "/webhook-secret", json::object(), key),
+                               201, "issue webhook secret");
+  EXPECT_EQ(d["account"], account);
+  EXPECT_TRUE(d["previousSecretExpiresAt"].is_null()) << "the first secret replaces none";
+  return d["secret"];
+}
 
 Business new_business(HttpClient& http) {
   const auto res = http.request(boost::beast::http::verb::post, "/v1/admin/businesses",
                                 json{{"name", unique_name("hooks")}}.dump(), {{"x-admin-key", kAdminKey}});
   const json d = data_or_throw(res, 201, "create business");
-  return Business{d["credentials"]["testSecretKey"], d["credentials"]["accountId"]};
+  Business b{d["credentials"]["testSecretKey"], d["credentials"]["accountId"], ""};
+  b.webhook_secret = issue_webhook_secret(http, b.key, b.account);
+  return b;
+}
+
+// The deliveries expect_signed() saw, with the secret each must verify with: handed to the
+// Standard Webhooks library at the end of each test (verify_with_standard_webhooks).
+std::vector<json>& deliveries_to_verify() {
+  static std::vector<json> all;
+  return all;
+}
+
+// Every delivery seen since the last call verifies with `standardwebhooks` (PyPI), run in the
+// virtualenv of tools/venv.sh.
+void verify_with_standard_webhooks() {
+  std::vector<json> batch;
+  batch.swap(deliveries_to_verify());
+  if (batch.empty()) return;
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("kobo-deliveries-" + std::to_string(::getpid()) + "-" + random_uuid() + ".jsonl");
+  {
+    std::ofstream out(file);
+    for (const json& d : batch) out << d.dump() << "\n";
+  }
+  const std::string source = KOBO_SOURCE_DIR;
+  const std::string command = "venv=$(" + source + "/tools/venv.sh) && \"$venv/bin/python\" " + source +
+                              "/tests/webhooks/verify_deliveries.py " + file.string();
+  const int rc = std::system(command.c_str());
+  EXPECT_EQ(rc, 0) << "deliveries that standardwebhooks does not verify (" << batch.size() << " checked)";
+  std::filesystem::remove(file);
 }
 
 void set_webhooks(HttpClient& http, const Business& b, const std::vector<std::string>& urls) {
@@ -44,20 +93,30 @@ std::vector<json> deliveries(HttpClient& http, const std::string& key, const std
 // The body as JSON, or throws.
 json body_of(const ReceivedRequest& r) { return json::parse(r.body); }
 
-// Every request is a signed POST of {"event","data"} with the headers the issue names.
-void expect_signed(const ReceivedRequest& r, const std::string& secret_key) {
+// Every request is a signed POST of {"data","event","sequence"} with the headers the issues name:
+// ours (checked here) and Standard Webhooks' (kept for verify_with_standard_webhooks).
+void expect_signed(const ReceivedRequest& r, const Business& b) {
   SCOPED_TRACE(r.body.substr(0, 300));
   EXPECT_EQ(r.method, "POST");
   EXPECT_EQ(r.header("content-type"), "application/json");
   EXPECT_NE(r.header("user-agent").find("Kobo"), std::string::npos) << r.header("user-agent");
   EXPECT_TRUE(r.header("x-kobo-event-id").starts_with("evt-"));
-  EXPECT_EQ(r.header("x-kobo-signature"), hmac_sha512_hex(secret_key, r.body))
-      << "signature of the exact bytes";
-  const json b = body_of(r);
-  ASSERT_TRUE(b.is_object());
-  EXPECT_EQ(b.size(), 2u);
-  EXPECT_TRUE(b["event"].is_string());
-  EXPECT_TRUE(b["data"].is_object());
+  EXPECT_EQ(r.header("x-kobo-signature"), hmac_sha512_hex(b.key, r.body)) << "signature of the exact bytes";
+  EXPECT_EQ(r.header("webhook-id"), r.header("x-kobo-event-id"));
+  const auto now_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  EXPECT_LT(std::abs(std::stoll(r.header("webhook-timestamp")) - now_s), 120)
+      << r.header("webhook-timestamp");
+  EXPECT_TRUE(r.header("webhook-signature").starts_with("v1,")) << r.header("webhook-signature");
+  deliveries_to_verify().push_back(
+      json{{"secret", b.webhook_secret}, {"headers", r.headers}, {"body", r.body}});
+  const json body = body_of(r);
+  ASSERT_TRUE(body.is_object());
+  EXPECT_EQ(body.size(), 3u);
+  EXPECT_TRUE(body["event"].is_string());
+  EXPECT_TRUE(body["data"].is_object());
+  EXPECT_TRUE(body["sequence"].is_number_unsigned() && body["sequence"] >= 1) << body["sequence"];
 }
 
 // One server for the suite: private addresses allowed (the receivers are on loopback), quick
@@ -70,6 +129,7 @@ class Webhooks : public ServerSuite {
                   "--webhook-retry-window", "3s", "--webhook-timeout-ms", "30000",
                   "--webhook-endpoint-concurrency", "2", "--rail-delay-ms", "100"});
   }
+  void TearDown() override { verify_with_standard_webhooks(); }
 };
 
 TEST_F(Webhooks, ReceiverGetsEachEventOnceWithAValidSignature) {
@@ -94,7 +154,7 @@ TEST_F(Webhooks, ReceiverGetsEachEventOnceWithAValidSignature) {
   std::multiset<std::string> events;
   std::set<std::string> event_ids, transactions;
   for (const auto& r : got) {
-    expect_signed(r, b.key);
+    expect_signed(r, b);
     const json body = body_of(r);
     events.insert(body["event"].get<std::string>());
     event_ids.insert(r.header("x-kobo-event-id"));
@@ -156,6 +216,7 @@ TEST_F(Webhooks, URLsSetOrRemovedAfterEarlierTransactionsApplyToTheNextOnes) {
   std::this_thread::sleep_for(1s);
   const auto got = receiver.requests();
   ASSERT_EQ(got.size(), 1u);
+  expect_signed(got[0], b);
   EXPECT_EQ(body_of(got[0])["data"]["publicId"], second["publicId"]);
   EXPECT_EQ(deliveries(http(), b.key).size(), 1u);
 }
@@ -187,7 +248,7 @@ TEST_F(Webhooks, PayoutsSendDebitOnSuccessAndDebitFailedOnFailure) {
   ASSERT_EQ(got.size(), 4u);
   std::map<std::string, std::vector<json>> by_event;
   for (const auto& r : got) {
-    expect_signed(r, b.key);
+    expect_signed(r, b);
     const json body = body_of(r);
     by_event[body["event"]].push_back(body["data"]);
   }
@@ -215,7 +276,7 @@ TEST_F(Webhooks, FailingReceiverGetsTheRetryWithTheSameEventId) {
   const auto got = receiver.requests();
   ASSERT_EQ(got.size(), 3u);
   for (const auto& r : got) {
-    expect_signed(r, b.key);
+    expect_signed(r, b);
     EXPECT_EQ(r.header("x-kobo-event-id"), got[0].header("x-kobo-event-id")) << "stable across retries";
     EXPECT_EQ(r.body, got[0].body) << "the same bytes every time";
   }
@@ -272,6 +333,8 @@ TEST_F(Webhooks, ReceiverThatNeverAnswersDoesNotDelayAnother) {
     }
   }
   EXPECT_EQ(in_progress, hung.count());
+  for (const auto& r : healthy.requests()) expect_signed(r, b);
+  for (const auto& r : hung.requests()) expect_signed(r, b);
 }
 
 TEST_F(Webhooks, FailedDeliveryIsSentAgainOnRequest) {
@@ -297,6 +360,7 @@ TEST_F(Webhooks, FailedDeliveryIsSentAgainOnRequest) {
   EXPECT_EQ(receiver.count(), before + 1);
   EXPECT_EQ(receiver.requests().back().header("x-kobo-event-id"), failed["eventId"]);
   EXPECT_EQ(deliveries(http(), b.key)[0]["attempts"].size(), failed["attempts"].size() + 1);
+  for (const auto& r : receiver.requests()) expect_signed(r, b);
 }
 
 TEST_F(Webhooks, DeliveryEndpointsRejectBadRequestsAndOtherBusinessesIds) {
@@ -353,12 +417,14 @@ TEST_F(Webhooks, DeliveryEndpointsRejectBadRequestsAndOtherBusinessesIds) {
       const auto r = receiver.requests();
       EXPECT_TRUE(r[2].body == r[0].body || r[2].body == r[1].body) << "the same bytes as the first time";
     }
+  for (const auto& r : receiver.requests()) expect_signed(r, theirs);
 }
 
 // Servers of their own: one restarted between two attempts, one without --webhook-allow-private.
 class WebhooksOwnServer : public ::testing::Test {
  protected:
   void TearDown() override {
+    verify_with_standard_webhooks();
     if (server_) keep_data_dir_if_failed(*server_);
   }
   std::unique_ptr<KoboProcess> server_;
@@ -369,7 +435,8 @@ TEST_F(WebhooksOwnServer, RestartBetweenAttemptsStillDelivers) {
       {"--webhook-allow-private", "--webhook-retry-schedule", "2s", "--webhook-retry-window", "1m"}));
   WebhookReceiver receiver;
   receiver.answer_with({500});
-  const Business b{server_->test_key(), server_->credentials().account_id};
+  Business b{server_->test_key(), server_->credentials().account_id, ""};
+  b.webhook_secret = issue_webhook_secret(server_->client(), b.key, b.account);
   set_webhooks(server_->client(), b, {receiver.url()});
   fund(server_->client(), b.key, create_wallet(server_->client(), b.key), 10'000);
 
@@ -386,7 +453,8 @@ TEST_F(WebhooksOwnServer, RestartBetweenAttemptsStillDelivers) {
   const auto got = receiver.requests();
   EXPECT_EQ(got[1].header("x-kobo-event-id"), got[0].header("x-kobo-event-id"));
   EXPECT_EQ(got[1].body, got[0].body);
-  expect_signed(got[1], b.key);
+  expect_signed(got[0], b);
+  expect_signed(got[1], b);
   ASSERT_TRUE(
       wait_until([&] { return deliveries(server_->client(), b.key, "status=succeeded").size() == 1; }));
   const json d = deliveries(server_->client(), b.key)[0];
@@ -401,7 +469,7 @@ TEST_F(WebhooksOwnServer, PrivateAddressesAreRefusedWithoutTheFlag) {
   server_ = std::make_unique<KoboProcess>(
       kobo_options({"--webhook-retry-schedule", "200ms", "--webhook-retry-window", "1s"}));
   WebhookReceiver receiver;
-  const Business b{server_->test_key(), server_->credentials().account_id};
+  const Business b{server_->test_key(), server_->credentials().account_id, ""};
   // A literal address is refused when it is set...
   for (const char* url :
        {"http://127.0.0.1:9/h", "http://10.0.0.7/h", "https://[::1]/h", "http://169.254.169.254/x"}) {

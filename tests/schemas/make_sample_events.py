@@ -2,7 +2,7 @@
 """Writes sample_events.jsonl: real events of every type, for validate_events_selftest.py.
 
 Runs `kobo serve` on a fresh data dir, makes the requests that emit each event type (an admin
-business, an account update, wallets, a transit wallet, incoming credits, a wallet transfer, a
+business, an account update, its webhook secret, wallets, a transit wallet, incoming credits, a wallet transfer, a
 saved beneficiary, a payout that succeeds and one that fails, a collection wallet that is paid
 and one that expires, a hold captured in two parts, one voided and one that expires), stops it and dumps the log with `kobo events`.
 
@@ -76,7 +76,9 @@ def main():
             Client(base, "").call("POST", "/v1/admin/businesses", {"name": "Sample Traders"},
                                   {"x-admin-key": ADMIN_KEY})
             account = api.call("GET", "/v1/accounts")[0]["publicId"]
-            api.call("PATCH", f"/v1/accounts/{account}", {"webhooks": ["https://example.com/hooks"], "live": True})
+            api.call("PATCH", f"/v1/accounts/{account}", {"webhooks": ["https://example.com/hooks"], "live": True,
+                                                          "webhookEvents": ["account.credit", "account.debit"]})
+            api.call("POST", f"/v1/accounts/{account}/webhook-secret")
             a = api.call("POST", "/v1/virtual-accounts", {"accountName": "Ada", "category": "primary", "currency": "NGN"})
             b = api.call("POST", "/v1/virtual-accounts",
                          {"accountName": "Bola", "category": "secondary", "currency": "NGN",

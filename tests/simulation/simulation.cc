@@ -45,12 +45,12 @@ struct Wallet {
   bool live = false;
   Kind kind = Kind::wallet;
   std::int64_t balance = 0;
-  std::string settlement;   // transit: where it sweeps
-  std::string destination;  // collection: what it pays into
-  std::int64_t amount = 0;  // collection: what it accepts
-  UnixMs expires_at = 0;    // collection
-  bool active = true;       // collection: not yet paid or expired
-  std::int64_t held = 0;    // what its pending holds have left: it may spend balance - held
+  std::string settlement;    // transit: where it sweeps
+  std::string destination;   // collection: what it pays into
+  std::int64_t amount = 0;   // collection: what it accepts
+  UnixMs expires_at = 0;     // collection
+  bool active = true;        // collection: not yet paid or expired
+  std::int64_t held = 0;     // what its pending holds have left: it may spend balance - held
   int tier = 0;              // KYC tier 1..3, 0: none
   std::int64_t day = 0;      // the Lagos day of its last counted debit
   std::int64_t debited = 0;  // that day's counted debits
@@ -681,7 +681,8 @@ class Simulation {
       }
     }
     if (accept && !replay)
-      accept = src != nullptr && src->balance - src->held >= c.amount.value && debit_fits(*src, c.amount.value);
+      accept =
+          src != nullptr && src->balance - src->held >= c.amount.value && debit_fits(*src, c.amount.value);
     const Outcome o = execute(c);
     if (!expect(o, accept, "hold " + std::to_string(c.amount.value) + " of " + c.source)) return;
     if (replay != o.replayed) {
@@ -757,11 +758,19 @@ class Simulation {
   void update_account() {
     auto [b, live] = caller();
     const Business& whose = businesses_[below(businesses_.size())];
-    UpdateAccount u{as_caller(*b, live), whose.account, std::nullopt, std::nullopt};
+    UpdateAccount u{as_caller(*b, live), whose.account, std::nullopt, std::nullopt, std::nullopt};
     if (chance(50))
       u.live = chance(50);
-    else
+    else if (chance(50))
       u.webhooks = std::vector<std::string>{"https://hooks.example.com/" + std::to_string(below(3))};
+    else if (chance(50))
+      u.webhook_events = std::vector<std::string>{"account.debit"};
+    else {
+      // A webhook secret's rotation: of an account of the caller's business only.
+      const Outcome o = execute(RotateWebhookSecret{as_caller(*b, live), whose.account});
+      expect(o, whose.id == b->id, "rotate the webhook secret of " + whose.account);
+      return;
+    }
     const Outcome o = execute(u);
     expect(o, whose.id == b->id, "update account " + whose.account);
   }
