@@ -264,9 +264,11 @@ struct BeneficiarySaved {
 // Settled as it is appended. `transaction` is the debit's id; `ids` the integer ids of the
 // transaction records, one per wallet posting (events/ledger.h).
 // The request's idempotency fingerprint is not stored: request_fingerprint() in events/ledger.h
-// derives it from these members.
+// derives it from these members. `batch`: the bulk transfer it is an item of (its records'
+// batchId), absent for a transfer of its own.
 struct WalletTransferSettled {
   AccountId account;
+  std::optional<BatchId> batch;
   std::vector<std::uint64_t> ids;
   std::optional<std::string> name_enquiry_ref;
   std::string narration;
@@ -277,6 +279,7 @@ struct WalletTransferSettled {
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
     f("account", x.account);
+    f("batch", x.batch);
     f("ids", x.ids);
     f("nameEnquiryRef", x.name_enquiry_ref);
     f("narration", x.narration);
@@ -310,9 +313,10 @@ struct Beneficiary {
 
 // A payout to another bank was accepted: postings [source -(amount+fee), sys:payout-suspense
 // +amount, sys:fees +fee]. The payout rail moves it on (PayoutProcessing, PayoutSucceeded,
-// PayoutFailed).
+// PayoutFailed). `batch` as for WalletTransferSettled.
 struct BankTransferInitiated {
   AccountId account;
+  std::optional<BatchId> batch;
   Beneficiary beneficiary;
   std::vector<std::uint64_t> ids;
   RawJson metadata;
@@ -325,6 +329,7 @@ struct BankTransferInitiated {
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
     f("account", x.account);
+    f("batch", x.batch);
     f("beneficiary", x.beneficiary);
     f("ids", x.ids);
     f("metadata", x.metadata);
@@ -418,11 +423,55 @@ struct IncomingCreditReceived {
   }
 };
 
+// An item of a bulk transfer that was refused, and why (the writer's rejection, by name:
+// "insufficient_funds", "source_not_found", …; query-api maps it to the HTTP status and message).
+// `reference`: the item's, when it named one.
+struct BulkItemRejected {
+  std::uint64_t index = 0;  // the item's place in the request, from 0
+  std::string reason;
+  std::optional<std::string> reference;
+  auto operator<=>(const BulkItemRejected&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("index", x.index);
+    f("reason", x.reason);
+    f("reference", x.reference);
+  }
+};
+
+// A bulk transfer was decided (extensions section 5): the first event of its command, followed in
+// the same command by one event per accepted item (WalletTransferSettled, BankTransferInitiated,
+// each naming `batch`, in item order; a bank item that saves a new beneficiary is preceded by its
+// BeneficiarySaved). `items` counts the request's items; `rejected` lists those refused (an atomic
+// bulk is appended only when none was). `fingerprint`: the request's idempotency fingerprint (hex
+// SHA-256), stored because refused items leave no other trace in the log. Moves no money itself.
+struct BulkTransferAccepted {
+  AccountId account;
+  bool atomic = false;
+  BatchId batch;
+  std::string fingerprint;
+  std::uint64_t items = 0;
+  std::string reference;
+  std::vector<BulkItemRejected> rejected;
+  auto operator<=>(const BulkTransferAccepted&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("atomic", x.atomic);
+    f("batch", x.batch);
+    f("fingerprint", x.fingerprint);
+    f("items", x.items);
+    f("reference", x.reference);
+    f("rejected", x.rejected);
+  }
+};
+
 // The alternatives of EventData, in the order of EventType.
-using EventData = std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened,
-                               TransitWalletOpened, CollectionWalletOpened, CollectionWalletExpired,
-                               BeneficiarySaved, WalletTransferSettled, BankTransferInitiated,
-                               PayoutProcessing, PayoutSucceeded, PayoutFailed, IncomingCreditReceived>;
+using EventData =
+    std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
+                 CollectionWalletOpened, CollectionWalletExpired, BeneficiarySaved, WalletTransferSettled,
+                 BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed,
+                 IncomingCreditReceived, BulkTransferAccepted>;
 
 enum class EventType {
   writer_started,
@@ -439,6 +488,7 @@ enum class EventType {
   payout_succeeded,
   payout_failed,
   incoming_credit_received,
+  bulk_transfer_accepted,
 };
 
 inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }

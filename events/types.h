@@ -43,6 +43,7 @@ using AccountId = Id<struct AccountIdTag>;          // acc-…
 using WalletId = Id<struct WalletIdTag>;            // vba-…: wallets, transit and collection wallets
 using TransactionId = Id<struct TransactionIdTag>;  // trx-…
 using BankAccountId = Id<struct BankAccountIdTag>;  // bka-…: a saved beneficiary
+using BatchId = Id<struct BatchIdTag>;              // blk-…: a bulk transfer
 
 // An amount of naira in kobo. Signed: system accounts go negative by design.
 struct Kobo {
