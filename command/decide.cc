@@ -469,7 +469,10 @@ Decision decide(const PartitionState& state, const History& history, const Comma
           return decide_create_collection(state, history, c, config, now, ids);
         else if constexpr (std::is_same_v<T, CreateTransitWallet>)
           return decide_create_transit(state, c, config, ids);
-        else {
+        else if constexpr (std::is_same_v<T, BulkTransfer>) {
+          KOBO_ASSERT(false, "a bulk transfer is decided by decide_bulk()");
+          return reject(Rejection::out_of_range);
+        } else {
           static_assert(std::is_same_v<T, ExpireCollection>, "every command is decided");
           return decide_expire_collection(state, c);
         }

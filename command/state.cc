@@ -298,6 +298,9 @@ struct Applier {
     if (x.collection) close_collection(s, *x.collection);
   }
 
+  // A bulk transfer's own event moves nothing: its items' events that follow do.
+  void operator()(const BulkTransferAccepted&) const {}
+
   void change_status() const {
     const auto c = status_change(e.data);
     KOBO_ASSERT(c.has_value(), "a payout event changes a status");
