@@ -39,6 +39,7 @@ class LogAuditor final : public LogVisitor {
   void end_command(Model& m, bool complete);
   void post(Model& m, const Event& e, const std::vector<Posting>& postings);
   void check_movement(Model& m, const Event& e);
+  void check_bulk(Model& m, const Event& e);
   void check_records(Model& m, const Event& e);
   void change_status(Model& m, const Event& e);
   void sum_into(Kobo& total, Kobo amount, std::string_view what);

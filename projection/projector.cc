@@ -432,6 +432,10 @@ void Projector::Batch::apply(const Event& e) {
                       {view_keys::record_filter::of('b', to_string(x.beneficiary_type)),
                        view_keys::record_filter::of('n', x.account_name)});
           put(view_keys::bank_account(x.bank_account.value), encode_fact(e));
+        } else if constexpr (std::is_same_v<T, BulkTransferAccepted>) {
+          put(view_keys::event_fact(e.partition.value, e.seq.value), encode_fact(e));
+          put(view_keys::bulk(x.batch.value),
+              rows::encode(rows::BulkRow{e.partition, e.seq, e.command_size}));
         }
       },
       e.data);

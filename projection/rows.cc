@@ -119,6 +119,24 @@ Result<ListedRow> decode_listed(std::string_view bytes) {
   return row;
 }
 
+std::string encode(const BulkRow& row) {
+  std::string out;
+  put_varint(out, row.partition.value);
+  put_varint(out, row.seq.value);
+  put_varint(out, row.events);
+  return out;
+}
+
+Result<BulkRow> decode_bulk(std::string_view bytes) {
+  Reader r(bytes);
+  BulkRow row;
+  row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
+  row.seq = Seq(r.varint());
+  row.events = static_cast<std::uint32_t>(r.varint());
+  if (!r.ok() || !r.done() || row.events == 0) return Status::error("a bulk row of the views is malformed");
+  return row;
+}
+
 std::string encode(const KeyRow& row) {
   std::string out;
   out.push_back(row.live ? '\1' : '\0');

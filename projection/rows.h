@@ -12,6 +12,7 @@
 //   StatementRow (`h`): one movement of a wallet's ledger balance, numbered in log order
 //   ListedRow (`t`): what the transaction list filters on when it scans (entry, status, amount)
 //   KeyRow (`K`): whose a secret key is
+//   BulkRow (`L`): where a bulk transfer's command is in the log
 //
 // The binary forms below are part of the views' key layout (view_keys.h kFormat). Pure.
 
@@ -83,6 +84,17 @@ struct ListedRow {
 };
 std::string encode(const ListedRow& row);
 [[nodiscard]] Result<ListedRow> decode_listed(std::string_view bytes);
+
+// A bulk transfer: its command's events are `events` events from `seq` (its BulkTransferAccepted,
+// then its items' events, each with its fact under E<partition><seq>; a BeneficiarySaved has none).
+struct BulkRow {
+  Partition partition{0};
+  Seq seq{0};
+  std::uint32_t events = 0;
+  bool operator==(const BulkRow&) const = default;
+};
+std::string encode(const BulkRow& row);
+[[nodiscard]] Result<BulkRow> decode_bulk(std::string_view bytes);
 
 struct KeyRow {
   std::string business;

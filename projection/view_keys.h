@@ -16,6 +16,8 @@
 //   S<partition:4><ledger account>               -> system account balance JSON
 //   E<partition:4><seq:8>                        -> the fact of an event that creates transactions
 //   T<transaction publicId>                      -> TransactionRow: its event, which one, status steps
+//   L<bulk publicId>                             -> BulkRow: its command's first event (its
+//                                                   BulkTransferAccepted, whose fact is under E) and size
 //   i<business>|<t|l>|<id:8>                     -> transaction publicId
 //   r<account>|<t|l>|<reference>                 -> transaction publicId
 //   t<business>|<t|l>|<createdAt ms:8>|<id:8>    -> ListedRow: entry, status, amount, publicId
@@ -54,9 +56,10 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 // them). Layout 1 had no marker; layout 2 writes the counters (`n`, `m`) as merge operands
 // (view_counter_merge in views.h), which a kobo of layout 1 cannot read; layout 3 stores rows of
 // facts instead of wallet, transaction and bank account records; layout 4 adds the wallets'
-// statements (`h`) and their movement counts in WalletRow.
+// statements (`h`) and their movement counts in WalletRow; layout 5 has facts of form 2 (transfers
+// name their bulk) and bulk transfers (`L`).
 inline constexpr std::string_view kFormatKey = "V";
-inline constexpr std::string_view kFormat = "4";
+inline constexpr std::string_view kFormat = "5";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
 
 // The tags above by name, for showing a key to a person (describe_view_key in rebuild.h).
@@ -79,6 +82,7 @@ inline constexpr TagName kTagNames[] = {
     {'N', "account numbers"},
     {'S', "system balances"},
     {'T', "transactions"},
+    {'L', "bulk transfers"},
     {'i', "transaction ids"},
     {'r', "transaction references"},
     {'t', "transaction list"},
@@ -132,6 +136,7 @@ inline std::string system_balance(std::uint32_t p, std::string_view ledger_accou
   return k;
 }
 inline std::string transaction(std::string_view id) { return "T" + std::string(id); }
+inline std::string bulk(std::string_view id) { return "L" + std::string(id); }
 inline std::string transaction_id(std::string_view business, bool live, std::uint64_t id) {
   std::string k = scoped('i', business, live);
   put_be(k, id);
