@@ -201,7 +201,7 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
     state_ = State::reading;
     if (shutting_down_ || core_->stopping.load()) return close();
     parser_.emplace();
-    parser_->body_limit(core_->options.body_limit);
+    parser_->body_limit(body_limit_max(core_->options));
     parser_->header_limit(static_cast<std::uint32_t>(core_->options.header_limit));
     if (buffer_.size() > 0) return read_request();  // the client pipelined it already
     // Idle time is the wait for the first byte; the read timeout starts with that byte.
@@ -229,10 +229,16 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
     if (ec) return on_read(ec, n);
     const auto& header = parser_->get();
     if (!core_->options.path_body_limits.empty()) {
+      // The parser was given the largest limit any path has (it checks Content-Length as it
+      // reads the header); this path's own limit holds from here on.
       std::string_view path(header.target().data(), header.target().size());
       path = path.substr(0, path.find('?'));
+      std::size_t limit = core_->options.body_limit;
       for (const auto& [limited, bytes] : core_->options.path_body_limits)
-        if (limited == path) parser_->body_limit(bytes);
+        if (limited == path) limit = bytes;
+      const auto length = parser_->content_length();
+      if (length && *length > limit) return fail(payload_too_large());
+      parser_->body_limit(limit);
     }
     if (parser_->is_done()) return on_read(ec, n);  // no body: a GET, mostly
     if (header.version() < 11 || !beast::iequals(header[bhttp::field::expect], "100-continue"))
