@@ -4,7 +4,7 @@
 Runs `kobo serve` on a fresh data dir, makes the requests that emit each event type (an admin
 business, an account update, wallets, a transit wallet, incoming credits, a wallet transfer, a
 saved beneficiary, a payout that succeeds and one that fails, a collection wallet that is paid
-and one that expires), stops it and dumps the log with `kobo events`.
+and one that expires, a bulk transfer with a refused item), stops it and dumps the log with `kobo events`.
 
   tests/schemas/make_sample_events.py --kobo build/kobo [--out tests/schemas/sample_events.jsonl]
 
@@ -104,6 +104,13 @@ def main():
             api.call("POST", "/v1/sandbox/incoming-transfers", {"accountNumber": paid["accountNumber"], "amount": 50_000})
             api.call("POST", "/v1/collection-accounts",
                      {"destination": a["publicId"], "accountName": "Order 18", "amount": 70_000, "expireIn": 1})
+            wallet_item = {"type": "wallet", "source": a["publicId"], "sourceType": "VirtualAccount",
+                           "destination": b["publicId"], "destinationType": "VirtualAccount", "amount": 10_000,
+                           "currency": "NGN", "narration": "Salary", "reference": "sample-bulk-item-1"}
+            bank_item = {"type": "bank", "source": a["publicId"], "accountNumber": "0123456784", "bankCode": "044",
+                         "amount": 12_000, "currency": "NGN", "narration": "Vendor"}
+            api.call("POST", "/v1/transactions/bulk-transfer",
+                     {"reference": "sample-bulk-1", "items": [wallet_item, bank_item, dict(wallet_item, amount=10**9)]})
             time.sleep(3)  # the payouts settle (rail delay 100 ms) and the second collection expires
         finally:
             server.send_signal(signal.SIGTERM)

@@ -79,12 +79,13 @@ std::int64_t fee_for(std::int64_t amount) {  // CBN NIP tiers, VAT included (API
 }
 
 struct Model {
-  std::map<std::string, Wallet> wallets;          // by publicId
-  std::map<std::string, std::string> by_number;   // account number -> publicId
-  std::map<std::string, std::string> references;  // account|mode|reference -> request
-  std::set<std::string> collection_references;    // account|mode|reference
-  std::set<std::string> names;                    // account|mode|name of (non-transit) wallets
-  std::map<std::string, int> primaries;           // account|mode -> primary wallets
+  std::map<std::string, Wallet> wallets;               // by publicId
+  std::map<std::string, std::string> by_number;        // account number -> publicId
+  std::map<std::string, std::string> references;       // account|mode|reference -> request
+  std::map<std::string, std::string> bulk_references;  // account|mode|reference -> the bulk's request
+  std::set<std::string> collection_references;         // account|mode|reference
+  std::set<std::string> names;                         // account|mode|name of (non-transit) wallets
+  std::map<std::string, int> primaries;                // account|mode -> primary wallets
   std::vector<Payout> payouts;
   std::array<std::array<std::int64_t, 4>, kPartitions> system{};
 };
@@ -270,8 +271,10 @@ class Simulation {
       create_collection();
     else if (kind < 49)
       incoming_credit();
-    else if (kind < 79)
+    else if (kind < 73)
       wallet_transfer();
+    else if (kind < 79)
+      bulk_transfer();
     else if (kind < 95)
       bank_transfer();
     else
@@ -550,6 +553,150 @@ class Simulation {
     sys[fees] += fee;
     model_.payouts.push_back(Payout{t.source, b->partition, t.amount.value, fee, fails, false, 0, false});
     if (t.reference) model_.references[scope(*b, live) + *t.reference] = request;
+  }
+
+  // A bulk transfer (extensions section 5): its items in order, each as a single transfer would
+  // be decided after the ones before it, except that an item's reference used before (by anyone,
+  // this bulk's earlier items included) refuses it. Atomic: all or none; else each on its own.
+  void bulk_transfer() {
+    auto [b, live] = caller();
+    BulkTransfer bulk;
+    bulk.caller = as_caller(*b, live);
+    bulk.atomic = chance(50);
+    bulk.reference = "blkref-" + std::to_string(below(6));
+    std::string request = bulk.atomic ? "atomic" : "each";
+    const std::size_t n = 1 + below(chance(10) ? 40 : 6);
+    struct Expected {
+      bool bank = false;
+      std::int64_t fee = 0;
+      bool fails = false;
+    };
+    std::vector<Expected> shape;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::optional<std::string> reference;
+      if (chance(40)) reference = "ref-" + std::to_string(below(12));
+      const std::string source = wallet_for(*b, live);
+      const Wallet* src = callers_wallet(*b, live, source);
+      const std::int64_t amount = amount_for(src != nullptr ? src->balance / 2 : 10'000);
+      if (chance(70)) {
+        WalletTransfer t;
+        t.caller = bulk.caller;
+        t.source = source;
+        t.destination = chance(5) ? source : wallet_for(*b, live);
+        t.amount = Kobo(amount);
+        t.narration = "payroll";
+        t.reference = reference;
+        request += "|w:" + t.source + ">" + t.destination + ":" + std::to_string(amount) + ":" +
+                   reference.value_or("-");
+        bulk.items.push_back(BulkItem{t});
+        shape.push_back({});
+      } else {
+        BankTransfer t;
+        t.caller = bulk.caller;
+        t.source = source;
+        t.account_number = "0123456710";
+        t.bank_code = "058";
+        t.bank_account_id =
+            "bka-" + sha256_hex(scope_key(b->id, live) + t.bank_code + t.account_number).substr(0, 32);
+        t.account_name = "Ada Obi";
+        t.bank_name = "GTBank";
+        t.name_enquiry_ref = "ner-sim";
+        t.amount = Kobo(amount);
+        t.narration = "vendor";
+        t.reference = reference;
+        const bool fails = chance(30);
+        t.metadata = RawJson{fails ? R"({"sandboxOutcome":"failed"})" : "{}"};
+        request += "|b:" + t.source + ":" + std::to_string(amount) + ":" + t.metadata.text + ":" +
+                   reference.value_or("-");
+        bulk.items.push_back(BulkItem{t});
+        shape.push_back({true, 0, fails});
+      }
+    }
+    const std::string sc = scope(*b, live);
+    const auto used = model_.bulk_references.find(sc + bulk.reference);
+    const bool replay = used != model_.bulk_references.end() && used->second == request;
+    const bool conflict = used != model_.bulk_references.end() && !replay;
+
+    // The model decides the items in order on a copy; the copy is kept when the bulk is accepted.
+    Model after = model_;
+    auto& sys = after.system[b->partition];
+    std::vector<std::size_t> refused;
+    for (std::size_t i = 0; i < n && !replay && !conflict; ++i) {
+      bool ok = false;
+      std::visit(
+          [&](const auto& t) {
+            using T = std::decay_t<decltype(t)>;
+            Wallet* src = nullptr;
+            if (auto it = after.wallets.find(t.source);
+                it != after.wallets.end() && it->second.kind != Kind::collection &&
+                businesses_[static_cast<std::size_t>(it->second.business)].id == b->id &&
+                it->second.live == live)
+              src = &it->second;
+            const bool fresh = !t.reference || !after.references.contains(sc + *t.reference);
+            if constexpr (std::is_same_v<T, WalletTransfer>) {
+              Wallet* dst = nullptr;
+              if (auto it = after.wallets.find(t.destination);
+                  it != after.wallets.end() && it->second.kind != Kind::collection &&
+                  businesses_[static_cast<std::size_t>(it->second.business)].id == b->id &&
+                  it->second.live == live)
+                dst = &it->second;
+              ok = t.amount.value > 0 && fresh && src != nullptr && dst != nullptr &&
+                   t.source != t.destination && src->balance >= t.amount.value &&
+                   add(dst->balance, t.amount.value).has_value();
+              if (!ok) return;
+              src->balance -= t.amount.value;
+              dst->balance += t.amount.value;
+            } else {
+              const std::int64_t fee = t.amount.value > 0 ? fee_for(t.amount.value) : 0;
+              const auto actual = add(t.amount.value, fee);
+              ok = t.amount.value > 0 && fresh && src != nullptr && actual &&
+                   add(sys[suspense], t.amount.value) && add(sys[fees], fee) && src->balance >= *actual;
+              if (!ok) return;
+              src->balance -= *actual;
+              sys[suspense] += t.amount.value;
+              sys[fees] += fee;
+              after.payouts.push_back(
+                  Payout{t.source, b->partition, t.amount.value, fee, shape[i].fails, false, 0, false});
+            }
+            if (t.reference) after.references[sc + *t.reference] = "bulk item";
+          },
+          bulk.items[i].transfer);
+      if (!ok) {
+        refused.push_back(i);
+        if (bulk.atomic) break;
+      }
+    }
+    const bool accept = !conflict && (replay || !bulk.atomic || refused.empty());
+    const Outcome o = execute(bulk);
+    const std::string what = std::string(bulk.atomic ? "atomic" : "non-atomic") + " bulk " + bulk.reference +
+                             " of " + std::to_string(n);
+    if (!expect(o, accept, what)) {
+      if (!report_.failure.empty() || o.rejection == Rejection::unavailable) return;
+      if (conflict && o.rejection != Rejection::duplicate_reference)
+        fail(what + ": a reused bulk reference is refused as a duplicate");
+      if (!conflict && (!o.item || *o.item != refused.at(0)))
+        fail(what + ": the model refuses item " + std::to_string(refused.at(0)) + ", the writer " +
+             (o.item ? std::to_string(*o.item) : std::string("none")));
+      return;
+    }
+    if (replay != o.replayed) {
+      fail(what + ": the model expects " + std::string(replay ? "a replay" : "a new bulk"));
+      return;
+    }
+    if (replay) return;
+    const auto* decided = std::get_if<BulkTransferAccepted>(&o.events.at(0).data);
+    if (decided == nullptr) {
+      fail(what + ": a bulk's first event is not its BulkTransferAccepted");
+      return;
+    }
+    std::vector<std::size_t> writer_refused;
+    for (const auto& r : decided->rejected) writer_refused.push_back(r.index);
+    if (writer_refused != refused) {
+      fail(what + ": the model and the writer refuse different items");
+      return;
+    }
+    model_ = std::move(after);
+    model_.bulk_references[sc + bulk.reference] = request;
   }
 
   void update_account() {
