@@ -67,7 +67,7 @@ class Checkpoint {
 class Trial {
  public:
   Trial(PartitionState& s, History& h, const BulkTransfer& c, UnixMs now)
-      : s_(s), h_(h), checkpoint_(s, c), now_(now), seq_(s.chain.last_seq()) {
+      : s_(s), h_(h), checkpoint_(s, c), now_(now), seq_(h.noted_seq(s.partition)) {
     h_.begin_trial();
   }
   ~Trial() {

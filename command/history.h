@@ -94,6 +94,8 @@ class History {
   void begin_trial();
   void undo_trial();
   std::size_t tail_size() const { return tail_.size(); }
+  // The last event of partition p noted, in the tail or the index.
+  Seq noted_seq(Partition p) const { return tail_position_[p.value].seq; }
   // Where the index is, per partition (the tail not included).
   const std::vector<IndexPosition>& position() const { return position_; }
   // Empties the index, to rebuild it from the log (it holds facts of another log).

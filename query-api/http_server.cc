@@ -403,7 +403,9 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
 
   void on_drain(beast::error_code ec, std::size_t n) {
     drained_ += n;
-    if (ec || drained_ > kDrainBytesMax || state_ != State::closing) return close();
+    // A client told "too large" may still be sending a body of up to the largest limit any path has.
+    const std::size_t drain_max = kDrainBytesMax + body_limit_max(core_->options);
+    if (ec || drained_ > drain_max || state_ != State::closing) return close();
     drain();
   }
 

@@ -9,6 +9,7 @@
 // answers 200 with the original bulk (its records as they are now) and Idempotent-Replayed.
 
 #include <charconv>
+#include <future>
 
 #include "command/bulk.h"
 #include "common/json_dump.h"
@@ -29,6 +30,7 @@ constexpr std::string_view kPath = "/v1/transactions/bulk-transfer";
 constexpr std::size_t kBulkBodyBytesMax = std::size_t{1} << 20;
 constexpr std::string_view kItemAccepted = "Transfer initiated successfully";
 constexpr std::string_view kBulkAccepted = "Bulk transfer initiated successfully";
+constexpr std::size_t kHalvesMin = 200;  // fewer records are rendered by one thread
 
 void append_number(std::string& out, std::uint64_t n) {
   char digits[24];
@@ -56,9 +58,11 @@ void append_item(std::string& out, std::uint64_t index, const std::optional<std:
 
 // The answer's data from a bulk's events (its BulkTransferAccepted first, then its accepted
 // items' events in order; other events are skipped) and each accepted item's transaction record,
-// rendered by `transaction` (nullopt: it could not be read).
+// rendered by `transaction` (nullopt: it could not be read). With `halves`, the records are
+// rendered by two threads, this one and another (a bulk's answer is its longest step after the
+// append; `transaction` must then be thread-safe).
 template <typename Render>
-std::optional<std::string> bulk_text(const std::vector<Event>& events, Render&& transaction) {
+std::optional<std::string> bulk_text(const std::vector<Event>& events, Render&& transaction, bool halves) {
   KOBO_ASSERT(!events.empty(), "a bulk's events open with its BulkTransferAccepted");
   const auto& bulk = std::get<BulkTransferAccepted>(events.front().data);
   std::vector<const Event*> accepted;
@@ -66,8 +70,27 @@ std::optional<std::string> bulk_text(const std::vector<Event>& events, Render&& 
   for (const Event& e : events)
     if (batch_of(e.data) != nullptr) accepted.push_back(&e);
   KOBO_ASSERT(accepted.size() + bulk.rejected.size() == bulk.items, "a bulk's items are accepted or refused");
+
+  std::vector<std::string> records(accepted.size());
+  const auto render_range = [&](std::size_t from, std::size_t to) {
+    for (std::size_t k = from; k < to; ++k) {
+      auto record = transaction(*accepted[k]);
+      if (!record) return false;
+      records[k] = std::move(*record);
+    }
+    return true;
+  };
+  const std::size_t half = halves && accepted.size() >= kHalvesMin ? accepted.size() / 2 : accepted.size();
+  std::future<bool> second;
+  if (half < accepted.size()) second = std::async(std::launch::async, render_range, half, accepted.size());
+  const bool first_ok = render_range(0, half);
+  const bool second_ok = !second.valid() || second.get();
+  if (!first_ok || !second_ok) return std::nullopt;
+
+  std::size_t bytes = 64;
+  for (const std::string& r : records) bytes += r.size() + 128;
   std::string out;
-  out.reserve(64 + accepted.size() * 3072);
+  out.reserve(bytes + bulk.rejected.size() * 160);
   out += "{\"publicId\":";
   append_json_string(out, bulk.batch.value);
   out += ",\"reference\":";
@@ -85,13 +108,12 @@ std::optional<std::string> bulk_text(const std::vector<Event>& events, Render&& 
       append_item(out, i, r.reference, a.status, a.message, nullptr);
       continue;
     }
-    const Event& e = *accepted.at(next_accepted++);
-    const auto record = transaction(e);
-    if (!record) return std::nullopt;
+    const std::size_t k = next_accepted++;
+    const Event& e = *accepted.at(k);
     std::optional<std::string> reference;
     if (const auto* w = std::get_if<WalletTransferSettled>(&e.data)) reference = w->reference;
     if (const auto* b = std::get_if<BankTransferInitiated>(&e.data)) reference = b->reference;
-    append_item(out, i, reference, 200, kItemAccepted, &*record);
+    append_item(out, i, reference, 200, kItemAccepted, &records[k]);
   }
   out += "]}";
   return out;
@@ -104,16 +126,19 @@ void answer_replay(Protocol& p, const Context& ctx, const Outcome& o, Responder 
     if (!events) return later(unavailable(events.status()));
     KOBO_ASSERT(events.value().has_value(), "an idempotent repeat's original bulk is in the views");
     Status failed;
-    const auto text = bulk_text(*events.value(), [&](const Event& e) -> std::optional<std::string> {
-      const auto created = transactions_created(e.data);
-      auto t = p.views().transaction_text(ctx.scope, ctx.caller.account, created.at(0).id.value);
-      if (!t) {
-        failed = t.status();
-        return std::nullopt;
-      }
-      KOBO_ASSERT(t.value().has_value(), "a bulk's transaction is in the views");
-      return std::move(*t.value());
-    });
+    const auto text = bulk_text(
+        *events.value(),
+        [&](const Event& e) -> std::optional<std::string> {
+          const auto created = transactions_created(e.data);
+          auto t = p.views().transaction_text(ctx.scope, ctx.caller.account, created.at(0).id.value);
+          if (!t) {
+            failed = t.status();
+            return std::nullopt;
+          }
+          KOBO_ASSERT(t.value().has_value(), "a bulk's transaction is in the views");
+          return std::move(*t.value());
+        },
+        /*halves=*/false);
     if (!text) return later(unavailable(failed));
     http::Response answer = http::ok_text(200, *text, std::string(kBulkAccepted));
     answer.headers.emplace_back("Idempotent-Replayed", "true");
@@ -131,13 +156,16 @@ void submit(Protocol& p, const Context& ctx, BulkTransfer cmd, Responder respond
           json::array({{{"index", *o.item}, {"statusCode", a.status}, {"message", a.message}}})));
     }
     if (!o.ok()) return respond(rejection_response(o.rejection));
-    p.answer_rendered(
-        std::move(o), std::move(respond), [](const Outcome& done, const render::RecordSource& facts) {
-          const auto text = bulk_text(done.events, [&](const Event& e) -> std::optional<std::string> {
-            return render::transaction(e, 0, {}, facts, TransactionStatus::pending);
-          });
-          return http::ok_text(201, *text, std::string(kBulkAccepted));
-        });
+    p.answer_rendered(std::move(o), std::move(respond),
+                      [](const Outcome& done, const render::RecordSource& facts) {
+                        const auto text = bulk_text(
+                            done.events,
+                            [&](const Event& e) -> std::optional<std::string> {
+                              return render::transaction(e, 0, {}, facts, TransactionStatus::pending);
+                            },
+                            /*halves=*/true);
+                        return http::ok_text(201, *text, std::string(kBulkAccepted));
+                      });
   });
 }
 
