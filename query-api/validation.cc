@@ -266,6 +266,12 @@ FieldRules& FieldRules::max_length(std::size_t length) {
   return *this;
 }
 
+FieldRules& FieldRules::holds(bool ok, std::string_view constraint, std::string_view what) {
+  if (skipped()) return *this;
+  if (!ok) fail(constraint, path_ + " " + std::string(what));
+  return *this;
+}
+
 FieldRules& FieldRules::array_min_size(std::size_t size) {
   if (skipped()) return *this;
   if (!present(value_) || !value_->is_array() || value_->size() < size)

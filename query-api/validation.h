@@ -64,6 +64,8 @@ class FieldRules {
   FieldRules& is_url();                        // absolute http or https URL with a host
   FieldRules& min_length(std::size_t length);  // in characters (code points), as JSON Schema counts
   FieldRules& max_length(std::size_t length);
+  // A rule the caller decides: fails `constraint` with "<field> <what>" unless `ok`.
+  FieldRules& holds(bool ok, std::string_view constraint, std::string_view what);
   FieldRules& array_min_size(std::size_t size);
   FieldRules& array_max_size(std::size_t size);
   // The value's compact JSON is at most `bytes` long ("maxSize").

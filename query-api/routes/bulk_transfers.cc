@@ -15,6 +15,7 @@
 #include "common/json_dump.h"
 #include "events/ledger.h"
 #include "query-api/answer.h"
+#include "query-api/banks.h"
 #include "query-api/envelope.h"
 #include "query-api/transfer_requests.h"
 
@@ -156,16 +157,15 @@ void submit(Protocol& p, const Context& ctx, BulkTransfer cmd, Responder respond
           json::array({{{"index", *o.item}, {"statusCode", a.status}, {"message", a.message}}})));
     }
     if (!o.ok()) return respond(rejection_response(o.rejection));
-    p.answer_rendered(std::move(o), std::move(respond),
-                      [](const Outcome& done, const render::RecordSource& facts) {
-                        const auto text = bulk_text(
-                            done.events,
-                            [&](const Event& e) -> std::optional<std::string> {
-                              return render::transaction(e, 0, {}, facts, TransactionStatus::pending);
-                            },
-                            /*halves=*/true);
-                        return http::ok_text(201, *text, std::string(kBulkAccepted));
-                      });
+    p.answer_rendered(std::move(o), respond, [](const Outcome& done, const render::RecordSource& facts) {
+      const auto text = bulk_text(
+          done.events,
+          [&](const Event& e) -> std::optional<std::string> {
+            return render::transaction(e, 0, {}, facts, TransactionStatus::pending);
+          },
+          /*halves=*/true);
+      return http::ok_text(201, *text, std::string(kBulkAccepted));
+    });
   });
 }
 
@@ -188,6 +188,24 @@ void resolve_and_submit(Protocol& p, const Context& ctx, const json& body, BulkT
     }
   }
   submit(p, ctx, std::move(cmd), std::move(respond));
+}
+
+// A bank item names a bank of the list and a 10-digit number, or the request is invalid (as the
+// schema says): only what JSON Schema cannot say (a check digit, a number of our own bank that no
+// wallet has) refuses the item alone.
+void check_bank_item(const Protocol& p, http::Validator& v, const json& item) {
+  const auto code = item.find("bankCode");
+  if (code != item.end() && code->is_string())
+    v.field("bankCode")
+        .holds(*code == p.ledger().config().bank_code || find_bank(code->get<std::string>()) != nullptr,
+               "isIn", "must be a bank of GET /v1/transactions/banks");
+  const auto number = item.find("accountNumber");
+  if (number != item.end() && number->is_string()) {
+    const auto& n = number->get_ref<const std::string&>();
+    v.field("accountNumber")
+        .holds(n.size() == 10 && n.find_first_not_of("0123456789") == std::string::npos, "matches",
+               "must match /^[0-9]{10}$/ regular expression");
+  }
 }
 
 void bulk_transfer(Protocol& p, Request&& req, const PathParams&, Responder respond) {
@@ -214,6 +232,7 @@ void bulk_transfer(Protocol& p, Request&& req, const PathParams&, Responder resp
       if (*type == "wallet") check_wallet_transfer(item);
       if (*type == "bank") {
         check_bank_transfer(item);
+        check_bank_item(p, item, x);
         any_bank = true;
       }
     }

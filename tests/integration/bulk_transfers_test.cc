@@ -28,8 +28,9 @@ json wallet_item(const std::string& source, const std::string& destination, std:
   return item;
 }
 
-json bank_item(const std::string& source, std::int64_t amount, const std::string& bank_code = kAccessBank) {
-  return {{"type", "bank"},   {"source", source},  {"accountNumber", kAccessNumber}, {"bankCode", bank_code},
+json bank_item(const std::string& source, std::int64_t amount, const std::string& bank_code = kAccessBank,
+               const std::string& number = kAccessNumber) {
+  return {{"type", "bank"},   {"source", source},  {"accountNumber", number},   {"bankCode", bank_code},
           {"amount", amount}, {"currency", "NGN"}, {"narration", "bulk payout"}};
 }
 
@@ -101,7 +102,7 @@ TEST_F(BulkTransfers, NonAtomicAnswersEachItemOnItsOwn) {
       wallet_item(src, dst, 80'000, tag + "-overdraft"),  // 1: 70,000 left: refused
       wallet_item("vba-" + random_uuid(), dst, 10'000),   // 2: no such source
       wallet_item(src, src, 10'000),                      // 3: same source and destination
-      bank_item(src, 20'000, "999"),                      // 4: no such bank
+      bank_item(src, 20'000, kAccessBank, "0123456785"),  // 4: a bad check digit
       bank_item(src, 20'000),                             // 5: applied, with its fee
       wallet_item(src, dst, 30'000, tag + "-ok"),         // 6: its reference was just used
       wallet_item(src, dst, 40'000),                      // 7: 48,925 left: applied
@@ -114,7 +115,7 @@ TEST_F(BulkTransfers, NonAtomicAnswersEachItemOnItsOwn) {
                                                           {403, "Insufficient fund"},
                                                           {404, "Source not found"},
                                                           {400, "Source and destination cannot be the same"},
-                                                          {400, "Bank not found"},
+                                                          {400, "Invalid account number"},
                                                           {200, "Transfer initiated successfully"},
                                                           {409, "Duplicate reference"},
                                                           {200, "Transfer initiated successfully"}};
@@ -220,6 +221,9 @@ TEST_F(BulkTransfers, BadBulksAreRefusedNamingTheItem) {
   for (int i = 0; i < 1'001; ++i) many.push_back(wallet_item(src, "vba-x", 10'000));
   res = http().post(kPath, bulk_body("x", false, many), key());
   expect_constraint(res, "items", "arrayMaxSize", "items must contain no more than 1000 elements");
+  res = http().post(kPath, bulk_body("x", false, json::array({bank_item(src, 10'000, "999")})), key());
+  expect_constraint(res, "items.0.bankCode", "isIn",
+                    "items.0.bankCode must be a bank of GET /v1/transactions/banks");
   res = http().post(kPath, bulk_body("x", false, json::array({json{{"type", "cheque"}}})), key());
   expect_constraint(res, "items.0.type", "isIn",
                     "items.0.type must be one of the following values: wallet, bank");
