@@ -628,11 +628,11 @@ TEST_F(ProjectionTest, ViewsOfAnotherKeyLayoutAreRefusedNotRead) {
   EXPECT_EQ(first.status().kind(), ErrorKind::other_format);
   EXPECT_NE(first.status().message().find("key layout 1"), std::string::npos) << first.status().message();
 
-  write_raw(std::string(view_keys::kFormatKey), "5");
+  write_raw(std::string(view_keys::kFormatKey), "6");
   auto later = Views::open((dir_ / "layout").string(), kPartitions);
   ASSERT_FALSE(later.ok());
   EXPECT_EQ(later.status().kind(), ErrorKind::other_format);
-  EXPECT_NE(later.status().message().find("key layout 5"), std::string::npos) << later.status().message();
+  EXPECT_NE(later.status().message().find("key layout 6"), std::string::npos) << later.status().message();
   EXPECT_NE(later.status().message().find("kobo replay"), std::string::npos) << later.status().message();
 }
 
