@@ -396,6 +396,7 @@ int serve(const ServeOptions& o) {
   so.address = listen->first;
   so.port = listen->second;
   so.threads = o.http_threads;
+  so.path_body_limits = router.body_limits();
   http::Server server(so, router.handler());
   if (auto s = server.start(); !s) return fail("listen " + o.listen + ": " + s.message());
   log::info("serving", {{"address", so.address},

@@ -115,6 +115,7 @@ struct LogAuditor::Model {
   TierLimits tier_limits = cbn_tier_limits();        // as the last WriterStarted recorded them
   std::unordered_map<std::string, Hold> holds;       // hld-… (every hold: the audit reads the whole log)
   std::unordered_map<Key, Seq, KeyHash> hold_references;  // key16(account|mode|, reference) -> first use
+  std::unordered_set<Key, KeyHash> bulk_references;       // key16(account|mode|, a bulk transfer's reference)
   Kobo total;                                             // the sum of every balance in the partition
   Kobo total_reported;  // the total after the last command: a lasting imbalance is reported once
 
@@ -126,6 +127,9 @@ struct LogAuditor::Model {
   std::string business;
   bool live = false;
   Kobo sum;
+  // A bulk transfer's command: its id, and how many item events it lists and holds.
+  std::string bulk;
+  std::uint64_t bulk_items = 0, bulk_items_seen = 0;
 };
 
 LogAuditor::LogAuditor(std::uint32_t partitions, AuditReport& report)
@@ -254,6 +258,11 @@ void LogAuditor::begin_command(Model& m, const Event& e) {
 
 void LogAuditor::end_command(Model& m, bool complete) {
   ++report_.commands;
+  if (complete && !m.bulk.empty() && m.bulk_items != m.bulk_items_seen)
+    violation(Check::command, m.partition, m.first,
+              "bulk transfer " + m.bulk + " accepts " + std::to_string(m.bulk_items) +
+                  " items but its command holds " + std::to_string(m.bulk_items_seen));
+  m.bulk.clear();
   if (complete && m.sum.value != 0)
     violation(Check::double_entry, m.partition, m.first,
               "the postings of the command at seq " + std::to_string(m.first.value) + " sum to " +
@@ -289,6 +298,7 @@ void LogAuditor::apply(Model& m, const Event& e) {
                   std::to_string(m.epoch.value));
   if (e.type() != EventType::business_registered && !m.businesses.contains(e.business))
     violation(Check::record, e, "business '" + e.business + "' does not exist in this partition");
+  check_bulk(m, e);
   check_records(m, e);
   if (const auto* postings = postings_of(e.data)) {
     check_movement(m, e);
@@ -296,6 +306,30 @@ void LogAuditor::apply(Model& m, const Event& e) {
   }
   check_limits(m, e);
   if (status_change(e.data)) change_status(m, e);
+}
+
+// A bulk transfer opens its command, and its accepted items are that command's other transfers,
+// each naming it; its reference is used once per account and mode.
+void LogAuditor::check_bulk(Model& m, const Event& e) {
+  if (const auto* x = std::get_if<BulkTransferAccepted>(&e.data)) {
+    if (e.seq != e.command_seq) violation(Check::command, e, "a bulk transfer does not open its command");
+    if (!m.bulk_references.insert(key16(scope_key(x->account.value, e.live), x->reference)).second)
+      violation(Check::reference, e, "bulk transfer reference '" + x->reference + "' was used before");
+    if (x->atomic && !x->rejected.empty())
+      violation(Check::command, e, "an atomic bulk transfer refuses items");
+    m.bulk = x->batch.value;
+    m.bulk_items = x->rejected.size() <= x->items ? x->items - x->rejected.size() : 0;
+    m.bulk_items_seen = 0;
+    return;
+  }
+  const BatchId* batch = batch_of(e.data);
+  const bool transfer = std::holds_alternative<WalletTransferSettled>(e.data) ||
+                        std::holds_alternative<BankTransferInitiated>(e.data);
+  if (batch != nullptr && batch->value != m.bulk)
+    violation(Check::command, e, "names bulk transfer " + batch->value + " outside its command");
+  else if (batch == nullptr && transfer && !m.bulk.empty())
+    violation(Check::command, e, "a transfer in bulk transfer " + m.bulk + "'s command does not name it");
+  if (batch != nullptr && batch->value == m.bulk) ++m.bulk_items_seen;
 }
 
 // The records an event opens: ids well formed and unique, owners that exist.

@@ -40,6 +40,7 @@ class LogAuditor final : public LogVisitor {
   void post(Model& m, const Event& e, const std::vector<Posting>& postings);
   void check_movement(Model& m, const Event& e);
   void check_limits(Model& m, const Event& e);
+  void check_bulk(Model& m, const Event& e);
   void check_records(Model& m, const Event& e);
   void change_status(Model& m, const Event& e);
   void place_hold(Model& m, const Event& e, const HoldPlaced& x);

@@ -42,6 +42,8 @@ measure http "$here/http_bench.sh" "$build" "$seconds" transfers,get,lag,memory
 # The same transfers between wallets of KYC tier 1 (extensions.md section 3) under limits that never
 # refuse: every transfer counts its debit and checks the daily allowance and the balance cap.
 KOBO_KYC_TIER=1 measure tiers "$here/http_bench.sh" "$build" "$seconds" transfers -- --limits "$here/limits_bench.json"
+# A bulk of 1,000 wallet transfers on one connection (extensions section 5).
+measure bulk python3 "$here/bulk_bench.py" "$build" "${BULK_RUNS:-30}"
 measure engine "$build/bench/kobo_engine_bench" transfers --data-dir "$scratch/engine" --seconds "$seconds"
 measure replay "$here/replay_speed.sh" "$build" "${EVENTS:-1000000}"
 # Statements on a wallet with a million movements (issue 25).
@@ -79,6 +81,9 @@ row "HTTP wallet transfers on Kafka, six businesses in six partitions (same brok
     "$(n "${R[kafka6.http_tps]}")/s; p50 ${R[kafka6.http_p50_ms]} ms, p99 ${R[kafka6.http_p99_ms]} ms, max ${R[kafka6.http_max_ms]} ms" \
     "$(ratio "${R[kafka6.http_tps]}" "${R[kafka.http_tps]}") one business" ">= 3x one business" \
     "$(meets "${R[kafka6.http_tps]}" '>=' "$(python3 -c "print(3 * float('${R[kafka.http_tps]:-0}'))")")"
+row "Bulk of 1,000 wallet transfers, one connection (fsync per group commit): best / median / p90" \
+    "${R[bulk.bulk_best_ms]} / ${R[bulk.bulk_p50_ms]} / ${R[bulk.bulk_p90_ms]} ms ($(n "${R[bulk.bulk_items_per_s]}") items/s at the median)" "-" \
+    "<= 50 ms (>= 20,000 items/s)" "$(meets "${R[bulk.bulk_p50_ms]}" '<=' 50)"
 row "GET /v1/virtual-accounts/{id} (64 connections)" \
     "$(n "${R[http.get_rps]}")/s; p50 ${R[http.get_p50_ms]} ms, p99 ${R[http.get_p99_ms]} ms" \
     "$(ratio "${R[http.get_rps]}" "$ngx") nginx" ">= 100,000/s and >= 0.5x nginx" \

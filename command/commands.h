@@ -13,6 +13,41 @@
 
 namespace kobo {
 
+// Domain rejections, mapped to HTTP in one table in query-api/. Values, never exceptions.
+enum class Rejection {
+  none,
+  duplicate_reference,  // same reference, different body
+  source_not_found,
+  destination_not_found,
+  same_source_and_destination,
+  insufficient_funds,
+  daily_limit_exceeded,    // a debit beyond the day's allowance of the source's KYC tier
+  balance_limit_exceeded,  // a credit above the balance cap of the destination's KYC tier
+  wallet_not_found,        // a wallet of the caller's to change
+  wallet_name_taken,
+  primary_wallet_limit,
+  account_not_found,  // incoming credit to an account number the caller does not have
+  business_exists,
+  reference_exists,  // a collection wallet's reference is taken
+  settlement_account_not_found,
+  amount_mismatch,         // a payment to a collection wallet of another amount
+  collection_inactive,     // a payment to a used or expired collection wallet
+  unavailable,             // the log could not be written; nothing was acknowledged
+  storage_full,            // as unavailable, because the log's disk is full (HTTP 507)
+  hold_not_found,          // a capture or void of a hold the caller has not got
+  hold_not_pending,        // a capture or void of a hold that has ended (or reached its expiresAt)
+  amount_exceeds_hold,     // a capture of more than the hold's remaining amount
+  out_of_range,            // an amount that is not positive, or one that would overflow a
+                           // balance; an expiry out of range (HTTP validation stops these
+                           // first: this guards the writer from any other caller)
+  bank_not_found,          // a bank item of a bulk whose bank code names no bank (name enquiry)
+  invalid_account_number,  // ... whose account number fails the bank's check (name enquiry)
+};
+
+std::string_view to_string(Rejection r);
+// The rejection named `name` (to_string()), or nullopt.
+std::optional<Rejection> rejection_from_string(std::string_view name);
+
 // Who is asking: resolved by query-api from the secret key. Every command is scoped to it.
 struct Caller {
   std::string business;  // biz-…
@@ -190,41 +225,29 @@ struct ExpireHold {
   std::string hold;
 };
 
+// One item of a bulk transfer: a wallet or a bank transfer of the bulk's caller, decided by the
+// very rules a single one is (decide.h). `refused`: query-api refused it before the writer (a
+// bank item whose name enquiry failed); the writer records it as refused.
+struct BulkItem {
+  std::variant<WalletTransfer, BankTransfer> transfer;
+  Rejection refused = Rejection::none;
+};
+
+// Many transfers in one command (extensions section 5), decided in one writer step, in order,
+// each item seeing the balances the items before it leave. `atomic`: all are applied or none;
+// else each is applied or refused on its own. `reference` is the bulk's idempotency key (its own
+// namespace, apart from transfer references); each item's reference is a transfer reference.
+struct BulkTransfer {
+  Caller caller;
+  std::string reference;
+  bool atomic = false;
+  std::vector<BulkItem> items;
+};
+
 using Command = std::variant<CreateBusiness, UpdateAccount, AddBankAccount, CreateWallet, CreateCollection,
                              CreateTransitWallet, WalletTransfer, BankTransfer, IncomingCredit, AdvancePayout,
                              ExpireCollection, SetWalletTier, PlaceHold, CaptureHold, VoidHold, ExpireHold,
-                             RotateWebhookSecret>;
-
-// Domain rejections, mapped to HTTP in one table in query-api/. Values, never exceptions.
-enum class Rejection {
-  none,
-  duplicate_reference,  // same reference, different body
-  source_not_found,
-  destination_not_found,
-  same_source_and_destination,
-  insufficient_funds,
-  daily_limit_exceeded,    // a debit beyond the day's allowance of the source's KYC tier
-  balance_limit_exceeded,  // a credit above the balance cap of the destination's KYC tier
-  wallet_not_found,        // a wallet of the caller's to change
-  wallet_name_taken,
-  primary_wallet_limit,
-  account_not_found,  // incoming credit to an account number the caller does not have
-  business_exists,
-  reference_exists,  // a collection wallet's reference is taken
-  settlement_account_not_found,
-  amount_mismatch,      // a payment to a collection wallet of another amount
-  collection_inactive,  // a payment to a used or expired collection wallet
-  unavailable,          // the log could not be written; nothing was acknowledged
-  storage_full,         // as unavailable, because the log's disk is full (HTTP 507)
-  hold_not_found,       // a capture or void of a hold the caller has not got
-  hold_not_pending,     // a capture or void of a hold that has ended (or reached its expiresAt)
-  amount_exceeds_hold,  // a capture of more than the hold's remaining amount
-  out_of_range,         // an amount that is not positive, or one that would overflow a
-                        // balance; an expiry out of range (HTTP validation stops these
-                        // first: this guards the writer from any other caller)
-};
-
-std::string_view to_string(Rejection r);
+                             RotateWebhookSecret, BulkTransfer>;
 
 // What the writer answers once the command's events are durable (or it was rejected). The
 // writer renders nothing: query-api shows the record from the events, through projection/.
@@ -242,6 +265,8 @@ struct Outcome {
   std::vector<WalletFacts> wallets;
   Partition partition{0};
   Seq seq{0};  // the last event of the command, for read-your-writes
+  // A rejected atomic bulk transfer: the item whose rejection `rejection` is (from 0).
+  std::optional<std::uint32_t> item;
 
   bool ok() const { return rejection == Rejection::none; }
 };

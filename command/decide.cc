@@ -678,7 +678,10 @@ Decision decide(const PartitionState& state, const History& history, const Comma
           return decide_void_hold(state, history, c, now);
         else if constexpr (std::is_same_v<T, ExpireHold>)
           return decide_expire_hold(state, c);
-        else {
+        else if constexpr (std::is_same_v<T, BulkTransfer>) {
+          KOBO_ASSERT(false, "a bulk transfer is decided by decide_bulk()");
+          return reject(Rejection::out_of_range);
+        } else {
           static_assert(std::is_same_v<T, ExpireCollection>, "every command is decided");
           return decide_expire_collection(state, c);
         }

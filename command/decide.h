@@ -64,7 +64,8 @@ struct Decision {
   // (AddBankAccount), the account (CreateBusiness, UpdateAccount), the payout (AdvancePayout),
   // the hold (PlaceHold, CaptureHold, VoidHold, ExpireHold).
   std::string id;
-  std::vector<Scheduled> schedule;  // follow-ups, run once these events are durable
+  std::vector<Scheduled> schedule;    // follow-ups, run once these events are durable
+  std::optional<std::uint32_t> item;  // a rejected atomic bulk transfer: the item rejected
 };
 
 // What the payout rail does next with a payout in flight (pending or processing): the sandbox
@@ -79,6 +80,8 @@ Scheduled next_rail_step(const std::string& transaction, const PayoutState& payo
 // started from a snapshot takes follow-ups due at the same time in the order a whole replay does.
 std::vector<Scheduled> resume_schedule(const PartitionState& state, const LedgerConfig& config);
 
+// A bulk transfer is decided by decide_bulk() (command/bulk.h), which calls decide() per item;
+// decide() asserts it is not given one.
 // `history` answers what was used before (references, bank accounts, closed collection wallets);
 // a command it cannot answer for (an I/O error) is rejected `unavailable`, never decided blind.
 // Deterministic: the only ids the decision draws (new wallets' and transactions' uuids) come

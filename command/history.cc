@@ -27,6 +27,7 @@ constexpr std::string_view kFormat = "1";
 // Keys: a tag byte, then what the fact is found by. Values are as small as the fact allows.
 constexpr char kReferenceTag = 'r';            // scope_key(account, mode) + reference -> fingerprint, trx
 constexpr char kCollectionReferenceTag = 'c';  // scope_key(account, mode) + reference -> ""
+constexpr char kBulkReferenceTag = 'k';        // scope_key(account, mode) + reference -> fingerprint, blk
 constexpr char kBankAccountTag = 'b';          // bka-… -> integer id (decimal)
 constexpr char kCollectionTag = 'n';           // account number -> mode byte + business
 constexpr char kHoldReferenceTag = 'o';        // scope_key(account, mode) + reference -> fingerprint, hld
@@ -301,6 +302,16 @@ Result<std::optional<ReferenceState>> History::transfer_reference(std::string_vi
   return std::optional<ReferenceState>(std::move(r).value());
 }
 
+Result<std::optional<ReferenceState>> History::bulk_reference(std::string_view account, bool live,
+                                                              std::string_view reference) const {
+  auto v = find(tagged(kBulkReferenceTag, scope_key(account, live), reference));
+  if (!v) return v.status();
+  if (!v.value()) return std::optional<ReferenceState>();
+  auto r = decode_reference(*v.value());
+  if (!r) return r.status();
+  return std::optional<ReferenceState>(std::move(r).value());
+}
+
 Result<bool> History::collection_reference_taken(std::string_view account, bool live,
                                                  std::string_view reference) const {
   auto v = find(collection_reference_key(account, live, reference));
@@ -351,8 +362,8 @@ Result<std::optional<CollectionOwner>> History::owner(const std::string& key) co
 void History::note(const Event& e) {
   auto remember_reference = [&](const AccountId& account, const std::string& reference,
                                 std::string fingerprint, const TransactionId& transaction) {
-    tail_[reference_key(account.value, e.live, reference)] =
-        encode_reference(ReferenceState{std::move(fingerprint), transaction.value});
+    set(reference_key(account.value, e.live, reference),
+        encode_reference(ReferenceState{std::move(fingerprint), transaction.value}));
   };
   std::visit(
       [&](const auto& x) {
@@ -361,7 +372,7 @@ void History::note(const Event& e) {
                       std::is_same_v<T, HoldCaptured>) {
           remember_reference(x.account, x.reference, request_fingerprint(request_of(x)), x.transaction);
         } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
-          tail_[tagged(kBankAccountTag, x.bank_account.value)] = std::to_string(x.id);
+          set(tagged(kBankAccountTag, x.bank_account.value), std::to_string(x.id));
         } else if constexpr (std::is_same_v<T, CollectionWalletOpened>) {
           tail_[tagged(kCollectionTag, x.account_number)] = (e.live ? "l" : "t") + e.business;
           if (x.reference) tail_[collection_reference_key(x.account.value, e.live, *x.reference)] = "";
@@ -369,6 +380,11 @@ void History::note(const Event& e) {
           tail_[tagged(kHoldTag, x.hold.value)] = (e.live ? "l" : "t") + e.business;
           tail_[tagged(kHoldReferenceTag, scope_key(x.account.value, e.live), x.reference)] =
               encode_reference(ReferenceState{request_fingerprint(request_of(x, e.time)), x.hold.value});
+          set(tagged(kCollectionTag, x.account_number), (e.live ? "l" : "t") + e.business);
+          if (x.reference) set(collection_reference_key(x.account.value, e.live, *x.reference), "");
+        } else if constexpr (std::is_same_v<T, BulkTransferAccepted>) {
+          set(tagged(kBulkReferenceTag, scope_key(x.account.value, e.live), x.reference),
+              encode_reference(ReferenceState{x.fingerprint, x.batch.value}));
         }
       },
       e.data);
@@ -395,6 +411,36 @@ Status History::write_tail() {
   position_ = tail_position_;
   publish_position();
   return {};
+}
+
+void History::set(std::string key, std::string value) {
+  if (!in_trial_) {
+    tail_[std::move(key)] = std::move(value);
+    return;
+  }
+  const auto [it, added] = tail_.try_emplace(std::move(key));
+  trial_undo_.emplace_back(it->first, added ? std::nullopt : std::optional<std::string>(it->second));
+  it->second = std::move(value);
+}
+
+void History::begin_trial() {
+  KOBO_ASSERT(!in_trial_, "history trials do not nest");
+  in_trial_ = true;
+  trial_undo_.clear();
+  trial_position_ = tail_position_;
+}
+
+void History::undo_trial() {
+  KOBO_ASSERT(in_trial_, "undo of a history trial that did not begin");
+  for (auto it = trial_undo_.rbegin(); it != trial_undo_.rend(); ++it) {
+    if (it->second)
+      tail_[it->first] = std::move(*it->second);
+    else
+      tail_.erase(it->first);
+  }
+  trial_undo_.clear();
+  tail_position_ = trial_position_;
+  in_trial_ = false;
 }
 
 void History::drop_tail() {

@@ -72,6 +72,9 @@ class History {
   // ---- lookups (writer thread): the tail first, then the index; an error is the index's I/O.
   [[nodiscard]] Result<std::optional<ReferenceState>> transfer_reference(std::string_view account, bool live,
                                                                          std::string_view reference) const;
+  // What a bulk transfer's reference was first used for (`transaction`: the bulk's blk-… id).
+  [[nodiscard]] Result<std::optional<ReferenceState>> bulk_reference(std::string_view account, bool live,
+                                                                     std::string_view reference) const;
   [[nodiscard]] Result<bool> collection_reference_taken(std::string_view account, bool live,
                                                         std::string_view reference) const;
   [[nodiscard]] Result<std::optional<std::uint64_t>> bank_account(std::string_view id) const;
@@ -91,7 +94,14 @@ class History {
   [[nodiscard]] Status write_tail();
   // Forgets the tail: its events may not be in the log (an append failed).
   void drop_tail();
+  // A trial (a bulk transfer's items decided one after the other, command/bulk.h): what note()
+  // adds after begin_trial() is taken back by undo_trial(), leaving the tail as it was. Trials do
+  // not nest.
+  void begin_trial();
+  void undo_trial();
   std::size_t tail_size() const { return tail_.size(); }
+  // The last event of partition p noted, in the tail or the index.
+  Seq noted_seq(Partition p) const { return tail_position_[p.value].seq; }
   // Where the index is, per partition (the tail not included).
   const std::vector<IndexPosition>& position() const { return position_; }
   // Empties the index, to rebuild it from the log (it holds facts of another log).
@@ -114,9 +124,14 @@ class History {
 
   std::mutex store_mu_;  // guards store_ against sync() while reopen() replaces it
   std::unique_ptr<Store> store_;
+  void set(std::string key, std::string value);  // into the tail, journalled during a trial
+
   std::unordered_map<std::string, std::string> tail_;  // key -> value, not yet in the index
-  std::vector<IndexPosition> position_;                // of the index
-  std::vector<IndexPosition> tail_position_;           // of the index and the tail
+  bool in_trial_ = false;
+  std::vector<std::pair<std::string, std::optional<std::string>>> trial_undo_;  // key, value before
+  std::vector<IndexPosition> trial_position_;
+  std::vector<IndexPosition> position_;       // of the index
+  std::vector<IndexPosition> tail_position_;  // of the index and the tail
   std::unique_ptr<std::atomic<std::uint64_t>[]> indexed_seq_;
 };
 

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <unordered_set>
 
+#include "command/bulk.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "events/log_follower.h"
@@ -91,8 +93,20 @@ std::string_view to_string(Rejection r) {
       return "amount_exceeds_hold";
     case Rejection::out_of_range:
       return "out_of_range";
+    case Rejection::bank_not_found:
+      return "bank_not_found";
+    case Rejection::invalid_account_number:
+      return "invalid_account_number";
   }
   return "unknown";
+}
+
+std::optional<Rejection> rejection_from_string(std::string_view name) {
+  for (int k = 0; k <= static_cast<int>(Rejection::invalid_account_number); ++k) {
+    const auto r = static_cast<Rejection>(k);
+    if (to_string(r) == name) return r;
+  }
+  return std::nullopt;
 }
 
 Ledger::Ledger(EventLog& log, LedgerOptions options)
@@ -496,7 +510,14 @@ void Ledger::run() {
     take_due(batch);
     {
       std::lock_guard lock(mu_);
-      while (!queue_.empty() && batch.size() < options_.batch_max) {
+      // A bulk transfer weighs its items: a group commit holds at most batch_max commands'
+      // worth of events, whatever their mix (always at least one command).
+      std::size_t weight = batch.size();
+      while (!queue_.empty() && weight < options_.batch_max) {
+        const auto* bulk = std::get_if<BulkTransfer>(&queue_.front().command);
+        const std::size_t w = bulk != nullptr ? bulk->items.size() + 1 : 1;
+        if (weight + w > options_.batch_max && !batch.empty()) break;
+        weight += w;
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
@@ -530,9 +551,12 @@ void Ledger::process(std::vector<Pending>& batch) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Partition p = route(batch[i].command);
     PartitionState& st = states_[p.value];
-    Decision d = decide(st, *history_, batch[i].command, options_.config, now, *ids_);
+    const auto* bulk = std::get_if<BulkTransfer>(&batch[i].command);
+    Decision d = bulk != nullptr ? decide_bulk(st, *history_, *bulk, options_.config, now, *ids_)
+                                 : decide(st, *history_, batch[i].command, options_.config, now, *ids_);
     Outcome& o = outcomes[i];
     o.partition = p;
+    o.item = d.item;
     o.rejection = d.rejection;
     o.replayed = d.replayed;
     o.id = std::move(d.id);
@@ -542,11 +566,14 @@ void Ledger::process(std::vector<Pending>& batch) {
       o.events.reserve(d.events.size());
       for (auto& draft : d.events)
         events.push_back(place(st, *history_, draft, command_seq, size, now, o.events));
+      std::unordered_set<std::string> shown;  // a bulk's events show many wallets, each many times
       for (const Event& e : o.events)
-        for (const std::string& id : wallets_shown(e.data))
-          if (std::none_of(o.wallets.begin(), o.wallets.end(),
-                           [&](const WalletFacts& w) { return w.public_id == id; }))
-            if (auto facts = st.wallets.facts(id)) o.wallets.push_back(std::move(*facts));
+        for (std::string& id : wallets_shown(e.data))
+          if (!shown.contains(id))
+            if (auto facts = st.wallets.facts(id)) {
+              o.wallets.push_back(std::move(*facts));
+              shown.insert(std::move(id));
+            }
       if (std::holds_alternative<CreateBusiness>(batch[i].command)) ++businesses_added;
       for (auto& f : d.schedule) follow_ups.push_back(std::move(f));
     }

@@ -44,7 +44,7 @@ namespace kobo {
 struct LedgerOptions {
   LedgerConfig config;
   std::size_t queue_max = 65'536;  // commands waiting; a full queue answers `unavailable`
-  std::size_t batch_max = 8'192;   // commands decided and appended together
+  std::size_t batch_max = 8'192;   // commands decided and appended together (a bulk weighs 1 + its items)
   // Where decide() draws the ids it assigns; null: secure random ids (RandomIds). Tests and
   // simulations give a seeded one (SeededIds) to replay a run exactly. Used by the writer
   // thread only.

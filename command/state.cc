@@ -367,6 +367,8 @@ struct Applier {
 
   void operator()(const HoldVoided& x) const { end_hold(s, x.hold); }
   void operator()(const HoldExpired& x) const { end_hold(s, x.hold); }
+  // A bulk transfer's own event moves nothing: its items' events that follow do.
+  void operator()(const BulkTransferAccepted&) const {}
 
   void change_status() const {
     const auto c = status_change(e.data);

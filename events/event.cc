@@ -31,7 +31,7 @@ std::optional<E> value_in(const NameTable<E, N>& table, std::string_view name) {
   return std::nullopt;
 }
 
-constexpr NameTable<EventType, 20> kTypeNames{{
+constexpr NameTable<EventType, 21> kTypeNames{{
     {EventType::writer_started, "WriterStarted"},
     {EventType::business_registered, "BusinessRegistered"},
     {EventType::account_updated, "AccountUpdated"},
@@ -52,6 +52,7 @@ constexpr NameTable<EventType, 20> kTypeNames{{
     {EventType::hold_voided, "HoldVoided"},
     {EventType::hold_expired, "HoldExpired"},
     {EventType::webhook_secret_rotated, "WebhookSecretRotated"},
+    {EventType::bulk_transfer_accepted, "BulkTransferAccepted"},
 }};
 static_assert(std::variant_size_v<EventData> == kTypeNames.size(), "every event type has a name");
 
@@ -467,10 +468,25 @@ Status validate_tiers(const EventData& d) {
   return {};
 }
 
+// A bulk's refused items are items of it, each listed once, in order.
+Status validate_bulk(const BulkTransferAccepted& x) {
+  if (x.items == 0) return Status::error("a bulk transfer without items");
+  if (!is_hex64(x.fingerprint)) return Status::error("a bulk transfer's fingerprint is not 64 hex digits");
+  for (std::size_t k = 0; k < x.rejected.size(); ++k) {
+    if (x.rejected[k].index >= x.items)
+      return Status::error("a bulk transfer refuses an item it does not have");
+    if (k > 0 && x.rejected[k].index <= x.rejected[k - 1].index)
+      return Status::error("a bulk transfer's refused items are not in order");
+  }
+  if (x.atomic && !x.rejected.empty()) return Status::error("an atomic bulk transfer with a refused item");
+  return {};
+}
+
 }  // namespace
 
 Status validate(const Event& e) {
   if (auto s = validate_tiers(e.data); !s) return s;
+  if (const auto* bulk = std::get_if<BulkTransferAccepted>(&e.data)) return validate_bulk(*bulk);
   const auto* postings = postings_of(e.data);
   if (postings == nullptr) return {};
   Kobo sum;

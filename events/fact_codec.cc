@@ -13,7 +13,7 @@ using described::Described;
 using described::IsId;
 using described::IsOptional;
 
-constexpr unsigned char kFormat = 1;
+constexpr unsigned char kFormat = 2;  // 2: transfers name their bulk (`batch`)
 
 // The largest value of each enum the data may hold, for decoding checks; -1 for any other type.
 template <typename E>

@@ -263,6 +263,12 @@ std::vector<CreatedTransaction> created(const EventData& d, bool derive) {
 
 std::vector<CreatedTransaction> transactions_created(const EventData& d) { return created(d, true); }
 
+const BatchId* batch_of(const EventData& d) {
+  if (const auto* w = std::get_if<WalletTransferSettled>(&d)) return w->batch ? &*w->batch : nullptr;
+  if (const auto* b = std::get_if<BankTransferInitiated>(&d)) return b->batch ? &*b->batch : nullptr;
+  return nullptr;
+}
+
 std::size_t transactions_created_count(const EventData& d) { return created(d, false).size(); }
 
 std::optional<StatusChange> status_change(const EventData& d) {

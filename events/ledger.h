@@ -123,6 +123,9 @@ struct CreatedTransaction {
   std::string link_ref;                                   // joins the records of one movement of money
 };
 
+// The bulk transfer whose item `d` is (its records' batchId), or null.
+const BatchId* batch_of(const EventData& d);
+
 // The transaction records `d` creates (empty for events that create none).
 std::vector<CreatedTransaction> transactions_created(const EventData& d);
 // transactions_created(d).size(), without deriving their ids and references (no hashing).

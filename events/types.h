@@ -44,6 +44,7 @@ using WalletId = Id<struct WalletIdTag>;            // vba-…: wallets, transit
 using TransactionId = Id<struct TransactionIdTag>;  // trx-…
 using BankAccountId = Id<struct BankAccountIdTag>;  // bka-…: a saved beneficiary
 using HoldId = Id<struct HoldIdTag>;                // hld-…: a hold (extensions section 2)
+using BatchId = Id<struct BatchIdTag>;              // blk-…: a bulk transfer
 
 // An amount of naira in kobo. Signed: system accounts go negative by design.
 struct Kobo {

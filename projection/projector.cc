@@ -471,6 +471,10 @@ void Projector::Batch::apply(const Event& e) {
           put(view_keys::bank_account(x.bank_account.value), encode_fact(e));
         } else if constexpr (std::is_same_v<T, WebhookSecretRotated>) {
           rotate_webhook_secret(e, x);
+        } else if constexpr (std::is_same_v<T, BulkTransferAccepted>) {
+          put(view_keys::event_fact(e.partition.value, e.seq.value), encode_fact(e));
+          put(view_keys::bulk(x.batch.value),
+              rows::encode(rows::BulkRow{e.partition, e.seq, e.command_size}));
         }
       },
       e.data);

@@ -111,9 +111,12 @@ Object transaction_base(const Event& e, const AccountId& account, const CreatedT
       .number("actualAmount", amount.value)
       .number("amount", amount.value)
       .string("auth", e.business)
-      .number("balance", t.posting->balance.value)
-      .null("batchId")
-      .object("clientTransaction", client)
+      .number("balance", t.posting->balance.value);
+  if (const BatchId* batch = batch_of(e.data))
+    r.string("batchId", batch->value);
+  else
+    r.null("batchId");
+  r.object("clientTransaction", client)
       .string("createdAt", ts)
       .string("currency", "NGN")
       .string("currencyPair", "NGN/NGN")

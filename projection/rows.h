@@ -16,6 +16,7 @@
 //   TierLimits (`Y`): the KYC tier limits a partition's writer last recorded (events/limits.h)
 //   WebhookRow (`w`): an account's webhook state in one mode: its events so far, its secret's rotations
 //   WebhookEventRow (`e`): one webhook event of an account and mode, numbered in log order
+//   BulkRow (`J`): where a bulk transfer's command is in the log
 //
 // The binary forms below are part of the views' key layout (view_keys.h kFormat). Pure.
 
@@ -106,6 +107,16 @@ struct HoldRow {
 };
 std::string encode(const HoldRow& row);
 [[nodiscard]] Result<HoldRow> decode_hold(std::string_view bytes);
+// A bulk transfer: its command's events are `events` events from `seq` (its BulkTransferAccepted,
+// then its items' events, each with its fact under E<partition><seq>; a BeneficiarySaved has none).
+struct BulkRow {
+  Partition partition{0};
+  Seq seq{0};
+  std::uint32_t events = 0;
+  bool operator==(const BulkRow&) const = default;
+};
+std::string encode(const BulkRow& row);
+[[nodiscard]] Result<BulkRow> decode_bulk(std::string_view bytes);
 
 struct KeyRow {
   std::string business;

@@ -17,6 +17,8 @@
 //   Y<partition:4>                               -> TierLimits: the KYC tier limits in force (rows.h)
 //   E<partition:4><seq:8>                        -> the fact of an event that creates transactions
 //   T<transaction publicId>                      -> TransactionRow: its event, which one, status steps
+//   J<bulk publicId>                             -> BulkRow: its command's first event (its
+//                                                   BulkTransferAccepted, whose fact is under E) and size
 //   i<business>|<t|l>|<id:8>                     -> transaction publicId
 //   r<account>|<t|l>|<reference>                 -> transaction publicId
 //   t<business>|<t|l>|<createdAt ms:8>|<id:8>    -> ListedRow: entry, status, amount, publicId
@@ -64,7 +66,8 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 // facts instead of wallet, transaction and bank account records; layout 4 adds the wallets'
 // statements (`h`) and their movement counts in WalletRow; layout 5 adds holds (`O`, `U`, `L`,
 // `M`) and what they reserve in WalletRow, the KYC tiers (`Y`, and a wallet's tier and day
-// debits in WalletRow), and the accounts' webhook events (`w`, `e`, `x`).
+// debits in WalletRow), the accounts' webhook events (`w`, `e`, `x`), facts of form 2 (transfers
+// name their bulk) and bulk transfers (`J`).
 inline constexpr std::string_view kFormatKey = "V";
 inline constexpr std::string_view kFormat = "5";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
@@ -90,6 +93,7 @@ inline constexpr TagName kTagNames[] = {
     {'S', "system balances"},
     {'Y', "tier limits"},
     {'T', "transactions"},
+    {'J', "bulk transfers"},
     {'i', "transaction ids"},
     {'r', "transaction references"},
     {'t', "transaction list"},
@@ -155,6 +159,7 @@ inline std::string tier_limits(std::uint32_t p) {
   return k;
 }
 inline std::string transaction(std::string_view id) { return "T" + std::string(id); }
+inline std::string bulk(std::string_view id) { return "J" + std::string(id); }
 inline std::string transaction_id(std::string_view business, bool live, std::uint64_t id) {
   std::string k = scoped('i', business, live);
   put_be(k, id);

@@ -644,6 +644,31 @@ Result<std::optional<json>> Views::transaction(const Scope& scope, std::string_v
   return std::optional<json>(json::parse(*text.value()));
 }
 
+Result<std::optional<std::vector<Event>>> Views::bulk_events(const Scope& scope, std::string_view id) const {
+  using Found = std::optional<std::vector<Event>>;
+  const auto row_bytes = read(view_keys::bulk(id));
+  if (!row_bytes) return row_bytes.status();
+  if (!row_bytes.value()) return Found();
+  const auto row = rows::decode_bulk(*row_bytes.value());
+  if (!row) return row.status();
+  std::vector<Event> events;
+  events.reserve(row.value().events);
+  for (std::uint32_t k = 0; k < row.value().events; ++k) {
+    auto e = fact(view_keys::event_fact(row.value().partition.value, row.value().seq.value + k), nullptr);
+    if (!e) return e.status();
+    if (!e.value()) {
+      if (k == 0)
+        return Status::error("views: bulk transfer " + std::string(id) + " names an event they do not have");
+      continue;  // a BeneficiarySaved of a bank item: its fact is under its bank account
+    }
+    if (k == 0 && !in_scope(*e.value(), scope)) return Found();
+    events.push_back(std::move(*e.value()));
+  }
+  if (!std::holds_alternative<BulkTransferAccepted>(events.front().data))
+    return Status::error("views: bulk transfer " + std::string(id) + " names an event of another kind");
+  return Found(std::move(events));
+}
+
 Result<std::optional<std::string>> Views::transaction_text(const Scope& scope, std::string_view account,
                                                            std::string_view id_or_reference) const {
   if (id_or_reference.starts_with("trx-")) {

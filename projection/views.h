@@ -151,6 +151,10 @@ class Views {
   [[nodiscard]] Result<std::optional<std::string>> transaction_text(const Scope& scope,
                                                                     std::string_view account,
                                                                     std::string_view id_or_reference) const;
+  // The facts of bulk transfer `id` (blk-…) of `scope`: its BulkTransferAccepted, then its
+  // accepted items' events, in log order; nullopt when the scope has none.
+  [[nodiscard]] Result<std::optional<std::vector<Event>>> bulk_events(const Scope& scope,
+                                                                      std::string_view id) const;
   [[nodiscard]] Result<std::optional<nlohmann::json>> transaction(const Scope& scope,
                                                                   std::string_view account,
                                                                   std::string_view id_or_reference) const;

@@ -1,6 +1,7 @@
 #include "query-api/answer.h"
 
 #include <boost/asio/post.hpp>
+#include <unordered_map>
 
 #include "common/crypto.h"
 #include "common/log.h"
@@ -9,57 +10,66 @@
 
 namespace kobo {
 
-http::Response rejection_response(Rejection r) {
+RejectionAnswer rejection_answer(Rejection r) {
   switch (r) {
     case Rejection::none:
       break;
     case Rejection::duplicate_reference:
-      return http::error(409, "Duplicate reference");
+      return {409, "Duplicate reference"};
     case Rejection::source_not_found:
-      return http::error(404, "Source not found");
+      return {404, "Source not found"};
     case Rejection::destination_not_found:
-      return http::error(404, "Destination not found");
+      return {404, "Destination not found"};
     case Rejection::same_source_and_destination:
-      return http::error(400, "Source and destination cannot be the same");
+      return {400, "Source and destination cannot be the same"};
     case Rejection::insufficient_funds:
-      return http::error(403, "Insufficient fund");
+      return {403, "Insufficient fund"};
     case Rejection::daily_limit_exceeded:
-      return http::error(403, "Daily limit exceeded");
+      return {403, "Daily limit exceeded"};
     case Rejection::balance_limit_exceeded:
-      return http::error(403, "Balance limit exceeded");
+      return {403, "Balance limit exceeded"};
     case Rejection::wallet_not_found:
-      return http::error(404, "Data not found");
+      return {404, "Data not found"};
     case Rejection::wallet_name_taken:
-      return http::error(400, "Virtual Account name already exist");
+      return {400, "Virtual Account name already exist"};
     case Rejection::primary_wallet_limit:
-      return http::error(400, "Primary wallet limit reached");
+      return {400, "Primary wallet limit reached"};
     case Rejection::account_not_found:
-      return http::error(404, "Account not found");
+      return {404, "Account not found"};
     case Rejection::business_exists:
-      return http::error(409, "Business already exists");
+      return {409, "Business already exists"};
     case Rejection::reference_exists:
-      return http::error(400, "Reference already exists");
+      return {400, "Reference already exists"};
     case Rejection::settlement_account_not_found:
-      return http::error(404, "Settlement account not found");
+      return {404, "Settlement account not found"};
     case Rejection::amount_mismatch:
-      return http::error(400, "Amount mismatch");
+      return {400, "Amount mismatch"};
     case Rejection::collection_inactive:
-      return http::error(400, "Collection account is not active");
+      return {400, "Collection account is not active"};
     case Rejection::unavailable:
-      return http::error(503, "Service unavailable");
+      return {503, "Service unavailable"};
     case Rejection::storage_full:
-      return http::error(507, "Insufficient storage");
+      return {507, "Insufficient storage"};
     case Rejection::hold_not_found:
-      return http::error(404, "Data not found");
+      return {404, "Data not found"};
     case Rejection::hold_not_pending:
-      return http::error(409, "Hold is not pending");
+      return {409, "Hold is not pending"};
     case Rejection::amount_exceeds_hold:
-      return http::error(400, "Amount exceeds hold");
+      return {400, "Amount exceeds hold"};
     case Rejection::out_of_range:
-      return http::error(400, "Amount out of range");
+      return {400, "Amount out of range"};
+    case Rejection::bank_not_found:
+      return {400, "Bank not found"};
+    case Rejection::invalid_account_number:
+      return {400, "Invalid account number"};
   }
   KOBO_ASSERT(false, "no HTTP answer for an accepted command");
-  return http::internal_error();
+  return {500, "Internal server error"};
+}
+
+http::Response rejection_response(Rejection r) {
+  const RejectionAnswer a = rejection_answer(r);
+  return http::error(a.status, a.message);
 }
 
 namespace api {
@@ -131,8 +141,17 @@ namespace {
 // as it decided (Outcome::wallets). No answer renders a payout's reversal.
 class DecidedFacts final : public render::RecordSource {
  public:
-  explicit DecidedFacts(const std::vector<WalletFacts>& wallets) : wallets_(wallets) {}
+  explicit DecidedFacts(const std::vector<WalletFacts>& wallets) : wallets_(wallets) {
+    // A bulk transfer's answer shows many wallets, each many times: find them by id.
+    if (wallets_.size() > kScanMax)
+      for (const WalletFacts& w : wallets_) by_id_.emplace(w.public_id, &w);
+  }
   std::optional<WalletFacts> wallet(std::string_view id) const override {
+    if (!by_id_.empty()) {
+      const auto it = by_id_.find(id);
+      if (it == by_id_.end()) return std::nullopt;
+      return *it->second;
+    }
     for (const WalletFacts& w : wallets_)
       if (w.public_id == id) return w;
     return std::nullopt;
@@ -140,7 +159,9 @@ class DecidedFacts final : public render::RecordSource {
   std::optional<Event> payout(std::string_view) const override { return std::nullopt; }
 
  private:
+  static constexpr std::size_t kScanMax = 8;
   const std::vector<WalletFacts>& wallets_;
+  std::unordered_map<std::string_view, const WalletFacts*> by_id_;
 };
 
 }  // namespace
@@ -158,6 +179,15 @@ void Protocol::answer_created(Outcome o, int status, std::string message, Respon
     KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
     respond(http::ok_text(status, *record, message));
   });
+}
+
+void Protocol::answer_rendered(Outcome o, Responder respond, Render make) {
+  boost::asio::post(
+      answers_, [o = std::move(o), respond = std::move(respond), make = std::move(make)]() mutable {
+        const DecidedFacts facts(o.wallets);
+        KOBO_ASSERT(render::can_render(o.events, facts), "the writer gives every wallet an answer shows");
+        respond(make(o, facts));
+      });
 }
 
 std::optional<ResolvedAccount> Protocol::resolve(bool live, const std::string& bank_code,

@@ -27,6 +27,7 @@
 
 #include "command/ledger.h"
 #include "projection/projector.h"
+#include "projection/render.h"
 #include "projection/views.h"
 #include "query-api/api.h"
 #include "query-api/name_enquiry.h"
@@ -83,6 +84,12 @@ class Protocol {
   void answer_created(Outcome o, int status, std::string message, http::Responder respond,
                       std::optional<TransactionStatus> shown = std::nullopt);
 
+  // Answers a command with what `make` makes of its events and the wallet facts the writer
+  // decided with, as answer_created() does for one record: rendered on Api's pool, without
+  // waiting for the projector.
+  using Render = std::function<http::Response(const Outcome&, const render::RecordSource&)>;
+  void answer_rendered(Outcome o, http::Responder respond, Render make);
+
   // The account a request's bankCode and accountNumber name, or nullopt once `respond` has the
   // 4xx (name_enquiry.h), or the 503 of a views read that failed. Reads the views (a wallet of ours): call it
   // after the read barrier.
@@ -138,6 +145,7 @@ http::RouteHandler route(std::shared_ptr<Protocol> protocol, RouteFn fn);
 void add_account_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
 void add_admin_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
 void add_bank_account_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
+void add_bulk_transfer_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
 void add_collection_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
 void add_hold_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
 void add_event_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);

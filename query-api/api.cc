@@ -20,6 +20,7 @@ void Api::add_routes(http::Router& router) {
   api::add_wallet_routes(router, protocol);
   api::add_statement_routes(router, protocol);
   api::add_transfer_routes(router, protocol);
+  api::add_bulk_transfer_routes(router, protocol);
   api::add_collection_routes(router, protocol);
   api::add_hold_routes(router, protocol);
   api::add_event_routes(router, protocol);

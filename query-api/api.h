@@ -61,5 +61,11 @@ void add_operational_routes(http::Router& router, std::function<std::string()> n
 
 // The one table from domain rejections to HTTP answers.
 http::Response rejection_response(Rejection r);
+// The status and message of that answer (a bulk transfer's items show them).
+struct RejectionAnswer {
+  unsigned status;
+  std::string_view message;
+};
+RejectionAnswer rejection_answer(Rejection r);
 
 }  // namespace kobo

@@ -40,12 +40,14 @@ std::string message_member(const std::optional<std::string>& message) {
   return ",\"message\":" + dump(nlohmann::json(*message));
 }
 
-Response error_impl(unsigned status, std::string_view message, const nlohmann::json* messages) {
+Response error_impl(unsigned status, std::string_view message, const nlohmann::json* messages,
+                    const nlohmann::json* items = nullptr) {
   KOBO_ASSERT(status >= 400 && status < 600, "error() with a non-error status");
   nlohmann::ordered_json err;
   err["statusCode"] = status;
   err["message"] = message;
   if (messages != nullptr) err["messages"] = *messages;
+  if (items != nullptr) err["items"] = *items;
   nlohmann::ordered_json body;
   body["meta"]["statusCode"] = status;
   body["meta"]["error"] = std::move(err);
@@ -73,6 +75,11 @@ Response ok_list(const nlohmann::json& data, Pagination p, unsigned status) {
 }
 
 Response error(unsigned status, std::string_view message) { return error_impl(status, message, nullptr); }
+
+Response error_with_items(unsigned status, std::string_view message, const nlohmann::json& items) {
+  KOBO_ASSERT(items.is_array(), "error items must be a list");
+  return error_impl(status, message, nullptr, &items);
+}
 
 Response validation_error(const nlohmann::json& messages) {
   KOBO_ASSERT(messages.is_object(), "validation messages must be an object");

@@ -43,6 +43,10 @@ Response ok_list(const nlohmann::json& data, Pagination pagination, unsigned sta
 // No success and no data field.
 Response error(unsigned status, std::string_view message);
 
+// An error about items of a request (a bulk transfer's): meta.error has `items` after `message`,
+// [{index, statusCode, message}].
+Response error_with_items(unsigned status, std::string_view message, const nlohmann::json& items);
+
 // 400 `Validation error`; `messages` is {"field":{"constraint":"text"}} (see validation.h).
 Response validation_error(const nlohmann::json& messages);
 

@@ -44,6 +44,13 @@ namespace {
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 // Bytes asked for when waiting for the start of a request.
 constexpr std::size_t kReadChunk = std::size_t{16} * 1024;
+
+// The largest body any request may have: what a connection's buffer must hold.
+std::size_t body_limit_max(const ServerOptions& o) {
+  std::size_t most = o.body_limit;
+  for (const auto& [path, bytes] : o.path_body_limits) most = std::max(most, bytes);
+  return most;
+}
 // After an error answer the connection half-closes and reads what the client still sends, so
 // the client sees the answer rather than a reset caused by unread data; bounded in both ways.
 constexpr std::size_t kDrainBytesMax = std::size_t{1024} * 1024;
@@ -125,7 +132,7 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
   Connection(std::shared_ptr<Core> core, tcp::socket socket)
       : core_(std::move(core)),
         stream_(std::move(socket)),
-        buffer_(core_->options.header_limit + core_->options.body_limit + 2 * kReadChunk) {
+        buffer_(core_->options.header_limit + body_limit_max(core_->options) + 2 * kReadChunk) {
     core_->open.fetch_add(1);
     open_connections_gauge().set(static_cast<double>(g_open_connections.fetch_add(1) + 1));
   }
@@ -194,7 +201,7 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
     state_ = State::reading;
     if (shutting_down_ || core_->stopping.load()) return close();
     parser_.emplace();
-    parser_->body_limit(core_->options.body_limit);
+    parser_->body_limit(body_limit_max(core_->options));
     parser_->header_limit(static_cast<std::uint32_t>(core_->options.header_limit));
     if (buffer_.size() > 0) return read_request();  // the client pipelined it already
     // Idle time is the wait for the first byte; the read timeout starts with that byte.
@@ -221,6 +228,18 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
   void on_header(beast::error_code ec, std::size_t n) {
     if (ec) return on_read(ec, n);
     const auto& header = parser_->get();
+    if (!core_->options.path_body_limits.empty()) {
+      // The parser was given the largest limit any path has (it checks Content-Length as it
+      // reads the header); this path's own limit holds from here on.
+      std::string_view path(header.target().data(), header.target().size());
+      path = path.substr(0, path.find('?'));
+      std::size_t limit = core_->options.body_limit;
+      for (const auto& [limited, bytes] : core_->options.path_body_limits)
+        if (limited == path) limit = bytes;
+      const auto length = parser_->content_length();
+      if (length && *length > limit) return fail(payload_too_large());
+      parser_->body_limit(limit);
+    }
     if (parser_->is_done()) return on_read(ec, n);  // no body: a GET, mostly
     if (header.version() < 11 || !beast::iequals(header[bhttp::field::expect], "100-continue"))
       return read_body();
@@ -384,7 +403,9 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
 
   void on_drain(beast::error_code ec, std::size_t n) {
     drained_ += n;
-    if (ec || drained_ > kDrainBytesMax || state_ != State::closing) return close();
+    // A client told "too large" may still be sending a body of up to the largest limit any path has.
+    const std::size_t drain_max = kDrainBytesMax + body_limit_max(core_->options);
+    if (ec || drained_ > drain_max || state_ != State::closing) return close();
     drain();
   }
 

@@ -4,6 +4,7 @@
 
 #include "command/nuban.h"
 #include "common/crypto.h"
+#include "common/log.h"
 #include "events/ledger.h"
 #include "query-api/answer.h"
 #include "query-api/banks.h"
@@ -31,18 +32,20 @@ bool ten_digits(std::string_view s) {
 
 }  // namespace
 
-std::variant<ResolvedAccount, http::Response> resolve_account(const Views& views, const LedgerConfig& config,
-                                                              bool live, std::string_view bank_code,
-                                                              std::string_view account_number) {
+std::variant<ResolvedAccount, Rejection> look_up_account(const Views& views, const LedgerConfig& config,
+                                                         bool live, std::string_view bank_code,
+                                                         std::string_view account_number) {
   ResolvedAccount r;
   r.account_number = account_number;
   if (bank_code == config.bank_code) {
-    if (!nuban::is_valid(config.nuban_code, account_number))
-      return http::error(400, "Invalid account number");
+    if (!nuban::is_valid(config.nuban_code, account_number)) return Rejection::invalid_account_number;
     const auto read_wallet = views.wallet_by_account_number(account_number);
-    if (!read_wallet) return api::unavailable(read_wallet.status());
+    if (!read_wallet) {
+      log::error("a request cannot be answered", {{"error", read_wallet.status().message()}});
+      return Rejection::unavailable;
+    }
     const std::optional<nlohmann::json>& wallet = read_wallet.value();
-    if (!wallet || wallet->value("live", !live) != live) return http::error(404, "Account not found");
+    if (!wallet || wallet->value("live", !live) != live) return Rejection::account_not_found;
     r.bank_code = config.bank_code;
     r.bank_name = config.bank_name;
     r.nibss_code = config.bank_code;
@@ -51,15 +54,23 @@ std::variant<ResolvedAccount, http::Response> resolve_account(const Views& views
     return r;
   }
   const Bank* bank = find_bank(bank_code);
-  if (bank == nullptr) return http::error(400, "Bank not found");
+  if (bank == nullptr) return Rejection::bank_not_found;
   if (!ten_digits(account_number) ||
       (bank->nuban_code && !nuban::is_valid(*bank->nuban_code, account_number)))
-    return http::error(400, "Invalid account number");
+    return Rejection::invalid_account_number;
   r.bank_code = bank->bank_code;
   r.bank_name = bank->name;
   r.nibss_code = bank->nibss_code;
   r.account_name = sandbox_name(bank->bank_code, account_number);
   return r;
+}
+
+std::variant<ResolvedAccount, http::Response> resolve_account(const Views& views, const LedgerConfig& config,
+                                                              bool live, std::string_view bank_code,
+                                                              std::string_view account_number) {
+  auto found = look_up_account(views, config, live, bank_code, account_number);
+  if (const auto* refused = std::get_if<Rejection>(&found)) return rejection_response(*refused);
+  return std::get<ResolvedAccount>(std::move(found));
 }
 
 std::string bank_account_id(std::string_view business, bool live, std::string_view bank_code,

@@ -24,9 +24,15 @@ struct ResolvedAccount {
   bool own_bank = false;
 };
 
-// The account, or the 4xx answer: 400 `Bank not found`, 400 `Invalid account number`,
-// 404 `Account not found` (a number of our own bank that no wallet of this mode has); or 503
-// when the views cannot be read.
+// The account, or why not: Rejection::bank_not_found, invalid_account_number, account_not_found
+// (a number of our own bank that no wallet of this mode has), or unavailable when the views
+// cannot be read (logged).
+std::variant<ResolvedAccount, Rejection> look_up_account(const Views& views, const LedgerConfig& config,
+                                                         bool live, std::string_view bank_code,
+                                                         std::string_view account_number);
+
+// look_up_account() with its refusal as the answer (rejection_response(): 400 `Bank not found`,
+// 400 `Invalid account number`, 404 `Account not found`, 503).
 std::variant<ResolvedAccount, http::Response> resolve_account(const Views& views, const LedgerConfig& config,
                                                               bool live, std::string_view bank_code,
                                                               std::string_view account_number);

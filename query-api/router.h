@@ -85,6 +85,11 @@ class Router {
   // A Server handler that dispatches here.
   Handler handler() const;
 
+  // A body limit other than the server's for the requests of one exact path (a route with no
+  // parameters), for ServerOptions::path_body_limits. Set it before the server starts.
+  void limit_body(std::string_view path, std::size_t bytes) { body_limits_.emplace_back(path, bytes); }
+  const std::vector<std::pair<std::string, std::size_t>>& body_limits() const { return body_limits_; }
+
  private:
   struct Node;
   struct Route;
@@ -94,6 +99,7 @@ class Router {
   std::unique_ptr<Node> root_;
   std::vector<std::unique_ptr<Route>> routes_;  // nodes point into these
   std::unique_ptr<Metrics> unmatched_;
+  std::vector<std::pair<std::string, std::size_t>> body_limits_;
 };
 
 }  // namespace kobo::http

@@ -266,6 +266,26 @@ FieldRules& FieldRules::max_length(std::size_t length) {
   return *this;
 }
 
+FieldRules& FieldRules::holds(bool ok, std::string_view constraint, std::string_view what) {
+  if (skipped()) return *this;
+  if (!ok) fail(constraint, path_ + " " + std::string(what));
+  return *this;
+}
+
+FieldRules& FieldRules::array_min_size(std::size_t size) {
+  if (skipped()) return *this;
+  if (!present(value_) || !value_->is_array() || value_->size() < size)
+    fail("arrayMinSize", path_ + " must contain at least " + std::to_string(size) + " elements");
+  return *this;
+}
+
+FieldRules& FieldRules::max_json_size(std::size_t bytes) {
+  if (skipped()) return *this;
+  if (!present(value_) || value_->dump().size() > bytes)
+    fail("maxSize", path_ + " must be at most " + std::to_string(bytes) + " bytes");
+  return *this;
+}
+
 FieldRules& FieldRules::array_max_size(std::size_t size) {
   if (skipped()) return *this;
   if (!present(value_) || !value_->is_array() || value_->size() > size)
@@ -317,6 +337,16 @@ Validator Validator::nested(std::string_view name) {
   const json* value = find(name);
   const json* object = (value != nullptr && value->is_object()) ? value : nullptr;
   return Validator(object, prefix_ + std::string(name) + ".", sink_);
+}
+
+Validator Validator::element(std::string_view name, std::size_t index) {
+  const json* array = find(name);
+  const json* value =
+      (array != nullptr && array->is_array() && index < array->size()) ? &(*array)[index] : nullptr;
+  const std::string path = prefix_ + std::string(name) + "." + std::to_string(index);
+  FieldRules(this, path, value, /*skip=*/object_ == nullptr).is_object();
+  const json* object = (value != nullptr && value->is_object()) ? value : nullptr;
+  return Validator(object, path + ".", sink_);
 }
 
 std::optional<json> Validator::errors() const {

@@ -64,7 +64,12 @@ class FieldRules {
   FieldRules& is_url();                        // absolute http or https URL with a host
   FieldRules& min_length(std::size_t length);  // in characters (code points), as JSON Schema counts
   FieldRules& max_length(std::size_t length);
+  // A rule the caller decides: fails `constraint` with "<field> <what>" unless `ok`.
+  FieldRules& holds(bool ok, std::string_view constraint, std::string_view what);
+  FieldRules& array_min_size(std::size_t size);
   FieldRules& array_max_size(std::size_t size);
+  // The value's compact JSON is at most `bytes` long ("maxSize").
+  FieldRules& max_json_size(std::size_t bytes);
   // class-validator's {each: true}: every element of an array (or the value, if not an array).
   FieldRules& each_is_string();
   FieldRules& each_is_url();
@@ -100,6 +105,9 @@ class Validator {
   // When `name` is absent or not an object the nested validator checks nothing: declare
   // field(name).is_object() on this validator to report that.
   Validator nested(std::string_view name);
+  // Element `index` of the array at `name`, which must be an object (isObject, reported as
+  // "name.index"); its fields are reported as "name.index.field". Inert when it is not one.
+  Validator element(std::string_view name, std::size_t index);
 
   bool ok() const { return sink_->empty(); }
   // {"field": {"constraint": "message"}}, or nullopt when everything passed.

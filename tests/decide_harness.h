@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "command/bulk.h"
 #include "command/decide.h"
 #include "events/ledger.h"
 
@@ -33,6 +34,18 @@ class Partition0 {
   // Decides `c` and appends and applies its events; the sealed events are in `sealed()`.
   Decision run(const Command& c, UnixMs now = kNow) {
     Decision d = decide(c, now);
+    place(d, now);
+    return d;
+  }
+
+  // decide_bulk() (command/bulk.h) of `c`, its events appended and applied as run() does.
+  Decision run_bulk(const BulkTransfer& c, UnixMs now = kNow) {
+    Decision d = kobo::decide_bulk(state_, *history_, c, config_, now, ids_);
+    place(d, now);
+    return d;
+  }
+
+  void place(const Decision& d, UnixMs now) {
     sealed_.clear();
     const Seq first(next_seq_);
     const auto n = static_cast<std::uint32_t>(d.events.size());
@@ -58,7 +71,6 @@ class Partition0 {
       history_->note(e);
       sealed_.push_back(std::move(e));
     }
-    return d;
   }
 
   const std::vector<std::string>& log() const { return log_; }

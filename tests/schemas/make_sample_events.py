@@ -4,7 +4,7 @@
 Runs `kobo serve` on a fresh data dir, makes the requests that emit each event type (an admin
 business, an account update, its webhook secret, wallets, a transit wallet, incoming credits, a wallet transfer, a
 saved beneficiary, a payout that succeeds and one that fails, a collection wallet that is paid
-and one that expires, a hold captured in two parts, one voided and one that expires), stops it and dumps the log with `kobo events`.
+and one that expires, a hold captured in two parts, one voided and one that expires, a bulk transfer with a refused item), stops it and dumps the log with `kobo events`.
 
   tests/schemas/make_sample_events.py --kobo build/kobo [--out tests/schemas/sample_events.jsonl]
 
@@ -119,6 +119,14 @@ def main():
             api.call("POST", "/v1/holds", {"source": a["publicId"], "amount": 7_000, "reference": "hold-3",
                                            "expiresIn": 1})
             time.sleep(3)  # the payouts settle (rail delay 100 ms), the second collection and hold-3 expire
+            wallet_item = {"type": "wallet", "source": a["publicId"], "sourceType": "VirtualAccount",
+                           "destination": b["publicId"], "destinationType": "VirtualAccount", "amount": 10_000,
+                           "currency": "NGN", "narration": "Salary", "reference": "sample-bulk-item-1"}
+            bank_item = {"type": "bank", "source": a["publicId"], "accountNumber": "0123456784", "bankCode": "044",
+                         "amount": 12_000, "currency": "NGN", "narration": "Vendor"}
+            api.call("POST", "/v1/transactions/bulk-transfer",
+                     {"reference": "sample-bulk-1", "items": [wallet_item, bank_item, dict(wallet_item, amount=10**9)]})
+            time.sleep(3)  # the payouts settle (rail delay 100 ms) and the second collection expires
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=30)

@@ -62,6 +62,9 @@ class Samples(unittest.TestCase):
         sample("IncomingCreditReceived", lambda e: len(e["data"]["postings"]) == 4)
         sample("IncomingCreditReceived", lambda e: "collection" in e["data"])
         sample("BankTransferInitiated", lambda e: e["data"].get("saveBeneficiary") is True)
+        sample("BankTransferInitiated", lambda e: "batch" in e["data"])
+        sample("WalletTransferSettled", lambda e: "batch" in e["data"])
+        sample("BulkTransferAccepted", lambda e: len(e["data"]["rejected"]) == 1)
         sample("WalletOpened", lambda e: "mobile" in e["data"] and "emailAddress" in e["data"])
 
 
