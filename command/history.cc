@@ -374,14 +374,12 @@ void History::note(const Event& e) {
         } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
           set(tagged(kBankAccountTag, x.bank_account.value), std::to_string(x.id));
         } else if constexpr (std::is_same_v<T, CollectionWalletOpened>) {
-          tail_[tagged(kCollectionTag, x.account_number)] = (e.live ? "l" : "t") + e.business;
-          if (x.reference) tail_[collection_reference_key(x.account.value, e.live, *x.reference)] = "";
-        } else if constexpr (std::is_same_v<T, HoldPlaced>) {
-          tail_[tagged(kHoldTag, x.hold.value)] = (e.live ? "l" : "t") + e.business;
-          tail_[tagged(kHoldReferenceTag, scope_key(x.account.value, e.live), x.reference)] =
-              encode_reference(ReferenceState{request_fingerprint(request_of(x, e.time)), x.hold.value});
           set(tagged(kCollectionTag, x.account_number), (e.live ? "l" : "t") + e.business);
           if (x.reference) set(collection_reference_key(x.account.value, e.live, *x.reference), "");
+        } else if constexpr (std::is_same_v<T, HoldPlaced>) {
+          set(tagged(kHoldTag, x.hold.value), (e.live ? "l" : "t") + e.business);
+          set(tagged(kHoldReferenceTag, scope_key(x.account.value, e.live), x.reference),
+              encode_reference(ReferenceState{request_fingerprint(request_of(x, e.time)), x.hold.value}));
         } else if constexpr (std::is_same_v<T, BulkTransferAccepted>) {
           set(tagged(kBulkReferenceTag, scope_key(x.account.value, e.live), x.reference),
               encode_reference(ReferenceState{x.fingerprint, x.batch.value}));

@@ -539,140 +539,141 @@ struct HoldExpired {
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
     f("hold", x.hold);
-  };
+  }
+};
 
-  // An item of a bulk transfer that was refused, and why (the writer's rejection, by name:
-  // "insufficient_funds", "source_not_found", …; query-api maps it to the HTTP status and message).
-  // `reference`: the item's, when it named one.
-  struct BulkItemRejected {
-    std::uint64_t index = 0;  // the item's place in the request, from 0
-    std::string reason;
-    std::optional<std::string> reference;
-    auto operator<=>(const BulkItemRejected&) const = default;
-    template <typename Self, typename F>
-    static void fields(Self& x, F&& f) {
-      f("index", x.index);
-      f("reason", x.reason);
-      f("reference", x.reference);
-    }
-  };
+// An item of a bulk transfer that was refused, and why (the writer's rejection, by name:
+// "insufficient_funds", "source_not_found", …; query-api maps it to the HTTP status and message).
+// `reference`: the item's, when it named one.
+struct BulkItemRejected {
+  std::uint64_t index = 0;  // the item's place in the request, from 0
+  std::string reason;
+  std::optional<std::string> reference;
+  auto operator<=>(const BulkItemRejected&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("index", x.index);
+    f("reason", x.reason);
+    f("reference", x.reference);
+  }
+};
 
-  // A bulk transfer was decided (extensions section 5): the first event of its command, followed in
-  // the same command by one event per accepted item (WalletTransferSettled, BankTransferInitiated,
-  // each naming `batch`, in item order; a bank item that saves a new beneficiary is preceded by its
-  // BeneficiarySaved). `items` counts the request's items; `rejected` lists those refused (an atomic
-  // bulk is appended only when none was). `fingerprint`: the request's idempotency fingerprint (hex
-  // SHA-256), stored because refused items leave no other trace in the log. Moves no money itself.
-  struct BulkTransferAccepted {
-    AccountId account;
-    bool atomic = false;
-    BatchId batch;
-    std::string fingerprint;
-    std::uint64_t items = 0;
-    std::string reference;
-    std::vector<BulkItemRejected> rejected;
-    auto operator<=>(const BulkTransferAccepted&) const = default;
-    template <typename Self, typename F>
-    static void fields(Self& x, F&& f) {
-      f("account", x.account);
-      f("atomic", x.atomic);
-      f("batch", x.batch);
-      f("fingerprint", x.fingerprint);
-      f("items", x.items);
-      f("reference", x.reference);
-      f("rejected", x.rejected);
-    }
-  };
+// A bulk transfer was decided (extensions section 5): the first event of its command, followed in
+// the same command by one event per accepted item (WalletTransferSettled, BankTransferInitiated,
+// each naming `batch`, in item order; a bank item that saves a new beneficiary is preceded by its
+// BeneficiarySaved). `items` counts the request's items; `rejected` lists those refused (an atomic
+// bulk is appended only when none was). `fingerprint`: the request's idempotency fingerprint (hex
+// SHA-256), stored because refused items leave no other trace in the log. Moves no money itself.
+struct BulkTransferAccepted {
+  AccountId account;
+  bool atomic = false;
+  BatchId batch;
+  std::string fingerprint;
+  std::uint64_t items = 0;
+  std::string reference;
+  std::vector<BulkItemRejected> rejected;
+  auto operator<=>(const BulkTransferAccepted&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("atomic", x.atomic);
+    f("batch", x.batch);
+    f("fingerprint", x.fingerprint);
+    f("items", x.items);
+    f("reference", x.reference);
+    f("rejected", x.rejected);
+  }
+};
 
-  // The alternatives of EventData, in the order of EventType.
-  using EventData =
-      std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
-                   CollectionWalletOpened, CollectionWalletExpired, BeneficiarySaved, WalletTransferSettled,
-                   BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed,
-                   IncomingCreditReceived, WalletTierChanged, HoldPlaced, HoldCaptured, HoldVoided,
-                   HoldExpired, WebhookSecretRotated, BulkTransferAccepted>;
+// The alternatives of EventData, in the order of EventType.
+using EventData =
+    std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
+                 CollectionWalletOpened, CollectionWalletExpired, BeneficiarySaved, WalletTransferSettled,
+                 BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed,
+                 IncomingCreditReceived, WalletTierChanged, HoldPlaced, HoldCaptured, HoldVoided, HoldExpired,
+                 WebhookSecretRotated, BulkTransferAccepted>;
 
-  enum class EventType {
-    writer_started,
-    business_registered,
-    account_updated,
-    wallet_opened,
-    transit_wallet_opened,
-    collection_wallet_opened,
-    collection_wallet_expired,
-    beneficiary_saved,
-    wallet_transfer_settled,
-    bank_transfer_initiated,
-    payout_processing,
-    payout_succeeded,
-    payout_failed,
-    incoming_credit_received,
-    wallet_tier_changed,
-    hold_placed,
-    hold_captured,
-    hold_voided,
-    hold_expired,
-    webhook_secret_rotated,
-    bulk_transfer_accepted,
-  };
+enum class EventType {
+  writer_started,
+  business_registered,
+  account_updated,
+  wallet_opened,
+  transit_wallet_opened,
+  collection_wallet_opened,
+  collection_wallet_expired,
+  beneficiary_saved,
+  wallet_transfer_settled,
+  bank_transfer_initiated,
+  payout_processing,
+  payout_succeeded,
+  payout_failed,
+  incoming_credit_received,
+  wallet_tier_changed,
+  hold_placed,
+  hold_captured,
+  hold_voided,
+  hold_expired,
+  webhook_secret_rotated,
+  bulk_transfer_accepted,
+};
 
-  inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }
-  std::string_view to_string(EventType t);  // the wire name: "WalletTransferSettled"
-  std::optional<EventType> event_type_from_string(std::string_view s);
+inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }
+std::string_view to_string(EventType t);  // the wire name: "WalletTransferSettled"
+std::optional<EventType> event_type_from_string(std::string_view s);
 
-  struct Event {
-    Partition partition{0};
-    Seq seq{0};
-    Epoch epoch{0};
-    // The command this event belongs to: the seq of its first event and how many it has.
-    // A reader applies a command's events together or not at all. On the wire both are present
-    // only for a command of more than one event (most commands are one fact, one event).
-    Seq command_seq{0};
-    std::uint32_t command_size = 1;
-    int schema_version = kEventSchemaVersion;
-    std::string business;  // "biz-…"; empty for partition-level events (WriterStarted)
-    bool live = false;
-    UnixMs time = 0;
-    EventData data;
-    std::string prev_hash;  // hex
-    std::string hash;       // hex; set by seal()
+struct Event {
+  Partition partition{0};
+  Seq seq{0};
+  Epoch epoch{0};
+  // The command this event belongs to: the seq of its first event and how many it has.
+  // A reader applies a command's events together or not at all. On the wire both are present
+  // only for a command of more than one event (most commands are one fact, one event).
+  Seq command_seq{0};
+  std::uint32_t command_size = 1;
+  int schema_version = kEventSchemaVersion;
+  std::string business;  // "biz-…"; empty for partition-level events (WriterStarted)
+  bool live = false;
+  UnixMs time = 0;
+  EventData data;
+  std::string prev_hash;  // hex
+  std::string hash;       // hex; set by seal()
 
-    EventType type() const { return type_of(data); }
-    bool last_of_command() const { return seq.value == command_seq.value + command_size - 1; }
-  };
+  EventType type() const { return type_of(data); }
+  bool last_of_command() const { return seq.value == command_seq.value + command_size - 1; }
+};
 
-  // Checks what the codec cannot: the postings of an event sum to zero with no zero amount, and
-  // there is one record id per wallet posting (events/ledger.h). The writer asserts it right
-  // before appending; decode_event() refuses an event that fails it.
-  [[nodiscard]] Status validate(const Event& e);
+// Checks what the codec cannot: the postings of an event sum to zero with no zero amount, and
+// there is one record id per wallet posting (events/ledger.h). The writer asserts it right
+// before appending; decode_event() refuses an event that fails it.
+[[nodiscard]] Status validate(const Event& e);
 
-  // Computes `hash` from `prev_hash` and the rest, and returns the wire form. Asserts validate().
-  std::string seal(Event& e);
-  // seal() of an event that may break validate() (unbalanced postings, missing record ids): what
-  // only a forger writes. For the audit's tamper tests and fuzzing; the service never calls it.
-  std::string seal_unvalidated(Event& e);
+// Computes `hash` from `prev_hash` and the rest, and returns the wire form. Asserts validate().
+std::string seal(Event& e);
+// seal() of an event that may break validate() (unbalanced postings, missing record ids): what
+// only a forger writes. For the audit's tamper tests and fuzzing; the service never calls it.
+std::string seal_unvalidated(Event& e);
 
-  // Parses the wire form and checks its hash (over the bytes as they are), envelope and data.
-  // Never trusts the input: a corrupt or edited event is an error, not a crash. A record of
-  // another schemaVersion is refused with a message naming the version found.
-  Result<Event> decode_event(std::string_view bytes);
+// Parses the wire form and checks its hash (over the bytes as they are), envelope and data.
+// Never trusts the input: a corrupt or edited event is an error, not a crash. A record of
+// another schemaVersion is refused with a message naming the version found.
+Result<Event> decode_event(std::string_view bytes);
 
-  // decode_event without the hash check and validate(): the event as written, for `kobo audit`,
-  // which reports an edited or unbalanced event and goes on reading. Nothing else may trust what it returns.
-  Result<Event> decode_event_unverified(std::string_view bytes);
+// decode_event without the hash check and validate(): the event as written, for `kobo audit`,
+// which reports an edited or unbalanced event and goes on reading. Nothing else may trust what it returns.
+Result<Event> decode_event_unverified(std::string_view bytes);
 
-  // Whether `bytes`, which decoded to `e`, are exactly the wire form seal() writes for it. Only a
-  // writer that is not ours could write an event whose hash holds but whose bytes are not
-  // canonical, so the hot readers skip this re-encoding and `kobo audit` asks it of every event.
-  bool in_canonical_form(const Event& e, std::string_view bytes);
+// Whether `bytes`, which decoded to `e`, are exactly the wire form seal() writes for it. Only a
+// writer that is not ours could write an event whose hash holds but whose bytes are not
+// canonical, so the hot readers skip this re-encoding and `kobo audit` asks it of every event.
+bool in_canonical_form(const Event& e, std::string_view bytes);
 
-  // The refusal of a record of schemaVersion `found`, naming it.
-  Status unsupported_schema_version(int found);
-  // Whether a record as stored says it is of the schemaVersion this kobo reads, without decoding
-  // it (for tools that pass records through as they are, like `kobo events`).
-  [[nodiscard]] Status check_schema_version(std::string_view bytes);
+// The refusal of a record of schemaVersion `found`, naming it.
+Status unsupported_schema_version(int found);
+// Whether a record as stored says it is of the schemaVersion this kobo reads, without decoding
+// it (for tools that pass records through as they are, like `kobo events`).
+[[nodiscard]] Status check_schema_version(std::string_view bytes);
 
-  // The canonical JSON of an event's data alone (for tests and tools).
-  std::string encode_data(const EventData& d);
+// The canonical JSON of an event's data alone (for tests and tools).
+std::string encode_data(const EventData& d);
 
 }  // namespace kobo

@@ -173,86 +173,89 @@ Result<HoldRow> decode_hold(std::string_view bytes) {
   row.updated = r.signed_varint();
   while (r.ok() && !r.done()) row.captures.push_back(Seq(r.varint()));
   if (!r.ok() || !r.done()) return Status::error("a hold row of the views is malformed");
-  std::string encode(const BulkRow& row) {
-    std::string out;
-    put_varint(out, row.partition.value);
-    put_varint(out, row.seq.value);
-    put_varint(out, row.events);
-    return out;
-  }
+  return row;
+}
 
-  Result<BulkRow> decode_bulk(std::string_view bytes) {
-    Reader r(bytes);
-    BulkRow row;
-    row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
-    row.seq = Seq(r.varint());
-    row.events = static_cast<std::uint32_t>(r.varint());
-    if (!r.ok() || !r.done() || row.events == 0) return Status::error("a bulk row of the views is malformed");
-    return row;
-  }
+std::string encode(const BulkRow& row) {
+  std::string out;
+  put_varint(out, row.partition.value);
+  put_varint(out, row.seq.value);
+  put_varint(out, row.events);
+  return out;
+}
 
-  std::string encode(const KeyRow& row) {
-    std::string out;
-    out.push_back(row.live ? '\1' : '\0');
-    put_length_prefixed(out, row.business);
-    out += row.account;  // the rest
-    return out;
-  }
+Result<BulkRow> decode_bulk(std::string_view bytes) {
+  Reader r(bytes);
+  BulkRow row;
+  row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
+  row.seq = Seq(r.varint());
+  row.events = static_cast<std::uint32_t>(r.varint());
+  if (!r.ok() || !r.done() || row.events == 0) return Status::error("a bulk row of the views is malformed");
+  return row;
+}
 
-  Result<KeyRow> decode_key(std::string_view bytes) {
-    Reader r(bytes);
-    KeyRow row;
-    const unsigned char live = r.byte();
-    row.business.assign(r.length_prefixed());
-    if (!r.ok() || live > 1) return Status::error("a key row of the views is malformed");
-    row.live = live == 1;
-    row.account.assign(bytes.substr(bytes.size() - r.left()));
-    return row;
-  }
+std::string encode(const KeyRow& row) {
+  std::string out;
+  out.push_back(row.live ? '\1' : '\0');
+  put_length_prefixed(out, row.business);
+  out += row.account;  // the rest
+  return out;
+}
 
-  std::string encode(const WebhookRow& row) {
-    std::string out;
-    put_varint(out, row.sequence);
-    put_length_prefixed(out, row.secret);
-    put_signed_varint(out, row.secret_at);
-    out += row.previous;  // the rest
-    return out;
-  }
+Result<KeyRow> decode_key(std::string_view bytes) {
+  Reader r(bytes);
+  KeyRow row;
+  const unsigned char live = r.byte();
+  row.business.assign(r.length_prefixed());
+  if (!r.ok() || live > 1) return Status::error("a key row of the views is malformed");
+  row.live = live == 1;
+  row.account.assign(bytes.substr(bytes.size() - r.left()));
+  return row;
+}
 
-  Result<WebhookRow> decode_webhook(std::string_view bytes) {
-    Reader r(bytes);
-    WebhookRow row;
-    row.sequence = r.varint();
-    row.secret.assign(r.length_prefixed());
-    row.secret_at = r.signed_varint();
-    if (!r.ok()) return Status::error("a webhook row of the views is malformed");
-    row.previous.assign(bytes.substr(bytes.size() - r.left()));
-    return row;
-  }
+std::string encode(const WebhookRow& row) {
+  std::string out;
+  put_varint(out, row.sequence);
+  put_length_prefixed(out, row.secret);
+  put_signed_varint(out, row.secret_at);
+  out += row.previous;  // the rest
+  return out;
+}
 
-  std::string encode(const WebhookEventRow& row) {
-    std::string out;
-    out.reserve(48 + row.hash.size() + row.transaction.size());
-    put_varint(out, static_cast<std::uint64_t>(row.type));
-    put_varint(out, row.partition.value);
-    put_varint(out, row.seq.value);
-    put_signed_varint(out, row.time);
-    put_length_prefixed(out, row.hash);
-    out += row.transaction;  // the rest
-    return out;
-  }
+Result<WebhookRow> decode_webhook(std::string_view bytes) {
+  Reader r(bytes);
+  WebhookRow row;
+  row.sequence = r.varint();
+  row.secret.assign(r.length_prefixed());
+  row.secret_at = r.signed_varint();
+  if (!r.ok()) return Status::error("a webhook row of the views is malformed");
+  row.previous.assign(bytes.substr(bytes.size() - r.left()));
+  return row;
+}
 
-  Result<WebhookEventRow> decode_webhook_event(std::string_view bytes) {
-    Reader r(bytes);
-    WebhookEventRow row;
-    row.type = r.enumerated(WebhookEventType::account_debit_failed);
-    row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
-    row.seq = Seq(r.varint());
-    row.time = r.signed_varint();
-    row.hash.assign(r.length_prefixed());
-    if (!r.ok()) return Status::error("a webhook event row of the views is malformed");
-    row.transaction.assign(bytes.substr(bytes.size() - r.left()));
-    return row;
-  }
+std::string encode(const WebhookEventRow& row) {
+  std::string out;
+  out.reserve(48 + row.hash.size() + row.transaction.size());
+  put_varint(out, static_cast<std::uint64_t>(row.type));
+  put_varint(out, row.partition.value);
+  put_varint(out, row.seq.value);
+  put_signed_varint(out, row.time);
+  put_length_prefixed(out, row.hash);
+  out += row.transaction;  // the rest
+  return out;
+}
+
+Result<WebhookEventRow> decode_webhook_event(std::string_view bytes) {
+  Reader r(bytes);
+  WebhookEventRow row;
+  row.type = r.enumerated(WebhookEventType::account_debit_failed);
+  row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
+  row.seq = Seq(r.varint());
+  row.time = r.signed_varint();
+  row.hash.assign(r.length_prefixed());
+  if (!r.ok()) return Status::error("a webhook event row of the views is malformed");
+  row.transaction.assign(bytes.substr(bytes.size() - r.left()));
+  return row;
+}
 
 }  // namespace kobo::rows

@@ -756,301 +756,300 @@ class Simulation {
     const Outcome o = execute(VoidHold{as_caller(*b, live), id});
     if (!expect(o, accept, "void " + id)) return;
     end_hold(*h);
-    // A bulk transfer (extensions section 5): its items in order, each as a single transfer would
-    // be decided after the ones before it, except that an item's reference used before (by anyone,
-    // this bulk's earlier items included) refuses it. Atomic: all or none; else each on its own.
-    void bulk_transfer() {
-      auto [b, live] = caller();
-      BulkTransfer bulk;
-      bulk.caller = as_caller(*b, live);
-      bulk.atomic = chance(50);
-      bulk.reference = "blkref-" + std::to_string(below(6));
-      std::string request = bulk.atomic ? "atomic" : "each";
-      const std::size_t n = 1 + below(chance(10) ? 40 : 6);
-      struct Expected {
-        bool bank = false;
-        std::int64_t fee = 0;
-        bool fails = false;
-      };
-      std::vector<Expected> shape;
-      for (std::size_t i = 0; i < n; ++i) {
-        std::optional<std::string> reference;
-        if (chance(40)) reference = "ref-" + std::to_string(below(12));
-        const std::string source = wallet_for(*b, live);
-        const Wallet* src = callers_wallet(*b, live, source);
-        const std::int64_t amount = amount_for(src != nullptr ? src->balance / 2 : 10'000);
-        if (chance(70)) {
-          WalletTransfer t;
-          t.caller = bulk.caller;
-          t.source = source;
-          t.destination = chance(5) ? source : wallet_for(*b, live);
-          t.amount = Kobo(amount);
-          t.narration = "payroll";
-          t.reference = reference;
-          request += "|w:" + t.source + ">" + t.destination + ":" + std::to_string(amount) + ":" +
-                     reference.value_or("-");
-          bulk.items.push_back(BulkItem{t});
-          shape.push_back({});
-        } else {
-          BankTransfer t;
-          t.caller = bulk.caller;
-          t.source = source;
-          t.account_number = "0123456710";
-          t.bank_code = "058";
-          t.bank_account_id =
-              "bka-" + sha256_hex(scope_key(b->id, live) + t.bank_code + t.account_number).substr(0, 32);
-          t.account_name = "Ada Obi";
-          t.bank_name = "GTBank";
-          t.name_enquiry_ref = "ner-sim";
-          t.amount = Kobo(amount);
-          t.narration = "vendor";
-          t.reference = reference;
-          const bool fails = chance(30);
-          t.metadata = RawJson{fails ? R"({"sandboxOutcome":"failed"})" : "{}"};
-          request += "|b:" + t.source + ":" + std::to_string(amount) + ":" + t.metadata.text + ":" +
-                     reference.value_or("-");
-          bulk.items.push_back(BulkItem{t});
-          shape.push_back({true, 0, fails});
-        }
-      }
-      const std::string sc = scope(*b, live);
-      const auto used = model_.bulk_references.find(sc + bulk.reference);
-      const bool replay = used != model_.bulk_references.end() && used->second == request;
-      const bool conflict = used != model_.bulk_references.end() && !replay;
+  }
 
-      // The model decides the items in order on a copy; the copy is kept when the bulk is accepted.
-      Model after = model_;
-      auto& sys = after.system[b->partition];
-      std::vector<std::size_t> refused;
-      for (std::size_t i = 0; i < n && !replay && !conflict; ++i) {
-        bool ok = false;
-        std::visit(
-            [&](const auto& t) {
-              using T = std::decay_t<decltype(t)>;
-              Wallet* src = nullptr;
-              if (auto it = after.wallets.find(t.source);
+  // A bulk transfer (extensions section 5): its items in order, each as a single transfer would
+  // be decided after the ones before it, except that an item's reference used before (by anyone,
+  // this bulk's earlier items included) refuses it. Atomic: all or none; else each on its own.
+  void bulk_transfer() {
+    auto [b, live] = caller();
+    BulkTransfer bulk;
+    bulk.caller = as_caller(*b, live);
+    bulk.atomic = chance(50);
+    bulk.reference = "blkref-" + std::to_string(below(6));
+    std::string request = bulk.atomic ? "atomic" : "each";
+    const std::size_t n = 1 + below(chance(10) ? 40 : 6);
+    struct Expected {
+      bool bank = false;
+      std::int64_t fee = 0;
+      bool fails = false;
+    };
+    std::vector<Expected> shape;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::optional<std::string> reference;
+      if (chance(40)) reference = "ref-" + std::to_string(below(12));
+      const std::string source = wallet_for(*b, live);
+      const Wallet* src = callers_wallet(*b, live, source);
+      const std::int64_t amount = amount_for(src != nullptr ? src->balance / 2 : 10'000);
+      if (chance(70)) {
+        WalletTransfer t;
+        t.caller = bulk.caller;
+        t.source = source;
+        t.destination = chance(5) ? source : wallet_for(*b, live);
+        t.amount = Kobo(amount);
+        t.narration = "payroll";
+        t.reference = reference;
+        request += "|w:" + t.source + ">" + t.destination + ":" + std::to_string(amount) + ":" +
+                   reference.value_or("-");
+        bulk.items.push_back(BulkItem{t});
+        shape.push_back({});
+      } else {
+        BankTransfer t;
+        t.caller = bulk.caller;
+        t.source = source;
+        t.account_number = "0123456710";
+        t.bank_code = "058";
+        t.bank_account_id =
+            "bka-" + sha256_hex(scope_key(b->id, live) + t.bank_code + t.account_number).substr(0, 32);
+        t.account_name = "Ada Obi";
+        t.bank_name = "GTBank";
+        t.name_enquiry_ref = "ner-sim";
+        t.amount = Kobo(amount);
+        t.narration = "vendor";
+        t.reference = reference;
+        const bool fails = chance(30);
+        t.metadata = RawJson{fails ? R"({"sandboxOutcome":"failed"})" : "{}"};
+        request += "|b:" + t.source + ":" + std::to_string(amount) + ":" + t.metadata.text + ":" +
+                   reference.value_or("-");
+        bulk.items.push_back(BulkItem{t});
+        shape.push_back({true, 0, fails});
+      }
+    }
+    const std::string sc = scope(*b, live);
+    const auto used = model_.bulk_references.find(sc + bulk.reference);
+    const bool replay = used != model_.bulk_references.end() && used->second == request;
+    const bool conflict = used != model_.bulk_references.end() && !replay;
+
+    // The model decides the items in order on a copy; the copy is kept when the bulk is accepted.
+    Model after = model_;
+    auto& sys = after.system[b->partition];
+    std::vector<std::size_t> refused;
+    for (std::size_t i = 0; i < n && !replay && !conflict; ++i) {
+      bool ok = false;
+      std::visit(
+          [&](const auto& t) {
+            using T = std::decay_t<decltype(t)>;
+            Wallet* src = nullptr;
+            if (auto it = after.wallets.find(t.source);
+                it != after.wallets.end() && it->second.kind != Kind::collection &&
+                businesses_[static_cast<std::size_t>(it->second.business)].id == b->id &&
+                it->second.live == live)
+              src = &it->second;
+            const bool fresh = !t.reference || !after.references.contains(sc + *t.reference);
+            if constexpr (std::is_same_v<T, WalletTransfer>) {
+              Wallet* dst = nullptr;
+              if (auto it = after.wallets.find(t.destination);
                   it != after.wallets.end() && it->second.kind != Kind::collection &&
                   businesses_[static_cast<std::size_t>(it->second.business)].id == b->id &&
                   it->second.live == live)
-                src = &it->second;
-              const bool fresh = !t.reference || !after.references.contains(sc + *t.reference);
-              if constexpr (std::is_same_v<T, WalletTransfer>) {
-                Wallet* dst = nullptr;
-                if (auto it = after.wallets.find(t.destination);
-                    it != after.wallets.end() && it->second.kind != Kind::collection &&
-                    businesses_[static_cast<std::size_t>(it->second.business)].id == b->id &&
-                    it->second.live == live)
-                  dst = &it->second;
-                ok = t.amount.value > 0 && fresh && src != nullptr && dst != nullptr &&
-                     t.source != t.destination && src->balance - src->held >= t.amount.value &&
-                     debit_fits(*src, t.amount.value) && add(dst->balance, t.amount.value).has_value() &&
-                     credit_fits(*dst, dst->balance + t.amount.value);
-                if (!ok) return;
-                src->balance -= t.amount.value;
-                count_debit(*src, t.amount.value);
-                dst->balance += t.amount.value;
-              } else {
-                const std::int64_t fee = t.amount.value > 0 ? fee_for(t.amount.value) : 0;
-                const auto actual = add(t.amount.value, fee);
-                ok = t.amount.value > 0 && fresh && src != nullptr && actual &&
-                     add(sys[suspense], t.amount.value) && add(sys[fees], fee) &&
-                     src->balance - src->held >= *actual && debit_fits(*src, *actual);
-                if (!ok) return;
-                src->balance -= *actual;
-                count_debit(*src, *actual);
-                sys[suspense] += t.amount.value;
-                sys[fees] += fee;
-                after.payouts.push_back(
-                    Payout{t.source, b->partition, t.amount.value, fee, shape[i].fails, false, 0, false});
-              }
-              if (t.reference) after.references[sc + *t.reference] = "bulk item";
-            },
-            bulk.items[i].transfer);
-        if (!ok) {
-          refused.push_back(i);
-          if (bulk.atomic) break;
-        }
-      }
-      const bool accept = !conflict && (replay || !bulk.atomic || refused.empty());
-      const Outcome o = execute(bulk);
-      const std::string what = std::string(bulk.atomic ? "atomic" : "non-atomic") + " bulk " +
-                               bulk.reference + " of " + std::to_string(n);
-      if (!expect(o, accept, what)) {
-        if (!report_.failure.empty() || o.rejection == Rejection::unavailable) return;
-        if (conflict && o.rejection != Rejection::duplicate_reference)
-          fail(what + ": a reused bulk reference is refused as a duplicate");
-        if (!conflict && (!o.item || *o.item != refused.at(0)))
-          fail(what + ": the model refuses item " + std::to_string(refused.at(0)) + ", the writer " +
-               (o.item ? std::to_string(*o.item) : std::string("none")));
-        return;
-      }
-      if (replay != o.replayed) {
-        fail(what + ": the model expects " + std::string(replay ? "a replay" : "a new bulk"));
-        return;
-      }
-      if (replay) return;
-      const auto* decided = std::get_if<BulkTransferAccepted>(&o.events.at(0).data);
-      if (decided == nullptr) {
-        fail(what + ": a bulk's first event is not its BulkTransferAccepted");
-        return;
-      }
-      std::vector<std::size_t> writer_refused;
-      for (const auto& r : decided->rejected) writer_refused.push_back(r.index);
-      if (writer_refused != refused) {
-        fail(what + ": the model and the writer refuse different items");
-        return;
-      }
-      model_ = std::move(after);
-      model_.bulk_references[sc + bulk.reference] = request;
-    }
-
-    void update_account() {
-      auto [b, live] = caller();
-      const Business& whose = businesses_[below(businesses_.size())];
-      UpdateAccount u{as_caller(*b, live), whose.account, std::nullopt, std::nullopt, std::nullopt};
-      if (chance(50))
-        u.live = chance(50);
-      else if (chance(50))
-        u.webhooks = std::vector<std::string>{"https://hooks.example.com/" + std::to_string(below(3))};
-      else if (chance(50))
-        u.webhook_events = std::vector<std::string>{"account.debit"};
-      else {
-        // A webhook secret's rotation: of an account of the caller's business only.
-        const Outcome o = execute(RotateWebhookSecret{as_caller(*b, live), whose.account});
-        expect(o, whose.id == b->id, "rotate the webhook secret of " + whose.account);
-        return;
-      }
-      const Outcome o = execute(u);
-      expect(o, whose.id == b->id, "update account " + whose.account);
-    }
-
-    // ---- the end ----
-    // Lets every payout and collection reach its end, then waits for the projector.
-    void settle() {
-      for (int i = 0; i < 3 && report_.failure.empty(); ++i) {
-        now_ += 3 * 86'400'000;
-        fall_due();
-        const WalletTransfer nothing{Caller{businesses_[0].id, businesses_[0].account, false},
-                                     "vba-none",
-                                     "vba-none",
-                                     Kobo(1),
-                                     "settle",
-                                     std::nullopt,
-                                     std::nullopt};
-        execute(nothing);
-        after_command();
-      }
-      for (std::uint32_t p = 0; p < kPartitions; ++p)
-        if (!projector_->wait_applied(Partition(p), writer_->durable_seq(Partition(p)), 30s))
-          fail("the projector did not catch up with partition " + std::to_string(p));
-    }
-
-    void check_views() {
-      for (const auto& [id, w] : model_.wallets) {
-        if (w.kind == Kind::collection) continue;
-        const Business& b = businesses_[static_cast<std::size_t>(w.business)];
-        const auto text = views_->wallet_text(Scope{b.id, w.live}, id).value();
-        if (!text) {
-          fail("the views lack wallet " + id);
-          return;
-        }
-        const json record = json::parse(*text);
-        const auto shown = record.at("balance").get<std::int64_t>();
-        if (shown != w.balance) {
-          fail("wallet " + id + ": the views show " + std::to_string(shown) + ", the model " +
-               std::to_string(w.balance));
-          return;
-        }
-        if (record.at("heldBalance") != w.held || record.at("availableBalance") != w.balance - w.held) {
-          fail("wallet " + id + ": the views hold " + record.at("heldBalance").dump() + ", the model " +
-               std::to_string(w.held));
-          return;
-        }
-      }
-      for (const auto& [id, h] : model_.holds) {
-        const Business& b = businesses_[static_cast<std::size_t>(h.business)];
-        const auto text = views_->hold_text(Scope{b.id, h.live}, id).value();
-        if (!text) {
-          fail("the views lack hold " + id);
-          return;
-        }
-        const json record = json::parse(*text);
-        if (record.at("capturedAmount") != h.captured || (record.at("status") == "pending") != h.pending) {
-          fail("hold " + id + ": the views show " + *text + ", the model captured " +
-               std::to_string(h.captured) + (h.pending ? ", pending" : ", ended"));
-          return;
-        }
+                dst = &it->second;
+              ok = t.amount.value > 0 && fresh && src != nullptr && dst != nullptr &&
+                   t.source != t.destination && src->balance - src->held >= t.amount.value &&
+                   debit_fits(*src, t.amount.value) && add(dst->balance, t.amount.value).has_value() &&
+                   credit_fits(*dst, dst->balance + t.amount.value);
+              if (!ok) return;
+              src->balance -= t.amount.value;
+              count_debit(*src, t.amount.value);
+              dst->balance += t.amount.value;
+            } else {
+              const std::int64_t fee = t.amount.value > 0 ? fee_for(t.amount.value) : 0;
+              const auto actual = add(t.amount.value, fee);
+              ok = t.amount.value > 0 && fresh && src != nullptr && actual &&
+                   add(sys[suspense], t.amount.value) && add(sys[fees], fee) &&
+                   src->balance - src->held >= *actual && debit_fits(*src, *actual);
+              if (!ok) return;
+              src->balance -= *actual;
+              count_debit(*src, *actual);
+              sys[suspense] += t.amount.value;
+              sys[fees] += fee;
+              after.payouts.push_back(
+                  Payout{t.source, b->partition, t.amount.value, fee, shape[i].fails, false, 0, false});
+            }
+            if (t.reference) after.references[sc + *t.reference] = "bulk item";
+          },
+          bulk.items[i].transfer);
+      if (!ok) {
+        refused.push_back(i);
+        if (bulk.atomic) break;
       }
     }
+    const bool accept = !conflict && (replay || !bulk.atomic || refused.empty());
+    const Outcome o = execute(bulk);
+    const std::string what = std::string(bulk.atomic ? "atomic" : "non-atomic") + " bulk " + bulk.reference +
+                             " of " + std::to_string(n);
+    if (!expect(o, accept, what)) {
+      if (!report_.failure.empty() || o.rejection == Rejection::unavailable) return;
+      if (conflict && o.rejection != Rejection::duplicate_reference)
+        fail(what + ": a reused bulk reference is refused as a duplicate");
+      if (!conflict && (!o.item || *o.item != refused.at(0)))
+        fail(what + ": the model refuses item " + std::to_string(refused.at(0)) + ", the writer " +
+             (o.item ? std::to_string(*o.item) : std::string("none")));
+      return;
+    }
+    if (replay != o.replayed) {
+      fail(what + ": the model expects " + std::string(replay ? "a replay" : "a new bulk"));
+      return;
+    }
+    if (replay) return;
+    const auto* decided = std::get_if<BulkTransferAccepted>(&o.events.at(0).data);
+    if (decided == nullptr) {
+      fail(what + ": a bulk's first event is not its BulkTransferAccepted");
+      return;
+    }
+    std::vector<std::size_t> writer_refused;
+    for (const auto& r : decided->rejected) writer_refused.push_back(r.index);
+    if (writer_refused != refused) {
+      fail(what + ": the model and the writer refuse different items");
+      return;
+    }
+    model_ = std::move(after);
+    model_.bulk_references[sc + bulk.reference] = request;
+  }
 
-    void check_audit() {
-      auto report = audit::audit_log(log_);
-      if (!report) {
-        fail("the audit cannot read the log: " + report.status().message());
+  void update_account() {
+    auto [b, live] = caller();
+    const Business& whose = businesses_[below(businesses_.size())];
+    UpdateAccount u{as_caller(*b, live), whose.account, std::nullopt, std::nullopt, std::nullopt};
+    if (chance(50))
+      u.live = chance(50);
+    else if (chance(50))
+      u.webhooks = std::vector<std::string>{"https://hooks.example.com/" + std::to_string(below(3))};
+    else if (chance(50))
+      u.webhook_events = std::vector<std::string>{"account.debit"};
+    else {
+      // A webhook secret's rotation: of an account of the caller's business only.
+      const Outcome o = execute(RotateWebhookSecret{as_caller(*b, live), whose.account});
+      expect(o, whose.id == b->id, "rotate the webhook secret of " + whose.account);
+      return;
+    }
+    const Outcome o = execute(u);
+    expect(o, whose.id == b->id, "update account " + whose.account);
+  }
+
+  // ---- the end ----
+  // Lets every payout and collection reach its end, then waits for the projector.
+  void settle() {
+    for (int i = 0; i < 3 && report_.failure.empty(); ++i) {
+      now_ += 3 * 86'400'000;
+      fall_due();
+      const WalletTransfer nothing{Caller{businesses_[0].id, businesses_[0].account, false},
+                                   "vba-none",
+                                   "vba-none",
+                                   Kobo(1),
+                                   "settle",
+                                   std::nullopt,
+                                   std::nullopt};
+      execute(nothing);
+      after_command();
+    }
+    for (std::uint32_t p = 0; p < kPartitions; ++p)
+      if (!projector_->wait_applied(Partition(p), writer_->durable_seq(Partition(p)), 30s))
+        fail("the projector did not catch up with partition " + std::to_string(p));
+  }
+
+  void check_views() {
+    for (const auto& [id, w] : model_.wallets) {
+      if (w.kind == Kind::collection) continue;
+      const Business& b = businesses_[static_cast<std::size_t>(w.business)];
+      const auto text = views_->wallet_text(Scope{b.id, w.live}, id).value();
+      if (!text) {
+        fail("the views lack wallet " + id);
         return;
       }
-      if (auto s = audit::audit_views(log_, *views_, options_.dir / "rebuild", report.value()); !s) {
-        fail("the views cannot be audited: " + s.message());
+      const json record = json::parse(*text);
+      const auto shown = record.at("balance").get<std::int64_t>();
+      if (shown != w.balance) {
+        fail("wallet " + id + ": the views show " + std::to_string(shown) + ", the model " +
+             std::to_string(w.balance));
         return;
       }
-      if (!report.value().clean()) {
-        fail("the audit reports:\n" + audit::summary(report.value(), 5));
+      if (record.at("heldBalance") != w.held || record.at("availableBalance") != w.balance - w.held) {
+        fail("wallet " + id + ": the views hold " + record.at("heldBalance").dump() + ", the model " +
+             std::to_string(w.held));
         return;
-      }
-      report_.events = report.value().events;
-      for (int a = inbound; a <= outbound; ++a) {
-        std::optional<std::int64_t> expected = 0;
-        for (const auto& sys : model_.system)
-          if (expected) expected = add(*expected, sys[static_cast<std::size_t>(a)]);
-        if (!expected) continue;  // beyond the range of kobo: the audit notes it and stops summing
-        const auto it = report.value().system.find(std::string(kSystemNames[static_cast<std::size_t>(a)]));
-        const std::int64_t found = it == report.value().system.end() ? 0 : it->second.value;
-        if (found != *expected) {
-          fail(std::string(kSystemNames[static_cast<std::size_t>(a)]) + ": the log says " +
-               std::to_string(found) + ", the model " + std::to_string(*expected));
-          return;
-        }
       }
     }
-
-    std::string digest() {
-      auto ends = log_.end_offsets();
-      auto reader = log_.open_reader(std::vector<Offset>(kPartitions, Offset(0)));
-      if (!ends || !reader) return "unreadable";
-      std::string all;
-      std::vector<LogRecord> records;
-      for (int idle = 0; idle < 3;) {
-        records.clear();
-        if (!reader.value()->poll(4096, 0ms, records)) return "unreadable";
-        if (records.empty()) ++idle;
-        for (const auto& r : records) {
-          all += std::to_string(r.partition.value) + ":" + r.bytes + "\n";
-        }
+    for (const auto& [id, h] : model_.holds) {
+      const Business& b = businesses_[static_cast<std::size_t>(h.business)];
+      const auto text = views_->hold_text(Scope{b.id, h.live}, id).value();
+      if (!text) {
+        fail("the views lack hold " + id);
+        return;
       }
-      return sha256_hex(all);
+      const json record = json::parse(*text);
+      if (record.at("capturedAmount") != h.captured || (record.at("status") == "pending") != h.pending) {
+        fail("hold " + id + ": the views show " + *text + ", the model captured " +
+             std::to_string(h.captured) + (h.pending ? ", pending" : ", ended"));
+        return;
+      }
     }
+  }
 
-    const Options options_;
-    std::mt19937_64 rng_;
-    MemoryLog log_;
-    std::shared_ptr<IdSource> ids_ = std::make_shared<SeededIds>(options_.seed);
-    UnixMs now_ = kStart;
-    int step_ = 0;
-    bool injected_ = false;
-    std::vector<Business> businesses_;
-    Model model_;
-    std::unique_ptr<Views> views_;
-    std::unique_ptr<Ledger> writer_;
-    std::unique_ptr<Projector> projector_;
-    Report report_;
-  };
+  void check_audit() {
+    auto report = audit::audit_log(log_);
+    if (!report) {
+      fail("the audit cannot read the log: " + report.status().message());
+      return;
+    }
+    if (auto s = audit::audit_views(log_, *views_, options_.dir / "rebuild", report.value()); !s) {
+      fail("the views cannot be audited: " + s.message());
+      return;
+    }
+    if (!report.value().clean()) {
+      fail("the audit reports:\n" + audit::summary(report.value(), 5));
+      return;
+    }
+    report_.events = report.value().events;
+    for (int a = inbound; a <= outbound; ++a) {
+      std::optional<std::int64_t> expected = 0;
+      for (const auto& sys : model_.system)
+        if (expected) expected = add(*expected, sys[static_cast<std::size_t>(a)]);
+      if (!expected) continue;  // beyond the range of kobo: the audit notes it and stops summing
+      const auto it = report.value().system.find(std::string(kSystemNames[static_cast<std::size_t>(a)]));
+      const std::int64_t found = it == report.value().system.end() ? 0 : it->second.value;
+      if (found != *expected) {
+        fail(std::string(kSystemNames[static_cast<std::size_t>(a)]) + ": the log says " +
+             std::to_string(found) + ", the model " + std::to_string(*expected));
+        return;
+      }
+    }
+  }
+
+  std::string digest() {
+    auto ends = log_.end_offsets();
+    auto reader = log_.open_reader(std::vector<Offset>(kPartitions, Offset(0)));
+    if (!ends || !reader) return "unreadable";
+    std::string all;
+    std::vector<LogRecord> records;
+    for (int idle = 0; idle < 3;) {
+      records.clear();
+      if (!reader.value()->poll(4096, 0ms, records)) return "unreadable";
+      if (records.empty()) ++idle;
+      for (const auto& r : records) {
+        all += std::to_string(r.partition.value) + ":" + r.bytes + "\n";
+      }
+    }
+    return sha256_hex(all);
+  }
+
+  const Options options_;
+  std::mt19937_64 rng_;
+  MemoryLog log_;
+  std::shared_ptr<IdSource> ids_ = std::make_shared<SeededIds>(options_.seed);
+  UnixMs now_ = kStart;
+  int step_ = 0;
+  bool injected_ = false;
+  std::vector<Business> businesses_;
+  Model model_;
+  std::unique_ptr<Views> views_;
+  std::unique_ptr<Ledger> writer_;
+  std::unique_ptr<Projector> projector_;
+  Report report_;
+};
 
 }  // namespace
 
-Report
-run(const Options& options) {
-  return Simulation(options).run();
-}
+Report run(const Options& options) { return Simulation(options).run(); }
 
 std::string summary(const Options& options, const Report& r) {
   std::ostringstream out;
