@@ -171,5 +171,51 @@ TEST_F(Tiers, TiersAndTheDaysDebitsSurviveKill9) {
   EXPECT_EQ(transfer(source, destination, 10'000 * kNaira).status, 200u);
 }
 
+// A hold counts toward its source's day when it is placed (its captures do not count again), and a
+// capture is a credit its destination's cap refuses (extensions.md sections 2 and 3).
+TEST_F(Tiers, AHoldCountsTowardTheDayAndACaptureRespectsTheCap) {
+  const json source = tiered_wallet(1);
+  const json destination = tiered_wallet(std::nullopt);
+  fund(http(), key(), source, 100'000 * kNaira);
+  const HttpResult placed = http().post(
+      "/v1/holds",
+      json{{"source", source["publicId"]}, {"amount", 45'000 * kNaira}, {"reference", unique_name("h")}},
+      key());
+  ASSERT_EQ(placed.status, 201u) << placed.body;
+  EXPECT_EQ(get_wallet(http(), key(), source["publicId"])["limits"]["dailyDebitUsed"], 45'000 * kNaira);
+  expect_error(transfer(source, destination, 5'001 * kNaira), 403, "Daily limit exceeded");
+  expect_error(
+      http().post(
+          "/v1/holds",
+          json{{"source", source["publicId"]}, {"amount", 5'001 * kNaira}, {"reference", unique_name("h")}},
+          key()),
+      403, "Daily limit exceeded");
+  // Capturing the hold counts nothing again: the day's N5,000 left is still there after it.
+  const std::string hold = placed.json["data"]["publicId"];
+  const HttpResult captured = http().post("/v1/holds/" + hold + "/capture",
+                                          json{{"destination", destination["publicId"]},
+                                               {"reference", unique_name("cap")},
+                                               {"amount", 10'000 * kNaira}},
+                                          key());
+  ASSERT_EQ(captured.status, 201u) << captured.body;
+  EXPECT_EQ(transfer(source, destination, 5'000 * kNaira).status, 200u);
+
+  // A capture into a tier-1 wallet at its cap is refused, and moves nothing.
+  const json rich = tiered_wallet(std::nullopt);
+  fund(http(), key(), rich, 1'000'000 * kNaira);
+  const json capped = tiered_wallet(1);
+  ASSERT_EQ(transfer(rich, capped, 300'000 * kNaira).status, 200u);
+  const HttpResult big = http().post(
+      "/v1/holds",
+      json{{"source", rich["publicId"]}, {"amount", 1'000 * kNaira}, {"reference", unique_name("h")}}, key());
+  ASSERT_EQ(big.status, 201u) << big.body;
+  const std::string big_hold = big.json["data"]["publicId"];
+  expect_error(
+      http().post("/v1/holds/" + big_hold + "/capture",
+                  json{{"destination", capped["publicId"]}, {"reference", unique_name("cap")}}, key()),
+      403, "Balance limit exceeded");
+  EXPECT_EQ(balance_of(http(), key(), capped["publicId"]), 300'000 * kNaira);
+}
+
 }  // namespace
 }  // namespace kobo::it
