@@ -62,7 +62,7 @@ void set_wallet_tier(Protocol& p, Request&& req, const PathParams& params, Respo
   if (auto errors = v.errors()) return respond(http::validation_error(*errors));
   SetWalletTier cmd{c->caller, params.at("id"), kyc_tier_of(*body)};
   p.ledger().submit(std::move(cmd), [&p, scope = c->scope, id = params.at("id"),
-                                     respond = std::move(respond)](Outcome o) mutable {
+                                     respond = std::move(respond)](const Outcome& o) mutable {
     if (!o.ok()) return respond(rejection_response(o.rejection));
     p.after_projection(o, std::move(respond), [&p, scope, id](Responder r) {
       const auto text = p.views().wallet_text(scope, id);
