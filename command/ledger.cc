@@ -9,6 +9,7 @@
 #include "command/bulk.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/thread.h"
 #include "events/log_follower.h"
 #include "events/partitioner.h"
 
@@ -486,6 +487,7 @@ void Ledger::recover() {
 }
 
 void Ledger::run() {
+  name_this_thread("kobo-writer");
   std::vector<Pending> batch;
   for (;;) {
     batch.clear();

@@ -9,6 +9,7 @@
 #include "common/file.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/thread.h"
 
 namespace kobo {
 
@@ -529,6 +530,7 @@ bool Snapshotter::index_reaches_state() const {
 }
 
 void Snapshotter::run() {
+  name_this_thread("kobo-snapshot");
   class Applier final : public LogVisitor {
    public:
     explicit Applier(Snapshot& s) : s_(s) {}

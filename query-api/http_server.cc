@@ -30,6 +30,7 @@
 #include "common/assert.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/thread.h"
 #include "query-api/envelope.h"
 
 namespace kobo::http {
@@ -539,6 +540,7 @@ Status Server::start() {
   threads_.reserve(static_cast<std::size_t>(opts.threads));
   for (int i = 0; i < opts.threads; ++i) {
     threads_.emplace_back([core = core_] {
+      name_this_thread("kobo-http");
       for (;;) {
         try {
           core->ioc.run();

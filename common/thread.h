@@ -1,0 +1,17 @@
+#pragma once
+// The calling thread's name (what top -H, perf and /proc show) and its scheduling priority.
+
+#include <string_view>
+
+#include "common/result.h"
+
+namespace kobo {
+
+// Names the calling thread (at most 15 bytes are kept, as Linux keeps).
+void name_this_thread(std::string_view name);
+
+// Sets the calling thread's nice value (-20 highest priority, 19 lowest). A value below the
+// process's own needs CAP_SYS_NICE or RLIMIT_NICE: without it the error names that.
+[[nodiscard]] Status set_this_thread_nice(int nice);
+
+}  // namespace kobo
