@@ -52,6 +52,8 @@ struct ServeOptions {
   int rail_delay_ms = 500;
   std::uint64_t snapshot_every_events = 100'000;  // 0: no snapshots of the writer's state
   std::size_t writer_cache_mb = 64;               // the history index's block cache and memtables
+  int projector_nice = -10;                       // the projector thread's nice value
+  int projector_flush_spacing_us = 3'000;         // ProjectorOptions::flush_spacing
   std::int64_t expire_in_min_s = 600;
   std::string fee_tiers = "500000:1075,5000000:2688,max:5375";
   std::string limits_file;  // KYC tier limits (events/limits.h); empty: the CBN's
@@ -268,11 +270,18 @@ Result<std::pair<std::string, std::uint16_t>> parse_listen(const std::string& li
   }
 }
 
+ProjectorOptions projector_options(const ServeOptions& o) {
+  ProjectorOptions po;
+  po.flush_spacing = std::chrono::microseconds(o.projector_flush_spacing_us);
+  if (o.projector_nice != 0) po.nice = o.projector_nice;
+  return po;
+}
+
 // A projector node: the views follow the log; HTTP serves only health and metrics.
 int serve_projector(const ServeOptions& o, EventLog& log, Views& views,
                     const std::pair<std::string, std::uint16_t>& listen, const std::string& backend,
                     sigset_t& signals) {
-  Projector projector(log, views);
+  Projector projector(log, views, projector_options(o));
   http::Router router;
   add_operational_routes(router, [&projector] { return projector.fault(); });
   http::ServerOptions so;
@@ -362,7 +371,7 @@ int serve(const ServeOptions& o) {
   lo.history_dir = data_dir / "history";
   lo.history_cache_bytes = o.writer_cache_mb << 20;
   Ledger ledger(*log.value(), lo);
-  Projector projector(*log.value(), *views.value());
+  Projector projector(*log.value(), *views.value(), projector_options(o));
   auto signing_keys = SigningKeyStore::open((data_dir / "signing-keys").string());
   if (!signing_keys) return fail(signing_keys.status().message());
   WebhookOptions wo;
@@ -492,6 +501,19 @@ int main(int argc, char** argv) {
                 "accounts and collection wallets were used before): its block cache and memtables")
       ->envname("KOBO_WRITER_CACHE_MB")
       ->check(CLI::Range(8, 65'536))
+      ->capture_default_str();
+  s->add_option("--projector-nice", serve.projector_nice,
+                "Nice value of the thread that keeps the views up to date, so that they follow the log "
+                "closely under load (below 0 needs CAP_SYS_NICE; without it, a warning and the default); "
+                "0: as started")
+      ->envname("KOBO_PROJECTOR_NICE")
+      ->check(CLI::Range(-20, 19))
+      ->capture_default_str();
+  s->add_option("--projector-flush-spacing-us", serve.projector_flush_spacing_us,
+                "While no request waits for the views, the least time between two of their writes, so "
+                "that each covers many commands; 0: write as soon as the log has more")
+      ->envname("KOBO_PROJECTOR_FLUSH_SPACING_US")
+      ->check(CLI::Range(0, 100'000))
       ->capture_default_str();
   s->add_option("--rail-delay-ms", serve.rail_delay_ms, "Sandbox payout rail: processing to final, in ms")
       ->envname("KOBO_RAIL_DELAY_MS")

@@ -13,6 +13,7 @@
 #include "common/json_dump.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/thread.h"
 #include "events/chain.h"
 #include "events/fact_codec.h"
 #include "events/ledger.h"
@@ -679,6 +680,11 @@ void Projector::stop() {
 }
 
 bool Projector::wait_applied(Partition p, Seq seq, std::chrono::milliseconds timeout) const {
+  waiting_.fetch_add(1);
+  const struct Done {
+    std::atomic<int>& waiting;
+    ~Done() { waiting.fetch_sub(1); }
+  } done{waiting_};
   std::unique_lock lock(mu_);
   return cv_.wait_for(lock, timeout, [&] { return applied_seq(p) >= seq || !healthy_.load(); }) &&
          applied_seq(p) >= seq;
@@ -693,6 +699,7 @@ void Projector::when_applied(Partition p, Seq seq, std::chrono::milliseconds tim
     // applied in between is never missed; a stopped projection answers at once.
     if (applied_seq(p) < seq && healthy_.load() && !stopping_.load()) {
       waiters_.push_back(Waiter{p, seq, std::chrono::steady_clock::now() + timeout, std::move(then)});
+      waiting_.fetch_add(1);
       return;
     }
   }
@@ -711,6 +718,7 @@ void Projector::answer_waiters(bool all) {
       due.emplace_back(std::move(w.then), applied);
       return true;
     });
+    waiting_.fetch_sub(static_cast<int>(due.size()));
   }
   for (auto& [then, applied] : due) then(applied);
 }
@@ -738,6 +746,11 @@ void Projector::set_fault(std::string fault) {
 // std::terminate. An exception stops the projection as a log it cannot apply does: logged,
 // healthy() false, and fault() naming it, which /readyz reports.
 void Projector::run() {
+  name_this_thread("kobo-projector");
+  if (options_.nice)
+    if (const Status s = set_this_thread_nice(*options_.nice); !s)
+      log::warn("the projector runs at the priority it started with; the views may lag further under load",
+                {{"error", s.message()}});
   try {
     follow();
   } catch (const std::exception& e) {
@@ -851,6 +864,15 @@ Status Projector::step(std::chrono::milliseconds wait, const std::vector<Offset>
   if (!consumed) return consumed.status();
   if (follower_->mid_command()) return {};  // the rest of the command is in the log: read it first
   if (batch_->empty() && consumed.value() == 0) return {};
+  if (until == nullptr && options_.flush_spacing.count() > 0) {
+    space_flush();
+    // What the log gained meanwhile joins this flush, whole commands only.
+    do {
+      consumed = follower_->step(applier, std::chrono::milliseconds(0), until);
+      if (!consumed) return consumed.status();
+    } while (follower_->mid_command() && consumed.value() > 0);
+    if (follower_->mid_command()) return {};
+  }
   // The positions go into the same WriteBatch as the view changes they reflect; a partition
   // whose position did not move since the last flush keeps the one the views hold.
   const auto& cursors = follower_->cursors();
@@ -872,8 +894,17 @@ Status Projector::step(std::chrono::milliseconds wait, const std::vector<Offset>
     batch_unwritten_ = true;
     return s;
   }
+  last_flush_ = std::chrono::steady_clock::now();
   publish_applied();
   return {};
+}
+
+void Projector::space_flush() {
+  constexpr auto kCheck = std::chrono::microseconds(250);  // how soon a new waiter is seen
+  const auto due = last_flush_ + options_.flush_spacing;
+  for (auto now = std::chrono::steady_clock::now(); now < due && waiting_.load() == 0 && !stopping_.load();
+       now = std::chrono::steady_clock::now())
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(kCheck, due - now));
 }
 
 }  // namespace kobo

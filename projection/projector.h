@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -26,6 +27,15 @@ namespace kobo {
 struct ProjectorOptions {
   // Records read per poll; a flush covers one poll, extended to the end of a split command.
   std::size_t poll_records_max = 4096;
+  // While nobody waits for the views (no read barrier, no when_applied), a flush follows the one
+  // before by at least this much, so that under load each covers many group commits: a batch
+  // sums its counters and writes a wallet row once however many events it holds. Anyone waiting
+  // ends the wait at once. Zero: a flush as soon as the log has more.
+  std::chrono::microseconds flush_spacing = std::chrono::microseconds(0);
+  // The projector thread's nice value (common/thread.h), or nullopt to leave it as started.
+  // Sharing cores with the HTTP threads, the writer and a load generator, the projector at the
+  // default priority falls behind under load by tens of milliseconds (docs/architecture.md).
+  std::optional<int> nice = std::nullopt;
 };
 
 class Projector {
@@ -105,6 +115,11 @@ class Projector {
   void answer_waiters(bool all = false);
   // Sleeps `d` on the projector's thread, answering the waiters whose deadline passes meanwhile.
   void sleep_answering_waiters(std::chrono::milliseconds d);
+  // Holds a flush back until flush_spacing after the last one, unless someone waits.
+  void space_flush();
+  std::chrono::steady_clock::time_point last_flush_;  // projector thread only
+  // How many wait for the views: when_applied's waiters and wait_applied's callers.
+  mutable std::atomic<int> waiting_{0};
   std::atomic<bool> stopping_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
