@@ -1,6 +1,7 @@
 #include "command/bulk.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <utility>
 
@@ -26,15 +27,21 @@ const std::string& source_of(const BulkItem& item) {
   return std::visit([](const auto& t) -> const std::string& { return t.source; }, item.transfer);
 }
 
-// What an item changes that the trial must give back: every wallet it names (the rest of the
-// state is copied whole, less its wallets, which are many).
+// What an item changes that the trial must give back. A wallet or bank transfer's events (and a
+// bank item's BeneficiarySaved) change only the wallets they name, the system balances, the
+// partition's sum, its id counters and its payouts in flight: those are kept, nothing else, so
+// that a bulk costs what its items touch however many accounts, collections and holds the
+// partition holds. restore() checks that the rest kept its size.
 class Checkpoint {
  public:
-  Checkpoint(PartitionState& s, const BulkTransfer& c) : s_(s) {
-    Wallets wallets;
-    std::swap(wallets, s.wallets);
-    rest_ = s;
-    std::swap(wallets, s.wallets);
+  Checkpoint(PartitionState& s, const BulkTransfer& c)
+      : s_(s),
+        counters_{s.wallets_created, s.transactions_created, s.accounts_created, s.account_numbers_issued,
+                  s.bank_accounts_created},
+        system_balances_(s.system_balances),
+        total_(s.total),
+        payouts_(s.payouts),
+        sizes_(sizes(s)) {
     std::set<std::string_view> named;
     for (const BulkItem& item : c.items) {
       named.insert(source_of(item));
@@ -45,10 +52,15 @@ class Checkpoint {
   }
 
   void restore() {
-    Wallets wallets;
-    std::swap(wallets, s_.wallets);
-    s_ = std::move(rest_);
-    std::swap(wallets, s_.wallets);
+    KOBO_ASSERT(sizes(s_) == sizes_, "a bulk transfer's trial changed state its checkpoint does not keep");
+    s_.wallets_created = counters_[0];
+    s_.transactions_created = counters_[1];
+    s_.accounts_created = counters_[2];
+    s_.account_numbers_issued = counters_[3];
+    s_.bank_accounts_created = counters_[4];
+    s_.system_balances = system_balances_;
+    s_.total = total_;
+    s_.payouts = std::move(payouts_);
     for (const auto& [id, w] : wallets_) {
       WalletState* now = s_.wallets.find(id);
       KOBO_ASSERT(now != nullptr, "a bulk transfer's trial closes no wallet");
@@ -57,8 +69,24 @@ class Checkpoint {
   }
 
  private:
+  // The sizes of what no item changes: a sentinel for an item that would.
+  static std::array<std::size_t, 8> sizes(const PartitionState& s) {
+    return {s.businesses.size(),
+            s.account_business.size(),
+            s.transit_settlement.size(),
+            s.collections.size(),
+            s.collection_numbers.size(),
+            s.primary_wallets.size(),
+            s.holds.size(),
+            s.held.size()};
+  }
+
   PartitionState& s_;
-  PartitionState rest_;
+  std::array<std::uint64_t, 5> counters_;
+  decltype(PartitionState::system_balances) system_balances_;
+  Kobo total_;
+  decltype(PartitionState::payouts) payouts_;  // in flight only: as many as the rail's delay holds
+  std::array<std::size_t, 8> sizes_;
   std::vector<std::pair<std::string, WalletState>> wallets_;
 };
 
