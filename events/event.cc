@@ -9,27 +9,10 @@
 #include "common/json_dump.h"
 #include "events/described.h"
 #include "events/ledger.h"
+#include "events/name_table.h"
 
 namespace kobo {
 namespace {
-
-template <typename E, std::size_t N>
-using NameTable = std::array<std::pair<E, std::string_view>, N>;
-
-template <typename E, std::size_t N>
-std::string_view name_in(const NameTable<E, N>& table, E value) {
-  for (const auto& [v, name] : table)
-    if (v == value) return name;
-  KOBO_ASSERT(false, "a value without a name");
-  return {};
-}
-
-template <typename E, std::size_t N>
-std::optional<E> value_in(const NameTable<E, N>& table, std::string_view name) {
-  for (const auto& [v, n] : table)
-    if (n == name) return v;
-  return std::nullopt;
-}
 
 constexpr NameTable<EventType, 21> kTypeNames{{
     {EventType::writer_started, "WriterStarted"},

@@ -5,13 +5,14 @@
 
 #include "common/crypto.h"
 #include "common/json_dump.h"
+#include "events/name_table.h"
 
 namespace kobo {
 namespace {
 
 constexpr std::string_view kWalletPrefix = "vba-";
 
-constexpr std::array<std::pair<SystemAccount, std::string_view>, 4> kSystemAccountNames{{
+constexpr NameTable<SystemAccount, 4> kSystemAccountNames{{
     {SystemAccount::inbound_settlement, "sys:inbound-settlement"},
     {SystemAccount::fees, "sys:fees"},
     {SystemAccount::payout_suspense, "sys:payout-suspense"},
@@ -29,17 +30,10 @@ std::uint64_t id_at(const std::vector<std::uint64_t>& ids, std::size_t k) {
 
 }  // namespace
 
-std::string_view account_name(SystemAccount a) {
-  for (const auto& [account, name] : kSystemAccountNames)
-    if (account == a) return name;
-  KOBO_ASSERT(false, "a system account without a name");
-  return {};
-}
+std::string_view account_name(SystemAccount a) { return name_in(kSystemAccountNames, a); }
 
 std::optional<SystemAccount> system_account_from_name(std::string_view name) {
-  for (const auto& [account, n] : kSystemAccountNames)
-    if (n == name) return account;
-  return std::nullopt;
+  return value_in(kSystemAccountNames, name);
 }
 
 bool is_wallet_account(std::string_view account) { return account.starts_with(kWalletPrefix); }
@@ -292,24 +286,17 @@ std::vector<FinalizedTransaction> transactions_finalized(const EventData& d) {
 }
 
 namespace {
-constexpr std::array<std::pair<WebhookEventType, std::string_view>, kWebhookEventTypes> kWebhookEventNames{{
+constexpr NameTable<WebhookEventType, kWebhookEventTypes> kWebhookEventNames{{
     {WebhookEventType::account_credit, "account.credit"},
     {WebhookEventType::account_debit, "account.debit"},
     {WebhookEventType::account_debit_failed, "account.debit.failed"},
 }};
 }  // namespace
 
-std::string_view to_string(WebhookEventType t) {
-  for (const auto& [type, name] : kWebhookEventNames)
-    if (type == t) return name;
-  KOBO_ASSERT(false, "a webhook event type without a name");
-  return {};
-}
+std::string_view to_string(WebhookEventType t) { return name_in(kWebhookEventNames, t); }
 
 std::optional<WebhookEventType> webhook_event_type_from_string(std::string_view s) {
-  for (const auto& [type, name] : kWebhookEventNames)
-    if (name == s) return type;
-  return std::nullopt;
+  return value_in(kWebhookEventNames, s);
 }
 
 std::optional<WebhookEventType> webhook_event_of(const FinalizedTransaction& f) {
