@@ -395,13 +395,46 @@ class Simulation {
   }
   static bool valid_tier(const std::optional<std::uint64_t>& t) { return !t || (*t >= 1 && *t <= 3); }
 
-  // The model's wallet `id` if the caller may move money with it.
+  // Wallet `id` of model `m` (the model itself by default) if the caller may move money with it.
   Wallet* callers_wallet(const Business& b, bool live, const std::string& id) {
-    auto it = model_.wallets.find(id);
-    if (it == model_.wallets.end() || it->second.kind == Kind::collection) return nullptr;
+    return callers_wallet(model_, b, live, id);
+  }
+  Wallet* callers_wallet(Model& m, const Business& b, bool live, const std::string& id) const {
+    auto it = m.wallets.find(id);
+    if (it == m.wallets.end() || it->second.kind == Kind::collection) return nullptr;
     if (businesses_[static_cast<std::size_t>(it->second.business)].id != b.id || it->second.live != live)
       return nullptr;
     return &it->second;
+  }
+
+  // Whether a wallet transfer fits once its amount and reference are: both wallets the caller's
+  // and apart, the source's available balance and day's allowance, the destination's cap.
+  bool wallet_transfer_fits(const WalletTransfer& t, const Wallet* src, const Wallet* dst) const {
+    return src != nullptr && dst != nullptr && t.source != t.destination &&
+           src->balance - src->held >= t.amount.value && debit_fits(*src, t.amount.value) &&
+           add(dst->balance, t.amount.value).has_value() && credit_fits(*dst, dst->balance + t.amount.value);
+  }
+  void settle_wallet_transfer(Wallet& src, Wallet& dst, std::int64_t amount) const {
+    src.balance -= amount;
+    count_debit(src, amount);
+    dst.balance += amount;
+  }
+
+  // Whether a bank transfer of `amount` plus `fee` fits: the caller's source, its available
+  // balance and day's allowance, and the partition's suspense and fees accounts.
+  bool bank_transfer_fits(const Wallet* src, const std::array<std::int64_t, 4>& sys, std::int64_t amount,
+                          std::int64_t fee) const {
+    const auto actual = add(amount, fee);
+    return src != nullptr && actual && add(sys[suspense], amount) && add(sys[fees], fee) &&
+           src->balance - src->held >= *actual && debit_fits(*src, *actual);
+  }
+  void initiate_payout(Model& m, Wallet& src, const std::string& source, std::uint32_t partition,
+                       std::int64_t amount, std::int64_t fee, bool fails) const {
+    src.balance -= amount + fee;
+    count_debit(src, amount + fee);
+    m.system[partition][suspense] += amount;
+    m.system[partition][fees] += fee;
+    m.payouts.push_back(Payout{source, partition, amount, fee, fails, false, 0, false});
   }
   std::int64_t amount_for(std::int64_t balance) {
     const std::uint64_t r = below(100);
@@ -564,11 +597,7 @@ class Simulation {
         "wallet|" + t.source + "|" + t.destination + "|" + std::to_string(t.amount.value) + "|" + t.narration;
     bool replay = false;
     bool accept = t.amount.value > 0 && check_reference(*b, live, t.reference, request, replay);
-    if (accept && !replay)
-      accept = src != nullptr && dst != nullptr && t.source != t.destination &&
-               src->balance - src->held >= t.amount.value && debit_fits(*src, t.amount.value) &&
-               add(dst->balance, t.amount.value).has_value() &&
-               credit_fits(*dst, dst->balance + t.amount.value);
+    if (accept && !replay) accept = wallet_transfer_fits(t, src, dst);
     const Outcome o = execute(t);
     if (!expect(o, accept,
                 "transfer " + std::to_string(t.amount.value) + " " + t.source + " -> " + t.destination))
@@ -578,9 +607,7 @@ class Simulation {
       return;
     }
     if (replay) return;
-    src->balance -= t.amount.value;
-    count_debit(*src, t.amount.value);
-    dst->balance += t.amount.value;
+    settle_wallet_transfer(*src, *dst, t.amount.value);
     if (t.reference) model_.references[scope(*b, live) + *t.reference] = request;
   }
 
@@ -607,14 +634,10 @@ class Simulation {
     const std::string request = "bank|" + t.source + "|" + t.account_number + "|" +
                                 std::to_string(t.amount.value) + "|" + t.metadata.text +
                                 (t.save_beneficiary ? "|save" : "|");
-    auto& sys = model_.system[b->partition];
     bool replay = false;
     bool accept = t.amount.value > 0 && check_reference(*b, live, t.reference, request, replay);
     const std::int64_t fee = accept ? fee_for(t.amount.value) : 0;
-    const auto actual = add(t.amount.value, fee);
-    if (accept && !replay)
-      accept = src != nullptr && actual && add(sys[suspense], t.amount.value) && add(sys[fees], fee) &&
-               src->balance - src->held >= *actual && debit_fits(*src, *actual);
+    if (accept && !replay) accept = bank_transfer_fits(src, model_.system[b->partition], t.amount.value, fee);
     const Outcome o = execute(t);
     if (!expect(o, accept, "bank transfer " + std::to_string(t.amount.value) + " from " + t.source)) return;
     if (replay != o.replayed) {
@@ -622,11 +645,7 @@ class Simulation {
       return;
     }
     if (replay) return;
-    src->balance -= *actual;
-    count_debit(*src, *actual);
-    sys[suspense] += t.amount.value;
-    sys[fees] += fee;
-    model_.payouts.push_back(Payout{t.source, b->partition, t.amount.value, fee, fails, false, 0, false});
+    initiate_payout(model_, *src, t.source, b->partition, t.amount.value, fee, fails);
     if (t.reference) model_.references[scope(*b, live) + *t.reference] = request;
   }
 
@@ -822,48 +841,25 @@ class Simulation {
 
     // The model decides the items in order on a copy; the copy is kept when the bulk is accepted.
     Model after = model_;
-    auto& sys = after.system[b->partition];
     std::vector<std::size_t> refused;
     for (std::size_t i = 0; i < n && !replay && !conflict; ++i) {
       bool ok = false;
       std::visit(
           [&](const auto& t) {
             using T = std::decay_t<decltype(t)>;
-            Wallet* src = nullptr;
-            if (auto it = after.wallets.find(t.source);
-                it != after.wallets.end() && it->second.kind != Kind::collection &&
-                businesses_[static_cast<std::size_t>(it->second.business)].id == b->id &&
-                it->second.live == live)
-              src = &it->second;
+            Wallet* src = callers_wallet(after, *b, live, t.source);
             const bool fresh = !t.reference || !after.references.contains(sc + *t.reference);
             if constexpr (std::is_same_v<T, WalletTransfer>) {
-              Wallet* dst = nullptr;
-              if (auto it = after.wallets.find(t.destination);
-                  it != after.wallets.end() && it->second.kind != Kind::collection &&
-                  businesses_[static_cast<std::size_t>(it->second.business)].id == b->id &&
-                  it->second.live == live)
-                dst = &it->second;
-              ok = t.amount.value > 0 && fresh && src != nullptr && dst != nullptr &&
-                   t.source != t.destination && src->balance - src->held >= t.amount.value &&
-                   debit_fits(*src, t.amount.value) && add(dst->balance, t.amount.value).has_value() &&
-                   credit_fits(*dst, dst->balance + t.amount.value);
+              Wallet* dst = callers_wallet(after, *b, live, t.destination);
+              ok = t.amount.value > 0 && fresh && wallet_transfer_fits(t, src, dst);
               if (!ok) return;
-              src->balance -= t.amount.value;
-              count_debit(*src, t.amount.value);
-              dst->balance += t.amount.value;
+              settle_wallet_transfer(*src, *dst, t.amount.value);
             } else {
               const std::int64_t fee = t.amount.value > 0 ? fee_for(t.amount.value) : 0;
-              const auto actual = add(t.amount.value, fee);
-              ok = t.amount.value > 0 && fresh && src != nullptr && actual &&
-                   add(sys[suspense], t.amount.value) && add(sys[fees], fee) &&
-                   src->balance - src->held >= *actual && debit_fits(*src, *actual);
+              ok = t.amount.value > 0 && fresh &&
+                   bank_transfer_fits(src, after.system[b->partition], t.amount.value, fee);
               if (!ok) return;
-              src->balance -= *actual;
-              count_debit(*src, *actual);
-              sys[suspense] += t.amount.value;
-              sys[fees] += fee;
-              after.payouts.push_back(
-                  Payout{t.source, b->partition, t.amount.value, fee, shape[i].fails, false, 0, false});
+              initiate_payout(after, *src, t.source, b->partition, t.amount.value, fee, shape[i].fails);
             }
             if (t.reference) after.references[sc + *t.reference] = "bulk item";
           },
