@@ -5,8 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <string>
+
+#include "common/file.h"
 
 namespace kobo {
 
@@ -20,7 +21,7 @@ Status set_this_thread_nice(int nice) {
   if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice) == 0) return {};
   const int error = errno;
   std::string message =
-      "cannot set the thread's nice value to " + std::to_string(nice) + ": " + std::strerror(error);
+      "cannot set the thread's nice value to " + std::to_string(nice) + ": " + error_text(error);
   if (error == EACCES || error == EPERM) message += " (raising a priority needs CAP_SYS_NICE or RLIMIT_NICE)";
   return Status::error(std::move(message));
 }
