@@ -420,6 +420,22 @@ class Simulation {
     dst.balance += amount;
   }
 
+  // A bank transfer from `source` to a GTBank account `number`, its amount and the rest to fill.
+  BankTransfer payout_to(const Business& b, bool live, std::string source, std::string number) const {
+    BankTransfer t;
+    t.caller = as_caller(b, live);
+    t.source = std::move(source);
+    t.account_number = std::move(number);
+    t.bank_code = "058";
+    // As query-api derives it: one beneficiary id per business, mode, bank and number.
+    t.bank_account_id =
+        "bka-" + sha256_hex(scope_key(b.id, live) + t.bank_code + t.account_number).substr(0, 32);
+    t.account_name = "Ada Obi";
+    t.bank_name = "GTBank";
+    t.name_enquiry_ref = "ner-sim";
+    return t;
+  }
+
   // Whether a bank transfer of `amount` plus `fee` fits: the caller's source, its available
   // balance and day's allowance, and the partition's suspense and fees accounts.
   bool bank_transfer_fits(const Wallet* src, const std::array<std::int64_t, 4>& sys, std::int64_t amount,
@@ -613,18 +629,9 @@ class Simulation {
 
   void bank_transfer() {
     auto [b, live] = caller();
-    BankTransfer t;
-    t.caller = as_caller(*b, live);
-    t.source = wallet_for(*b, live);
+    std::string source = wallet_for(*b, live);  // drawn before the number, as the seeds expect
+    BankTransfer t = payout_to(*b, live, std::move(source), "01234567" + std::to_string(10 + below(3)));
     Wallet* src = callers_wallet(*b, live, t.source);
-    t.account_number = "01234567" + std::to_string(10 + below(3));
-    t.bank_code = "058";
-    // As query-api derives it: one beneficiary id per business, mode, bank and number.
-    t.bank_account_id =
-        "bka-" + sha256_hex(scope_key(b->id, live) + t.bank_code + t.account_number).substr(0, 32);
-    t.account_name = "Ada Obi";
-    t.bank_name = "GTBank";
-    t.name_enquiry_ref = "ner-sim";
     t.amount = Kobo(amount_for(src != nullptr ? src->balance : 10'000));
     t.narration = "payout";
     if (chance(50)) t.reference = "ref-" + std::to_string(below(8));
@@ -813,16 +820,7 @@ class Simulation {
         bulk.items.push_back(BulkItem{t});
         shape.push_back({});
       } else {
-        BankTransfer t;
-        t.caller = bulk.caller;
-        t.source = source;
-        t.account_number = "0123456710";
-        t.bank_code = "058";
-        t.bank_account_id =
-            "bka-" + sha256_hex(scope_key(b->id, live) + t.bank_code + t.account_number).substr(0, 32);
-        t.account_name = "Ada Obi";
-        t.bank_name = "GTBank";
-        t.name_enquiry_ref = "ner-sim";
+        BankTransfer t = payout_to(*b, live, source, "0123456710");
         t.amount = Kobo(amount);
         t.narration = "vendor";
         t.reference = reference;
