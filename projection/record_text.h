@@ -11,6 +11,7 @@
 // (letters, digits, '_'): they are written unescaped. Not thread-safe; cheap to build.
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <concepts>
 #include <cstddef>
@@ -25,7 +26,7 @@ namespace kobo::record_text {
 
 class Object {
  public:
-  // Room for `members` members of `bytes` bytes of values in all (a transaction record has 36
+  // Room for `members` members of `bytes` bytes of values in all (a transaction record has 41
   // and about 2 KiB): it grows past them as needed.
   explicit Object(std::size_t members = 12, std::size_t bytes = 256) {
     members_.reserve(members);
@@ -51,37 +52,56 @@ class Object {
   }
   Object& boolean(std::string_view key, bool value) { return raw(key, value ? "true" : "false"); }
   Object& null(std::string_view key) { return raw(key, "null"); }
-  Object& object(std::string_view key, const Object& value) { return raw(key, value.text()); }
+  Object& object(std::string_view key, const Object& value) {
+    const std::size_t begin = values_.size();
+    value.append_to(values_);
+    return set(key, begin);
+  }
 
   // The JSON text of member `key`'s value, while this Object lives and is not changed.
   std::optional<std::string_view> get(std::string_view key) const {
-    for (const Member& m : members_)
-      if (m.key == key) return std::string_view(values_).substr(m.begin, m.end - m.begin);
+    for (auto m = members_.rbegin(); m != members_.rend(); ++m)  // the last value set is the value
+      if (m->key == key) return std::string_view(values_).substr(m->begin, m->end - m->begin);
     return std::nullopt;
   }
 
-  // The object's text: its members in key order, as dump_json() writes them.
+  // The object's text: its members in key order, as dump_json() writes them. Members are kept in
+  // the order they were set (most renderers set them nearly in key order), so a stable insertion
+  // sort orders them in about one pass, and of a key set more than once the last value is written.
   std::string text() const {
-    std::vector<const Member*> order;
-    order.reserve(members_.size());
+    std::string out;
+    append_to(out);
+    return out;
+  }
+  // Appends text() to `out`.
+  void append_to(std::string& out) const {
+    std::array<const Member*, kInlineMembers> inline_order;
+    std::vector<const Member*> heap_order;
+    const std::size_t n = members_.size();
+    if (n > kInlineMembers) heap_order.resize(n);
+    const Member** order = n > kInlineMembers ? heap_order.data() : inline_order.data();
     std::size_t size = 2;
-    for (const Member& m : members_) {
-      order.push_back(&m);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Member& m = members_[i];
+      std::size_t at = i;
+      for (; at > 0 && key_less(m.key, order[at - 1]->key); --at) order[at] = order[at - 1];
+      order[at] = &m;
       size += m.key.size() + 4 + (m.end - m.begin);
     }
-    std::sort(order.begin(), order.end(), [](const Member* a, const Member* b) { return a->key < b->key; });
-    std::string out;
-    out.reserve(size);
+    out.reserve(out.size() + size);
     out += '{';
-    for (const Member* m : order) {
-      if (out.size() > 1) out += ',';
+    bool first = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Member* m = order[i];
+      if (i + 1 < n && order[i + 1]->key == m->key) continue;  // replaced later
+      if (!first) out += ',';
+      first = false;
       out += '"';
       out += m->key;
-      out += "\":";
+      out.append("\":", 2);
       out.append(values_, m->begin, m->end - m->begin);
     }
     out += '}';
-    return out;
   }
 
  private:
@@ -89,18 +109,22 @@ class Object {
     std::string_view key;
     std::size_t begin = 0, end = 0;  // the value's text in values_
   };
-  // The value just appended to values_ from `begin` is member `key`'s (a replaced value's old
-  // text stays in values_, unreferenced).
+  // The value just appended to values_ from `begin` is member `key`'s. A key set again is
+  // appended again: get() and text() take its last value (the old text stays in values_,
+  // unreferenced).
   Object& set(std::string_view key, std::size_t begin) {
-    for (Member& m : members_)
-      if (m.key == key) {
-        m.begin = begin;
-        m.end = values_.size();
-        return *this;
-      }
     members_.push_back(Member{key, begin, values_.size()});
     return *this;
   }
+  // std::string_view's order (bytes compared as unsigned char), inline: keys are short.
+  static bool key_less(std::string_view a, std::string_view b) {
+    const std::size_t n = std::min(a.size(), b.size());
+    for (std::size_t i = 0; i < n; ++i)
+      if (a[i] != b[i]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[i]);
+    return a.size() < b.size();
+  }
+
+  static constexpr std::size_t kInlineMembers = 64;  // text() orders this many without allocating
 
   std::vector<Member> members_;
   std::string values_;

@@ -105,7 +105,7 @@ Object transaction_base(const Event& e, const AccountId& account, const CreatedT
   const std::string ts = iso(e.time);
   Object client;
   client.number("actualAmount", amount.value).number("fee", 0);
-  Object r(40, 2048);
+  Object r(48, 2048);
   r.string("_id", object_id_of(t.id.value))
       .string("account", account.value)
       .number("actualAmount", amount.value)
@@ -161,46 +161,45 @@ Object meta(bool third_party, Kobo amount, const Object& credit) {
   return m;
 }
 
-// A pair of records of money moving between two wallets (a wallet transfer, a sweep): each
-// mirrors the other in meta.credit.
-void mirror_pair(Object& debit, Object& credit, Kobo amount) {
-  const Object debit_meta = meta(false, amount, mirror(credit));
-  credit.object("meta", meta(false, amount, mirror(debit)));
-  debit.object("meta", debit_meta);
+// meta.credit of one record of a pair that moves money between two wallets (a wallet transfer,
+// a hold's capture, a sweep): the pair's other record. The two show the same source,
+// destination, amounts and narration (between_wallets), so the other's mirror is this record's
+// with the other's balance, and only the record asked for is built.
+Object pair_mirror(const Object& record, const CreatedTransaction& other) {
+  Object m = mirror(record);
+  m.number("balance", other.posting->balance.value);
+  return m;
 }
 
-std::vector<Object> wallet_transfer(const Event& e, const WalletTransferSettled& x,
-                                    const std::vector<CreatedTransaction>& created,
-                                    const RecordSource& records, std::optional<TransactionStatus> shown) {
+// The index of the other record of a pair created at `first` and `first + 1`.
+std::size_t other_of_pair(std::size_t k, std::size_t first) { return k == first ? first + 1 : first; }
+
+Object wallet_transfer(const Event& e, const WalletTransferSettled& x,
+                       const std::vector<CreatedTransaction>& created, std::size_t k,
+                       const RecordSource& records, std::optional<TransactionStatus> shown) {
   const Kobo amount = shown_amount(e, created, 0);
   const Object source_data = snapshot(wallet_of(records, created[0].posting->account));
   Object destination_data = snapshot(wallet_of(records, created[1].posting->account));
   if (x.name_enquiry_ref) destination_data.string("nameEnquiryRef", *x.name_enquiry_ref);
-  Object debit = transaction_base(e, x.account, created[0], amount, x.narration, shown);
-  Object credit = transaction_base(e, x.account, created[1], amount, x.narration, shown);
-  for (Object* t : {&debit, &credit}) between_wallets(*t, source_data, destination_data);
-  mirror_pair(debit, credit, amount);
-  return {std::move(debit), std::move(credit)};
+  Object r = transaction_base(e, x.account, created[k], amount, x.narration, shown);
+  between_wallets(r, source_data, destination_data);
+  r.object("meta", meta(false, amount, pair_mirror(r, created[other_of_pair(k, 0)])));
+  return r;
 }
 
 // A hold's capture: a wallet transfer from the hold's source, each record naming the hold in
 // meta.hold.
-std::vector<Object> hold_capture(const Event& e, const HoldCaptured& x,
-                                 const std::vector<CreatedTransaction>& created, const RecordSource& records,
-                                 std::optional<TransactionStatus> shown) {
+Object hold_capture(const Event& e, const HoldCaptured& x, const std::vector<CreatedTransaction>& created,
+                    std::size_t k, const RecordSource& records, std::optional<TransactionStatus> shown) {
   const Kobo amount = shown_amount(e, created, 0);
   const Object source_data = snapshot(wallet_of(records, created[0].posting->account));
   const Object destination_data = snapshot(wallet_of(records, created[1].posting->account));
-  const std::string narration = x.narration.value_or("");
-  Object debit = transaction_base(e, x.account, created[0], amount, narration, shown);
-  Object credit = transaction_base(e, x.account, created[1], amount, narration, shown);
-  for (Object* t : {&debit, &credit}) between_wallets(*t, source_data, destination_data);
-  Object debit_meta = meta(false, amount, mirror(credit));
-  Object credit_meta = meta(false, amount, mirror(debit));
-  for (Object* m : {&debit_meta, &credit_meta}) m->string("hold", x.hold.value);
-  debit.object("meta", debit_meta);
-  credit.object("meta", credit_meta);
-  return {std::move(debit), std::move(credit)};
+  Object r = transaction_base(e, x.account, created[k], amount, x.narration.value_or(""), shown);
+  between_wallets(r, source_data, destination_data);
+  Object m = meta(false, amount, pair_mirror(r, created[other_of_pair(k, 0)]));
+  m.string("hold", x.hold.value);
+  r.object("meta", m);
+  return r;
 }
 
 // How a payout shows the bank account it pays.
@@ -218,9 +217,9 @@ Object beneficiary_data(const Beneficiary& b) {
   return d;
 }
 
-std::vector<Object> bank_transfer(const Event& e, const BankTransferInitiated& x,
-                                  const std::vector<CreatedTransaction>& created, const RecordSource& records,
-                                  std::optional<TransactionStatus> shown) {
+Object bank_transfer(const Event& e, const BankTransferInitiated& x,
+                     const std::vector<CreatedTransaction>& created, const RecordSource& records,
+                     std::optional<TransactionStatus> shown) {
   const CreatedTransaction& t = created[0];
   const WalletFacts source = wallet_of(records, t.posting->account);
   const Kobo actual = -t.posting->amount;
@@ -244,12 +243,11 @@ std::vector<Object> bank_transfer(const Event& e, const BankTransferInitiated& x
   Object other_side = mirror(debit);
   other_side.number("balance", 0);  // the other side is a bank whose balance we do not keep
   debit.object("meta", meta(true, amount, other_side));
-  return {std::move(debit)};
+  return debit;
 }
 
-std::vector<Object> payout_reversal(const Event& e, const PayoutFailed& x,
-                                    const std::vector<CreatedTransaction>& created,
-                                    const RecordSource& records, std::optional<TransactionStatus> shown) {
+Object payout_reversal(const Event& e, const PayoutFailed& x, const std::vector<CreatedTransaction>& created,
+                       const RecordSource& records, std::optional<TransactionStatus> shown) {
   const CreatedTransaction& t = created[0];
   const auto initiated = records.payout(x.transaction.value);
   const auto* payout = initiated ? std::get_if<BankTransferInitiated>(&initiated->data) : nullptr;
@@ -267,12 +265,14 @@ std::vector<Object> payout_reversal(const Event& e, const PayoutFailed& x,
       .string("debitReference", payout->reference)
       .raw("tags", R"(["reversal"])");
   credit.object("meta", meta(true, actual, mirror(credit)));
-  return {std::move(credit)};
+  return credit;
 }
 
-std::vector<Object> incoming_credit(const Event& e, const IncomingCreditReceived& x,
-                                    const std::vector<CreatedTransaction>& created,
-                                    const RecordSource& records, std::optional<TransactionStatus> shown) {
+// Record 0 is the credit; a transit wallet's credit is swept on to its settlement wallet by the
+// pair 1 and 2 (sweep()).
+Object incoming_credit(const Event& e, const IncomingCreditReceived& x,
+                       const std::vector<CreatedTransaction>& created, const RecordSource& records,
+                       std::optional<TransactionStatus> shown) {
   const CreatedTransaction& t = created[0];
   const WalletFacts destination = wallet_of(records, t.posting->account);
   const Kobo amount = shown_amount(e, created, 0);
@@ -329,24 +329,23 @@ std::vector<Object> incoming_credit(const Event& e, const IncomingCreditReceived
   Object m = meta(false, amount, mirrored);
   m.object("clientResponse", response);
   credit.object("meta", m);
-  std::vector<Object> out;
-  out.push_back(std::move(credit));
-  if (created.size() == 3) {
-    // A transit wallet sweeps what it received to its settlement wallet. Its snapshot is as
-    // the credit left it.
-    const Object transit_data = snapshot(wallet_of(records, created[1].posting->account));
-    const Object settlement_data = snapshot(wallet_of(records, created[2].posting->account));
-    Object debit = transaction_base(e, x.account, created[1], amount, kSweepNarration, shown);
-    Object swept = transaction_base(e, x.account, created[2], amount, kSweepNarration, shown);
-    for (Object* r : {&debit, &swept}) {
-      between_wallets(*r, transit_data, settlement_data);
-      r->raw("tags", R"(["sweep"])");
-    }
-    mirror_pair(debit, swept, amount);
-    out.push_back(std::move(debit));
-    out.push_back(std::move(swept));
-  }
-  return out;
+  return credit;
+}
+
+// Record k (1 or 2) of the pair by which a transit wallet sweeps what it received to its
+// settlement wallet. The transit wallet's snapshot is as the credit left it.
+Object sweep(const Event& e, const IncomingCreditReceived& x, const std::vector<CreatedTransaction>& created,
+             std::size_t k, const RecordSource& records, std::optional<TransactionStatus> shown) {
+  KOBO_ASSERT(created.size() == 3 && (k == 1 || k == 2),
+              "a sweep is the pair after a transit wallet's credit");
+  const Kobo amount = shown_amount(e, created, 0);
+  const Object transit_data = snapshot(wallet_of(records, created[1].posting->account));
+  const Object settlement_data = snapshot(wallet_of(records, created[2].posting->account));
+  Object r = transaction_base(e, x.account, created[k], amount, kSweepNarration, shown);
+  between_wallets(r, transit_data, settlement_data);
+  r.raw("tags", R"(["sweep"])");
+  r.object("meta", meta(false, amount, pair_mirror(r, created[other_of_pair(k, 1)])));
+  return r;
 }
 
 // A wallet's KYC tier and its limits for the day `tiers` is shown at (extensions.md section 1).
@@ -599,23 +598,24 @@ std::string bank_account(const Event& e, const BeneficiarySaved& x) {
 
 namespace {
 
-// The records `e` creates, as members to be written: a caller writes the text of the one it
-// needs (each mirrors the others, so all are built).
-std::vector<Object> transactions(const Event& e, const RecordSource& records,
-                                 std::optional<TransactionStatus> shown) {
+// Record `k` of those `e` creates, as members to be written.
+Object record(const Event& e, std::size_t k, const RecordSource& records,
+              std::optional<TransactionStatus> shown) {
   const auto created = transactions_created(e.data);
-  if (created.empty()) return {};
+  KOBO_ASSERT(k < created.size(), "a transaction row names a transaction its event does not create");
   if (const auto* x = std::get_if<WalletTransferSettled>(&e.data))
-    return wallet_transfer(e, *x, created, records, shown);
+    return wallet_transfer(e, *x, created, k, records, shown);
   if (const auto* x = std::get_if<BankTransferInitiated>(&e.data))
     return bank_transfer(e, *x, created, records, shown);
   if (const auto* x = std::get_if<PayoutFailed>(&e.data))
     return payout_reversal(e, *x, created, records, shown);
   if (const auto* x = std::get_if<IncomingCreditReceived>(&e.data))
-    return incoming_credit(e, *x, created, records, shown);
-  if (const auto* x = std::get_if<HoldCaptured>(&e.data)) return hold_capture(e, *x, created, records, shown);
+    return k == 0 ? incoming_credit(e, *x, created, records, shown)
+                  : sweep(e, *x, created, k, records, shown);
+  if (const auto* x = std::get_if<HoldCaptured>(&e.data))
+    return hold_capture(e, *x, created, k, records, shown);
   KOBO_ASSERT(false, "an event creates transactions render does not know");
-  return {};
+  return Object();
 }
 
 // A payout after the rail moved it to `status` at `time` (meta.verify as the rail reported it).
@@ -681,13 +681,12 @@ std::vector<Listed> listed(const Event& e, const RecordSource& records) {
 
 std::string transaction(const Event& e, std::size_t index, std::span<const rows::StatusStep> steps,
                         const RecordSource& records, std::optional<TransactionStatus> shown) {
-  auto all = transactions(e, records, steps.empty() ? shown : std::nullopt);
-  KOBO_ASSERT(index < all.size(), "a transaction row names a transaction its event does not create");
-  if (steps.empty()) return all[index].text();
-  json record = json::parse(all[index].text());
-  for (const rows::StatusStep& step : steps) advance_payout(record, step.status, step.time);
-  if (shown) record["status"] = to_string(*shown);
-  return dump_json(record);
+  const Object r = record(e, index, records, steps.empty() ? shown : std::nullopt);
+  if (steps.empty()) return r.text();
+  json rendered = json::parse(r.text());
+  for (const rows::StatusStep& step : steps) advance_payout(rendered, step.status, step.time);
+  if (shown) rendered["status"] = to_string(*shown);
+  return dump_json(rendered);
 }
 
 RecordsRead records_read(const Event& e) {

@@ -57,6 +57,20 @@ TEST(RecordTextTest, SettingAMemberAgainReplacesItsValue) {
   EXPECT_EQ(o.get("missing"), std::nullopt);
 }
 
+TEST(RecordTextTest, ManyMembersInReverseOrderAreOrderedToo) {
+  std::vector<std::string> keys;                                          // an Object keeps its keys as views
+  for (int i = 99; i >= 0; --i) keys.push_back("k" + std::to_string(i));  // more than it orders inline
+  Object o;
+  json expected = json::object();
+  for (int i = 99; i >= 0; --i) {
+    o.number(keys[static_cast<std::size_t>(99 - i)], i);
+    expected[keys[static_cast<std::size_t>(99 - i)]] = i;
+  }
+  o.number("k50", -50);
+  expected["k50"] = -50;
+  EXPECT_EQ(o.text(), expected.dump());
+}
+
 TEST(RecordTextTest, AnEmptyObjectIsTwoBraces) { EXPECT_EQ(Object().text(), "{}"); }
 
 }  // namespace
