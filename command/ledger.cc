@@ -582,6 +582,7 @@ void Ledger::process(std::vector<Pending>& batch) {
     o.seq = st.chain.last_seq();
   }
 
+  bool appended = false;
   if (!events.empty()) {
     const auto started = std::chrono::steady_clock::now();
     const Status s = log_.append(events);
@@ -601,15 +602,17 @@ void Ledger::process(std::vector<Pending>& batch) {
     } else {
       publish_durable();
       business_count_.fetch_add(businesses_added);
-      // The batch is durable, so it is answered as decided whatever the index says.
-      if (!write_history().ok()) follow_ups.clear();  // recover() schedules them again from the log
+      appended = true;
     }
   }
   ledger_metrics().batch_commands.observe(static_cast<double>(batch.size()));
   ledger_metrics().batch_events.observe(static_cast<double>(events.size()));
 
+  // The batch is durable, so it is answered as decided, before and whatever the history index
+  // says next: the index is the writer's, read only by the commands after this batch.
   for (std::size_t i = 0; i < batch.size(); ++i)
     if (batch[i].done) batch[i].done(std::move(outcomes[i]));
+  if (appended && !write_history().ok()) follow_ups.clear();  // recover() schedules them again from the log
   for (auto& f : follow_ups) scheduled_.emplace(f.due, std::move(f.command));
 }
 
