@@ -59,62 +59,72 @@ void append_item(std::string& out, std::uint64_t index, const std::optional<std:
 
 // The answer's data from a bulk's events (its BulkTransferAccepted first, then its accepted
 // items' events in order; other events are skipped) and each accepted item's transaction record,
-// rendered by `transaction` (nullopt: it could not be read). With `halves`, the records are
-// rendered by two threads, this one and another (a bulk's answer is its longest step after the
-// append; `transaction` must then be thread-safe).
+// rendered by `transaction` (nullopt: it could not be read). With `halves`, the items are
+// written by two threads, this one and another, each into its own text (a bulk's answer is its
+// longest step after the append; `transaction` must then be thread-safe).
 template <typename Render>
 std::optional<std::string> bulk_text(const std::vector<Event>& events, Render&& transaction, bool halves) {
   KOBO_ASSERT(!events.empty(), "a bulk's events open with its BulkTransferAccepted");
   const auto& bulk = std::get<BulkTransferAccepted>(events.front().data);
-  std::vector<const Event*> accepted;
-  accepted.reserve(bulk.items);
-  for (const Event& e : events)
-    if (batch_of(e.data) != nullptr) accepted.push_back(&e);
-  KOBO_ASSERT(accepted.size() + bulk.rejected.size() == bulk.items, "a bulk's items are accepted or refused");
+  // Each item, in request order: its event, or null for a refused item (`refused[i]`).
+  std::vector<const Event*> item_event(bulk.items, nullptr);
+  std::vector<const BulkItemRejected*> refused(bulk.items, nullptr);
+  for (const BulkItemRejected& r : bulk.rejected) {
+    KOBO_ASSERT(r.index < bulk.items, "a bulk's refused item is one of its items");
+    refused[r.index] = &r;
+  }
+  std::size_t next = 0;
+  for (const Event& e : events) {
+    if (batch_of(e.data) == nullptr) continue;
+    while (next < bulk.items && refused[next] != nullptr) ++next;
+    KOBO_ASSERT(next < bulk.items, "a bulk's items are accepted or refused");
+    item_event[next++] = &e;
+  }
 
-  std::vector<std::string> records(accepted.size());
-  const auto render_range = [&](std::size_t from, std::size_t to) {
-    for (std::size_t k = from; k < to; ++k) {
-      auto record = transaction(*accepted[k]);
+  // Items [from, to) as the answer lists them, comma-separated; false if a record could not be read.
+  const auto write_items = [&](std::size_t from, std::size_t to, std::string& out) {
+    out.reserve((to - from) * 2560);
+    for (std::size_t i = from; i < to; ++i) {
+      if (i > from) out += ',';
+      if (const BulkItemRejected* r = refused[i]) {
+        const auto why = rejection_from_string(r->reason);
+        KOBO_ASSERT(why.has_value(), "a bulk's refused item names a rejection this kobo knows");
+        const RejectionAnswer a = rejection_answer(*why);
+        append_item(out, i, r->reference, a.status, a.message, nullptr);
+        continue;
+      }
+      KOBO_ASSERT(item_event[i] != nullptr, "a bulk's items are accepted or refused");
+      const Event& e = *item_event[i];
+      auto record = transaction(e);
       if (!record) return false;
-      records[k] = std::move(*record);
+      std::optional<std::string> reference;
+      if (const auto* w = std::get_if<WalletTransferSettled>(&e.data)) reference = w->reference;
+      if (const auto* b = std::get_if<BankTransferInitiated>(&e.data)) reference = b->reference;
+      append_item(out, i, reference, 200, kItemAccepted, &*record);
     }
     return true;
   };
-  const std::size_t half = halves && accepted.size() >= kHalvesMin ? accepted.size() / 2 : accepted.size();
-  std::future<bool> second;
-  if (half < accepted.size()) second = std::async(std::launch::async, render_range, half, accepted.size());
-  const bool first_ok = render_range(0, half);
-  const bool second_ok = !second.valid() || second.get();
+  const std::size_t half = halves && bulk.items >= kHalvesMin ? bulk.items / 2 : bulk.items;
+  std::string first, second;
+  std::future<bool> second_done;
+  if (half < bulk.items)
+    second_done = std::async(std::launch::async, [&] { return write_items(half, bulk.items, second); });
+  const bool first_ok = write_items(0, half, first);
+  const bool second_ok = !second_done.valid() || second_done.get();
   if (!first_ok || !second_ok) return std::nullopt;
 
-  std::size_t bytes = 64;
-  for (const std::string& r : records) bytes += r.size() + 128;
   std::string out;
-  out.reserve(bytes + bulk.rejected.size() * 160);
+  out.reserve(first.size() + second.size() + 192);
   out += "{\"publicId\":";
   append_json_string(out, bulk.batch.value);
   out += ",\"reference\":";
   append_json_string(out, bulk.reference);
   out += bulk.atomic ? ",\"atomic\":true" : ",\"atomic\":false";
   out += ",\"items\":[";
-  std::size_t next_accepted = 0, next_rejected = 0;
-  for (std::uint64_t i = 0; i < bulk.items; ++i) {
-    if (i > 0) out += ',';
-    if (next_rejected < bulk.rejected.size() && bulk.rejected[next_rejected].index == i) {
-      const BulkItemRejected& r = bulk.rejected[next_rejected++];
-      const auto why = rejection_from_string(r.reason);
-      KOBO_ASSERT(why.has_value(), "a bulk's refused item names a rejection this kobo knows");
-      const RejectionAnswer a = rejection_answer(*why);
-      append_item(out, i, r.reference, a.status, a.message, nullptr);
-      continue;
-    }
-    const std::size_t k = next_accepted++;
-    const Event& e = *accepted.at(k);
-    std::optional<std::string> reference;
-    if (const auto* w = std::get_if<WalletTransferSettled>(&e.data)) reference = w->reference;
-    if (const auto* b = std::get_if<BankTransferInitiated>(&e.data)) reference = b->reference;
-    append_item(out, i, reference, 200, kItemAccepted, &records[k]);
+  out += first;
+  if (!second.empty()) {
+    out += ',';
+    out += second;
   }
   out += "]}";
   return out;
