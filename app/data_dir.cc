@@ -50,7 +50,9 @@ Result<RebuiltViews> rebuild_views_beside(const fs::path& data_dir, EventLog& lo
     fs::remove_all(out.path, ec);
     return views.status();
   }
-  for (const ViewPosition& p : views.value()->positions()) out.events += p.last_seq.value;
+  const auto positions = views.value()->positions();
+  if (!positions) return positions.status();
+  for (const ViewPosition& p : positions.value()) out.events += p.last_seq.value;
   return out;  // the views close here, before a swap
 }
 

@@ -90,7 +90,9 @@ std::string shorten(const std::optional<std::string>& v) {
 
 Status audit_views(EventLog& log, const Views& actual, const fs::path& scratch, AuditReport& report,
                    const AuditProgress& progress) {
-  const auto positions = actual.positions();
+  const auto read = actual.positions();
+  if (!read) return read.status();
+  const std::vector<ViewPosition>& positions = read.value();
   auto ends = log.end_offsets();
   if (!ends) return ends.status();
   if (positions.size() != ends.value().size())

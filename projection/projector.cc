@@ -651,8 +651,8 @@ Projector::~Projector() { stop(); }
 class Projector::Applier final : public LogVisitor {
  public:
   explicit Applier(Batch& batch) : batch_(batch) {}
-  // A views read that fails stops the projection with its error (the batch, half applied, is
-  // never written: the projection stops here, and a restart applies the event again).
+  // A views read that fails ends the step with its error (the batch, half applied, is never
+  // written: the projection starts again from the views' positions, start_again()).
   Status accepted(const Event& e) override {
     try {
       batch_.apply(e);
@@ -662,9 +662,18 @@ class Projector::Applier final : public LogVisitor {
     batch_.count_event(e);
     return {};
   }
+  Disposition refused(const RefusedRecord& r) override {
+    const Disposition d = LogVisitor::refused(r);
+    if (d == Disposition::stop) refused_ = true;
+    return d;
+  }
+  // Whether the step ended on a record of the log it refuses (a broken chain, say): reading
+  // again would meet the same record.
+  bool refused_log() const { return refused_; }
 
  private:
   Batch& batch_;
+  bool refused_ = false;
 };
 
 Status Projector::start() {
@@ -797,11 +806,38 @@ void Projector::follow() {
                   s.message());
         continue;
       }
-      stopped("projection stopped: the log cannot be applied", s.message());
-      return;
+      if (log_refused_) {
+        stopped("projection stopped: the log cannot be applied", s.message());
+        return;
+      }
+      start_again(s);
+      continue;
     }
     answer_waiters();  // their deadlines
   }
+}
+
+void Projector::start_again(const Status& failed) {
+  log::warn("the projection cannot read on; it starts again from the views' positions",
+            {{"error", failed.message()}});
+  set_fault("the projection stopped: " + failed.message());
+  healthy_.store(false);  // waiters are answered at once meanwhile, as when it stops for good
+  cv_.notify_all();
+  answer_waiters();
+  for (;;) {
+    sleep_answering_waiters(std::chrono::seconds(1));
+    if (stopping_.load()) return;
+    batch_ = std::make_unique<Batch>(views_);
+    follower_.reset();
+    if (const Status s = open_follower(); !s) {
+      set_fault("the projection stopped: " + s.message());
+      continue;
+    }
+    break;
+  }
+  set_fault({});
+  healthy_.store(true);
+  log::info("the projection goes on");
 }
 
 void Projector::publish_applied() {
@@ -816,7 +852,9 @@ void Projector::publish_applied() {
 }
 
 Status Projector::open_follower() {
-  const auto positions = views_.positions();
+  const auto read = views_.positions();
+  if (!read) return read.status();
+  const std::vector<ViewPosition>& positions = read.value();
   std::vector<FollowCursor> cursors;
   for (std::uint32_t p = 0; p < positions.size(); ++p) {
     FollowCursor c;
@@ -861,6 +899,7 @@ Status Projector::catch_up_to(const std::vector<Offset>& until) {
 Status Projector::step(std::chrono::milliseconds wait, const std::vector<Offset>* until) {
   Applier applier(*batch_);
   auto consumed = follower_->step(applier, wait, until);
+  log_refused_ = applier.refused_log();
   if (!consumed) return consumed.status();
   if (follower_->mid_command()) return {};  // the rest of the command is in the log: read it first
   if (batch_->empty() && consumed.value() == 0) return {};

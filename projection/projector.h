@@ -60,8 +60,10 @@ class Projector {
   void when_applied(Partition p, Seq seq, std::chrono::milliseconds timeout, std::function<void(bool)> then);
   // How late a when_applied timeout may fire.
   static constexpr std::chrono::milliseconds kWaiterTick{100};
-  // Thread-safe. False once the projection stopped for good: on a log it cannot accept, a read
-  // of the views that failed, or an exception on its thread (fault() says which).
+  // Thread-safe. False once the projection stopped for good (on a log it cannot accept, or an
+  // exception on its thread), and while it starts again after a read that failed (the log's,
+  // or the views' while applying an event): every second, from the positions the views hold,
+  // until it goes on. fault() says why.
   bool healthy() const { return healthy_.load(); }
   // Thread-safe. True while the views cannot be written (a full disk, an I/O error) and the
   // projector retries: they lag the log but still hold every command applied before.
@@ -83,6 +85,10 @@ class Projector {
   void follow();  // applies the log until stop() or a failure
   // Stops the projection for good (healthy() false), logging `what` and naming `error` in fault().
   void stopped(std::string_view what, const std::string& error);
+  // After a read that failed: drops the batch, half applied, and opens the follower again at the
+  // views' positions, every second until it opens or the projector stops (healthy() false and
+  // fault() naming `failed` meanwhile).
+  void start_again(const Status& failed);
   [[nodiscard]] Status open_follower();
   [[nodiscard]] Status step(std::chrono::milliseconds wait, const std::vector<Offset>* until = nullptr);
 
@@ -91,6 +97,7 @@ class Projector {
   const ProjectorOptions options_;
   std::unique_ptr<Batch> batch_;
   std::unique_ptr<LogFollower> follower_;  // projector thread (or catch_up caller) only
+  bool log_refused_ = false;               // the last step ended on a record the log follower refused (ditto)
   std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
   // The positions the last flush wrote (empty before the first flush after open_follower).
   std::vector<ViewPosition> positions_written_;

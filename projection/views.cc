@@ -792,12 +792,12 @@ Result<Page> Views::transactions(const Scope& scope, const TransactionFilter& fi
   return out;
 }
 
-std::vector<ViewPosition> Views::positions() const {
+Result<std::vector<ViewPosition>> Views::positions() const {
   std::vector<ViewPosition> out(partitions_);
   for (std::uint32_t p = 0; p < partitions_; ++p) {
     out[p].last_hash = std::string(64, '0');
     auto read_position = get_json(view_keys::position(p));
-    KOBO_ASSERT(read_position.ok(), "the views' positions cannot be read");
+    if (!read_position) return read_position.status();
     if (const auto& j = read_position.value()) {
       out[p].next_offset = Offset(j->at("offset").get<std::uint64_t>());
       out[p].last_seq = Seq(j->at("seq").get<std::uint64_t>());

@@ -180,9 +180,9 @@ class Views {
                                                                  std::uint64_t limit) const;
   // The account's webhook row of mode `live` (rows.h): an empty one before its first event or secret.
   [[nodiscard]] Result<rows::WebhookRow> webhook(std::string_view account, bool live) const;
-  // Where the views are in the log, read when the projector starts and by offline tools
-  // (kobo audit, kobo replay). A read error here asserts: nothing is served yet.
-  std::vector<ViewPosition> positions() const;
+  // Where the views are in the log, read when the projector starts (and starts again after a
+  // read failed) and by offline tools (kobo audit, kobo replay).
+  [[nodiscard]] Result<std::vector<ViewPosition>> positions() const;
   std::uint32_t partitions() const { return partitions_; }
 
   // The projector's access: a batch written at once, and a key read for it.

@@ -297,8 +297,9 @@ TEST_F(ViewsReadErrors, AKeyThatCannotBeReadIs503NotUnauthorized) {
 // The answer to a write is rendered from its committed event, not read from the views: the
 // payout is acknowledged though the views cannot be read. The projector, which reads the source
 // wallet's row to apply the event, meets the fault and stops saying why; a read of the payout
-// is then 503, not a record the views do not have.
-TEST_F(ViewsReadErrors, AWriteIsAnsweredFromItsEventWhileTheProjectionStopsSayingWhy) {
+// is then 503, not a record the views do not have. Once the disk reads again, the projection
+// starts again from the views' positions by itself, and the payout is there.
+TEST_F(ViewsReadErrors, AWriteIsAnsweredFromItsEventWhileTheProjectionStopsSayingWhyThenGoesOn) {
   faulty_->fail(true);
   const std::string payout = R"({"source":")" + wallet_ +
                              R"(","accountNumber":"0000014579","bankCode":"011","amount":10000,)"
@@ -315,6 +316,14 @@ TEST_F(ViewsReadErrors, AWriteIsAnsweredFromItsEventWhileTheProjectionStopsSayin
   EXPECT_EQ(ready.status, 503u);
   EXPECT_NE(ready.body.find("the projection stopped"), std::string::npos) << ready.body;
   expect_unavailable(get("/v1/transactions/" + id), "GET the payout");
+
+  faulty_->fail(false);
+  for (int i = 0; i < 500 && !projector_->healthy(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(projector_->healthy()) << projector_->fault();
+  EXPECT_EQ(projector_->fault(), "");
+  const http::Response read = get("/v1/transactions/" + id);
+  EXPECT_EQ(read.status, 200u) << read.body;
+  EXPECT_EQ(get("/readyz").status, 200u);
 }
 
 TEST(ProjectorThread, AnExceptionStopsTheProjectionAndSaysWhyInsteadOfEndingTheProcess) {
