@@ -7,6 +7,11 @@
 //       run, i.e. once its events are fsync'd. Its settlement (an internal command the writer
 //       runs moments later) is part of the work measured.
 //
+//   kobo_engine_bench render [--records 50000]
+//       One transaction record rendered from its event, as an answer, a GET, a list page and a
+//       webhook render it (projection/render.h): a wallet transfer's debit, from the committed
+//       event and the wallets' facts the writer answered with, on one thread, in microseconds.
+//
 //   kobo_engine_bench make-wallets --data-dir D --wallets N
 //   kobo_engine_bench writer-memory --data-dir D
 //       Resident memory of the writer per wallet: make-wallets appends N wallets (fsync off: this
@@ -30,6 +35,8 @@
 #include "bench/bench_setup.h"
 #include "common/log.h"
 #include "events/embedded_log.h"
+#include "events/memory_log.h"
+#include "projection/render.h"
 
 namespace kobo::bench {
 namespace {
@@ -119,6 +126,45 @@ int transfers(const std::string& data_dir, double seconds, int producers, std::p
   return 0;
 }
 
+// The wallets an outcome shows, as the answers read them (query-api/answer.cc).
+class OutcomeWallets final : public render::RecordSource {
+ public:
+  explicit OutcomeWallets(const std::vector<WalletFacts>& wallets) : wallets_(wallets) {}
+  std::optional<WalletFacts> wallet(std::string_view id) const override {
+    for (const WalletFacts& w : wallets_)
+      if (w.public_id == id) return w;
+    return std::nullopt;
+  }
+  std::optional<Event> payout(std::string_view) const override { return std::nullopt; }
+
+ private:
+  const std::vector<WalletFacts>& wallets_;
+};
+
+int render_records(int records) {
+  MemoryLog log(6);
+  Ledger ledger(log, LedgerOptions{});
+  start(ledger);
+  std::mt19937_64 rng(1);
+  const std::vector<Business> all = create_funded_wallets(ledger, 1, 2);
+  std::vector<Command> transfer;
+  transfer.emplace_back(random_transfer(all, rng, Kobo(100'000), "render-1"));
+  const Outcome o = std::move(execute_all(ledger, std::move(transfer)).at(0));
+  ledger.stop();
+  const OutcomeWallets wallets(o.wallets);
+  std::size_t bytes = 0;
+  for (int i = 0; i < records / 10; ++i)  // warm-up
+    bytes += render::transaction(o.events.at(0), 0, {}, wallets, TransactionStatus::pending).size();
+  const auto started = Clock::now();
+  for (int i = 0; i < records; ++i)
+    bytes += render::transaction(o.events.at(0), 0, {}, wallets, TransactionStatus::pending).size();
+  const double us = std::chrono::duration<double, std::micro>(Clock::now() - started).count() / records;
+  std::printf("render: %d wallet transfer records of %zu bytes, %.2f us each\n", records,
+              bytes / static_cast<std::size_t>(records + records / 10), us);
+  std::printf("RESULT render_us=%.2f\n", us);
+  return 0;
+}
+
 int make_wallets(const std::string& data_dir, std::uint64_t wallets) {
   auto log = open_log(data_dir, /*sync=*/false);
   Ledger ledger(*log, LedgerOptions{});
@@ -188,6 +234,11 @@ int main(int argc, char** argv) {
   t->add_option("--window", window, "Transfers in flight per producer")
       ->check(CLI::Range(1, 30'000))
       ->capture_default_str();
+  int records = 50'000;
+  auto* rr = app.add_subcommand("render", "One transaction record rendered, in microseconds");
+  rr->add_option("--records", records, "Records to render")
+      ->check(CLI::Range(1, 10'000'000))
+      ->capture_default_str();
   auto* m = app.add_subcommand("make-wallets", "Append wallets to a fresh log (fsync off)");
   m->add_option("--data-dir", data_dir, "A fresh data directory")->required();
   m->add_option("--wallets", wallets, "Wallets to create")->capture_default_str();
@@ -196,6 +247,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   kobo::log::set_min_level(kobo::log::Level::warn);
   if (t->parsed()) return kobo::bench::transfers(data_dir, seconds, producers, window);
+  if (rr->parsed()) return kobo::bench::render_records(records);
   if (m->parsed()) return kobo::bench::make_wallets(data_dir, wallets);
   return kobo::bench::writer_memory(data_dir);
 }

@@ -45,6 +45,7 @@ KOBO_KYC_TIER=1 measure tiers "$here/http_bench.sh" "$build" "$seconds" transfer
 # A bulk of 1,000 wallet transfers on one connection (extensions section 5).
 measure bulk python3 "$here/bulk_bench.py" "$build" "${BULK_RUNS:-30}"
 measure engine "$build/bench/kobo_engine_bench" transfers --data-dir "$scratch/engine" --seconds "$seconds"
+measure render "$build/bench/kobo_engine_bench" render
 measure replay "$here/replay_speed.sh" "$build" "${EVENTS:-1000000}"
 # Statements on a wallet with a million movements (issue 25).
 measure statement "$here/statement_bench.sh" "$build" "${EVENTS:-1000000}"
@@ -84,6 +85,8 @@ row "HTTP wallet transfers on Kafka, six businesses in six partitions (same brok
 row "Bulk of 1,000 wallet transfers, one connection (fsync per group commit): best / median / p90" \
     "${R[bulk.bulk_best_ms]} / ${R[bulk.bulk_p50_ms]} / ${R[bulk.bulk_p90_ms]} ms ($(n "${R[bulk.bulk_items_per_s]}") items/s at the median)" "-" \
     "<= 50 ms (>= 20,000 items/s)" "$(meets "${R[bulk.bulk_p50_ms]}" '<=' 50)"
+row "A wallet transfer's record rendered (answers, GETs, lists, webhooks; one thread)" \
+    "${R[render.render_us]} us" "-" "-" "-"
 row "GET /v1/virtual-accounts/{id} (64 connections)" \
     "$(n "${R[http.get_rps]}")/s; p50 ${R[http.get_p50_ms]} ms, p99 ${R[http.get_p99_ms]} ms" \
     "$(ratio "${R[http.get_rps]}" "$ngx") nginx" ">= 100,000/s and >= 0.5x nginx" \
