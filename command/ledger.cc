@@ -289,6 +289,21 @@ EncodedEvent place(PartitionState& st, History& history, EventDraft& draft, Seq 
   return out;
 }
 
+// The facts of every wallet `events` show, once each (a bulk's events show many wallets, each
+// many times), as the state holds them after the events: what an answer renders them with.
+std::vector<WalletFacts> facts_shown(const PartitionState& st, const std::vector<Event>& events) {
+  std::vector<WalletFacts> out;
+  std::unordered_set<std::string> shown;
+  for (const Event& e : events)
+    for (std::string& id : wallets_shown(e.data))
+      if (!shown.contains(id))
+        if (auto facts = st.wallets.facts(id)) {
+          out.push_back(std::move(*facts));
+          shown.insert(std::move(id));
+        }
+  return out;
+}
+
 }  // namespace
 
 Status Ledger::append_writer_started() {
@@ -568,14 +583,9 @@ void Ledger::process(std::vector<Pending>& batch) {
       o.events.reserve(d.events.size());
       for (auto& draft : d.events)
         events.push_back(place(st, *history_, draft, command_seq, size, now, o.events));
-      std::unordered_set<std::string> shown;  // a bulk's events show many wallets, each many times
-      for (const Event& e : o.events)
-        for (std::string& id : wallets_shown(e.data))
-          if (!shown.contains(id))
-            if (auto facts = st.wallets.facts(id)) {
-              o.wallets.push_back(std::move(*facts));
-              shown.insert(std::move(id));
-            }
+      // What nobody is answered (a command the writer ran on its own: a settlement, a payout's
+      // step) needs no wallet's facts.
+      if (batch[i].done) o.wallets = facts_shown(st, o.events);
       if (std::holds_alternative<CreateBusiness>(batch[i].command)) ++businesses_added;
       for (auto& f : d.schedule) follow_ups.push_back(std::move(f));
     }
