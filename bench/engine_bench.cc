@@ -126,21 +126,6 @@ int transfers(const std::string& data_dir, double seconds, int producers, std::p
   return 0;
 }
 
-// The wallets an outcome shows, as the answers read them (query-api/answer.cc).
-class OutcomeWallets final : public render::RecordSource {
- public:
-  explicit OutcomeWallets(const std::vector<WalletFacts>& wallets) : wallets_(wallets) {}
-  std::optional<WalletFacts> wallet(std::string_view id) const override {
-    for (const WalletFacts& w : wallets_)
-      if (w.public_id == id) return w;
-    return std::nullopt;
-  }
-  std::optional<Event> payout(std::string_view) const override { return std::nullopt; }
-
- private:
-  const std::vector<WalletFacts>& wallets_;
-};
-
 int render_records(int records) {
   MemoryLog log(6);
   Ledger ledger(log, LedgerOptions{});
@@ -151,7 +136,7 @@ int render_records(int records) {
   transfer.emplace_back(random_transfer(all, rng, Kobo(100'000), "render-1"));
   const Outcome o = std::move(execute_all(ledger, std::move(transfer)).at(0));
   ledger.stop();
-  const OutcomeWallets wallets(o.wallets);
+  const render::DecidedFacts wallets(o.wallets);  // as the answers read them
   std::size_t bytes = 0;
   for (int i = 0; i < records / 10; ++i)  // warm-up
     bytes += render::transaction(o.events.at(0), 0, {}, wallets, TransactionStatus::pending).size();

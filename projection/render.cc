@@ -689,6 +689,23 @@ std::string transaction(const Event& e, std::size_t index, std::span<const rows:
   return dump_json(rendered);
 }
 
+DecidedFacts::DecidedFacts(const std::vector<WalletFacts>& wallets) : wallets_(wallets) {
+  constexpr std::size_t kScanMax = 8;
+  if (wallets_.size() > kScanMax)
+    for (const WalletFacts& w : wallets_) by_id_.emplace(w.public_id, &w);
+}
+
+std::optional<WalletFacts> DecidedFacts::wallet(std::string_view public_id) const {
+  if (!by_id_.empty()) {
+    const auto it = by_id_.find(public_id);
+    if (it == by_id_.end()) return std::nullopt;
+    return *it->second;
+  }
+  for (const WalletFacts& w : wallets_)
+    if (w.public_id == public_id) return w;
+  return std::nullopt;
+}
+
 RecordsRead records_read(const Event& e) {
   RecordsRead r;
   r.wallets = wallets_shown(e.data);

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "events/event.h"
@@ -44,6 +45,21 @@ class RecordSource {
   // The event that initiated payout `public_id` (trx-…, a BankTransferInitiated); nullopt when
   // unknown. A payout's reversal shows what the payout paid.
   virtual std::optional<Event> payout(std::string_view public_id) const = 0;
+};
+
+// The facts an answer is rendered from besides its events: the wallets the writer read them from
+// as it decided (Outcome::wallets), which it holds by reference. No answer renders a payout's
+// reversal, so it has no payouts.
+class DecidedFacts final : public RecordSource {
+ public:
+  explicit DecidedFacts(const std::vector<WalletFacts>& wallets);
+  std::optional<WalletFacts> wallet(std::string_view public_id) const override;
+  std::optional<Event> payout(std::string_view) const override { return std::nullopt; }
+
+ private:
+  const std::vector<WalletFacts>& wallets_;
+  // A bulk transfer's answer shows many wallets, each many times: past a few, found by id.
+  std::unordered_map<std::string_view, const WalletFacts*> by_id_;
 };
 
 // The records rendering `e` reads from its RecordSource.

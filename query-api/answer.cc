@@ -1,7 +1,6 @@
 #include "query-api/answer.h"
 
 #include <boost/asio/post.hpp>
-#include <unordered_map>
 
 #include "common/crypto.h"
 #include "common/log.h"
@@ -135,37 +134,6 @@ void Protocol::after_projection(const Outcome& o, Responder respond, Continuatio
              });
 }
 
-namespace {
-
-// The facts an answer is rendered from besides its events: the wallets the writer read them from
-// as it decided (Outcome::wallets). No answer renders a payout's reversal.
-class DecidedFacts final : public render::RecordSource {
- public:
-  explicit DecidedFacts(const std::vector<WalletFacts>& wallets) : wallets_(wallets) {
-    // A bulk transfer's answer shows many wallets, each many times: find them by id.
-    if (wallets_.size() > kScanMax)
-      for (const WalletFacts& w : wallets_) by_id_.emplace(w.public_id, &w);
-  }
-  std::optional<WalletFacts> wallet(std::string_view id) const override {
-    if (!by_id_.empty()) {
-      const auto it = by_id_.find(id);
-      if (it == by_id_.end()) return std::nullopt;
-      return *it->second;
-    }
-    for (const WalletFacts& w : wallets_)
-      if (w.public_id == id) return w;
-    return std::nullopt;
-  }
-  std::optional<Event> payout(std::string_view) const override { return std::nullopt; }
-
- private:
-  static constexpr std::size_t kScanMax = 8;
-  const std::vector<WalletFacts>& wallets_;
-  std::unordered_map<std::string_view, const WalletFacts*> by_id_;
-};
-
-}  // namespace
-
 void Protocol::answer_created(Outcome o, int status, std::string message, Responder respond,
                               std::optional<TransactionStatus> shown) {
   // Rendered on the answers' pool, off the writer's thread that hands the outcome over.
@@ -173,7 +141,7 @@ void Protocol::answer_created(Outcome o, int status, std::string message, Respon
   const render::TierShown tiers{&ledger_.config().tier_limits, now_ms()};
   boost::asio::post(answers_, [o = std::move(o), status, message = std::move(message), shown, tiers,
                                respond = std::move(respond)]() mutable {
-    const DecidedFacts facts(o.wallets);
+    const render::DecidedFacts facts(o.wallets);
     KOBO_ASSERT(render::can_render(o.events, facts), "the writer gives every wallet an answer shows");
     const auto record = render::created_record(o.events, o.id, facts, tiers, shown);
     KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
@@ -184,7 +152,7 @@ void Protocol::answer_created(Outcome o, int status, std::string message, Respon
 void Protocol::answer_rendered(Outcome o, Responder respond, Render make) {
   boost::asio::post(
       answers_, [o = std::move(o), respond = std::move(respond), make = std::move(make)]() mutable {
-        const DecidedFacts facts(o.wallets);
+        const render::DecidedFacts facts(o.wallets);
         KOBO_ASSERT(render::can_render(o.events, facts), "the writer gives every wallet an answer shows");
         respond(make(o, facts));
       });
