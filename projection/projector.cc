@@ -771,8 +771,12 @@ void Projector::run() {
 
 void Projector::stopped(std::string_view what, const std::string& error) {
   log::error(what, {{"error", error}});
+  halt(error);
+}
+
+void Projector::halt(const std::string& error) {
   set_fault("the projection stopped: " + error);
-  healthy_.store(false);
+  healthy_.store(false);  // waiters are answered at once from here on
   cv_.notify_all();
   answer_waiters();
 }
@@ -820,21 +824,16 @@ void Projector::follow() {
 void Projector::start_again(const Status& failed) {
   log::warn("the projection cannot read on; it starts again from the views' positions",
             {{"error", failed.message()}});
-  set_fault("the projection stopped: " + failed.message());
-  healthy_.store(false);  // waiters are answered at once meanwhile, as when it stops for good
-  cv_.notify_all();
-  answer_waiters();
-  for (;;) {
+  halt(failed.message());
+  batch_ = std::make_unique<Batch>(views_);
+  follower_.reset();
+  Status opened;
+  do {
     sleep_answering_waiters(std::chrono::seconds(1));
     if (stopping_.load()) return;
-    batch_ = std::make_unique<Batch>(views_);
-    follower_.reset();
-    if (const Status s = open_follower(); !s) {
-      set_fault("the projection stopped: " + s.message());
-      continue;
-    }
-    break;
-  }
+    opened = open_follower();
+    if (!opened) set_fault("the projection stopped: " + opened.message());
+  } while (!opened);
   set_fault({});
   healthy_.store(true);
   log::info("the projection goes on");

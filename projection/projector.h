@@ -85,6 +85,8 @@ class Projector {
   void follow();  // applies the log until stop() or a failure
   // Stops the projection for good (healthy() false), logging `what` and naming `error` in fault().
   void stopped(std::string_view what, const std::string& error);
+  // healthy() false and fault() naming `error`; the waiters are answered (false).
+  void halt(const std::string& error);
   // After a read that failed: drops the batch, half applied, and opens the follower again at the
   // views' positions, every second until it opens or the projector stops (healthy() false and
   // fault() naming `failed` meanwhile).

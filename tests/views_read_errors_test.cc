@@ -324,6 +324,12 @@ TEST_F(ViewsReadErrors, AWriteIsAnsweredFromItsEventWhileTheProjectionStopsSayin
   const http::Response read = get("/v1/transactions/" + id);
   EXPECT_EQ(read.status, 200u) << read.body;
   EXPECT_EQ(get("/readyz").status, 200u);
+  // What the failed step had applied was dropped, not applied a second time: the wallet is
+  // debited once, and the payout is counted once beside the credit.
+  const auto data = [](const http::Response& r) { return nlohmann::json::parse(r.body); };
+  EXPECT_EQ(data(get("/v1/virtual-accounts/" + wallet_)).at("data").at("balance"),
+            nlohmann::json::parse(answer.body).at("data").at("balance"));
+  EXPECT_EQ(data(get("/v1/transactions")).at("meta").at("pagination").at("totalCount"), 2);
 }
 
 TEST(ProjectorThread, AnExceptionStopsTheProjectionAndSaysWhyInsteadOfEndingTheProcess) {
