@@ -31,7 +31,8 @@ constexpr std::string_view kPath = "/v1/transactions/bulk-transfer";
 constexpr std::size_t kBulkBodyBytesMax = std::size_t{1} << 20;
 constexpr std::string_view kItemAccepted = "Transfer initiated successfully";
 constexpr std::string_view kBulkAccepted = "Bulk transfer initiated successfully";
-constexpr std::size_t kHalvesMin = 200;  // fewer records are rendered by one thread
+constexpr std::size_t kHalvesMin = 200;    // fewer records are rendered by one thread
+constexpr std::size_t kItemBytes = 2'560;  // an accepted item: its record (about 2.3 KiB) and members
 
 void append_number(std::string& out, std::uint64_t n) {
   char digits[24];
@@ -83,7 +84,7 @@ std::optional<std::string> bulk_text(const std::vector<Event>& events, Render&& 
 
   // Items [from, to) as the answer lists them, comma-separated; false if a record could not be read.
   const auto write_items = [&](std::size_t from, std::size_t to, std::string& out) {
-    out.reserve((to - from) * 2560);
+    out.reserve((to - from) * kItemBytes);
     for (std::size_t i = from; i < to; ++i) {
       if (i > from) out += ',';
       if (const BulkItemRejected* r = refused[i]) {
