@@ -12,7 +12,8 @@
 //
 // Lifecycle: constructed = running. kill9() / terminate() stop it; start() / restart() start it
 // again on the same data directory. The destructor SIGKILLs a running child and removes a
-// temporary data directory unless keep_data_dir(true) was called (or KOBO_TEST_KEEP_DATA=1).
+// temporary data directory unless keep_data_dir(true) was called (or KOBO_TEST_KEEP_DATA=1); a
+// child whose directory is kept gets SIGTERM first, so its databases are closed and trimmed.
 //
 // Thread safety: none; use it from one thread (the one that started it, see PR_SET_PDEATHSIG).
 // client() belongs to that thread too; other threads make their own with new_client().
