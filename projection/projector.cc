@@ -200,7 +200,7 @@ class Projector::Batch {
   void change_hold(const Event& e, const HoldId& id, std::optional<HoldStatus> ended,
                    const HoldCaptured* capture);
   void list_hold(const Event& placed, Seq seq, const HoldPlaced& x, HoldStatus status, std::int64_t delta);
-  void add_held(const std::string& wallet, Kobo delta);
+  void add_held(const std::string& wallet, Kobo delta, UnixMs time);
   rows::WebhookRow& webhook_row(const std::string& account, bool live);
   void number_webhook_events(const Event& e, const Records& records);
   void rotate_webhook_secret(const Event& e, const WebhookSecretRotated& x);
@@ -588,10 +588,13 @@ void Projector::Batch::list_hold(const Event& placed, Seq seq, const HoldPlaced&
   change(f::source_status(x.source.value, s));
 }
 
-void Projector::Batch::add_held(const std::string& wallet, Kobo delta) {
+// A hold placed (`delta` > 0) or releasing (< 0) at `time`: its source's availableBalance changes,
+// and so its updatedAt.
+void Projector::Batch::add_held(const std::string& wallet, Kobo delta, UnixMs time) {
   change_wallet(WalletId(wallet), [&](rows::WalletRow& w) {
     w.held += delta;
     KOBO_ASSERT(w.held.value >= 0 && w.held <= w.balance, "a wallet's holds reserve more than it has");
+    w.updated = time;
   });
 }
 
@@ -600,7 +603,7 @@ void Projector::Batch::place_hold(const Event& e, const HoldPlaced& x) {
   put(view_keys::hold_row(x.hold.value),
       rows::encode(rows::HoldRow{e.partition, e.seq, Kobo(0), HoldStatus::pending, e.time, {}}));
   list_hold(e, e.seq, x, HoldStatus::pending, +1);
-  add_held(x.source.value, x.amount);
+  add_held(x.source.value, x.amount, e.time);
 }
 
 // A capture (`capture`) or an end (`ended`: voided, expired) of a pending hold. The capture's
@@ -633,7 +636,7 @@ void Projector::Batch::change_hold(const Event& e, const HoldId& id, std::option
   }
   row.updated = e.time;
   bytes = rows::encode(row);
-  add_held(x->source.value, -released);
+  add_held(x->source.value, -released, e.time);
 }
 
 Projector::Projector(EventLog& log, Views& views, ProjectorOptions options)

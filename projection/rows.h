@@ -51,7 +51,7 @@ std::string encode(const TransactionRow& row);
 
 struct WalletRow {
   Kobo balance;
-  UnixMs updated = 0;  // the last change: its opening, a posting, a collection's close
+  UnixMs updated = 0;  // the last change: its opening, a posting, a hold, its tier, a collection's close
   CollectionStatus status = CollectionStatus::pending;  // a collection wallet's; pending for the others
   std::uint64_t movements = 0;  // postings to it so far: the number of its last StatementRow
   Kobo credited;                // the sum of its credits so far (its debits: credited - balance)

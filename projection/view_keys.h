@@ -67,9 +67,10 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 // statements (`h`) and their movement counts in WalletRow; layout 5 adds holds (`O`, `U`, `L`,
 // `M`) and what they reserve in WalletRow, the KYC tiers (`Y`, and a wallet's tier and day
 // debits in WalletRow), the accounts' webhook events (`w`, `e`, `x`), facts of form 2 (transfers
-// name their bulk) and bulk transfers (`J`).
+// name their bulk) and bulk transfers (`J`); layout 6 is 5 with a wallet's `updated` moved by its
+// holds too (placed, captured, voided, expired), as its availableBalance is.
 inline constexpr std::string_view kFormatKey = "V";
-inline constexpr std::string_view kFormat = "5";
+inline constexpr std::string_view kFormat = "6";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
 
 // The tags above by name, for showing a key to a person (describe_view_key in rebuild.h).

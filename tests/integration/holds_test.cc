@@ -185,6 +185,33 @@ TEST_F(Holds, VoidAndExpiryReleaseTheHoldAndMoveNoMoney) {
                "Hold is not pending");
 }
 
+// A hold changes its source's availableBalance, so the wallet's updatedAt is the hold's latest
+// change: its placement, then its void or its expiry.
+TEST_F(Holds, AWalletsUpdatedAtFollowsItsHolds) {
+  const json src = create_wallet(http(), key());
+  fund(http(), key(), src, 80'000);
+  const auto updated_at = [&] { return get_wallet(http(), key(), src["publicId"])["updatedAt"]; };
+  const auto later = [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); };
+
+  later();
+  const json voided_hold = place(http(), key(), hold_body(src["publicId"], 30'000, unique_name("hold")));
+  EXPECT_EQ(updated_at(), voided_hold["createdAt"]);
+  later();
+  const json voided = data_or_throw(
+      http().post("/v1/holds/" + id_of(voided_hold) + "/void", json::object(), key()), 200, "void");
+  EXPECT_EQ(updated_at(), voided["updatedAt"]);
+  later();
+  const json expiring = place(http(), key(), hold_body(src["publicId"], 20'000, unique_name("hold"), 1));
+  EXPECT_EQ(updated_at(), expiring["createdAt"]);
+  json expired;
+  ASSERT_TRUE(wait_until([&] {
+    expired = get_hold(http(), key(), id_of(expiring));
+    return expired["status"] == "expired";
+  }));
+  EXPECT_EQ(updated_at(), expired["updatedAt"]);
+  EXPECT_NE(expired["updatedAt"], expiring["createdAt"]);
+}
+
 TEST_F(Holds, ErrorsAreTheSpecs) {
   const json src = create_wallet(http(), key());
   const json dst = create_wallet(http(), key());
