@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""The layering of STYLE.md, checked: a component includes only headers of what it may depend on.
+"""The layering of docs/architecture.md section 1, checked: a component includes only the public
+headers of what it may depend on.
 
-Every library of ours sees the whole source root as an include directory (common/ exports it),
-so the compiler cannot refuse `#include "command/state.h"` in projection/. This check can. It
-reads two things and holds each to the next:
+The compiler keeps the floors first: each component sees only its own headers and the public
+headers of what it links (CMakeLists.txt, kobo_library; the `layering_compiler` test shows an
+upward include and another component's private header fail to compile). This check is the
+second line, and the one that reads the intended graph. It holds three things to each other:
 
-1. ALLOWED below, the intended graph (STYLE.md "The house" and each folder's README): the
-   components each component may depend on. It is the one table of the rule.
-2. The `target_link_libraries` of each component's CMakeLists.txt. What a target links, with
-   what those link PUBLIC (CMake's usage requirements), is what it can see; it must stay within
-   ALLOWED, so adding `kobo::command` to projection's links fails here too.
+1. ALLOWED below, the intended graph (docs/architecture.md section 1 and each folder's README):
+   the components each component may depend on. It is the one table of the rule.
+2. The links of each component's CMakeLists.txt (kobo_library's DEPS and PRIVATE_DEPS, or
+   target_link_libraries). What a target links, with what those link PUBLIC (CMake's usage
+   requirements), is what it can see; it must stay within ALLOWED, so adding `kobo::command` to
+   projection's DEPS fails here too. No component links a `kobo::<x>_internal` target: those
+   hand a component's private headers to tests, benchmarks and fuzz targets only.
 3. Every `#include` of every source file of a component (quoted or angled, relative paths
-   resolved) that names a folder of ours must name the component itself or one it can see.
+   resolved) that names a folder of ours must name the component itself or one it can see, and
+   in another component only a header its kobo_library lists in PUBLIC_HEADERS.
 
 Harness folders (tests/, bench/, fuzz/) may use what they link; no component may include them.
 Usage: check_layering.py [--root DIR] | --self-test. Exit 1 with one line per violation.
@@ -31,21 +36,36 @@ ALLOWED = {
     "events": {"common"},
     "command": {"events", "common"},
     "projection": {"events", "common"},
+    "cluster": {"events", "command", "common"},
     "webhooks": {"projection", "events", "common"},
-    "query-api": {"command", "projection", "webhooks", "events", "common"},
+    "query-api": {"cluster", "command", "projection", "webhooks", "events", "common"},
     "audit": {"events", "projection", "common"},
-    "app": {"query-api", "audit", "webhooks", "command", "projection", "events", "common"},
+    "app": {"query-api", "audit", "webhooks", "cluster", "command", "projection", "events", "common"},
 }
 HARNESSES = {"tests", "bench", "fuzz"}
 SOURCE_SUFFIXES = (".h", ".hpp", ".cc", ".cpp", ".cc.in")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
-COMMAND = re.compile(r"\b(add_library|add_executable|target_link_libraries)\s*\(([^)]*)\)", re.S)
+COMMAND = re.compile(r"\b(add_library|add_executable|target_link_libraries|kobo_library|kobo_executable)"
+                     r"\s*\(([^)]*)\)", re.S)
+KOBO_KEYWORDS = ("NAME", "PUBLIC_HEADERS", "SOURCES", "DEPS", "PRIVATE_DEPS")
+
+
+def kobo_arguments(words):
+    """{keyword: [words]} of a kobo_library or kobo_executable call."""
+    out, keyword = {k: [] for k in KOBO_KEYWORDS}, None
+    for word in words:
+        if word in KOBO_KEYWORDS:
+            keyword = word
+        elif keyword:
+            out[keyword].append(word)
+    return out
 
 
 def cmake_targets(root):
-    """{target: (folder, {dep_target: visibility})} from the components' CMakeLists.txt."""
-    targets, aliases = {}, {}
+    """({target: (folder, {dep_target: visibility})}, {folder: public headers or None}) from the
+    components' CMakeLists.txt (None: the folder declares none, so none is checked)."""
+    targets, aliases, public = {}, {}, {}
     for folder in ALLOWED:
         path = os.path.join(root, folder, "CMakeLists.txt")
         if not os.path.exists(path):
@@ -54,6 +74,18 @@ def cmake_targets(root):
         for command, args in COMMAND.findall(text):
             words = args.split()
             if not words:
+                continue
+            if command in ("kobo_library", "kobo_executable"):
+                kobo = kobo_arguments(words)
+                name = "kobo_" + kobo["NAME"][0] if command == "kobo_library" else kobo["NAME"][0]
+                deps = targets.setdefault(name, (folder, {}))[1]
+                deps.update({d: "PUBLIC" for d in kobo["DEPS"] if d.startswith("kobo")})
+                deps.update({d: "PRIVATE" for d in kobo["PRIVATE_DEPS"] if d.startswith("kobo")})
+                if command == "kobo_library":
+                    aliases["kobo::" + kobo["NAME"][0]] = name
+                    public.setdefault(folder, set()).update(kobo["PUBLIC_HEADERS"])
+                else:
+                    public.setdefault(folder, set())
                 continue
             if command in ("add_library", "add_executable"):
                 if len(words) >= 3 and words[1] == "ALIAS":
@@ -71,7 +103,7 @@ def cmake_targets(root):
         for dep in list(deps):
             if dep in aliases:
                 deps[aliases[dep]] = deps.pop(dep)
-    return targets
+    return targets, public
 
 
 def visible_components(targets):
@@ -109,10 +141,22 @@ def included_folder(root, source, name, angled):
     return top if "/" in name and top in known else None
 
 
+def header_of(root, source, name, folder):
+    """The path inside `folder` of the header that `#include name` in `source` names."""
+    local = os.path.normpath(os.path.join(os.path.dirname(source), name))
+    if os.path.exists(local) or name.startswith("."):
+        return os.path.relpath(local, os.path.join(root, folder)).replace(os.sep, "/")
+    return name.split("/", 1)[1]
+
+
 def check(root):
     errors = []
-    targets = cmake_targets(root)
+    targets, public = cmake_targets(root)
     visible = visible_components(targets)
+    for target, (folder, deps) in sorted(targets.items()):
+        for dep in sorted(d for d in deps if d.endswith("_internal")):
+            errors.append(f"{folder}/CMakeLists.txt: {target} links {dep}, which only tests, benchmarks "
+                          f"and fuzz targets may link (it hands out private headers)")
     for folder in sorted(ALLOWED):
         if not os.path.isdir(os.path.join(root, folder)):
             continue
@@ -128,12 +172,17 @@ def check(root):
                 text = open(path, encoding="utf-8", errors="replace").read()
                 for match in INCLUDE.finditer(text):
                     target = included_folder(root, path, match.group(2), match.group(1) == "<")
-                    if target is None or target == folder or target in (sees & ALLOWED[folder]):
+                    if target is None or target == folder:
                         continue
                     line = text.count("\n", 0, match.start()) + 1
+                    where = f"{os.path.relpath(path, root)}:{line}: includes {match.group(2)}"
+                    if target in (sees & ALLOWED[folder]):
+                        header = header_of(root, path, match.group(2), target)
+                        if public.get(target) is not None and header not in public[target]:
+                            errors.append(f"{where}: a private header of {target} (not in its PUBLIC_HEADERS)")
+                        continue
                     why = "may not depend on it" if target not in ALLOWED[folder] else "does not link it"
-                    errors.append(f"{os.path.relpath(path, root)}:{line}: includes {match.group(2)}: "
-                                  f"{folder} {why}")
+                    errors.append(f"{where}: {folder} {why}")
     return errors
 
 
@@ -160,6 +209,7 @@ def self_test():
 
     def add_file(relative, text):
         def mutate(tmp):
+            os.makedirs(os.path.dirname(os.path.join(tmp, relative)), exist_ok=True)
             with open(os.path.join(tmp, relative), "w", encoding="utf-8") as f:
                 f.write(text)
         return mutate
@@ -188,13 +238,29 @@ def self_test():
     case("a component includes a test helper", add_file("command/bad.cc", '#include "tests/support/http_client.h"\n'),
          "command/bad.cc:1: includes tests/support/http_client.h: command may not depend on it")
     case("projection links command",
-         edit("projection/CMakeLists.txt", "PUBLIC kobo::events", "PUBLIC kobo::events kobo::command"),
+         edit("projection/CMakeLists.txt", "DEPS kobo::events", "DEPS kobo::events kobo::command"),
          "projection links command, which it may not depend on")
+    case("projection links command privately",
+         edit("projection/CMakeLists.txt", "PRIVATE_DEPS RocksDB::rocksdb", "PRIVATE_DEPS RocksDB::rocksdb kobo::command"),
+         "projection links command, which it may not depend on")
+    case("query-api includes a private header of events",
+         add_file("query-api/bad.cc", '#include "events/memory_log.h"\n'),
+         "query-api/bad.cc:1: includes events/memory_log.h: a private header of events")
+    case("app includes a private header of query-api by a relative path",
+         add_file("app/bad.cc", '#include "../query-api/answer.h"\n'),
+         "app/bad.cc:1: includes ../query-api/answer.h: a private header of query-api")
+    case("a component links another's internal target",
+         edit("audit/CMakeLists.txt", "DEPS kobo::events kobo::projection",
+              "DEPS kobo::events kobo::projection_internal"),
+         "kobo_audit links kobo::projection_internal, which only tests")
+    case("cluster may not include projection",
+         add_file("cluster/bad.cc", '#include "projection/views.h"\n'),
+         "cluster/bad.cc:1: includes projection/views.h: cluster may not depend on it")
     case("webhooks includes command, allowed by nothing",
          add_file("webhooks/bad.cc", '#include "command/ledger.h"\n'),
          "webhooks/bad.cc:1: includes command/ledger.h: webhooks may not depend on it")
     case("allowed, but not linked: audit without its link to projection",
-         edit("audit/CMakeLists.txt", "PUBLIC kobo::events kobo::projection", "PUBLIC kobo::events"),
+         edit("audit/CMakeLists.txt", "DEPS kobo::events kobo::projection", "DEPS kobo::events"),
          "audit does not link it")
     case("audit includes the writer's state",
          add_file("audit/bad.cc", '#include "command/state.h"\n'),
