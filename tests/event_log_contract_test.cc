@@ -12,6 +12,7 @@
 
 #include "events/embedded_log.h"
 #include "events/memory_log.h"
+#include "tests/support/scratch_dir.h"
 #ifdef KOBO_CONTRACT_KAFKA
 #include "events/kafka_log.h"
 #include "tests/support/kobo_process.h"
@@ -61,18 +62,11 @@ std::vector<Offset> ends_covering(EventLog& log, const std::vector<std::uint64_t
 class EventLogContract : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::replace(test.begin(), test.end(), '/', '_');
-    dir_ = fs::temp_directory_path() / ("kobo-log-" + std::to_string(::getpid()) + "-" + test);
-    fs::remove_all(dir_);
     log_ = GetParam().open(dir_.string());
     ASSERT_NE(log_, nullptr);
   }
-  void TearDown() override {
-    log_.reset();
-    fs::remove_all(dir_);
-  }
-  fs::path dir_;
+  testing::ScratchDir scratch_;
+  const fs::path dir_ = scratch_.path();
   std::unique_ptr<EventLog> log_;
 };
 
@@ -226,12 +220,10 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& param_info) { return param_info.param.name; });
 
 TEST(EmbeddedLog, RefusesToOpenWithAnotherPartitionCount) {
-  const auto dir = fs::temp_directory_path() / ("kobo-log-parts-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  { ASSERT_TRUE(open_embedded_log({dir.string(), 3, true}).ok()); }
-  auto again = open_embedded_log({dir.string(), 4, true});
+  const testing::ScratchDir dir;
+  { ASSERT_TRUE(open_embedded_log({dir.str(), 3, true}).ok()); }
+  auto again = open_embedded_log({dir.str(), 4, true});
   EXPECT_FALSE(again.ok());
-  fs::remove_all(dir);
 }
 
 TEST(MemoryLog, AFailedAppendWritesNothing) {

@@ -3,7 +3,6 @@
 #include "common/file.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/scratch_dir.h"
+
 namespace kobo {
 namespace {
 
@@ -19,13 +20,6 @@ namespace fs = std::filesystem;
 
 class WriteFileAtomically : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "kobo-file-test-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   static std::string read(const fs::path& path) {
     std::ifstream in(path);
     std::stringstream text;
@@ -41,7 +35,8 @@ class WriteFileAtomically : public ::testing::Test {
     return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir_), {}));
   }
 
-  fs::path dir_;
+  testing::ScratchDir scratch_;
+  const fs::path dir_ = scratch_.path();
 };
 
 TEST_F(WriteFileAtomically, WritesTheContentsWithMode0600WhateverTheUmask) {

@@ -10,6 +10,7 @@
 #include "command/ledger.h"
 #include "events/memory_log.h"
 #include "tests/decide_harness.h"
+#include "tests/support/scratch_dir.h"
 
 namespace kobo {
 namespace {
@@ -23,15 +24,6 @@ const Caller kAda{"biz-h", "acc-h", false};
 
 class HistoryIndex : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kobo-history-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
   std::unique_ptr<History> open() {
     auto h = History::open({dir_, 1, std::size_t{8} << 20});
     EXPECT_TRUE(h.ok()) << h.status().message();
@@ -45,7 +37,8 @@ class HistoryIndex : public ::testing::Test {
     return out;
   }
 
-  fs::path dir_;
+  testing::ScratchDir scratch_;
+  const fs::path dir_ = scratch_ / "history";
 };
 
 // A partition with one fact of each kind: a transfer reference, a saved bank account, a

@@ -2,7 +2,6 @@
 // as `kobo serve` builds it (Api::add_routes on a Router), and every method and path template in
 // it must be an operation under `paths:` in the document, and every operation there a route.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -11,12 +10,10 @@
 #include <set>
 #include <string>
 
-#include "command/ledger.h"
-#include "events/memory_log.h"
-#include "projection/projector.h"
-#include "projection/views.h"
 #include "query-api/api.h"
 #include "query-api/router.h"
+#include "tests/support/node.h"
+#include "tests/support/scratch_dir.h"
 #include "webhooks/webhooks.h"
 
 #ifndef KOBO_SOURCE_DIR
@@ -62,39 +59,23 @@ std::set<std::string> documented_operations(const fs::path& file) {
 class OpenApiRoutes : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kobo-openapi-routes-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    LedgerOptions o;
-    o.config.partitions = kPartitions;
-    ledger_ = std::make_unique<Ledger>(log_, o);
-    auto views = Views::open((dir_ / "views").string(), kPartitions);
-    ASSERT_TRUE(views.ok()) << views.status().message();
-    views_ = std::move(views).value();
-    projector_ = std::make_unique<Projector>(log_, *views_);
+    // The writer, the views and the projector are made, not started: the route table needs them.
+    const Status opened = node_.open();
+    ASSERT_TRUE(opened.ok()) << opened.message();
     auto keys = SigningKeyStore::open((dir_ / "signing-keys").string());
     ASSERT_TRUE(keys.ok()) << keys.status().message();
     keys_ = std::move(keys).value();
     auto secrets = WebhookSecrets::open((dir_ / "webhook-master-secret").string(), std::nullopt);
     ASSERT_TRUE(secrets.ok()) << secrets.status().message();
     secrets_ = std::move(secrets).value();
-    auto webhooks =
-        Webhooks::open((dir_ / "webhooks").string(), log_, *views_, *projector_, *keys_, *secrets_);
+    auto webhooks = Webhooks::open((dir_ / "webhooks").string(), node_.log(), node_.views(),
+                                   node_.projector(), *keys_, *secrets_);
     ASSERT_TRUE(webhooks.ok()) << webhooks.status().message();
     webhooks_ = std::move(webhooks).value();
     ApiOptions ao;
     ao.webhooks = webhooks_.get();  // as `kobo serve` has it
     ao.webhook_secrets = secrets_.get();
-    api_ = std::make_unique<Api>(*ledger_, *views_, *projector_, ao);
-  }
-  void TearDown() override {
-    api_.reset();
-    webhooks_.reset();
-    secrets_.reset();
-    keys_.reset();
-    projector_.reset();
-    views_.reset();
-    ledger_.reset();
-    fs::remove_all(dir_);
+    api_ = std::make_unique<Api>(node_.ledger(), node_.views(), node_.projector(), ao);
   }
 
   // The routes as `kobo serve` registers them.
@@ -107,12 +88,8 @@ class OpenApiRoutes : public ::testing::Test {
     return out;
   }
 
-  static constexpr std::uint32_t kPartitions = 2;
-  fs::path dir_;
-  MemoryLog log_{kPartitions};
-  std::unique_ptr<Ledger> ledger_;
-  std::unique_ptr<Views> views_;
-  std::unique_ptr<Projector> projector_;
+  testing::ScratchDir dir_;
+  testing::Node node_{dir_.path()};
   std::unique_ptr<SigningKeyStore> keys_;
   std::unique_ptr<WebhookSecrets> secrets_;
   std::unique_ptr<Webhooks> webhooks_;
@@ -132,8 +109,8 @@ TEST_F(OpenApiRoutes, EveryServedRouteIsDocumentedAndEveryDocumentedRouteIsServe
 }
 
 TEST(OpenApiDocument, TheLineReaderSeesOperationsAndNothingElse) {
-  const fs::path file =
-      fs::temp_directory_path() / ("kobo-openapi-reader-" + std::to_string(::getpid()) + ".yaml");
+  const testing::ScratchDir dir;
+  const fs::path file = dir / "openapi.yaml";
   {
     std::ofstream out(file);
     out << "openapi: 3.1.0\n"
@@ -154,7 +131,6 @@ TEST(OpenApiDocument, TheLineReaderSeesOperationsAndNothingElse) {
            "      type: object\n";
   }
   const auto ops = documented_operations(file);
-  fs::remove(file);
   EXPECT_EQ(ops, (std::set<std::string>{"GET /v1/things/{id}", "PATCH /v1/things/{id}", "GET /healthz"}));
 }
 

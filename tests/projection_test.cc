@@ -19,6 +19,8 @@
 #include "projection/rows.h"
 #include "projection/view_keys.h"
 #include "tests/support/commands.h"
+#include "tests/support/node.h"
+#include "tests/support/scratch_dir.h"
 
 namespace kobo {
 namespace {
@@ -39,16 +41,12 @@ std::map<std::string, std::string> dump(const Views& v) {
 
 class ProjectionTest : public ::testing::Test {
  protected:
+  // A node's writer on a log in memory (tests/support/node.h); a test starts the node's projector
+  // into its views, or projectors of its own into views it names.
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kobo-projection-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    LedgerOptions o;
-    o.config.partitions = kPartitions;
-    ledger_ = std::make_unique<Ledger>(log_, o);
-    ASSERT_TRUE(ledger_->start().ok());
+    ASSERT_TRUE(node_.start_writer().ok());
+    ledger_ = &node_.ledger();
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::unique_ptr<Views> open_views(const std::string& name) {
     auto v = Views::open((dir_ / name).string(), kPartitions);
@@ -92,26 +90,26 @@ class ProjectionTest : public ::testing::Test {
       ASSERT_TRUE(p.wait_applied(Partition(i), ledger.durable_seq(Partition(i)), 5s));
   }
 
-  fs::path dir_;
-  MemoryLog log_{kPartitions};
-  std::unique_ptr<Ledger> ledger_;
+  testing::ScratchDir dir_;
+  testing::Node node_{dir_.path(), {.partitions = kPartitions}};
+  MemoryLog& log_ = node_.memory_log();
+  Ledger* ledger_ = nullptr;
 };
 
 TEST_F(ProjectionTest, IncrementalViewsAcrossARestartEqualAFullRebuild) {
   {
-    auto views = open_views("live");
-    Projector p(log_, *views);
-    ASSERT_TRUE(p.start().ok());
+    ASSERT_TRUE(node_.start_projector().ok());
     traffic("first", 4);
-    wait_caught_up(p);
+    wait_caught_up(node_.projector());
+    node_.close_views();
   }
-  auto views = open_views("live");
+  ASSERT_TRUE(node_.start_projector().ok());
+  Views* const views = &node_.views();
   {
-    Projector p(log_, *views);
-    ASSERT_TRUE(p.start().ok());
     traffic("second", 3);
     std::this_thread::sleep_for(50ms);  // let settlements land too
-    wait_caught_up(p);
+    wait_caught_up(node_.projector());
+    node_.stop_projector();
   }
   auto rebuilt = open_views("rebuilt");
   Projector fresh(log_, *rebuilt);
@@ -120,9 +118,9 @@ TEST_F(ProjectionTest, IncrementalViewsAcrossARestartEqualAFullRebuild) {
 }
 
 TEST_F(ProjectionTest, BalancesAndTransactionsAreReadable) {
-  auto views = open_views("v");
-  Projector p(log_, *views);
-  ASSERT_TRUE(p.start().ok());
+  ASSERT_TRUE(node_.start_projector().ok());
+  Views* const views = &node_.views();
+  Projector& p = node_.projector();
   const auto ids = traffic("w", 2);
   std::this_thread::sleep_for(50ms);
   wait_caught_up(p);
@@ -145,9 +143,9 @@ TEST_F(ProjectionTest, BalancesAndTransactionsAreReadable) {
 // query-api answers a write with the record its events render (projection/render.h): the same
 // record the views then show, so an answer and a GET after it agree.
 TEST_F(ProjectionTest, TheRecordAWriteAnswersIsTheOneTheViewsShow) {
-  auto views = open_views("answers");
-  Projector p(log_, *views);
-  ASSERT_TRUE(p.start().ok());
+  ASSERT_TRUE(node_.start_projector().ok());
+  Views* const views = &node_.views();
+  Projector& p = node_.projector();
   const Outcome a = ledger_->execute(CreateWallet{kCaller, "answer-a", "secondary", {}, {}});
   const Outcome b = ledger_->execute(CreateWallet{kCaller, "answer-b", "secondary", {}, {}});
   ASSERT_TRUE(a.ok() && b.ok());
@@ -258,9 +256,8 @@ TEST_F(ProjectionTest, ARecordsScopeIsTheBusinessAndModeOfItsEvent) {
 
 // The asynchronous read barrier: no thread waits, every caller is answered exactly once.
 TEST_F(ProjectionTest, WhenAppliedAnswersOnceAppliedOnTimeoutAndOnStop) {
-  auto views = open_views("live");
-  Projector p(log_, *views);
-  ASSERT_TRUE(p.start().ok());
+  ASSERT_TRUE(node_.start_projector().ok());
+  Projector& p = node_.projector();
   traffic("w", 2);
   wait_caught_up(p);
   const Partition part(0);
@@ -358,12 +355,12 @@ TEST_F(ProjectionTest, ListsOfOneFilterAgreeWithFilteringEveryRecord) {
   o.config.partitions = kPartitions;
   o.config.rail_delay = 1'000ms;
   o.clock = [&clock] { return clock.load(); };
-  MemoryLog log(kPartitions);
-  Ledger ledger(log, o);
-  ASSERT_TRUE(ledger.start().ok());
-  auto views = open_views("lists");
-  Projector projector(log, *views);
-  ASSERT_TRUE(projector.start().ok());
+  testing::Node node(dir_ / "lists", {.partitions = kPartitions, .ledger = o});
+  ASSERT_TRUE(node.start().ok());
+  EventLog& log = node.log();
+  Ledger& ledger = node.ledger();
+  Views* const views = &node.views();
+  Projector& projector = node.projector();
 
   std::vector<Outcome> wallets;
   for (int i = 0; i < 3; ++i) {
@@ -639,9 +636,9 @@ TEST(ViewKeys, ADescribedKeyNamesItsViewForEveryTagOfTheLayout) {
 // Every transaction an event finalizes is the next webhook event of its account in its mode,
 // numbered from 1 in log order; its body is rendered on read; the secret's rotations are kept.
 TEST_F(ProjectionTest, WebhookEventsAreNumberedPerAccountAndModeInLogOrder) {
-  auto views = open_views("hooks");
-  Projector p(log_, *views);
-  ASSERT_TRUE(p.start().ok());
+  ASSERT_TRUE(node_.start_projector().ok());
+  Views* const views = &node_.views();
+  Projector& p = node_.projector();
   const std::string hash(64, 'a');
   ASSERT_TRUE(ledger_
                   ->execute(CreateBusiness{kCaller.business, "P", kCaller.account, "Default", hash, hash,

@@ -16,6 +16,7 @@
 #include "common/metrics.h"
 #include "events/embedded_log.h"
 #include "tests/support/commands.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/small_disk.h"
 
 namespace kobo {
@@ -32,17 +33,6 @@ const Caller kBola{"biz-snapshot-b", "acc-snapshot-b", true};
 
 class SnapshotTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kobo-snapshot-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    snapshots_ = dir_ / "snapshots";
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
   static std::unique_ptr<EventLog> open_log(const fs::path& path) {
     EmbeddedLogOptions o;
     o.path = path.string();
@@ -233,8 +223,9 @@ class SnapshotTest : public ::testing::Test {
     for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "record " << i;
   }
 
-  fs::path dir_;
-  fs::path snapshots_;  // where the writers with snapshots keep them
+  testing::ScratchDir scratch_;
+  const fs::path dir_ = scratch_.path();
+  fs::path snapshots_ = dir_ / "snapshots";  // where the writers with snapshots keep them
   std::atomic<UnixMs> clock_{kNow};
   std::map<std::pair<int, std::string>, std::vector<std::string>>
       wallets_;                                               // (round, business) -> wallet ids

@@ -17,9 +17,10 @@
 #include "command/ledger.h"
 #include "events/embedded_log.h"
 #include "events/log_follower.h"
-#include "events/memory_log.h"
 #include "projection/projector.h"
 #include "tests/support/faulty_fs.h"
+#include "tests/support/node.h"
+#include "tests/support/scratch_dir.h"
 
 namespace kobo {
 namespace {
@@ -46,14 +47,7 @@ const Kind kKinds[] = {
 };
 
 class StorageFaults : public ::testing::TestWithParam<Kind> {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("kobo-storage-faults-" + std::to_string(::getpid()) + "-" + GetParam().name);
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
+ public:  // ViewsOnAFaultyDisk funds its wallets with funded_pair()
   static LedgerOptions ledger_options() {
     LedgerOptions o;
     o.config.partitions = kPartitions;
@@ -90,7 +84,8 @@ class StorageFaults : public ::testing::TestWithParam<Kind> {
     return t;
   }
 
-  fs::path dir_;
+  testing::ScratchDir scratch_;
+  const fs::path dir_ = scratch_.path();
 };
 
 // The references of the wallet transfers a log holds, read from scratch.
@@ -162,65 +157,55 @@ TEST_P(StorageFaults, OnTheLogCommandsAreRefusedNamingItAndResumeInTheSameProces
   EXPECT_EQ(transfer_references(*reopened.value()), acknowledged);
 }
 
-std::map<std::string, std::string> dump(const Views& v) {
-  std::map<std::string, std::string> out;
-  std::unique_ptr<rocksdb::Iterator> it(v.db().NewIterator(rocksdb::ReadOptions()));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) out[it->key().ToString()] = it->value().ToString();
-  return out;
-}
-
-// A writer on a log in memory, and the views on a disk that fails on demand with a projector
-// following the log into them.
+// A node (tests/support/node.h) whose writer is on a log in memory and whose views are on a disk
+// that fails on demand, with its projector following the log into them.
 class ViewsOnAFaultyDisk {
  public:
-  explicit ViewsOnAFaultyDisk(const LedgerOptions& o) : ledger(log, o) {}
+  ViewsOnAFaultyDisk(const LedgerOptions& o, const fs::path& dir)
+      : node(dir, {.partitions = kPartitions, .ledger = o, .views_env = env.get()}) {}
 
-  void start(const fs::path& dir) {
-    ASSERT_TRUE(ledger.start().ok());
-    auto opened = Views::open((dir / "views").string(), kPartitions, env.get());
-    ASSERT_TRUE(opened.ok()) << opened.status().message();
-    views = std::move(opened).value();
-    projector = std::make_unique<Projector>(log, *views);
-    ASSERT_TRUE(projector->start().ok());
+  // Started, with two funded wallets (`funded`) that the views show.
+  void start() {
+    const Status s = node.start();
+    ASSERT_TRUE(s.ok()) << s.message();
+    views = &node.views();
+    projector = &node.projector();
+    funded = StorageFaults::funded_pair(ledger());
+    ASSERT_TRUE(caught_up(5s));
   }
 
   // Whether the views show every command the writer acknowledged, within `within`.
-  bool caught_up(std::chrono::milliseconds within) {
-    for (std::uint32_t p = 0; p < kPartitions; ++p)
-      if (!projector->wait_applied(Partition(p), ledger.durable_seq(Partition(p)), within)) return false;
-    return true;
-  }
+  bool caught_up(std::chrono::milliseconds within) const { return node.caught_up(within); }
 
   // Stops the projector and expects the views to equal views rebuilt from the log in dir.
   void expect_equal_to_a_rebuild(const fs::path& dir) {
     projector->stop();
-    auto rebuilt = Views::open((dir / "rebuilt").string(), kPartitions);
+    auto rebuilt = testing::rebuilt_views(node.log(), dir / "rebuilt");
     ASSERT_TRUE(rebuilt.ok());
-    Projector fresh(log, *rebuilt.value());
-    ASSERT_TRUE(fresh.catch_up().ok());
-    EXPECT_EQ(dump(*views), dump(*rebuilt.value()));
+    EXPECT_EQ(testing::view_rows(*views), testing::view_rows(*rebuilt.value()));
   }
 
-  MemoryLog log{kPartitions};
-  Ledger ledger;
+  Ledger& ledger() { return node.ledger(); }
+
   const std::shared_ptr<FaultyFileSystem> faulty = std::make_shared<FaultyFileSystem>();
   const std::unique_ptr<rocksdb::Env> env = testing::env_over(faulty);
-  std::unique_ptr<Views> views;
-  std::unique_ptr<Projector> projector;
+  testing::Node node;
+  Views* views = nullptr;
+  Projector* projector = nullptr;
+  std::pair<std::string, std::string> funded;
 };
 
 TEST_P(StorageFaults, OnTheViewsReadsGoOnTheProjectorSaysWhyAndCatchesUpAfter) {
   const Kind& kind = GetParam();
-  ViewsOnAFaultyDisk s(ledger_options());
-  ASSERT_NO_FATAL_FAILURE(s.start(dir_));
-  const auto [a, b] = funded_pair(s.ledger);
-  ASSERT_TRUE(s.caught_up(5s));
+  ViewsOnAFaultyDisk s(ledger_options(), dir_);
+  ASSERT_NO_FATAL_FAILURE(s.start());
+  const auto [a, b] = s.funded;
   const Scope scope{kCaller.business, false};
   ASSERT_TRUE(s.views->wallet_text(scope, a).value().has_value());
 
   s.faulty->set(kind.fault);
   // The writer is not on this disk: commands go on being acknowledged.
-  ASSERT_TRUE(s.ledger.execute(transfer(a, b, "while-the-views-fail")).ok());
+  ASSERT_TRUE(s.ledger().execute(transfer(a, b, "while-the-views-fail")).ok());
   bool said = false;
   for (int i = 0; i < 500 && !said; ++i) {
     said = s.projector->views_unwritable() && s.projector->fault().find(kind.says) != std::string::npos;
@@ -254,13 +239,12 @@ TEST_P(StorageFaults, OnTheViewsReadsGoOnTheProjectorSaysWhyAndCatchesUpAfter) {
 // operands (projection/views.h), which would count twice.
 TEST_P(StorageFaults, OnTheViewsABatchWhoseWriteFailedAfterReachingTheLogIsAppliedOnce) {
   const Kind& kind = GetParam();
-  ViewsOnAFaultyDisk s(ledger_options());
-  ASSERT_NO_FATAL_FAILURE(s.start(dir_));
-  const auto [a, b] = funded_pair(s.ledger);
-  ASSERT_TRUE(s.caught_up(5s));
+  ViewsOnAFaultyDisk s(ledger_options(), dir_);
+  ASSERT_NO_FATAL_FAILURE(s.start());
+  const auto [a, b] = s.funded;
 
   s.faulty->lose_next_wal_ack(kind.fault);
-  ASSERT_TRUE(s.ledger.execute(transfer(a, b, "acknowledgement-lost")).ok());
+  ASSERT_TRUE(s.ledger().execute(transfer(a, b, "acknowledgement-lost")).ok());
   ASSERT_TRUE(s.caught_up(10s)) << s.projector->fault();
   EXPECT_EQ(s.faulty->failed(), 1u) << "the lost acknowledgement was not met";
   EXPECT_EQ(s.projector->fault(), "");

@@ -16,7 +16,6 @@
 #include <rocksdb/file_system.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -35,6 +34,8 @@
 #include "query-api/credentials.h"
 #include "query-api/envelope.h"
 #include "query-api/router.h"
+#include "tests/support/node.h"
+#include "tests/support/scratch_dir.h"
 
 namespace kobo {
 namespace {
@@ -153,18 +154,11 @@ void drop_block_cache(rocksdb::DB& db) {
 class ViewsReadErrors : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kobo-views-read-errors-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    LedgerOptions o;
-    o.config.partitions = kPartitions;
-    ledger_ = std::make_unique<Ledger>(log_, o);
-    ASSERT_TRUE(ledger_->start().ok());
-    auto views = Views::open((dir_ / "views").string(), kPartitions, env_.get());
-    ASSERT_TRUE(views.ok()) << views.status().message();
-    views_ = std::move(views).value();
-    projector_ = std::make_unique<Projector>(log_, *views_);
-    ASSERT_TRUE(projector_->start().ok());
+    const Status started = node_.start();
+    ASSERT_TRUE(started.ok()) << started.message();
+    ledger_ = &node_.ledger();
+    views_ = &node_.views();
+    projector_ = &node_.projector();
 
     creds_ = new_credentials();
     ASSERT_TRUE(ledger_->execute(create_business_command(creds_, "Read errors")).ok());
@@ -187,13 +181,7 @@ class ViewsReadErrors : public ::testing::Test {
     api_ = std::make_unique<Api>(*ledger_, *views_, *projector_, ao);
     api_->add_routes(router_);
   }
-  void TearDown() override {
-    api_.reset();
-    projector_.reset();
-    views_.reset();
-    ledger_.reset();
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { api_.reset(); }
 
   // The caller's key record written again, unchanged: a read of it is served by the memtable.
   void key_in_memtable() {
@@ -205,10 +193,7 @@ class ViewsReadErrors : public ::testing::Test {
     ASSERT_TRUE(views_->write(batch).ok());
   }
 
-  void caught_up() {
-    for (std::uint32_t p = 0; p < kPartitions; ++p)
-      ASSERT_TRUE(projector_->wait_applied(Partition(p), ledger_->durable_seq(Partition(p)), 5s));
-  }
+  void caught_up() { ASSERT_TRUE(node_.caught_up(5s)); }
 
   http::Response call(boost::beast::http::verb method, const std::string& path,
                       const std::string& body = "") {
@@ -234,13 +219,15 @@ class ViewsReadErrors : public ::testing::Test {
     EXPECT_EQ(r.body.find("Input/output"), std::string::npos) << what << " shows the cause";
   }
 
-  fs::path dir_;
+  testing::ScratchDir dir_;
   std::shared_ptr<FailingReads> faulty_ = std::make_shared<FailingReads>();
   std::unique_ptr<rocksdb::Env> env_ = rocksdb::NewCompositeEnv(faulty_);
-  MemoryLog log_{kPartitions};
-  std::unique_ptr<Ledger> ledger_;
-  std::unique_ptr<Views> views_;
-  std::unique_ptr<Projector> projector_;
+  // The node in process (tests/support/node.h): a writer on a log in memory, and the views on the
+  // failing file system with the projector following the log into them.
+  testing::Node node_{dir_.path(), {.partitions = kPartitions, .views_env = env_.get()}};
+  Ledger* ledger_ = nullptr;
+  Views* views_ = nullptr;
+  Projector* projector_ = nullptr;
   std::unique_ptr<Api> api_;
   http::Router router_;
   Credentials creds_;
@@ -333,10 +320,9 @@ TEST_F(ViewsReadErrors, AWriteIsAnsweredFromItsEventWhileTheProjectionStopsSayin
 }
 
 TEST(ProjectorThread, AnExceptionStopsTheProjectionAndSaysWhyInsteadOfEndingTheProcess) {
-  const fs::path dir = fs::temp_directory_path() / ("kobo-projector-thread-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const testing::ScratchDir dir;
   ThrowingLog log(kPartitions);
-  auto views = Views::open((dir / "views").string(), kPartitions);
+  auto views = Views::open(dir.str("views"), kPartitions);
   ASSERT_TRUE(views.ok()) << views.status().message();
   {
     Projector projector(log, *views.value());
@@ -349,7 +335,6 @@ TEST(ProjectorThread, AnExceptionStopsTheProjectionAndSaysWhyInsteadOfEndingTheP
     EXPECT_FALSE(projector.wait_applied(Partition(0), Seq(1), 1s)) << "waiters are answered at once";
   }
   views.value().reset();
-  fs::remove_all(dir);
 }
 
 }  // namespace

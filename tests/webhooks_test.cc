@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/crypto.h"
+#include "tests/support/scratch_dir.h"
 #include "webhooks/webhooks.h"
 
 namespace kobo {
@@ -82,10 +83,7 @@ TEST(DeliveryStates, AManualRetryMakesTheDeliveryDueNow) {
 }
 
 TEST(WebhookSecrets, DeriveOneSecretPerAccountModeAndRotationFromTheMaster) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("kobo-webhook-secrets-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const testing::ScratchDir dir;
   const std::string path = (dir / "webhook-master-secret").string();
   auto made = WebhookSecrets::open(path, std::nullopt);
   ASSERT_TRUE(made.ok()) << made.status().message();
@@ -111,7 +109,6 @@ TEST(WebhookSecrets, DeriveOneSecretPerAccountModeAndRotationFromTheMaster) {
             WebhookSecrets::open((dir / "other").string(), master).value()->secret("acc-1", false, "h1"));
   EXPECT_NE(WebhookSecrets::open(path, master).value()->secret("acc-1", false, "h1"), a);
   EXPECT_FALSE(WebhookSecrets::open(path, std::string(31, 'm')).ok());
-  std::filesystem::remove_all(dir);
 }
 
 TEST(WebhookSecrets, SignWithTheCurrentSecretAndThePreviousForADayAfterARotation) {
@@ -212,7 +209,8 @@ TEST(WebhookRetrySchedule, ParsesDurationsAndRejectsNonsense) {
 }
 
 TEST(SigningKeyStore, KeepsEachAccountsKeysInA0600File) {
-  const auto dir = std::filesystem::temp_directory_path() / ("kobo-keys-" + random_hex(6));
+  const testing::ScratchDir scratch;
+  const auto dir = scratch / "keys";  // made by the store
   {
     auto store = SigningKeyStore::open(dir.string());
     ASSERT_TRUE(store.ok()) << store.status().message();
@@ -230,7 +228,6 @@ TEST(SigningKeyStore, KeepsEachAccountsKeysInA0600File) {
   auto reopened = SigningKeyStore::open(dir.string());
   ASSERT_TRUE(reopened.ok());
   EXPECT_EQ(reopened.value()->get("acc-1", true), "sk_live_a") << "keys survive a restart";
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

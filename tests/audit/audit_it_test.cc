@@ -89,12 +89,6 @@ class AuditCommand : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     if (server_) keep_data_dir_if_failed(*server_);
-    const bool failed = ::testing::UnitTest::GetInstance()->current_test_suite() != nullptr &&
-                        ::testing::UnitTest::GetInstance()->current_test_suite()->Failed();
-    for (const fs::path& c : copies_) {
-      std::error_code ec;
-      if (!failed) fs::remove_all(c, ec);
-    }
     copies_.clear();
     server_.reset();
   }
@@ -105,11 +99,10 @@ class AuditCommand : public ::testing::Test {
   }
   static fs::path data_dir() { return server_->data_dir(); }
 
-  // A copy of the served data dir next to it, for this test to change.
+  // A copy of the served data dir, for this test to change.
   static fs::path copy(const std::string& name) {
-    const fs::path to = data_dir().string() + "-" + name;
-    fs::remove_all(to);
-    copies_.push_back(to);
+    const fs::path to =
+        copies_.emplace_back("audit-" + name, kobo::testing::ScratchDir::Keep::on_failure) / "data";
     kobo::testing::copy_data_dir(data_dir(), to);
     return to;
   }
@@ -121,12 +114,13 @@ class AuditCommand : public ::testing::Test {
 
   static std::unique_ptr<KoboProcess> server_;
   static std::string start_error_;
-  static std::vector<fs::path> copies_;  // removed with the suite unless it failed
+  // Removed with the suite unless it failed; tampered with, so never kept for an integration audit.
+  static std::vector<kobo::testing::ScratchDir> copies_;
 };
 
 std::unique_ptr<KoboProcess> AuditCommand::server_;
 std::string AuditCommand::start_error_;
-std::vector<fs::path> AuditCommand::copies_;
+std::vector<kobo::testing::ScratchDir> AuditCommand::copies_;
 
 TEST_F(AuditCommand, IsCleanOnAServedDataDirAndReplayReproducesItsViewsByteForByte) {
   const fs::path dir = copy("replay");

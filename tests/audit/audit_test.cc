@@ -4,11 +4,11 @@
 // partition and seq of each. Then the model's rules, one table row each, on small hand-made logs.
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "audit/audit.h"
@@ -20,6 +20,8 @@
 #include "projection/rebuild.h"
 #include "projection/rows.h"
 #include "tests/audit/log_surgery.h"
+#include "tests/support/node.h"
+#include "tests/support/scratch_dir.h"
 
 namespace kobo::audit {
 namespace {
@@ -127,17 +129,13 @@ void settle(EventLog& log, Ledger& ledger, Projector& projector) {
 void write_real_log(const fs::path& data_dir) {
   auto log = open_embedded_log({(data_dir / "log").string(), kPartitions, /*sync=*/false});
   ASSERT_TRUE(log.ok()) << log.status().message();
-  auto views = Views::open((data_dir / "views").string(), kPartitions);
-  ASSERT_TRUE(views.ok());
   LedgerOptions lo;
-  lo.config.partitions = kPartitions;
   lo.config.rail_delay = 5ms;
+  testing::Node node(*log.value(), data_dir, {.partitions = kPartitions, .ledger = lo});
   std::vector<Business> businesses;
   for (int generation = 0; generation < 2; ++generation) {
-    Ledger ledger(*log.value(), lo);
-    ASSERT_TRUE(ledger.start().ok());
-    Projector projector(*log.value(), *views.value());
-    ASSERT_TRUE(projector.start().ok());
+    ASSERT_TRUE(node.start().ok());
+    Ledger& ledger = node.ledger();
     if (generation == 0) {
       for (int n = 0; n < 3; ++n) businesses.push_back(create_business(ledger, n));
     }
@@ -146,23 +144,19 @@ void write_real_log(const fs::path& data_dir) {
       payout(ledger, b, "pay-ok-" + std::to_string(generation) + b.caller.business, false);
       payout(ledger, b, "pay-fail-" + std::to_string(generation) + b.caller.business, true);
     }
-    settle(*log.value(), ledger, projector);
-    projector.stop();
-    ledger.stop();
+    settle(*log.value(), ledger, node.projector());
+    node.stop();
   }
 }
 
 class AuditOfARealLog : public ::testing::Test {
  public:
   static void SetUpTestSuite() {
-    root_ = fs::temp_directory_path() / ("kobo-audit-test-" + std::to_string(::getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
+    scratch_.emplace("audit-test");  // kept when the suite fails
+    root_ = scratch_->path();
     write_real_log(root_ / "golden");
   }
-  static void TearDownTestSuite() {
-    if (!::testing::UnitTest::GetInstance()->Failed()) fs::remove_all(root_);
-  }
+  static void TearDownTestSuite() { scratch_.reset(); }
 
  protected:
   // A fresh copy of the golden data dir for this test to change.
@@ -194,9 +188,11 @@ class AuditOfARealLog : public ::testing::Test {
     return {dir, testing::tamper(log, t)};
   }
 
+  static std::optional<testing::ScratchDir> scratch_;
   static fs::path root_;
 };
 
+std::optional<testing::ScratchDir> AuditOfARealLog::scratch_;
 fs::path AuditOfARealLog::root_;
 
 TEST_F(AuditOfARealLog, IsCleanAndCountsWhatItRead) {

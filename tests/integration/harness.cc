@@ -47,10 +47,7 @@ void ServerSuite::SetUp() {
 }
 
 void keep_data_dir_if_failed(KoboProcess& process) {
-  const auto* unit = ::testing::UnitTest::GetInstance();
-  const bool failed = (unit->current_test_suite() != nullptr && unit->current_test_suite()->Failed()) ||
-                      (unit->current_test_info() != nullptr && unit->current_test_info()->result()->Failed());
-  if (failed) process.keep_data_dir(true);  // the destructor says where
+  if (kobo::testing::current_test_failed()) process.keep_data_dir(true);  // the destructor says where
 }
 
 std::uint64_t test_seed(std::string_view test_name) {

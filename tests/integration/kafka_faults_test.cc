@@ -42,25 +42,8 @@ using std::chrono::milliseconds;
 fs::path kobo_binary() { return kobo_options().binary; }
 
 // A directory of its own under TMPDIR, removed at the end unless the test failed.
-class TempDir {
- public:
-  explicit TempDir(std::string_view prefix) : path_(fs::temp_directory_path() / unique_name(prefix)) {
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    if (::testing::Test::HasFailure()) {
-      std::cout << "kept " << path_ << " for inspection" << std::endl;
-      return;
-    }
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
+struct TempDir : kobo::testing::ScratchDir {
+  explicit TempDir(std::string_view name) : ScratchDir(name, Keep::on_failure) {}
 };
 
 // A Kafka broker of this test's own (tools/kafka/broker.sh), which every KoboProcess created
@@ -69,7 +52,7 @@ class TempDir {
 class OwnBroker {
  public:
   // mode: "" (one broker) or "--cluster" (three, broker.sh start DIR --cluster).
-  explicit OwnBroker(const std::string& mode = "") : root_("kobo-it-broker"), dir_(root_.path() / "broker") {
+  explicit OwnBroker(const std::string& mode = "") : root_("it-broker"), dir_(root_.path() / "broker") {
     if (const char* old = std::getenv("KOBO_TEST_KAFKA_DIR")) old_env_ = old;
     run("start", true, mode);
     ::setenv("KOBO_TEST_KAFKA_DIR", dir_.c_str(), 1);
@@ -779,7 +762,7 @@ TEST_F(KafkaFaults, ASecondWriterFencesTheFirst) {
                 200, "transfer on A before B");
   ASSERT_TRUE(wait_until([&] { return pending_count(http_a, key) == 0; })) << "A's transfers still pending";
 
-  TempDir b_dir("kobo-it-fence-b");
+  TempDir b_dir("it-fence-b");
   KoboProcess b(same_topic_options(a, b_dir.path()));
   HttpClient& http_b = b.client();
   EXPECT_EQ(balance_of(http_b, key, id1), 990'000);
@@ -872,7 +855,7 @@ TEST_F(KafkaFaults, AFreshDataDirRebuildsIdenticalViews) {
   ASSERT_GE(before.transactions.size(), 3u + 6u * 2u + 1u);
   EXPECT_EQ(a.terminate(), 0) << a.log_tail();
 
-  TempDir b_dir("kobo-it-rebuild-b");
+  TempDir b_dir("it-rebuild-b");
   KoboProcess b(same_topic_options(a, b_dir.path(), flags));
   const Views after = read_views(b.client(), key, ids);
   EXPECT_EQ(after.wallets.size(), before.wallets.size());
@@ -925,7 +908,7 @@ class KafkaSecured : public ::testing::Test {
 TEST_F(KafkaSecured, AWrongPasswordIsAClearErrorAtStart) {
   const std::string topic = unique_name("it.secured-password");
   kobo::testing::ensure_test_topic(topic, 2);
-  TempDir dir("kobo-it-secured");
+  TempDir dir("it-secured");
   const std::string brokers = kobo::testing::test_kafka_brokers();
   const std::string password = std::getenv("KOBO_KAFKA_SASL_PASSWORD");
   ::setenv("KOBO_KAFKA_SASL_PASSWORD", "not-the-password", 1);
@@ -941,7 +924,7 @@ TEST_F(KafkaSecured, AWrongPasswordIsAClearErrorAtStart) {
 
 TEST_F(KafkaSecured, ATopicItMayNotCreateIsAClearErrorNamingTheAcl) {
   const std::string topic = unique_name("it.secured-missing");  // allowed, but missing
-  TempDir dir("kobo-it-secured");
+  TempDir dir("it-secured");
   const auto run = serve_expecting_failure(kobo::testing::test_kafka_brokers(), topic, dir.path());
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("CREATE on Topic " + topic), std::string::npos) << run.output;
@@ -950,7 +933,7 @@ TEST_F(KafkaSecured, ATopicItMayNotCreateIsAClearErrorNamingTheAcl) {
 TEST_F(KafkaSecured, ATopicOutsideItsAclsIsAClearErrorNamingTheAcl) {
   const std::string topic = unique_name("forbidden.secured");
   kobo::testing::ensure_test_topic(topic, 2);
-  TempDir dir("kobo-it-secured");
+  TempDir dir("it-secured");
   const auto run = serve_expecting_failure(kobo::testing::test_kafka_brokers(), topic, dir.path());
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("DESCRIBE, READ and WRITE on Topic " + topic), std::string::npos) << run.output;

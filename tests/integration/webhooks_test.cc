@@ -67,8 +67,9 @@ void verify_with_standard_webhooks() {
   std::vector<json> batch;
   batch.swap(deliveries_to_verify());
   if (batch.empty()) return;
-  const auto file = std::filesystem::temp_directory_path() /
-                    ("kobo-deliveries-" + std::to_string(::getpid()) + "-" + random_uuid() + ".jsonl");
+  // Not a data dir: not among those the integration run keeps for its audit.
+  const kobo::testing::ScratchDir dir("it-deliveries", kobo::testing::ScratchDir::Keep::on_failure);
+  const auto file = dir / "deliveries.jsonl";
   {
     std::ofstream out(file);
     for (const json& d : batch) out << d.dump() << "\n";
@@ -78,7 +79,6 @@ void verify_with_standard_webhooks() {
                               "/tests/webhooks/verify_deliveries.py " + file.string();
   const int rc = std::system(command.c_str());
   EXPECT_EQ(rc, 0) << "deliveries that standardwebhooks does not verify (" << batch.size() << " checked)";
-  std::filesystem::remove(file);
 }
 
 void set_webhooks(HttpClient& http, const Business& b, const std::vector<std::string>& urls) {

@@ -3,8 +3,6 @@
 //   kobo_sim --seed S [--steps K] [--verbose]     one seed, every step printed with --verbose
 // Prints one line per seed; exits 1 if any seed failed, naming how to reproduce it.
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -46,7 +44,6 @@ int main(int argc, char** argv) {
     o.seed = seed;
     o.steps = steps;
     o.verbose = verbose;
-    o.dir = std::filesystem::temp_directory_path() / ("kobo-sim-" + std::to_string(::getpid()));
     const auto r = kobo::sim::run(o);
     std::cout << kobo::sim::summary(o, r) << std::endl;
     if (!r.ok) ++failed;

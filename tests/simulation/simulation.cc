@@ -20,6 +20,8 @@
 #include "events/memory_log.h"
 #include "projection/projector.h"
 #include "projection/views.h"
+#include "tests/support/node.h"
+#include "tests/support/scratch_dir.h"
 
 namespace kobo::sim {
 namespace {
@@ -123,27 +125,21 @@ std::string scope(const Business& b, bool live) { return scope_key(b.account, li
 
 class Simulation {
  public:
-  explicit Simulation(const Options& o) : options_(o), rng_(o.seed), log_(kPartitions) {}
+  explicit Simulation(const Options& o) : options_(o), rng_(o.seed) {}
 
   Report run() {
     // The faults it injects are logged as errors by design; only the verdict matters here.
     log::set_min_level(options_.verbose ? log::Level::info : log::Level::error);
-    std::filesystem::remove_all(options_.dir);
-    std::filesystem::create_directories(options_.dir);
-    auto views = Views::open((options_.dir / "views").string(), kPartitions);
-    if (!views) return fail("cannot open the views: " + views.status().message());
-    views_ = std::move(views).value();
-    if (!start_writer() || !start_projector()) return report_;
+    if (!started(node_.start_writer(), "the writer") || !started(node_.start_projector(), "the projector"))
+      return report_;
     for (int k = 0; k < kBusinesses; ++k) register_business(k);
     for (step_ = 1; step_ <= options_.steps && report_.failure.empty(); ++step_) step();
     if (report_.failure.empty()) settle();
     if (report_.failure.empty()) check_views();
     if (report_.failure.empty()) check_audit();
-    projector_.reset();
-    writer_.reset();
+    node_.stop();
     report_.log_digest = digest();
-    views_.reset();
-    std::filesystem::remove_all(options_.dir);
+    node_.close_views();
     report_.ok = report_.failure.empty();
     return report_;
   }
@@ -159,8 +155,8 @@ class Simulation {
     return v[below(v.size())];
   }
 
-  // ---- the system under test ----
-  bool start_writer() {
+  // ---- the system under test: a node in process (tests/support/node.h) on the log in memory ----
+  testing::NodeOptions node_options() {
     LedgerOptions o;
     o.config.partitions = kPartitions;
     o.config.rail_delay = kRailDelay;
@@ -169,25 +165,17 @@ class Simulation {
     o.recovery_retry = 0ms;
     // A restart starts from the newest snapshot when there is one. Which one that is depends on
     // the snapshotter's thread, not on the seed: the run must come out the same either way.
-    o.snapshot_dir = options_.dir / "snapshots";
+    o.snapshot_dir = scratch_ / "snapshots";
     o.snapshot_every_events = 25;
     // The history index on disk, as served: a restart reads it where the crash left it.
-    o.history_dir = options_.dir / "history";
+    o.history_dir = scratch_ / "history";
     o.snapshot_poll = 5ms;
-    writer_ = std::make_unique<Ledger>(log_, o);
-    if (auto s = writer_->start(); !s) {
-      fail("the writer cannot start: " + s.message());
-      return false;
-    }
-    return true;
+    return {.partitions = kPartitions, .ledger = o};
   }
-  bool start_projector() {
-    projector_ = std::make_unique<Projector>(log_, *views_);
-    if (auto s = projector_->start(); !s) {
-      fail("the projector cannot start: " + s.message());
-      return false;
-    }
-    return true;
+  // Whether a part of the node started; else the run fails saying why.
+  bool started(const Status& s, const std::string& what) {
+    if (!s) fail(what + " cannot start: " + s.message());
+    return s.ok();
   }
 
   Report fail(std::string why) {
@@ -205,14 +193,14 @@ class Simulation {
   // what is due before what is queued, so once the barrier is answered every rail step and
   // expiry due by now has been decided, and the clock may move on.
   Outcome execute(Command c) {
-    Outcome o = writer_->execute(std::move(c));
+    Outcome o = node_.ledger().execute(std::move(c));
     WalletTransfer barrier;
     barrier.caller = Caller{businesses_[0].id, businesses_[0].account, false};
     barrier.source = "vba-barrier";
     barrier.destination = "vba-barrier";
     barrier.amount = Kobo(1);
     barrier.narration = "barrier";
-    const Outcome b = writer_->execute(barrier);
+    const Outcome b = node_.ledger().execute(barrier);
     if (b.rejection != Rejection::source_not_found)
       fail("the barrier was answered " + std::string(to_string(b.rejection)));
     return o;
@@ -239,7 +227,7 @@ class Simulation {
     Business b;
     b.id = "biz-sim-" + std::to_string(options_.seed) + "-" + std::to_string(k);
     b.account = "acc-sim-" + std::to_string(options_.seed) + "-" + std::to_string(k);
-    b.partition = writer_->partition_of(b.id).value;
+    b.partition = node_.ledger().partition_of(b.id).value;
     CreateBusiness c{b.id,
                      "Business " + std::to_string(k),
                      b.account,
@@ -249,7 +237,7 @@ class Simulation {
                      "pk_test_" + b.id,
                      "pk_live_" + b.id};
     businesses_.push_back(b);
-    const Outcome o = writer_->execute(c);
+    const Outcome o = node_.ledger().execute(c);
     if (!o.ok()) fail("a business cannot be registered: " + std::string(to_string(o.rejection)));
   }
 
@@ -269,15 +257,13 @@ class Simulation {
 
     if (chance(2)) {
       trace("the writer crashes and restarts from the log");
-      writer_.reset();
       ++report_.writer_restarts;
-      if (!start_writer()) return;
+      if (!started(node_.restart_writer(), "the writer")) return;
     }
     if (chance(2)) {
       trace("the projector restarts");
-      projector_.reset();
       ++report_.projector_restarts;
-      if (!start_projector()) return;
+      if (!started(node_.restart_projector(), "the projector")) return;
     }
     injected_ = chance(3);
     if (injected_) {
@@ -937,7 +923,7 @@ class Simulation {
       after_command();
     }
     for (std::uint32_t p = 0; p < kPartitions; ++p)
-      if (!projector_->wait_applied(Partition(p), writer_->durable_seq(Partition(p)), 30s))
+      if (!node_.projector().wait_applied(Partition(p), node_.ledger().durable_seq(Partition(p)), 30s))
         fail("the projector did not catch up with partition " + std::to_string(p));
   }
 
@@ -945,7 +931,7 @@ class Simulation {
     for (const auto& [id, w] : model_.wallets) {
       if (w.kind == Kind::collection) continue;
       const Business& b = businesses_[static_cast<std::size_t>(w.business)];
-      const auto text = views_->wallet_text(Scope{b.id, w.live}, id).value();
+      const auto text = node_.views().wallet_text(Scope{b.id, w.live}, id).value();
       if (!text) {
         fail("the views lack wallet " + id);
         return;
@@ -965,7 +951,7 @@ class Simulation {
     }
     for (const auto& [id, h] : model_.holds) {
       const Business& b = businesses_[static_cast<std::size_t>(h.business)];
-      const auto text = views_->hold_text(Scope{b.id, h.live}, id).value();
+      const auto text = node_.views().hold_text(Scope{b.id, h.live}, id).value();
       if (!text) {
         fail("the views lack hold " + id);
         return;
@@ -985,7 +971,7 @@ class Simulation {
       fail("the audit cannot read the log: " + report.status().message());
       return;
     }
-    if (auto s = audit::audit_views(log_, *views_, options_.dir / "rebuild", report.value()); !s) {
+    if (auto s = audit::audit_views(log_, node_.views(), scratch_ / "rebuild", report.value()); !s) {
       fail("the views cannot be audited: " + s.message());
       return;
     }
@@ -1028,16 +1014,16 @@ class Simulation {
 
   const Options options_;
   std::mt19937_64 rng_;
-  MemoryLog log_;
   std::shared_ptr<IdSource> ids_ = std::make_shared<SeededIds>(options_.seed);
   UnixMs now_ = kStart;
   int step_ = 0;
   bool injected_ = false;
   std::vector<Business> businesses_;
   Model model_;
-  std::unique_ptr<Views> views_;
-  std::unique_ptr<Ledger> writer_;
-  std::unique_ptr<Projector> projector_;
+  // Last: they use what is above (ids_, now_), and go first.
+  testing::ScratchDir scratch_{"sim-" + std::to_string(options_.seed)};
+  testing::Node node_{scratch_.path(), node_options()};
+  MemoryLog& log_ = node_.memory_log();
   Report report_;
 };
 

@@ -15,16 +15,14 @@
 // The same seed gives the same log, byte for byte: a failing seed is a reproducible bug.
 
 #include <cstdint>
-#include <filesystem>
 #include <string>
 
 namespace kobo::sim {
 
 struct Options {
   std::uint64_t seed = 1;
-  int steps = 300;            // commands issued
-  std::filesystem::path dir;  // scratch space for the views (created, removed afterwards)
-  bool verbose = false;       // print every step to stderr
+  int steps = 300;       // commands issued
+  bool verbose = false;  // print every step to stderr
 };
 
 struct Report {

@@ -4,7 +4,6 @@
 #include "tests/simulation/simulation.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 namespace kobo::sim {
 namespace {
@@ -13,8 +12,6 @@ Options options_for(std::uint64_t seed, int steps) {
   Options o;
   o.seed = seed;
   o.steps = steps;
-  o.dir = std::filesystem::temp_directory_path() /
-          ("kobo-sim-" + std::to_string(::getpid()) + "-" + std::to_string(seed));
   return o;
 }
 

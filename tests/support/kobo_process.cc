@@ -32,17 +32,6 @@ std::string env_or(const char* name, const std::string& fallback) {
   return (v != nullptr && *v != '\0') ? std::string(v) : fallback;
 }
 
-fs::path make_temp_dir() {
-  fs::path base = env_or("TMPDIR", "/tmp");
-  std::string templ = (base / "kobo-it-XXXXXX").string();
-  std::vector<char> buf(templ.begin(), templ.end());
-  buf.push_back('\0');
-  if (::mkdtemp(buf.data()) == nullptr) {
-    throw std::system_error(errno, std::generic_category(), "mkdtemp " + templ);
-  }
-  return fs::path(buf.data());
-}
-
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return std::string("killed by signal ") + ::strsignal(WTERMSIG(status));
@@ -73,13 +62,12 @@ KoboProcess::KoboProcess(KoboOptions options) : options_(std::move(options)) {
   if (binary_.empty()) throw std::runtime_error("KoboProcess: no kobo binary (set KOBO_BINARY)");
   if (!fs::exists(binary_)) throw std::runtime_error("KoboProcess: no kobo binary at " + binary_.string());
   if (options_.data_dir.empty()) {
-    data_dir_ = make_temp_dir();
-    owns_data_dir_ = true;
+    scratch_.emplace("it");
+    data_dir_ = scratch_->path();
   } else {
     data_dir_ = options_.data_dir;
     fs::create_directories(data_dir_);
   }
-  keep_data_dir_ = env_or("KOBO_TEST_KEEP_DATA", "") == "1";
   port_ = options_.port != 0 ? options_.port : free_loopback_port();
   try {
     spawn();
@@ -87,11 +75,7 @@ KoboProcess::KoboProcess(KoboOptions options) : options_(std::move(options)) {
     if (options_.wait_ready) wait_ready();
   } catch (...) {
     if (pid_ > 0) kill9();
-    if (owns_data_dir_ && !keep_data_dir_) {
-      std::error_code ec;
-      fs::remove_all(data_dir_, ec);
-    }
-    throw;
+    throw;  // scratch_ goes, unless KOBO_TEST_KEEP_DATA keeps it
   }
 }
 
@@ -101,16 +85,11 @@ KoboProcess::~KoboProcess() {
   // write-ahead log at its preallocated 71 MB (228 MB a directory), and a ctest run of the
   // integration suites keeps ~150 directories for the audit at its end (tests/CMakeLists.txt),
   // which filled a CI machine's disk.
-  if (pid_ > 0 && keep_data_dir_) terminate(milliseconds(5'000));
+  const bool kept = keep_data_dir_ || (scratch_ ? scratch_->kept() : keep_data_requested());
+  if (pid_ > 0 && kept) terminate(milliseconds(5'000));
   if (pid_ > 0) kill9();
-  if (owns_data_dir_) {
-    if (keep_data_dir_) {
-      std::fprintf(stderr, "[kobo] kept data dir %s\n", data_dir_.c_str());
-    } else {
-      std::error_code ec;
-      fs::remove_all(data_dir_, ec);
-    }
-  }
+  if (scratch_ && keep_data_dir_) scratch_->keep();
+  scratch_.reset();  // removed, or kept and named
 }
 
 std::string KoboProcess::kafka_topic() const {

@@ -12,8 +12,9 @@
 //
 // Lifecycle: constructed = running. kill9() / terminate() stop it; start() / restart() start it
 // again on the same data directory. The destructor SIGKILLs a running child and removes a
-// temporary data directory unless keep_data_dir(true) was called (or KOBO_TEST_KEEP_DATA=1); a
-// child whose directory is kept gets SIGTERM first, so its databases are closed and trimmed.
+// temporary data directory (a ScratchDir, tests/support/scratch_dir.h) unless keep_data_dir(true)
+// was called, the test failed or KOBO_TEST_KEEP_DATA=1; a child whose directory is kept gets
+// SIGTERM first, so its databases are closed and trimmed.
 //
 // Thread safety: none; use it from one thread (the one that started it, see PR_SET_PDEATHSIG).
 // client() belongs to that thread too; other threads make their own with new_client().
@@ -24,10 +25,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tests/support/http_client.h"
+#include "tests/support/scratch_dir.h"
 
 namespace kobo::testing {
 
@@ -121,8 +124,8 @@ class KoboProcess {
 
   KoboOptions options_;
   std::filesystem::path binary_;
+  std::optional<ScratchDir> scratch_;  // the data dir, when options_ named none
   std::filesystem::path data_dir_;
-  bool owns_data_dir_ = false;
   bool keep_data_dir_ = false;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;

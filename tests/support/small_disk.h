@@ -1,7 +1,8 @@
 #pragma once
 // A small tmpfs for tests of a disk that fills up (guarantee 8, docs/architecture.md section 6): mounted in a
-// fresh temporary directory, filled on request with a file that can be removed to make room, and unmounted by
-// the destructor. Mounting needs root: `available()` is false otherwise, and the test skips.
+// fresh scratch directory (tests/support/scratch_dir.h), filled on request with a file that can be removed to
+// make room, and unmounted by the destructor. Mounting needs root: `available()` is false otherwise, and the
+// test skips.
 
 #include <sys/mount.h>
 #include <unistd.h>
@@ -10,7 +11,10 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+
+#include "tests/support/scratch_dir.h"
 
 namespace kobo::testing {
 
@@ -19,15 +23,12 @@ class SmallDisk {
   // `size` as mount(8) takes it, e.g. "16m".
   SmallDisk(const std::string& name, const std::string& size) {
     if (geteuid() != 0) return;
-    path_ = std::filesystem::temp_directory_path() / ("kobo-" + name + "-" + std::to_string(getpid()));
-    std::filesystem::create_directories(path_);
+    path_ = dir_.emplace(name, ScratchDir::Keep::on_failure).path();  // what it held goes with the unmount
     mounted_ = mount("tmpfs", path_.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
     if (!mounted_) error_ = errno;
   }
   ~SmallDisk() {
     if (mounted_) umount2(path_.c_str(), MNT_DETACH);
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
   }
   SmallDisk(const SmallDisk&) = delete;
   SmallDisk& operator=(const SmallDisk&) = delete;
@@ -55,6 +56,7 @@ class SmallDisk {
   void unfill() const { std::filesystem::remove(path_ / "filler"); }
 
  private:
+  std::optional<ScratchDir> dir_;  // removed after the destructor's unmount
   std::filesystem::path path_;
   bool mounted_ = false;
   int error_ = 0;
