@@ -12,12 +12,6 @@
 namespace kobo {
 namespace {
 
-Decision reject(Rejection r) {
-  Decision d;
-  d.rejection = r;
-  return d;
-}
-
 const std::optional<std::string>& reference_of(const BulkItem& item) {
   return std::visit([](const auto& t) -> const std::optional<std::string>& { return t.reference; },
                     item.transfer);
@@ -173,10 +167,7 @@ Decision decide_bulk(PartitionState& s, History& h, const BulkTransfer& c, const
   }
   if (used.value()) {
     if (used.value()->fingerprint != fingerprint) return reject(Rejection::duplicate_reference);
-    Decision d;
-    d.replayed = true;
-    d.id = used.value()->transaction;
-    return d;
+    return replay_of(used.value()->transaction);
   }
 
   BulkTransferAccepted bulk;

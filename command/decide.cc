@@ -9,13 +9,23 @@
 #include "events/ledger.h"
 
 namespace kobo {
-namespace {
 
 Decision reject(Rejection r) {
+  KOBO_ASSERT(r != Rejection::none, "a rejection names its reason");
   Decision d;
   d.rejection = r;
   return d;
 }
+
+Decision replay_of(std::string id) {
+  KOBO_ASSERT(!id.empty(), "a replay names the record it repeats");
+  Decision d;
+  d.replayed = true;
+  d.id = std::move(id);
+  return d;
+}
+
+namespace {
 
 // The history index could not be read: the command is answered 503 and decided again later.
 Decision unavailable(const Status& why) {
@@ -31,6 +41,11 @@ Decision one_event(const Caller& c, EventData data, std::string id) {
 }
 
 std::string_view sys(SystemAccount a) { return account_name(a); }
+
+WalletId new_wallet_id(IdSource& ids) { return WalletId(std::string(kWalletIdPrefix) + ids.uuid()); }
+TransactionId new_transaction_id(IdSource& ids) {
+  return TransactionId(std::string(kTransactionIdPrefix) + ids.uuid());
+}
 
 // The longest a collection wallet may stay open: far beyond what the API accepts, and far
 // from overflowing a time in milliseconds.
@@ -125,12 +140,7 @@ Decision decide_add_bank_account(const PartitionState& s, const History& h, cons
   if (!type) return reject(Rejection::out_of_range);
   const auto saved = h.bank_account(c.public_id);
   if (!saved) return unavailable(saved.status());
-  if (saved.value()) {
-    Decision d;
-    d.replayed = true;
-    d.id = c.public_id;
-    return d;
-  }
+  if (saved.value()) return replay_of(c.public_id);
   return one_event(c.caller, beneficiary_saved(s, c, *type, config), c.public_id);
 }
 
@@ -156,7 +166,7 @@ Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, co
   x.kyc_tier = c.kyc_tier;
   x.mobile = c.mobile;
   x.name = c.account_name;
-  x.wallet = WalletId("vba-" + ids.uuid());
+  x.wallet = new_wallet_id(ids);
   std::string id = x.wallet.value;
   return one_event(c.caller, std::move(x), std::move(id));
 }
@@ -190,7 +200,7 @@ Decision decide_create_transit(const PartitionState& s, const CreateTransitWalle
   x.mobile = c.mobile;
   x.name = c.account_name;
   x.settlement_wallet = WalletId(c.settlement_account);
-  x.wallet = WalletId("vba-" + ids.uuid());
+  x.wallet = new_wallet_id(ids);
   std::string id = x.wallet.value;
   return one_event(c.caller, std::move(x), std::move(id));
 }
@@ -217,7 +227,7 @@ Decision decide_create_collection(const PartitionState& s, const History& h, con
   x.id = interleaved_id(s.account_numbers_issued, s.partition, config.partitions);
   x.name = c.account_name;
   x.reference = c.reference;
-  x.wallet = WalletId("vba-" + ids.uuid());
+  x.wallet = new_wallet_id(ids);
   const UnixMs expires_at = x.expires_at.ms;
   std::string id = x.wallet.value;
   Decision d = one_event(c.caller, std::move(x), id);
@@ -256,10 +266,7 @@ std::optional<Decision> check_reference(const History& h, const Caller& caller,
   if (!used.value()) return std::nullopt;
   if (used.value()->fingerprint != request_fingerprint(request))
     return reject(Rejection::duplicate_reference);
-  Decision d;
-  d.replayed = true;
-  d.id = used.value()->transaction;
-  return d;
+  return replay_of(used.value()->transaction);
 }
 
 // A debit of `amount` from wallet `src` (id `source`) that someone asked for: a wallet transfer
@@ -308,7 +315,7 @@ Decision decide_wallet_transfer(const PartitionState& s, const History& h, const
   x.name_enquiry_ref = c.name_enquiry_ref;
   x.narration = c.narration;
   x.postings = {{c.source, -c.amount, *src_after}, {c.destination, c.amount, dst_after}};
-  x.transaction = TransactionId("trx-" + ids.uuid());
+  x.transaction = new_transaction_id(ids);
   x.reference = c.reference ? *c.reference : derived_reference("ref-", x.transaction);
   std::string id = x.transaction.value;
   return one_event(c.caller, std::move(x), std::move(id));
@@ -357,7 +364,7 @@ Decision decide_bank_transfer(const PartitionState& s, const History& h, const B
                 {std::string(sys(SystemAccount::payout_suspense)), c.amount, *suspense_after},
                 {std::string(sys(SystemAccount::fees)), fee, *fees_after}};
   if (c.save_beneficiary) x.save_beneficiary = true;
-  x.transaction = TransactionId("trx-" + ids.uuid());
+  x.transaction = new_transaction_id(ids);
   x.reference = c.reference ? *c.reference : derived_reference("ref-", x.transaction);
   d.id = x.transaction.value;
   d.events.push_back({c.caller.business, c.caller.live, std::move(x)});
@@ -468,20 +475,13 @@ Decision decide_incoming_credit(const PartitionState& s, const History& h, const
   }
   x.sender = Sender{c.sender_name, c.sender_account_number, c.sender_bank_code, c.sender_bank_name,
                     c.sender_bank_nibss_code};
-  x.transaction = TransactionId("trx-" + ids.uuid());
+  x.transaction = new_transaction_id(ids);
   std::string id = x.transaction.value;
   return one_event(c.caller, std::move(x), std::move(id));
 }
 
 // The longest a hold may stay pending: what the API accepts (extensions section 2).
 constexpr std::int64_t kHoldExpirySecondsMax = 2'592'000;
-
-Decision replay_of(std::string id) {
-  Decision d;
-  d.replayed = true;
-  d.id = std::move(id);
-  return d;
-}
 
 Decision decide_place_hold(const PartitionState& s, const History& h, const PlaceHold& c,
                            const LedgerConfig& config, UnixMs now, IdSource& ids) {
@@ -576,7 +576,7 @@ Decision decide_capture_hold(const PartitionState& s, const History& h, const Ca
   x.postings = {{hold.source, -amount, src->balance - amount},
                 {c.destination, amount, std::get<Kobo>(credit)}};
   x.reference = c.reference;
-  x.transaction = TransactionId("trx-" + ids.uuid());
+  x.transaction = new_transaction_id(ids);
   return one_event(c.caller, std::move(x), c.hold);
 }
 

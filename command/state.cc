@@ -14,7 +14,6 @@ namespace kobo {
 
 namespace {
 
-constexpr std::string_view kWalletPrefix = "vba-";
 constexpr std::size_t kUuidVersion = 14;  // the digit that is 4 in a uuid v4
 
 // A lower-case uuid v4 as its 128 bits; nullopt for any other text, which would not print back
@@ -72,15 +71,15 @@ std::optional<std::uint64_t> parse_account_number(std::string_view text) {
 }
 
 std::optional<WalletKey> Wallets::key_of(std::string_view id) const {
-  if (id.starts_with(kWalletPrefix))
-    if (auto k = pack_uuid(id.substr(kWalletPrefix.size()))) return k;
+  if (id.starts_with(kWalletIdPrefix))
+    if (auto k = pack_uuid(id.substr(kWalletIdPrefix.size()))) return k;
   if (auto odd = odd_ids_.find(id)) return WalletKey{0, *odd};
   return std::nullopt;
 }
 
 std::string Wallets::id_of(const WalletKey& key) const {
   if (key.hi == 0) return odd_ids_[static_cast<std::uint32_t>(key.lo)];
-  return std::string(kWalletPrefix) + unpack_uuid(key);
+  return std::string(kWalletIdPrefix) + unpack_uuid(key);
 }
 
 const WalletState* Wallets::at(const WalletKey& key) const {
@@ -302,11 +301,11 @@ struct Applier {
   void operator()(const BankTransferInitiated& x) const {
     post_all(s, x.postings);
     count_transactions(s, e.data);
-    KOBO_ASSERT(x.postings.size() == 3, "a bank transfer posts to its source, payout suspense and fees");
+    const PayoutLegs legs = x.legs();
     PayoutState p;
-    p.source = x.postings[0].account;
-    p.amount = x.postings[1].amount;
-    p.fee = x.postings[2].amount;
+    p.source = legs.source.account;
+    p.amount = legs.amount();
+    p.fee = legs.fee.amount;
     p.updated_at = e.time;
     p.sandbox_fails = sandbox_fails(x.metadata);
     p.business = e.business;
@@ -352,9 +351,9 @@ struct Applier {
   void operator()(const HoldCaptured& x) const {
     const auto it = s.holds.find(x.hold.value);
     KOBO_ASSERT(it != s.holds.end(), "a capture of a hold that is not pending");
-    KOBO_ASSERT(x.postings.size() == 2 && x.postings[0].account == it->second.source,
-                "a capture moves money from its hold's source");
-    const Kobo amount = x.postings[1].amount;
+    const TransferLegs legs = x.legs();
+    KOBO_ASSERT(legs.source.account == it->second.source, "a capture moves money from its hold's source");
+    const Kobo amount = legs.amount();
     KOBO_ASSERT(amount.value > 0 && amount <= it->second.remaining(),
                 "a capture above what its hold has left");
     // The hold releases what it captures, then the money moves: available stays as it was.

@@ -238,15 +238,9 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
       event = std::move(read).value();
       return {};
     };
-    std::string account_id = std::visit(
-        [](const auto& x) -> std::string {
-          if constexpr (requires { x.account.value; })
-            return x.account.value;
-          else
-            return {};
-        },
-        e.data);
-    if (account_id.empty()) {
+    const AccountId* owner = owner_account(e.data);
+    std::string account_id = owner != nullptr ? owner->value : std::string();
+    if (owner == nullptr) {
       if (auto s = read_event(); !s) return s;  // a payout's status change: rare
       account_id = event->account;
     }
