@@ -36,6 +36,8 @@ constexpr char kHoldTag = 'H';                 // hld-… -> mode byte + busines
 constexpr std::size_t kFingerprintBytes = 32;
 
 std::string tagged(char tag, std::string_view a, std::string_view b = {}) {
+  // The index's own keys (#format, #position/…) start with '#': no fact's key does.
+  KOBO_ASSERT(tag != '#' && tag != '\0', "a fact's key starts with its tag");
   std::string key;
   key.reserve(1 + a.size() + b.size());
   key.push_back(tag);
@@ -52,7 +54,12 @@ std::string collection_reference_key(std::string_view account, bool live, std::s
   return tagged(kCollectionReferenceTag, scope_key(account, live), reference);
 }
 
-std::string position_key(std::uint32_t partition) { return "#position/" + std::to_string(partition); }
+std::string position_key(std::uint32_t partition) {
+  std::string key = "#position/" + std::to_string(partition);
+  KOBO_ASSERT(key.front() == kFormatKey.front(),
+              "the index's own keys share the '#' no fact's key starts with");
+  return key;
+}
 
 std::string encode_position(const IndexPosition& p) {
   KOBO_ASSERT(p.seq.value >= 1 && p.hash.size() == kGenesisHash.size(), "an index position is an event's");
@@ -302,6 +309,7 @@ Result<std::unique_ptr<History>> History::open(const HistoryOptions& options) {
 }
 
 Result<std::optional<std::string>> History::find(const std::string& key) const {
+  KOBO_ASSERT(key.size() >= 2, "a fact is found by its tag and a name");
   if (const auto it = tail_.find(key); it != tail_.end()) return std::optional<std::string>(it->second);
   return store_->get(key);
 }

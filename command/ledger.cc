@@ -352,6 +352,7 @@ Status Ledger::append_writer_started() {
 // in the tail, where lookups still find them, and takes the writer through recover().
 Status Ledger::write_history() {
   auto s = history_->write_tail();
+  KOBO_ASSERT(!s.ok() || history_->tail_size() == 0, "a tail written is a tail emptied");
   if (!s) {
     set_fault(s);
     healthy_.store(false);
@@ -406,6 +407,7 @@ void Ledger::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  KOBO_ASSERT(!thread_.joinable(), "a stopped writer holds no thread");
   std::deque<Pending> left;
   {
     std::lock_guard lock(mu_);
@@ -449,8 +451,13 @@ Outcome Ledger::execute(Command command) {
 // failed append re-read the log.
 void Ledger::resume_scheduled() {
   scheduled_.clear();
-  for (const auto& st : states_)
+  std::size_t owed = 0;
+  for (const auto& st : states_) {
     for (auto& s : resume_schedule(st, options_.config)) scheduled_.emplace(s.due, std::move(s.command));
+    owed += st.payouts.size() + st.collections.size() + st.holds.size();
+  }
+  KOBO_ASSERT(scheduled_.size() == owed,
+              "a follow-up per payout in flight, open collection wallet and pending hold");
 }
 
 void Ledger::take_due(std::vector<Pending>& batch) {

@@ -64,7 +64,11 @@ class Reader {
   std::uint32_t u32() { return raw<std::uint32_t>(); }
   std::uint64_t u64() { return raw<std::uint64_t>(); }
   std::int64_t i64() { return raw<std::int64_t>(); }
-  bool boolean() { return u8() != 0; }
+  bool boolean() {
+    const std::uint8_t b = u8();
+    if (b > 1) refuse();  // Writer::boolean writes 0 or 1
+    return b == 1;
+  }
   std::string str() {
     const std::uint64_t n = u64();
     if (n > in_.size() - at_) return fail<std::string>();
@@ -76,7 +80,9 @@ class Reader {
   // A container's element count: each element takes at least one byte.
   std::uint64_t count() {
     const std::uint64_t n = u64();
-    return n > in_.size() - at_ ? fail<std::uint64_t>() : n;
+    if (n > in_.size() - at_) return fail<std::uint64_t>();
+    KOBO_ASSERT(n <= in_.size() - at_, "a count fits what is left: each element takes a byte at least");
+    return n;
   }
   bool failed() const { return failed_; }
   bool at_end() const { return at_ == in_.size(); }
@@ -506,6 +512,7 @@ Result<Snapshot> decode_snapshot(std::string_view bytes, std::uint32_t partition
 }
 
 Status write_snapshot(const std::filesystem::path& dir, const Snapshot& s) {
+  KOBO_ASSERT(!s.states.empty() && s.cursors.size() == s.states.size(), "a snapshot of every partition");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::error("create " + dir.string() + ": " + ec.message());
@@ -525,6 +532,7 @@ namespace {
 // and the record before it is its head event, or (on Kafka, where offsets also count markers)
 // the first record from there is the head or extends it.
 Status check_position(EventLog& log, const Snapshot& s) {
+  KOBO_ASSERT(s.cursors.size() == log.partitions(), "a decoded snapshot has the log's partitions");
   auto ends = log.end_offsets();
   if (!ends) return ends.status();
   for (std::uint32_t p = 0; p < s.cursors.size(); ++p) {
@@ -561,7 +569,10 @@ std::optional<Snapshot> load_snapshot(const std::filesystem::path& dir, EventLog
     const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     auto s = decode_snapshot(bytes, log.partitions());
     Status why = s ? check_position(log, s.value()) : s.status();
-    if (why) return std::move(s).value();
+    if (why) {
+      KOBO_ASSERT(s.value().states.size() == log.partitions(), "a snapshot used has a state per partition");
+      return std::move(s).value();
+    }
     log::warn("a snapshot of the writer's state is not used; trying an older one, else the whole log",
               {{"snapshot", path.string()}, {"why", why.message()}});
   }
@@ -592,6 +603,9 @@ Snapshotter::Snapshotter(EventLog& log, History& history, SnapshotterOptions opt
 Snapshotter::~Snapshotter() { stop(); }
 
 Status Snapshotter::start(Snapshot from, std::uint64_t written_at) {
+  KOBO_ASSERT(!thread_.joinable(), "a snapshotter starts once");
+  KOBO_ASSERT(from.states.size() == log_.partitions() && written_at <= from.events,
+              "a snapshotter starts from the state the writer replayed, past the newest snapshot");
   state_ = std::move(from);
   events_at_last_write_ = written_at;
   follower_ = std::make_unique<LogFollower>(log_);
@@ -607,9 +621,11 @@ void Snapshotter::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  KOBO_ASSERT(!thread_.joinable(), "a stopped snapshotter holds no thread");
 }
 
 bool Snapshotter::index_reaches_state() const {
+  KOBO_ASSERT(follower_ != nullptr, "the snapshotter follows the log once started");
   for (std::uint32_t p = 0; p < state_.states.size(); ++p)
     if (history_.indexed_seq(Partition(p)) < follower_->cursor(Partition(p)).chain.last_seq()) return false;
   return true;
@@ -621,6 +637,7 @@ void Snapshotter::run() {
    public:
     explicit Applier(Snapshot& s) : s_(s) {}
     Status accepted(const Event& e) override {
+      KOBO_ASSERT(e.partition.value < s_.states.size(), "an event of one of the snapshot's partitions");
       apply(s_.states[e.partition.value], e);
       ++s_.events;
       return {};

@@ -619,6 +619,7 @@ bool in_canonical_form(const Event& e, std::string_view bytes) {
 std::string encode_data(const EventData& d) {
   std::string out;
   std::visit([&](const auto& x) { write_object(out, x); }, d);
+  KOBO_ASSERT(out.size() >= 2 && out.front() == '{' && out.back() == '}', "an event's data is a JSON object");
   return out;
 }
 

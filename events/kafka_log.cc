@@ -50,6 +50,8 @@ int ms_left(Clock::time_point deadline) {
 
 // librdkafka's warnings and errors join our JSON log lines (it suppresses repeats itself).
 void on_log(const rd_kafka_t* rk, int level, const char* facility, const char* message) {
+  KOBO_ASSERT(rk != nullptr && facility != nullptr && message != nullptr,
+              "librdkafka logs a line of a handle");
   if (level > 4) return;
   log::warn("librdkafka", {{"handle", rd_kafka_name(rk)}, {"facility", facility}, {"message", message}});
 }
@@ -61,6 +63,7 @@ using Properties = std::vector<std::pair<std::string, std::string>>;
 class ErrorSink {
  public:
   void note(rd_kafka_resp_err_t err, const char* reason) {
+    KOBO_ASSERT(reason != nullptr, "librdkafka gives an error its reason");
     if (err != RD_KAFKA_RESP_ERR__AUTHENTICATION && err != RD_KAFKA_RESP_ERR__SSL) return;
     std::lock_guard lock(mu_);
     if (refusal_.empty()) refusal_ = reason;
@@ -133,6 +136,7 @@ bool is_transient(rd_kafka_resp_err_t err) {
 constexpr const char* kReaderGroup = "kobo.readers.unused";
 
 Properties reader_properties(const std::string& name) {
+  KOBO_ASSERT(!name.empty(), "a reader's handle has a client id");
   return {{"client.id", name},
           {"isolation.level", "read_committed"},
           {"enable.auto.commit", "false"},
@@ -197,7 +201,10 @@ class KafkaReader final : public LogReader {
     return {};
   }
 
-  Offset position(Partition p) const override { return pos_.at(p.value); }
+  Offset position(Partition p) const override {
+    KOBO_ASSERT(p.value < pos_.size(), "the position of one of the reader's partitions");
+    return pos_[p.value];
+  }
 
  private:
   std::shared_ptr<ErrorSink>
@@ -561,6 +568,7 @@ class KafkaLogImpl final : public EventLog {
   // An existing topic is used as it is, but one that deletes old records would lose the ledger:
   // say so. A principal that may not read the topic's configuration is told it could not be checked.
   void warn_on_retention(Clock::time_point deadline) {
+    KOBO_ASSERT(meta_ != nullptr, "the metadata handle is made before the topic is checked");
     char err[512];
     rd_kafka_ConfigResource_t* resource =
         rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, options_.topic.c_str());
@@ -729,6 +737,7 @@ class KafkaLogImpl final : public EventLog {
   }
 
   void note_fatal(const rd_kafka_error_t* e) {
+    KOBO_ASSERT(e != nullptr, "a fatal error is one librdkafka returned");
     const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
     if (rd_kafka_error_is_fatal(e) || code == RD_KAFKA_RESP_ERR__FENCED ||
         code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED || code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH) {

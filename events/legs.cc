@@ -56,6 +56,7 @@ Status check_shape(std::string_view what, const std::vector<Posting>& postings,
 
 // Whether the amounts sum to zero, without overflowing.
 bool balanced(std::initializer_list<Kobo> amounts) {
+  KOBO_ASSERT(amounts.size() >= 2, "money balances between two amounts at least");
   Kobo sum;
   for (const Kobo a : amounts) {
     const auto next = checked_add(sum, a);

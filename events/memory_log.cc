@@ -70,10 +70,13 @@ Status MemoryLog::append(std::span<const EncodedEvent> batch) {
       --state_->failures_pending;
       return Status::error("injected append failure");
     }
+    std::size_t appended = 0;
     for (const auto& e : batch) {
       KOBO_ASSERT(e.partition.value < state_->records.size(), "append to a partition the log does not have");
       state_->records[e.partition.value].push_back(e.bytes);
+      ++appended;
     }
+    KOBO_ASSERT(appended == batch.size(), "every event of the batch is appended");
   }
   state_->signal.notify();
   return {};
@@ -88,6 +91,7 @@ Result<std::vector<Offset>> MemoryLog::end_offsets() {
   std::lock_guard lock(state_->mu);
   std::vector<Offset> out;
   for (const auto& r : state_->records) out.emplace_back(r.size());
+  KOBO_ASSERT(out.size() == state_->records.size(), "an end offset per partition");
   return out;
 }
 
