@@ -224,6 +224,7 @@ class EmbeddedReader final : public LogReader {
       log_.signal().wait_past(generation, timeout);
       read_available(max_records, out);
     }
+    KOBO_ASSERT(out.size() - before <= max_records, "a poll returns no more records than asked");
     return {};
   }
 

@@ -422,6 +422,9 @@ Result<Event> decode(std::string_view bytes, bool verify) {
   if (e.seq.value < 1 || e.command_size < 1 || e.command_seq > e.seq ||
       e.seq.value >= e.command_seq.value + e.command_size)
     return Status::error("event outside its command");
+  KOBO_ASSERT(data_text.data() >= padded.data() &&
+                  data_text.data() + data_text.size() <= padded.data() + bytes.size(),
+              "the data's text lies inside the record it was read from");
   const std::size_t capacity = padded.size() - static_cast<std::size_t>(data_text.data() - padded.data());
   if (auto s = read_data(parser, *type, data_text, capacity, e.data); !s) return s;
   if ((*type == EventType::writer_started) != e.business.empty())

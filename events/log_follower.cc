@@ -72,6 +72,7 @@ Status LogFollower::take(LogVisitor& v, FollowCursor& c, const Event& e) {
 }
 
 Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
+  KOBO_ASSERT(r.partition.value < cursors_.size(), "step() hands on records of the log's partitions only");
   FollowCursor& c = cursors_[r.partition.value];
   KOBO_ASSERT(r.offset >= c.next_offset, "a reader went backwards");
   c.next_offset = Offset(r.offset.value + 1);
