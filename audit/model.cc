@@ -581,7 +581,9 @@ void LogAuditor::change_hold(Model& m, const Event& e, const HoldId& id, Kobo ca
 }
 
 // The postings of one movement of money against what that movement is (docs/architecture.md section
-// 4, "Double entry").
+// 4, "Double entry"). Read by position here, and not through events/legs.h as every other reader
+// does, on purpose: the audit must not trust the writer's own reading of an event, so a fault in
+// the legs (a swapped suspense and fee, say) cannot hide itself from the check that should find it.
 void LogAuditor::check_movement(Model& m, const Event& e) {
   const std::vector<Posting>& postings = *postings_of(e.data);
   const auto wrong = [&](const std::string& why) {

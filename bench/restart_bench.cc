@@ -88,7 +88,8 @@ int restart(const fs::path& data_dir) {
 
   auto started = Clock::now();
   auto first = std::make_unique<Ledger>(*log, o);
-  KOBO_ASSERT(first->start().ok(), "the writer's start from the whole log");
+  const Status first_started = first->start();
+  KOBO_ASSERT(first_started.ok(), "the writer's start from the whole log");
   const double whole = seconds_since(started);
   // The state replayed from the whole log is written as a snapshot at the snapshotter's first look.
   const auto deadline = Clock::now() + std::chrono::minutes(5);
@@ -102,7 +103,8 @@ int restart(const fs::path& data_dir) {
 
   started = Clock::now();
   auto second = std::make_unique<Ledger>(*log, o);
-  KOBO_ASSERT(second->start().ok(), "the writer's start from the snapshot");
+  const Status second_started = second->start();
+  KOBO_ASSERT(second_started.ok(), "the writer's start from the snapshot");
   const double from_snapshot = seconds_since(started);
   second.reset();
   std::printf(
@@ -124,7 +126,8 @@ int ready(const fs::path& data_dir, std::uint64_t crash_after) {
     if (child == 0) {
       auto log = open_log(data_dir);
       Ledger l(*log, writer_options(data_dir, log->partitions()));
-      KOBO_ASSERT(l.start().ok(), "the crashing writer's start");
+      const Status crashing_started = l.start();
+      KOBO_ASSERT(crashing_started.ok(), "the crashing writer's start");
       const std::vector<Business> all = create_funded_wallets(l, 1, 2);
       std::mt19937_64 rng(::getpid());
       Batch batch(l);
@@ -135,12 +138,14 @@ int ready(const fs::path& data_dir, std::uint64_t crash_after) {
       ::kill(::getpid(), SIGKILL);
     }
     int status = 0;
-    KOBO_ASSERT(::waitpid(child, &status, 0) == child && WIFSIGNALED(status), "the writer was killed");
+    const pid_t waited = ::waitpid(child, &status, 0);
+    KOBO_ASSERT(waited == child && WIFSIGNALED(status), "the writer was killed");
   }
   const auto started = Clock::now();
   auto log = open_log(data_dir);
   Ledger l(*log, writer_options(data_dir, log->partitions()));
-  KOBO_ASSERT(l.start().ok(), "the writer's start after the crash");
+  const Status restarted = l.start();
+  KOBO_ASSERT(restarted.ok(), "the writer's start after the crash");
   const double ready_s = seconds_since(started);
   // The snapshotter follows the log into its copy of the hot state: counted too, once it has.
   std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -298,8 +303,10 @@ int compact(const fs::path& data_dir) {
     const auto t = Clock::now();
     rocksdb::CompactRangeOptions o;
     o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-    KOBO_ASSERT(views.value()->db().CompactRange(o, nullptr, nullptr).ok(), "compact the views");
-    KOBO_ASSERT(views.value()->db().Flush(rocksdb::FlushOptions()).ok(), "flush the views");
+    const rocksdb::Status compacted = views.value()->db().CompactRange(o, nullptr, nullptr);
+    KOBO_ASSERT(compacted.ok(), "compact the views");
+    const rocksdb::Status flushed = views.value()->db().Flush(rocksdb::FlushOptions());
+    KOBO_ASSERT(flushed.ok(), "flush the views");
     std::printf("views compacted to rest in %.1f s\n", seconds_since(t));
   }
   const std::uint64_t after = bytes_under(dir);

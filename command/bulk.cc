@@ -12,18 +12,14 @@
 namespace kobo {
 namespace {
 
-Decision reject(Rejection r) {
-  Decision d;
-  d.rejection = r;
-  return d;
-}
-
 const std::optional<std::string>& reference_of(const BulkItem& item) {
+  KOBO_ASSERT(!item.transfer.valueless_by_exception(), "an item is a transfer");
   return std::visit([](const auto& t) -> const std::optional<std::string>& { return t.reference; },
                     item.transfer);
 }
 
 const std::string& source_of(const BulkItem& item) {
+  KOBO_ASSERT(!item.transfer.valueless_by_exception(), "an item is a transfer");
   return std::visit([](const auto& t) -> const std::string& { return t.source; }, item.transfer);
 }
 
@@ -66,6 +62,7 @@ class Checkpoint {
       KOBO_ASSERT(now != nullptr, "a bulk transfer's trial closes no wallet");
       *now = w;
     }
+    KOBO_ASSERT(s_.total.value == 0, "a partition restored to a command boundary sums to zero");
   }
 
  private:
@@ -95,12 +92,14 @@ class Checkpoint {
 class Trial {
  public:
   Trial(PartitionState& s, History& h, const BulkTransfer& c, UnixMs now)
-      : s_(s), h_(h), checkpoint_(s, c), now_(now), seq_(h.noted_seq(s.partition)) {
+      : s_(s), h_(h), checkpoint_(s, c), now_(now), seq_(h.noted_seq(s.partition)), first_(seq_) {
+    KOBO_ASSERT(s_.total.value == 0, "a trial starts at a command boundary");
     h_.begin_trial();
   }
   ~Trial() {
     h_.undo_trial();
     checkpoint_.restore();
+    KOBO_ASSERT(h_.noted_seq(s_.partition) == first_, "a trial's notes are undone");
   }
   Trial(const Trial&) = delete;
   Trial& operator=(const Trial&) = delete;
@@ -126,9 +125,11 @@ class Trial {
   Checkpoint checkpoint_;
   UnixMs now_;
   Seq seq_;
+  Seq first_;  // where the history's notes stood before the trial
 };
 
 void name_batch(EventData& data, const BatchId& batch) {
+  KOBO_ASSERT(!batch.empty(), "an item names its bulk");
   if (auto* w = std::get_if<WalletTransferSettled>(&data)) w->batch = batch;
   if (auto* b = std::get_if<BankTransferInitiated>(&data)) b->batch = batch;
 }
@@ -136,6 +137,7 @@ void name_batch(EventData& data, const BatchId& batch) {
 // An atomic bulk draws on the wallets of the caller's account only (a single transfer may draw
 // on any wallet of the caller's business). Unknown wallets are decide()'s to reject.
 bool draws_on_another_account(const PartitionState& s, const BulkTransfer& c, const BulkItem& item) {
+  KOBO_ASSERT(c.atomic, "only an atomic bulk is bound to its account's wallets");
   const WalletState* w = s.wallets.find(source_of(item));
   return w != nullptr && s.wallets.owner(*w).account != c.caller.account;
 }
@@ -158,7 +160,9 @@ std::string bulk_fingerprint(const BulkTransfer& c) {
                                                            b.narration, b.metadata.text, b.save_beneficiary});
     }
   }
-  return sha256_hex(canonical);
+  std::string fingerprint = sha256_hex(canonical);
+  KOBO_ASSERT(fingerprint.size() == 64, "a bulk's fingerprint is a hex SHA-256 (events/event.h validate())");
+  return fingerprint;
 }
 
 Decision decide_bulk(PartitionState& s, History& h, const BulkTransfer& c, const LedgerConfig& config,
@@ -173,10 +177,7 @@ Decision decide_bulk(PartitionState& s, History& h, const BulkTransfer& c, const
   }
   if (used.value()) {
     if (used.value()->fingerprint != fingerprint) return reject(Rejection::duplicate_reference);
-    Decision d;
-    d.replayed = true;
-    d.id = used.value()->transaction;
-    return d;
+    return replay_of(used.value()->transaction);
   }
 
   BulkTransferAccepted bulk;

@@ -9,21 +9,33 @@
 #include "events/ledger.h"
 
 namespace kobo {
-namespace {
 
 Decision reject(Rejection r) {
+  KOBO_ASSERT(r != Rejection::none, "a rejection names its reason");
   Decision d;
   d.rejection = r;
   return d;
 }
 
+Decision replay_of(std::string id) {
+  KOBO_ASSERT(!id.empty(), "a replay names the record it repeats");
+  Decision d;
+  d.replayed = true;
+  d.id = std::move(id);
+  return d;
+}
+
+namespace {
+
 // The history index could not be read: the command is answered 503 and decided again later.
 Decision unavailable(const Status& why) {
+  KOBO_ASSERT(!why.ok(), "a read that failed");
   log::warn("a command could not be decided: the history index cannot be read", {{"error", why.message()}});
   return reject(Rejection::unavailable);
 }
 
 Decision one_event(const Caller& c, EventData data, std::string id) {
+  KOBO_ASSERT(!id.empty() && !c.business.empty(), "a command's event is a business's and names its record");
   Decision d;
   d.events.push_back({c.business, c.live, std::move(data)});
   d.id = std::move(id);
@@ -32,18 +44,33 @@ Decision one_event(const Caller& c, EventData data, std::string id) {
 
 std::string_view sys(SystemAccount a) { return account_name(a); }
 
+WalletId new_wallet_id(IdSource& ids) {
+  WalletId id(std::string(kWalletIdPrefix) + ids.uuid());
+  KOBO_ASSERT(id.value.size() == kWalletIdPrefix.size() + 36, "a wallet id is its prefix and a uuid");
+  return id;
+}
+TransactionId new_transaction_id(IdSource& ids) {
+  TransactionId id(std::string(kTransactionIdPrefix) + ids.uuid());
+  KOBO_ASSERT(id.value.size() == kTransactionIdPrefix.size() + 36,
+              "a transaction id is its prefix and a uuid");
+  return id;
+}
+
 // The longest a collection wallet may stay open: far beyond what the API accepts, and far
 // from overflowing a time in milliseconds.
 constexpr std::int64_t kCollectionExpirySecondsMax = 100LL * 366 * 24 * 3600;
 
 // The integer id of the k-th transaction record (from 0) a command creates.
 std::uint64_t transaction_number(const PartitionState& s, const LedgerConfig& config, std::uint64_t k) {
+  KOBO_ASSERT(k < 3, "a command's event creates at most 3 transaction records");
   return interleaved_id(s.transactions_created + k, s.partition, config.partitions);
 }
 
 std::string new_account_number(const PartitionState& s, const LedgerConfig& config) {
-  return nuban::account_number(config.nuban_code,
-                               interleaved_id(s.account_numbers_issued, s.partition, config.partitions));
+  std::string number = nuban::account_number(
+      config.nuban_code, interleaved_id(s.account_numbers_issued, s.partition, config.partitions));
+  KOBO_ASSERT(parse_account_number(number).has_value(), "an account number issued has 10 digits");
+  return number;
 }
 
 const WalletState* caller_wallet(const PartitionState& s, const Caller& c, const std::string& id) {
@@ -60,6 +87,7 @@ bool valid_tier(const std::optional<std::uint64_t>& tier) {
 
 // Whether a counted debit of `amount` from `w` at `now` stays within its tier's daily allowance.
 bool within_daily_debit(const PartitionState& s, const WalletState& w, Kobo amount, UnixMs now) {
+  KOBO_ASSERT(amount.value > 0, "a debit is checked once its amount is known positive");
   const TierLimit* limit = tier_limit(s.tier_limits, w.tier);
   if (limit == nullptr) return true;
   const auto after = checked_add(w.debits.on(lagos_day(now)), amount);
@@ -68,6 +96,7 @@ bool within_daily_debit(const PartitionState& s, const WalletState& w, Kobo amou
 
 // Whether a credit that leaves `w` at `balance_after` stays within its tier's balance cap.
 bool within_balance_cap(const PartitionState& s, const WalletState& w, Kobo balance_after) {
+  KOBO_ASSERT(balance_after > w.balance, "a credit raises the balance it is capped at");
   const TierLimit* limit = tier_limit(s.tier_limits, w.tier);
   return limit == nullptr || !limit->max_balance || balance_after <= *limit->max_balance;
 }
@@ -116,6 +145,7 @@ BeneficiarySaved beneficiary_saved(const PartitionState& s, const AddBankAccount
   x.bank_name = c.bank_name;
   x.beneficiary_type = type;
   x.id = interleaved_id(s.bank_accounts_created, s.partition, config.partitions);
+  KOBO_ASSERT(x.id != 0 && !x.bank_account.empty(), "a beneficiary is saved with its ids");
   return x;
 }
 
@@ -125,12 +155,7 @@ Decision decide_add_bank_account(const PartitionState& s, const History& h, cons
   if (!type) return reject(Rejection::out_of_range);
   const auto saved = h.bank_account(c.public_id);
   if (!saved) return unavailable(saved.status());
-  if (saved.value()) {
-    Decision d;
-    d.replayed = true;
-    d.id = c.public_id;
-    return d;
-  }
+  if (saved.value()) return replay_of(c.public_id);
   return one_event(c.caller, beneficiary_saved(s, c, *type, config), c.public_id);
 }
 
@@ -156,7 +181,8 @@ Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, co
   x.kyc_tier = c.kyc_tier;
   x.mobile = c.mobile;
   x.name = c.account_name;
-  x.wallet = WalletId("vba-" + ids.uuid());
+  x.wallet = new_wallet_id(ids);
+  KOBO_ASSERT(s.wallets.find(x.wallet.value) == nullptr, "a new wallet's id is new");
   std::string id = x.wallet.value;
   return one_event(c.caller, std::move(x), std::move(id));
 }
@@ -170,6 +196,7 @@ Decision decide_set_wallet_tier(const PartitionState& s, const SetWalletTier& c)
   // The same tier again changes nothing: no event.
   if (w->tier != c.kyc_tier.value_or(0))
     d.events.push_back({c.caller.business, c.caller.live, WalletTierChanged{c.kyc_tier, WalletId(c.wallet)}});
+  KOBO_ASSERT(d.events.size() <= 1, "a tier changes once per command");
   return d;
 }
 
@@ -190,7 +217,8 @@ Decision decide_create_transit(const PartitionState& s, const CreateTransitWalle
   x.mobile = c.mobile;
   x.name = c.account_name;
   x.settlement_wallet = WalletId(c.settlement_account);
-  x.wallet = WalletId("vba-" + ids.uuid());
+  x.wallet = new_wallet_id(ids);
+  KOBO_ASSERT(s.wallets.find(x.wallet.value) == nullptr, "a new wallet's id is new");
   std::string id = x.wallet.value;
   return one_event(c.caller, std::move(x), std::move(id));
 }
@@ -217,8 +245,9 @@ Decision decide_create_collection(const PartitionState& s, const History& h, con
   x.id = interleaved_id(s.account_numbers_issued, s.partition, config.partitions);
   x.name = c.account_name;
   x.reference = c.reference;
-  x.wallet = WalletId("vba-" + ids.uuid());
+  x.wallet = new_wallet_id(ids);
   const UnixMs expires_at = x.expires_at.ms;
+  KOBO_ASSERT(expires_at >= now, "a collection wallet expires no sooner than it opens");
   std::string id = x.wallet.value;
   Decision d = one_event(c.caller, std::move(x), id);
   d.schedule.push_back({expires_at, ExpireCollection{s.partition, std::move(id)}});
@@ -232,6 +261,7 @@ Decision decide_expire_collection(const PartitionState& s, const ExpireCollectio
   const auto number = s.collection_numbers.find(c.collection);
   if (number == s.collection_numbers.end()) return d;
   const CollectionState& cs = s.collections.at(number->second);
+  KOBO_ASSERT(cs.public_id == c.collection, "an open collection wallet is found by its id");
   d.events.push_back({cs.business, cs.live, CollectionWalletExpired{WalletId(cs.public_id)}});
   return d;
 }
@@ -256,10 +286,7 @@ std::optional<Decision> check_reference(const History& h, const Caller& caller,
   if (!used.value()) return std::nullopt;
   if (used.value()->fingerprint != request_fingerprint(request))
     return reject(Rejection::duplicate_reference);
-  Decision d;
-  d.replayed = true;
-  d.id = used.value()->transaction;
-  return d;
+  return replay_of(used.value()->transaction);
 }
 
 // A debit of `amount` from wallet `src` (id `source`) that someone asked for: a wallet transfer
@@ -269,6 +296,7 @@ std::optional<Decision> check_reference(const History& h, const Caller& caller,
 // tier (section 3). A hold's capture is no such debit: its hold reserved the money already.
 Rejection check_debit(const PartitionState& s, std::string_view source, const WalletState& src, Kobo amount,
                       UnixMs now) {
+  KOBO_ASSERT(amount.value > 0, "a debit is checked once its amount is known positive");
   if (s.available_of(source, src) < amount) return Rejection::insufficient_funds;
   if (!within_daily_debit(s, src, amount, now)) return Rejection::daily_limit_exceeded;
   return Rejection::none;
@@ -277,6 +305,7 @@ Rejection check_debit(const PartitionState& s, std::string_view source, const Wa
 // A credit of `amount` to wallet `dst` by a wallet transfer or a hold's capture: its balance
 // after, or the rejection: an overflow, or a balance above its KYC tier's cap.
 std::variant<Kobo, Rejection> check_credit(const PartitionState& s, const WalletState& dst, Kobo amount) {
+  KOBO_ASSERT(amount.value > 0, "a credit is checked once its amount is known positive");
   const auto after = checked_add(dst.balance, amount);
   if (!after) return Rejection::out_of_range;
   if (!within_balance_cap(s, dst, *after)) return Rejection::balance_limit_exceeded;
@@ -301,6 +330,7 @@ Decision decide_wallet_transfer(const PartitionState& s, const History& h, const
   if (const auto* r = std::get_if<Rejection>(&credit)) return reject(*r);
   const auto dst_after = std::get<Kobo>(credit);
   if (!src_after) return reject(Rejection::out_of_range);
+  KOBO_ASSERT(src_after->value >= 0, "a transfer never overdraws its source (check_debit)");
 
   WalletTransferSettled x;
   x.account = AccountId(c.caller.account);
@@ -308,7 +338,7 @@ Decision decide_wallet_transfer(const PartitionState& s, const History& h, const
   x.name_enquiry_ref = c.name_enquiry_ref;
   x.narration = c.narration;
   x.postings = {{c.source, -c.amount, *src_after}, {c.destination, c.amount, dst_after}};
-  x.transaction = TransactionId("trx-" + ids.uuid());
+  x.transaction = new_transaction_id(ids);
   x.reference = c.reference ? *c.reference : derived_reference("ref-", x.transaction);
   std::string id = x.transaction.value;
   return one_event(c.caller, std::move(x), std::move(id));
@@ -331,6 +361,7 @@ Decision decide_bank_transfer(const PartitionState& s, const History& h, const B
     return reject(r);
   const auto src_after = checked_sub(src->balance, *actual);
   if (!src_after) return reject(Rejection::out_of_range);
+  KOBO_ASSERT(src_after->value >= 0, "a payout never overdraws its source (check_debit)");
 
   const auto known = h.bank_account(c.bank_account_id);
   if (!known) return unavailable(known.status());
@@ -357,7 +388,7 @@ Decision decide_bank_transfer(const PartitionState& s, const History& h, const B
                 {std::string(sys(SystemAccount::payout_suspense)), c.amount, *suspense_after},
                 {std::string(sys(SystemAccount::fees)), fee, *fees_after}};
   if (c.save_beneficiary) x.save_beneficiary = true;
-  x.transaction = TransactionId("trx-" + ids.uuid());
+  x.transaction = new_transaction_id(ids);
   x.reference = c.reference ? *c.reference : derived_reference("ref-", x.transaction);
   d.id = x.transaction.value;
   d.events.push_back({c.caller.business, c.caller.live, std::move(x)});
@@ -466,22 +497,16 @@ Decision decide_incoming_credit(const PartitionState& s, const History& h, const
     x.ids.push_back(transaction_number(s, config, 1));
     x.ids.push_back(transaction_number(s, config, 2));
   }
+  KOBO_ASSERT(x.ids.size() == (x.postings.size() == 4 ? 3 : 1), "a record id per wallet posting");
   x.sender = Sender{c.sender_name, c.sender_account_number, c.sender_bank_code, c.sender_bank_name,
                     c.sender_bank_nibss_code};
-  x.transaction = TransactionId("trx-" + ids.uuid());
+  x.transaction = new_transaction_id(ids);
   std::string id = x.transaction.value;
   return one_event(c.caller, std::move(x), std::move(id));
 }
 
 // The longest a hold may stay pending: what the API accepts (extensions section 2).
 constexpr std::int64_t kHoldExpirySecondsMax = 2'592'000;
-
-Decision replay_of(std::string id) {
-  Decision d;
-  d.replayed = true;
-  d.id = std::move(id);
-  return d;
-}
 
 Decision decide_place_hold(const PartitionState& s, const History& h, const PlaceHold& c,
                            const LedgerConfig& config, UnixMs now, IdSource& ids) {
@@ -513,6 +538,7 @@ Decision decide_place_hold(const PartitionState& s, const History& h, const Plac
   x.narration = c.narration;
   x.reference = c.reference;
   x.source = WalletId(c.source);
+  KOBO_ASSERT(s.available_of(c.source, *src) >= c.amount, "a hold reserves what is available (check_debit)");
   const UnixMs expires_at = x.expires_at.ms;
   std::string id = x.hold.value;
   Decision d = one_event(c.caller, std::move(x), id);
@@ -576,13 +602,14 @@ Decision decide_capture_hold(const PartitionState& s, const History& h, const Ca
   x.postings = {{hold.source, -amount, src->balance - amount},
                 {c.destination, amount, std::get<Kobo>(credit)}};
   x.reference = c.reference;
-  x.transaction = TransactionId("trx-" + ids.uuid());
+  x.transaction = new_transaction_id(ids);
   return one_event(c.caller, std::move(x), c.hold);
 }
 
 Decision decide_void_hold(const PartitionState& s, const History& h, const VoidHold& c, UnixMs now) {
   auto found = pending_hold(s, h, c.caller, c.hold, now);
   if (auto* d = std::get_if<Decision>(&found)) return std::move(*d);
+  KOBO_ASSERT(std::get<const HoldState*>(found) != nullptr, "a pending hold is found");
   return one_event(c.caller, HoldVoided{HoldId(c.hold)}, c.hold);
 }
 
@@ -592,6 +619,7 @@ Decision decide_expire_hold(const PartitionState& s, const ExpireHold& c) {
   // Expiries are scheduled for pending holds: one that is no longer pending was captured or voided.
   const auto it = s.holds.find(c.hold);
   if (it == s.holds.end()) return d;
+  KOBO_ASSERT(it->second.remaining().value > 0, "a pending hold still reserves something");
   d.events.push_back({it->second.business, it->second.live, HoldExpired{HoldId(c.hold)}});
   return d;
 }
@@ -638,6 +666,8 @@ std::vector<Scheduled> resume_schedule(const PartitionState& state, const Ledger
   for (const auto* h : holds) out.push_back({h->second.expires_at, ExpireHold{state.partition, h->first}});
   std::stable_sort(out.begin(), out.end(),
                    [](const Scheduled& a, const Scheduled& b) { return a.due < b.due; });
+  KOBO_ASSERT(out.size() == state.payouts.size() + state.collections.size() + state.holds.size(),
+              "a follow-up per payout in flight, open collection wallet and pending hold");
   return out;
 }
 

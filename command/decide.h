@@ -68,6 +68,11 @@ struct Decision {
   std::optional<std::uint32_t> item;  // a rejected atomic bulk transfer: the item rejected
 };
 
+// A decision that rejects the command for `r`: it appends and schedules nothing.
+Decision reject(Rejection r);
+// An idempotent repeat of the command whose record is `id`: it appends and schedules nothing.
+Decision replay_of(std::string id);
+
 // What the payout rail does next with a payout in flight (pending or processing): the sandbox
 // rail moves a payout to processing at once, and to success (or failed, when its metadata asks
 // for it with sandboxOutcome "failed") `rail_delay` after that.

@@ -36,6 +36,8 @@ constexpr char kHoldTag = 'H';                 // hld-… -> mode byte + busines
 constexpr std::size_t kFingerprintBytes = 32;
 
 std::string tagged(char tag, std::string_view a, std::string_view b = {}) {
+  // The index's own keys (#format, #position/…) start with '#': no fact's key does.
+  KOBO_ASSERT(tag != '#' && tag != '\0', "a fact's key starts with its tag");
   std::string key;
   key.reserve(1 + a.size() + b.size());
   key.push_back(tag);
@@ -52,9 +54,17 @@ std::string collection_reference_key(std::string_view account, bool live, std::s
   return tagged(kCollectionReferenceTag, scope_key(account, live), reference);
 }
 
-std::string position_key(std::uint32_t partition) { return "#position/" + std::to_string(partition); }
+std::string position_key(std::uint32_t partition) {
+  std::string key = "#position/" + std::to_string(partition);
+  KOBO_ASSERT(key.front() == kFormatKey.front(),
+              "the index's own keys share the '#' no fact's key starts with");
+  return key;
+}
 
-std::string encode_position(const IndexPosition& p) { return std::to_string(p.seq.value) + " " + p.hash; }
+std::string encode_position(const IndexPosition& p) {
+  KOBO_ASSERT(p.seq.value >= 1 && p.hash.size() == kGenesisHash.size(), "an index position is an event's");
+  return std::to_string(p.seq.value) + " " + p.hash;
+}
 
 std::optional<IndexPosition> decode_position(std::string_view text) {
   const auto space = text.find(' ');
@@ -62,6 +72,8 @@ std::optional<IndexPosition> decode_position(std::string_view text) {
   std::uint64_t seq = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + space, seq);
   if (ec != std::errc() || end != text.data() + space) return std::nullopt;
+  // encode_position() writes an event's position: seq from 1, the event's hash.
+  if (seq == 0 || text.size() - space - 1 != kGenesisHash.size()) return std::nullopt;
   return IndexPosition{Seq(seq), std::string(text.substr(space + 1))};
 }
 
@@ -88,11 +100,15 @@ std::string encode_reference(const ReferenceState& r) {
 
 Result<ReferenceState> decode_reference(std::string_view v) {
   if (v.size() <= kFingerprintBytes) return Status::error("history index: a reference entry is truncated");
-  return ReferenceState{to_hex(reinterpret_cast<const std::uint8_t*>(v.data()), kFingerprintBytes),
-                        std::string(v.substr(kFingerprintBytes))};
+  ReferenceState r{to_hex(reinterpret_cast<const std::uint8_t*>(v.data()), kFingerprintBytes),
+                   std::string(v.substr(kFingerprintBytes))};
+  KOBO_ASSERT(r.fingerprint.size() == 2 * kFingerprintBytes && !r.transaction.empty(),
+              "a reference names its fingerprint and its record");
+  return r;
 }
 
 Status store_error(std::string_view what, const rocksdb::Status& s) {
+  KOBO_ASSERT(!s.ok(), "an error of a store operation that failed");
   return Status::error("history index: " + std::string(what) + ": " + s.ToString(),
                        s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
 }
@@ -184,6 +200,7 @@ class RocksStore final : public History::Store {
     const auto s = rocksdb::DB::Open(options_, dir_.string(), &raw);
     if (!s.ok()) return store_error("open " + dir_.string(), s);
     db_.reset(raw);
+    KOBO_ASSERT(db_ != nullptr, "an open index has its database");
     return {};
   }
 
@@ -197,6 +214,7 @@ class RocksStore final : public History::Store {
   }
 
   Status write(const std::unordered_map<std::string, std::string>& entries) override {
+    KOBO_ASSERT(!entries.empty(), "a write of the tail writes something");
     if (!db_) return closed();
     rocksdb::WriteBatch batch;
     for (const auto& [k, v] : entries)
@@ -246,7 +264,9 @@ History::History(std::unique_ptr<Store> store, std::uint32_t partitions)
     : store_(std::move(store)),
       position_(partitions),
       tail_position_(partitions),
-      indexed_seq_(std::make_unique<std::atomic<std::uint64_t>[]>(partitions)) {}
+      indexed_seq_(std::make_unique<std::atomic<std::uint64_t>[]>(partitions)) {
+  KOBO_ASSERT(store_ != nullptr && partitions > 0, "an index of one partition at least");
+}
 
 History::~History() = default;
 
@@ -284,10 +304,12 @@ Result<std::unique_ptr<History>> History::open(const HistoryOptions& options) {
   }
   h->tail_position_ = h->position_;
   h->publish_position();
+  KOBO_ASSERT(h->tail_.empty() && h->position_.size() == options.partitions, "an index opens with no tail");
   return h;
 }
 
 Result<std::optional<std::string>> History::find(const std::string& key) const {
+  KOBO_ASSERT(key.size() >= 2, "a fact is found by its tag and a name");
   if (const auto it = tail_.find(key); it != tail_.end()) return std::optional<std::string>(it->second);
   return store_->get(key);
 }
@@ -326,7 +348,7 @@ Result<std::optional<std::uint64_t>> History::bank_account(std::string_view id) 
   std::uint64_t n = 0;
   const std::string& text = *v.value();
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || end != text.data() + text.size())
+  if (ec != std::errc() || end != text.data() + text.size() || n == 0)
     return Status::error("history index: a bank account entry does not decode");
   return std::optional<std::uint64_t>(n);
 }
@@ -354,7 +376,8 @@ Result<std::optional<CollectionOwner>> History::owner(const std::string& key) co
   if (!v) return v.status();
   if (!v.value()) return std::optional<CollectionOwner>();
   const std::string& text = *v.value();
-  if (text.empty() || (text[0] != 'l' && text[0] != 't'))
+  // note() writes a mode byte and the business: anything else is not an owner entry.
+  if (text.size() < 2 || (text[0] != 'l' && text[0] != 't'))
     return Status::error("history index: an owner entry does not decode");
   return std::optional<CollectionOwner>(CollectionOwner{text.substr(1), text[0] == 'l'});
 }
@@ -386,12 +409,14 @@ void History::note(const Event& e) {
         }
       },
       e.data);
+  KOBO_ASSERT(e.partition.value < tail_position_.size(), "an event of one of the index's partitions");
   IndexPosition& at = tail_position_[e.partition.value];
   KOBO_ASSERT(e.seq.value == at.seq.value + 1, "history notes each partition's events in order");
   at = IndexPosition{e.seq, e.hash};
 }
 
 Status History::write_tail() {
+  KOBO_ASSERT(!in_trial_, "a trial is undone before the tail is written");
   std::vector<std::uint32_t> moved;
   for (std::uint32_t p = 0; p < position_.size(); ++p)
     if (tail_position_[p].seq != position_[p].seq) moved.push_back(p);
@@ -412,6 +437,7 @@ Status History::write_tail() {
 }
 
 void History::set(std::string key, std::string value) {
+  KOBO_ASSERT(key.size() >= 2, "a fact's key is its tag and what it is found by");
   if (!in_trial_) {
     tail_[std::move(key)] = std::move(value);
     return;
@@ -426,6 +452,7 @@ void History::begin_trial() {
   in_trial_ = true;
   trial_undo_.clear();
   trial_position_ = tail_position_;
+  KOBO_ASSERT(trial_position_.size() == position_.size(), "a trial keeps a position per partition");
 }
 
 void History::undo_trial() {
@@ -439,14 +466,17 @@ void History::undo_trial() {
   trial_undo_.clear();
   tail_position_ = trial_position_;
   in_trial_ = false;
+  KOBO_ASSERT(tail_position_.size() == position_.size(), "a trial undone keeps a position per partition");
 }
 
 void History::drop_tail() {
+  KOBO_ASSERT(!in_trial_, "a trial is undone before the tail is dropped");
   tail_.clear();
   tail_position_ = position_;
 }
 
 Status History::clear() {
+  KOBO_ASSERT(!in_trial_, "the index is not cleared in a trial");
   {
     std::lock_guard lock(store_mu_);
     if (auto s = store_->clear(); !s) return s;
@@ -469,6 +499,7 @@ Status History::sync() {
 }
 
 void History::publish_position() {
+  KOBO_ASSERT(position_.size() == tail_position_.size(), "a position and a tail position per partition");
   for (std::size_t p = 0; p < position_.size(); ++p)
     indexed_seq_[p].store(position_[p].seq.value, std::memory_order_release);
 }

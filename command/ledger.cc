@@ -38,6 +38,7 @@ LedgerMetrics& ledger_metrics() {
 }
 
 Outcome unavailable(std::string detail, ErrorKind kind = ErrorKind::other) {
+  KOBO_ASSERT(!detail.empty(), "an unavailable answer says why");
   Outcome o;
   o.rejection = kind == ErrorKind::no_space ? Rejection::storage_full : Rejection::unavailable;
   o.detail = std::move(detail);
@@ -116,16 +117,20 @@ Ledger::Ledger(EventLog& log, LedgerOptions options)
       ids_(options_.ids ? options_.ids : std::make_shared<RandomIds>()),
       durable_seq_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())) {
   KOBO_ASSERT(log.partitions() == options_.config.partitions, "ledger and log disagree on partitions");
+  KOBO_ASSERT(ids_ != nullptr && options_.batch_max > 0 && options_.queue_max > 0,
+              "a writer draws ids and takes a command at least");
 }
 
 Ledger::~Ledger() { stop(); }
 
 Partition Ledger::partition_of(std::string_view business) const {
-  return partition_for(business, options_.config.partitions);
+  const Partition p = partition_for(business, options_.config.partitions);
+  KOBO_ASSERT(p.value < options_.config.partitions, "a business lives in one of the log's partitions");
+  return p;
 }
 
 Partition Ledger::route(const Command& c) const {
-  return std::visit(
+  const Partition p = std::visit(
       [&](const auto& cmd) -> Partition {
         using T = std::decay_t<decltype(cmd)>;
         if constexpr (std::is_same_v<T, CreateBusiness>)
@@ -137,6 +142,9 @@ Partition Ledger::route(const Command& c) const {
           return partition_of(cmd.caller.business);
       },
       c);
+  // A partition a command names itself is one the writer scheduled it for.
+  KOBO_ASSERT(p.value < options_.config.partitions, "a command is routed to one of the log's partitions");
+  return p;
 }
 
 namespace {
@@ -154,6 +162,8 @@ constexpr std::size_t kReplayTailMax = 100'000;
 // Whether the index holds the facts of every event the snapshot reflects: then the log after the
 // snapshot is all a start reads. Otherwise (an index lost or rebuilt) the whole log is read.
 bool index_covers(const History& history, const Snapshot& s) {
+  KOBO_ASSERT(history.position().size() == s.states.size(),
+              "the index and the snapshot have the same partitions");
   for (std::size_t p = 0; p < s.states.size(); ++p)
     if (history.position()[p].seq < s.states[p].chain.last_seq()) return false;
   return true;
@@ -171,6 +181,7 @@ Status Ledger::replay() {
     history_ = std::move(h).value();
   }
   Status s = replay_newest();
+  KOBO_ASSERT(!s.ok() || states_.size() == options_.config.partitions, "a replay rebuilds every partition");
   if (s.ok() || s.kind() != ErrorKind::other_format) return s;
   log::warn("rebuilding the history index from the log", {{"why", s.message()}});
   if (auto c = history_->clear(); !c) return c;
@@ -214,6 +225,8 @@ Status Ledger::replay_after(Snapshot from) {
     }
     Status accepted(const Event& e) override {
       const std::uint32_t p = e.partition.value;
+      KOBO_ASSERT(p < states.size() && states[p].partition == e.partition,
+                  "an event of a partition replayed");
       if (e.seq > applied[p]) apply(states[p], e);
       const IndexPosition& indexed = history.position()[p];
       if (e.seq > indexed.seq) {
@@ -258,6 +271,7 @@ Status Ledger::replay_after(Snapshot from) {
 }
 
 void Ledger::publish_durable() {
+  KOBO_ASSERT(states_.size() == options_.config.partitions, "a durable position per partition");
   for (std::uint32_t p = 0; p < states_.size(); ++p)
     durable_seq_[p].store(states_[p].chain.last_seq().value, std::memory_order_release);
 }
@@ -269,6 +283,7 @@ namespace {
 // command's answer.
 EncodedEvent place(PartitionState& st, History& history, EventDraft& draft, Seq command_seq,
                    std::uint32_t command_size, UnixMs now, std::vector<Event>& sealed) {
+  KOBO_ASSERT(command_size >= 1 && command_seq.value >= 1, "an event of a command");
   Event e;
   e.partition = st.partition;
   e.seq = Seq(st.chain.last_seq().value + 1);
@@ -285,6 +300,7 @@ EncodedEvent place(PartitionState& st, History& history, EventDraft& draft, Seq 
   KOBO_ASSERT(v == ChainVerdict::accept, "the writer's own event must extend its chain");
   apply(st, e);
   history.note(e);
+  KOBO_ASSERT(st.chain.last_seq() == e.seq && out.seq == e.seq, "the event placed is its partition's head");
   sealed.push_back(std::move(e));
   return out;
 }
@@ -321,9 +337,11 @@ Status Ledger::append_writer_started() {
     e.data = WriterStarted{next, options_.config.tier_limits};
     e.prev_hash = st.chain.last_hash();
     batch.push_back(EncodedEvent{e.partition, e.seq, e.type(), "", now, seal(e)});
-    KOBO_ASSERT(st.chain.follow(e) == ChainVerdict::accept, "WriterStarted must extend the chain");
+    const ChainVerdict verdict = st.chain.follow(e);
+    KOBO_ASSERT(verdict == ChainVerdict::accept, "WriterStarted must extend the chain");
     apply(st, e);
     history_->note(e);
+    KOBO_ASSERT(st.chain.epoch() == next, "each writer takes its partitions with the next epoch");
   }
   if (auto s = log_.append(batch); !s) return s;
   publish_durable();
@@ -334,6 +352,7 @@ Status Ledger::append_writer_started() {
 // in the tail, where lookups still find them, and takes the writer through recover().
 Status Ledger::write_history() {
   auto s = history_->write_tail();
+  KOBO_ASSERT(!s.ok() || history_->tail_size() == 0, "a tail written is a tail emptied");
   if (!s) {
     set_fault(s);
     healthy_.store(false);
@@ -388,6 +407,7 @@ void Ledger::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  KOBO_ASSERT(!thread_.joinable(), "a stopped writer holds no thread");
   std::deque<Pending> left;
   {
     std::lock_guard lock(mu_);
@@ -431,8 +451,13 @@ Outcome Ledger::execute(Command command) {
 // failed append re-read the log.
 void Ledger::resume_scheduled() {
   scheduled_.clear();
-  for (const auto& st : states_)
+  std::size_t owed = 0;
+  for (const auto& st : states_) {
     for (auto& s : resume_schedule(st, options_.config)) scheduled_.emplace(s.due, std::move(s.command));
+    owed += st.payouts.size() + st.collections.size() + st.holds.size();
+  }
+  KOBO_ASSERT(scheduled_.size() == owed,
+              "a follow-up per payout in flight, open collection wallet and pending hold");
 }
 
 void Ledger::take_due(std::vector<Pending>& batch) {
@@ -441,6 +466,7 @@ void Ledger::take_due(std::vector<Pending>& batch) {
     batch.push_back(Pending{std::move(scheduled_.begin()->second), nullptr});
     scheduled_.erase(scheduled_.begin());
   }
+  KOBO_ASSERT(scheduled_.empty() || scheduled_.begin()->first > now, "nothing due is left behind");
 }
 
 // After a failed append: settle the log's writer, then rebuild the state from what the log
@@ -463,6 +489,7 @@ std::string Ledger::fault() const {
 }
 
 void Ledger::set_fault(const Status& s) {
+  KOBO_ASSERT(!s.ok(), "a fault is an error");
   std::lock_guard lock(fault_mu_);
   fault_kind_ = s.kind();
   fault_ = s.kind() == ErrorKind::no_space ? "the event log's disk is full: " + s.message()
@@ -571,6 +598,7 @@ void Ledger::process(std::vector<Pending>& batch) {
     const auto* bulk = std::get_if<BulkTransfer>(&batch[i].command);
     Decision d = bulk != nullptr ? decide_bulk(st, *history_, *bulk, options_.config, now, *ids_)
                                  : decide(st, *history_, batch[i].command, options_.config, now, *ids_);
+    KOBO_ASSERT(d.rejection == Rejection::none || d.events.empty(), "a rejected command appends nothing");
     Outcome& o = outcomes[i];
     o.partition = p;
     o.item = d.item;
@@ -590,6 +618,7 @@ void Ledger::process(std::vector<Pending>& batch) {
       for (auto& f : d.schedule) follow_ups.push_back(std::move(f));
     }
     o.seq = st.chain.last_seq();
+    KOBO_ASSERT(st.total.value == 0, "a partition's balances sum to zero after every command");
   }
 
   bool appended = false;

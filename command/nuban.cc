@@ -23,7 +23,9 @@ std::optional<char> check_digit(std::string_view institution_code, std::string_v
   int sum = 0;
   for (std::size_t i = 0; i < 6; ++i) sum += (institution_code[i] - '0') * kWeights[i];
   for (std::size_t i = 0; i < 9; ++i) sum += (serial[i] - '0') * kWeights[6 + i];
-  return static_cast<char>('0' + (10 - sum % 10) % 10);
+  const char digit = static_cast<char>('0' + (10 - sum % 10) % 10);
+  KOBO_ASSERT(digit >= '0' && digit <= '9', "a check digit is a digit");
+  return digit;
 }
 
 bool is_valid(std::string_view institution_code, std::string_view account_number) {
@@ -38,7 +40,9 @@ std::string account_number(std::string_view institution_code, std::uint64_t n) {
   std::snprintf(serial, sizeof serial, "%09llu", static_cast<unsigned long long>(n));
   const auto d = check_digit(institution_code, serial);
   KOBO_ASSERT(d.has_value(), "institution code must be 6 digits");
-  return std::string(serial) + *d;
+  std::string number = std::string(serial) + *d;
+  KOBO_ASSERT(is_valid(institution_code, number), "a NUBAN issued passes its own check");
+  return number;
 }
 
 }  // namespace kobo::nuban

@@ -34,8 +34,11 @@ class Writer {
   void i64(std::int64_t v) { raw(v); }
   void boolean(bool v) { u8(v ? 1 : 0); }
   void str(std::string_view s) {
+    const std::size_t before = out_.size();
     u64(s.size());
     out_.append(s);
+    KOBO_ASSERT(out_.size() == before + sizeof(std::uint64_t) + s.size(),
+                "a string is its length, then its bytes");
   }
   std::string& bytes() { return out_; }
 
@@ -46,6 +49,7 @@ class Writer {
     char b[sizeof(T)];
     std::memcpy(b, &v, sizeof(T));
     out_.append(b, sizeof(T));
+    KOBO_ASSERT(out_.size() >= sizeof(T), "an integer takes its size");
   }
   std::string out_;
 };
@@ -60,18 +64,25 @@ class Reader {
   std::uint32_t u32() { return raw<std::uint32_t>(); }
   std::uint64_t u64() { return raw<std::uint64_t>(); }
   std::int64_t i64() { return raw<std::int64_t>(); }
-  bool boolean() { return u8() != 0; }
+  bool boolean() {
+    const std::uint8_t b = u8();
+    if (b > 1) refuse();  // Writer::boolean writes 0 or 1
+    return b == 1;
+  }
   std::string str() {
     const std::uint64_t n = u64();
     if (n > in_.size() - at_) return fail<std::string>();
     std::string s(in_.substr(at_, n));
     at_ += n;
+    KOBO_ASSERT(at_ <= in_.size(), "a read stays inside the snapshot");
     return s;
   }
   // A container's element count: each element takes at least one byte.
   std::uint64_t count() {
     const std::uint64_t n = u64();
-    return n > in_.size() - at_ ? fail<std::uint64_t>() : n;
+    if (n > in_.size() - at_) return fail<std::uint64_t>();
+    KOBO_ASSERT(n <= in_.size() - at_, "a count fits what is left: each element takes a byte at least");
+    return n;
   }
   bool failed() const { return failed_; }
   bool at_end() const { return at_ == in_.size(); }
@@ -81,6 +92,7 @@ class Reader {
  private:
   template <typename T>
   T raw() {
+    KOBO_ASSERT(at_ <= in_.size(), "a read stays inside the snapshot");
     if (sizeof(T) > in_.size() - at_) return fail<T>();
     T v;
     std::memcpy(&v, in_.data() + at_, sizeof(T));
@@ -90,7 +102,8 @@ class Reader {
   template <typename T>
   T fail() {
     failed_ = true;
-    at_ = in_.size();
+    at_ = in_.size();  // every later read fails too: the decoder is refused once, at its end
+    KOBO_ASSERT(at_end(), "a failed reader reads nothing more");
     return T{};
   }
   std::string_view in_;
@@ -99,6 +112,7 @@ class Reader {
 };
 
 void put_chain(Writer& w, const ChainFollower& c) {
+  KOBO_ASSERT(c.last_hash().size() == kGenesisHash.size(), "a chain's head hash is 64 hex digits");
   w.u64(c.last_seq().value);
   w.str(c.last_hash());
   w.u64(c.epoch().value);
@@ -108,41 +122,54 @@ ChainFollower get_chain(Reader& r) {
   const Seq seq(r.u64());
   std::string hash = r.str();
   const Epoch epoch(r.u64());
+  if (hash.size() != kGenesisHash.size()) r.refuse();  // a chain's head hash is 64 hex digits
   return ChainFollower(seq, std::move(hash), epoch);
 }
 
 template <typename Set>
 void put_strings(Writer& w, const Set& set) {
+  const std::size_t before = w.bytes().size();
   w.u64(set.size());
   for (const auto& s : set) w.str(s);
+  KOBO_ASSERT(w.bytes().size() >= before + 8 * (set.size() + 1), "each string takes its length at least");
 }
 
 template <typename Set>
 void get_strings(Reader& r, Set& set) {
-  for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) set.insert(r.str());
+  const std::uint64_t count = r.count();
+  for (std::uint64_t n = count; n > 0 && !r.failed(); --n) set.insert(r.str());
+  if (set.size() != count) r.refuse();  // a set the writer wrote holds no repeats
 }
 
 // Writes a map's entries, each value through `put`.
 template <typename Map, typename Put>
 void put_map(Writer& w, const Map& map, Put put) {
+  const std::size_t before = w.bytes().size();
   w.u64(map.size());
   for (const auto& [key, value] : map) {
     w.str(key);
     put(value);
   }
+  KOBO_ASSERT(w.bytes().size() >= before + 8 * (map.size() + 1),
+              "each entry takes its key's length at least");
 }
 
 template <typename Map, typename Get>
 void get_map(Reader& r, Map& map, Get get) {
-  for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) {
+  const std::uint64_t count = r.count();
+  for (std::uint64_t n = count; n > 0 && !r.failed(); --n) {
     std::string key = r.str();
     map.emplace(std::move(key), get());
   }
+  if (map.size() != count) r.refuse();  // a map the writer wrote holds no repeated key
 }
 
 std::filesystem::path snapshot_path(const std::filesystem::path& dir, std::uint64_t events) {
   std::string digits = std::to_string(events);
-  return dir / ("snapshot-" + std::string(20 - digits.size(), '0') + digits + ".bin");
+  KOBO_ASSERT(digits.size() <= 20, "20 digits hold any count of events");
+  std::filesystem::path path = dir / ("snapshot-" + std::string(20 - digits.size(), '0') + digits + ".bin");
+  KOBO_ASSERT(path.filename().string().size() == 33, "snapshots_in() finds what snapshot_path() names");
+  return path;
 }
 
 // The snapshots in `dir`, newest first (the name sorts by the events they cover).
@@ -155,6 +182,7 @@ std::vector<std::filesystem::path> snapshots_in(const std::filesystem::path& dir
       out.push_back(entry.path());
   }
   std::sort(out.begin(), out.end(), std::greater<>());
+  KOBO_ASSERT(std::adjacent_find(out.begin(), out.end()) == out.end(), "a directory names a file once");
   return out;
 }
 
@@ -163,7 +191,55 @@ std::vector<std::filesystem::path> snapshots_in(const std::filesystem::path& dir
 // Every member of the state, in one order for writing and reading.
 class SnapshotCodec {
  public:
+  // What a partition's state must be, whoever holds it: the snapshotter's copy before it is
+  // written (asserted), a snapshot's once decoded (refused otherwise). A state is snapshotted at
+  // a command boundary, so its balances sum to zero; every index points at what it indexes.
+  static Status check(const PartitionState& s) {
+    const auto bad = [](const std::string& what) { return Status::error("an inconsistent state: " + what); };
+    const Wallets& ws = s.wallets;
+    Kobo sum;
+    const auto add = [&](Kobo k) {
+      const auto next = checked_add(sum, k);
+      if (next) sum = *next;
+      return next.has_value();
+    };
+    for (const auto& [key, w] : ws.by_key_) {
+      if (w.owner >= ws.owners_.size() || w.bank >= ws.banks_.size())
+        return bad("a wallet of no owner or bank");
+      if (key.hi == 0 && key.lo >= ws.odd_ids_.size()) return bad("a wallet of no id");
+      if (w.balance.value < 0) return bad("a wallet below zero");
+      if (w.tier > kKycTiers) return bad("a wallet of an unknown tier");
+      if (!add(w.balance)) return bad("balances that overflow");
+    }
+    for (const Kobo b : s.system_balances)
+      if (!add(b)) return bad("balances that overflow");
+    if (sum != s.total || s.total.value != 0) return bad("balances that do not sum to zero");
+    for (const auto& [number, key] : ws.by_number_)
+      if (!ws.by_key_.contains(key)) return bad("an account number of no wallet");
+    for (const auto& [hash, key] : ws.by_name_)
+      if (!ws.by_key_.contains(key)) return bad("a wallet name of no wallet");
+    if (ws.by_number_.size() != ws.by_key_.size()) return bad("a wallet without its account number");
+    for (const auto& [id, number] : s.collection_numbers)
+      if (!s.collections.contains(number)) return bad("an open collection wallet of no number");
+    if (s.collection_numbers.size() != s.collections.size()) return bad("a collection wallet without its id");
+    for (const auto& [trx, p] : s.payouts)
+      if (p.amount.value <= 0 || p.fee.value <= 0 || p.status == TransactionStatus::success ||
+          p.status == TransactionStatus::failed)
+        return bad("a payout in flight of no amount, or final");
+    std::unordered_map<std::string, Kobo> held;
+    for (const auto& [id, h] : s.holds) {
+      if (h.amount.value <= 0 || h.captured.value < 0 || h.captured >= h.amount)
+        return bad("a pending hold of no amount, or captured whole");
+      held[h.source] += h.remaining();
+    }
+    if (held != s.held) return bad("what pending holds reserve is not what their wallets have held");
+    if (auto t = check_tier_limits(s.tier_limits); !t) return bad(t.message());
+    return {};
+  }
+
   static void put(Writer& w, const PartitionState& s) {
+    KOBO_ASSERT(s.chain.last_seq().value == 0 || s.chain.last_hash() != kGenesisHash,
+                "a head that is an event");
     w.u32(s.partition.value);
     put_chain(w, s.chain);
     for (const std::uint64_t n : {s.wallets_created, s.transactions_created, s.accounts_created,
@@ -275,11 +351,14 @@ class SnapshotCodec {
       const Kobo cap(r.i64());
       l.max_balance = capped ? std::optional<Kobo>(cap) : std::nullopt;
     }
+    KOBO_ASSERT(r.failed() || s.tier_limits.size() == kKycTiers,
+                "a state read whole has every tier's limits");
     return !r.failed();
   }
 
  private:
   static void put_wallets(Writer& w, const Wallets& ws) {
+    KOBO_ASSERT(ws.by_number_.size() == ws.by_key_.size(), "every wallet has its account number");
     w.u64(ws.owners_.size());
     for (std::uint32_t i = 0; i < ws.owners_.size(); ++i) {
       const Caller& c = ws.owners_[i];
@@ -323,20 +402,26 @@ class SnapshotCodec {
   }
 
   static void get_wallets(Reader& r, Wallets& ws) {
-    for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) {
+    // Each interned table is read back at the indexes it was written at: a value it repeats
+    // would shift every index after it.
+    const std::uint64_t owners = r.count();
+    for (std::uint64_t n = owners; n > 0 && !r.failed(); --n) {
       Caller c;
       c.business = r.str();
       c.account = r.str();
       c.live = r.boolean();
       ws.owners_.intern(c);
     }
-    for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) {
+    const std::uint64_t banks = r.count();
+    for (std::uint64_t n = banks; n > 0 && !r.failed(); --n) {
       WalletBank b;
       b.code = r.str();
       b.name = r.str();
       ws.banks_.intern(b);
     }
-    for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) ws.odd_ids_.intern(r.str());
+    const std::uint64_t odd_ids = r.count();
+    for (std::uint64_t n = odd_ids; n > 0 && !r.failed(); --n) ws.odd_ids_.intern(r.str());
+    if (ws.owners_.size() != owners || ws.banks_.size() != banks || ws.odd_ids_.size() != odd_ids) r.refuse();
     const std::uint64_t wallets = r.count();
     ws.by_key_.reserve(wallets);
     for (std::uint64_t n = wallets; n > 0 && !r.failed(); --n) {
@@ -352,7 +437,7 @@ class SnapshotCodec {
       wallet.debits.debited = Kobo(r.i64());
       wallet.tier = r.u8();
       if (wallet.tier > kKycTiers) r.refuse();
-      ws.by_key_.emplace(key, std::move(wallet));
+      if (!ws.by_key_.emplace(key, std::move(wallet)).second) r.refuse();  // a wallet is written once
     }
     for (std::uint64_t n = r.count(); n > 0 && !r.failed(); --n) {
       const std::uint64_t hash = r.u64();
@@ -362,13 +447,16 @@ class SnapshotCodec {
     ws.by_number_.reserve(numbers);
     for (std::uint64_t n = numbers; n > 0 && !r.failed(); --n) {
       const std::uint64_t number = r.u64();
-      ws.by_number_.emplace(number, WalletKey{r.u64(), r.u64()});
+      if (!ws.by_number_.emplace(number, WalletKey{r.u64(), r.u64()}).second) r.refuse();
     }
   }
 };
 
 std::string encode_snapshot(const Snapshot& s) {
   KOBO_ASSERT(s.cursors.size() == s.states.size(), "a snapshot's cursors and states disagree");
+  for (const PartitionState& state : s.states)
+    KOBO_ASSERT(SnapshotCodec::check(state).ok(),
+                "the snapshotter's state is consistent at a command boundary");
   Writer w;
   w.bytes().append(kMagic);
   w.u32(kFormat);
@@ -414,12 +502,17 @@ Result<Snapshot> decode_snapshot(std::string_view bytes, std::uint32_t partition
     if (s.states[p].chain.last_seq() != c.chain.last_seq() ||
         s.states[p].chain.last_hash() != c.chain.last_hash())
       return Status::error("partition " + std::to_string(p) + ": its state and its position disagree");
+    if (c.mid_command) return Status::error("partition " + std::to_string(p) + " is inside a command");
+    if (auto st = SnapshotCodec::check(s.states[p]); !st)
+      return Status::error("partition " + std::to_string(p) + ": " + st.message());
   }
   if (r.failed() || !r.at_end()) return Status::error("its body does not decode");
+  KOBO_ASSERT(s.cursors.size() == partitions && s.states.size() == partitions, "a state per partition");
   return s;
 }
 
 Status write_snapshot(const std::filesystem::path& dir, const Snapshot& s) {
+  KOBO_ASSERT(!s.states.empty() && s.cursors.size() == s.states.size(), "a snapshot of every partition");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::error("create " + dir.string() + ": " + ec.message());
@@ -439,6 +532,7 @@ namespace {
 // and the record before it is its head event, or (on Kafka, where offsets also count markers)
 // the first record from there is the head or extends it.
 Status check_position(EventLog& log, const Snapshot& s) {
+  KOBO_ASSERT(s.cursors.size() == log.partitions(), "a decoded snapshot has the log's partitions");
   auto ends = log.end_offsets();
   if (!ends) return ends.status();
   for (std::uint32_t p = 0; p < s.cursors.size(); ++p) {
@@ -475,7 +569,10 @@ std::optional<Snapshot> load_snapshot(const std::filesystem::path& dir, EventLog
     const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     auto s = decode_snapshot(bytes, log.partitions());
     Status why = s ? check_position(log, s.value()) : s.status();
-    if (why) return std::move(s).value();
+    if (why) {
+      KOBO_ASSERT(s.value().states.size() == log.partitions(), "a snapshot used has a state per partition");
+      return std::move(s).value();
+    }
     log::warn("a snapshot of the writer's state is not used; trying an older one, else the whole log",
               {{"snapshot", path.string()}, {"why", why.message()}});
   }
@@ -506,6 +603,9 @@ Snapshotter::Snapshotter(EventLog& log, History& history, SnapshotterOptions opt
 Snapshotter::~Snapshotter() { stop(); }
 
 Status Snapshotter::start(Snapshot from, std::uint64_t written_at) {
+  KOBO_ASSERT(!thread_.joinable(), "a snapshotter starts once");
+  KOBO_ASSERT(from.states.size() == log_.partitions() && written_at <= from.events,
+              "a snapshotter starts from the state the writer replayed, past the newest snapshot");
   state_ = std::move(from);
   events_at_last_write_ = written_at;
   follower_ = std::make_unique<LogFollower>(log_);
@@ -521,9 +621,11 @@ void Snapshotter::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  KOBO_ASSERT(!thread_.joinable(), "a stopped snapshotter holds no thread");
 }
 
 bool Snapshotter::index_reaches_state() const {
+  KOBO_ASSERT(follower_ != nullptr, "the snapshotter follows the log once started");
   for (std::uint32_t p = 0; p < state_.states.size(); ++p)
     if (history_.indexed_seq(Partition(p)) < follower_->cursor(Partition(p)).chain.last_seq()) return false;
   return true;
@@ -535,6 +637,7 @@ void Snapshotter::run() {
    public:
     explicit Applier(Snapshot& s) : s_(s) {}
     Status accepted(const Event& e) override {
+      KOBO_ASSERT(e.partition.value < s_.states.size(), "an event of one of the snapshot's partitions");
       apply(s_.states[e.partition.value], e);
       ++s_.events;
       return {};

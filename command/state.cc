@@ -14,7 +14,6 @@ namespace kobo {
 
 namespace {
 
-constexpr std::string_view kWalletPrefix = "vba-";
 constexpr std::size_t kUuidVersion = 14;  // the digit that is 4 in a uuid v4
 
 // A lower-case uuid v4 as its 128 bits; nullopt for any other text, which would not print back
@@ -67,20 +66,25 @@ std::optional<std::uint64_t> parse_account_number(std::string_view text) {
   if (text.size() != 10 || !std::ranges::all_of(text, [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   std::uint64_t n = 0;
-  std::from_chars(text.data(), text.data() + text.size(), n);
+  const auto parsed = std::from_chars(text.data(), text.data() + text.size(), n);
+  KOBO_ASSERT(parsed.ec == std::errc() && n < 10'000'000'000ULL, "ten digits are a number below 10^10");
   return n;
 }
 
 std::optional<WalletKey> Wallets::key_of(std::string_view id) const {
-  if (id.starts_with(kWalletPrefix))
-    if (auto k = pack_uuid(id.substr(kWalletPrefix.size()))) return k;
+  if (id.starts_with(kWalletIdPrefix))
+    if (auto k = pack_uuid(id.substr(kWalletIdPrefix.size()))) {
+      KOBO_ASSERT(k->hi != 0, "a packed uuid v4 holds its version nibble in `hi`: never 0");
+      return k;
+    }
   if (auto odd = odd_ids_.find(id)) return WalletKey{0, *odd};
   return std::nullopt;
 }
 
 std::string Wallets::id_of(const WalletKey& key) const {
+  KOBO_ASSERT(key.hi != 0 || key.lo < odd_ids_.size(), "a wallet key is a uuid's or an interned id's");
   if (key.hi == 0) return odd_ids_[static_cast<std::uint32_t>(key.lo)];
-  return std::string(kWalletPrefix) + unpack_uuid(key);
+  return std::string(kWalletIdPrefix) + unpack_uuid(key);
 }
 
 const WalletState* Wallets::at(const WalletKey& key) const {
@@ -122,8 +126,10 @@ std::optional<WalletFacts> Wallets::facts(std::string_view id) const {
   const WalletState* w = find(id);
   if (w == nullptr) return std::nullopt;
   const WalletBank& b = bank(*w);
-  return WalletFacts{w->id,  std::string(id), w->account_name, format_account_number(w->account_number),
-                     b.code, b.name};
+  WalletFacts facts{w->id,  std::string(id), w->account_name, format_account_number(w->account_number),
+                    b.code, b.name};
+  KOBO_ASSERT(facts.account_number.size() == 10, "a wallet's account number shows 10 digits");
+  return facts;
 }
 
 void Wallets::add(std::string_view id, const Caller& owner, const WalletBank& bank, WalletState w,
@@ -132,7 +138,8 @@ void Wallets::add(std::string_view id, const Caller& owner, const WalletBank& ba
   if (!key) key = WalletKey{0, odd_ids_.intern(std::string(id))};
   KOBO_ASSERT(!by_key_.contains(*key), "wallet id reused");
   KOBO_ASSERT(!named || !name_taken(owner.account, owner.live, w.account_name), "wallet name reused");
-  KOBO_ASSERT(by_number_.emplace(w.account_number, *key).second, "account number reused");
+  const bool number_new = by_number_.emplace(w.account_number, *key).second;
+  KOBO_ASSERT(number_new, "account number reused");
   if (named) by_name_.emplace(name_hash(owner.account, owner.live, w.account_name), *key);
   w.owner = owners_.intern(owner);
   w.bank = banks_.intern(bank);
@@ -148,10 +155,14 @@ Kobo PartitionState::balance_of(std::string_view ledger_account) const {
 Kobo PartitionState::held_of(std::string_view wallet) const {
   if (held.empty()) return Kobo(0);
   const auto it = held.find(std::string(wallet));
-  return it == held.end() ? Kobo(0) : it->second;
+  if (it == held.end()) return Kobo(0);
+  KOBO_ASSERT(it->second.value > 0, "a wallet holds a positive amount or has no entry");
+  return it->second;
 }
 
 std::uint64_t interleaved_id(std::uint64_t n, Partition p, std::uint32_t partitions) {
+  KOBO_ASSERT(p.value < partitions, "an id of one of the partitions");
+  KOBO_ASSERT(n <= (UINT64_MAX - partitions) / partitions, "ids never run out of 64 bits");
   return n * partitions + p.value + 1;
 }
 
@@ -179,7 +190,9 @@ void post_all(PartitionState& s, const std::vector<Posting>& postings) {
 
 // The records a money event creates count towards the integer ids of the next ones.
 void count_transactions(PartitionState& s, const EventData& d) {
-  s.transactions_created += transactions_created_count(d);
+  const std::size_t created = transactions_created_count(d);
+  KOBO_ASSERT(created >= 1 && created <= 3, "a money event creates 1 to 3 transaction records");
+  s.transactions_created += created;
 }
 
 // Whether a payout's metadata asks the sandbox rail to fail it: read once, when it is accepted.
@@ -207,13 +220,15 @@ void open_wallet(PartitionState& s, const Event& e, const Opened& x, bool named)
                 std::move(ws), named);
   ++s.wallets_created;
   ++s.account_numbers_issued;
+  KOBO_ASSERT(s.wallets.id_with_number(account_number) == id, "a wallet opened is found by its number");
 }
 
 // A collection wallet is paid or expires once; then it leaves the hot state (History keeps its number).
 void close_collection(PartitionState& s, const WalletId& collection) {
   const auto number = s.collection_numbers.find(collection.value);
   KOBO_ASSERT(number != s.collection_numbers.end(), "a collection wallet closes once, while it is open");
-  KOBO_ASSERT(s.collections.erase(number->second) == 1, "an open collection wallet has its number");
+  const std::size_t closed = s.collections.erase(number->second);
+  KOBO_ASSERT(closed == 1, "an open collection wallet has its number");
   s.collection_numbers.erase(number);
 }
 
@@ -231,6 +246,7 @@ void end_hold(PartitionState& s, const HoldId& hold) {
   KOBO_ASSERT(it != s.holds.end(), "a hold ends once, while it is pending");
   add_held(s, it->second.source, -it->second.remaining());
   s.holds.erase(it);
+  KOBO_ASSERT(!s.holds.contains(hold.value), "an ended hold leaves the hot state");
 }
 
 struct Applier {
@@ -238,6 +254,7 @@ struct Applier {
   const Event& e;
 
   void operator()(const WriterStarted& x) const {
+    KOBO_ASSERT(x.epoch == e.epoch, "a writer starts with the epoch it appends with");
     if (x.tier_limits) s.tier_limits = *x.tier_limits;
   }
 
@@ -248,9 +265,10 @@ struct Applier {
   }
 
   void operator()(const BusinessRegistered& x) const {
-    KOBO_ASSERT(s.businesses.insert(e.business).second, "a business registered twice");
-    KOBO_ASSERT(s.account_business.emplace(x.account.value, e.business).second,
-                "an account registered twice");
+    const bool business_new = s.businesses.insert(e.business).second;
+    KOBO_ASSERT(business_new, "a business registered twice");
+    const bool account_new = s.account_business.emplace(x.account.value, e.business).second;
+    KOBO_ASSERT(account_new, "an account registered twice");
     ++s.accounts_created;
   }
 
@@ -263,6 +281,7 @@ struct Applier {
   }
 
   void operator()(const WalletOpened& x) const {
+    KOBO_ASSERT(x.id != 0 && !x.wallet.empty(), "a wallet opens with its ids");
     if (x.category == WalletCategory::primary) ++s.primary_wallets[scope_key(x.account.value, e.live)];
     open_wallet(s, e, x, /*named=*/true);
   }
@@ -285,16 +304,23 @@ struct Applier {
     cs.live = e.live;
     KOBO_ASSERT(!s.wallets.id_with_number(x.account_number), "collection account number reused");
     s.collection_numbers.emplace(cs.public_id, x.account_number);
-    KOBO_ASSERT(s.collections.emplace(x.account_number, std::move(cs)).second,
-                "collection account number reused");
+    const bool number_new = s.collections.emplace(x.account_number, std::move(cs)).second;
+    KOBO_ASSERT(number_new, "collection account number reused");
     ++s.account_numbers_issued;
   }
 
   void operator()(const CollectionWalletExpired& x) const { close_collection(s, x.wallet); }
 
-  void operator()(const BeneficiarySaved&) const { ++s.bank_accounts_created; }
+  void operator()(const BeneficiarySaved& x) const {
+    KOBO_ASSERT(x.id != 0, "a saved beneficiary has its integer id");
+    ++s.bank_accounts_created;
+  }
 
   void operator()(const WalletTransferSettled& x) const {
+    const TransferLegs legs = x.legs();
+    KOBO_ASSERT(
+        s.wallets.find(legs.source.account) != nullptr && s.wallets.find(legs.destination.account) != nullptr,
+        "a wallet transfer moves money between wallets the partition has");
     post_all(s, x.postings);
     count_transactions(s, e.data);
   }
@@ -302,32 +328,53 @@ struct Applier {
   void operator()(const BankTransferInitiated& x) const {
     post_all(s, x.postings);
     count_transactions(s, e.data);
-    KOBO_ASSERT(x.postings.size() == 3, "a bank transfer posts to its source, payout suspense and fees");
+    const PayoutLegs legs = x.legs();
     PayoutState p;
-    p.source = x.postings[0].account;
-    p.amount = x.postings[1].amount;
-    p.fee = x.postings[2].amount;
+    p.source = legs.source.account;
+    p.amount = legs.amount();
+    p.fee = legs.fee.amount;
     p.updated_at = e.time;
     p.sandbox_fails = sandbox_fails(x.metadata);
     p.business = e.business;
     p.live = e.live;
-    KOBO_ASSERT(s.payouts.emplace(x.transaction.value, std::move(p)).second, "a payout initiated twice");
+    const bool payout_new = s.payouts.emplace(x.transaction.value, std::move(p)).second;
+    KOBO_ASSERT(payout_new, "a payout initiated twice");
   }
 
   void operator()(const PayoutProcessing&) const { change_status(); }
 
   void operator()(const PayoutSucceeded& x) const {
+    const auto p = s.payouts.find(x.transaction.value);
+    KOBO_ASSERT(p != s.payouts.end() && x.legs().amount() == p->second.amount,
+                "a payout settles the amount it was accepted for");
     post_all(s, x.postings);
     change_status();
   }
 
   void operator()(const PayoutFailed& x) const {
+    const auto p = s.payouts.find(x.transaction.value);
+    const ReversalLegs legs = x.legs();
+    KOBO_ASSERT(p != s.payouts.end() && legs.source.account == p->second.source &&
+                    legs.credited() == p->second.amount + p->second.fee,
+                "a reversal gives its source back the amount and the fee it was debited");
     post_all(s, x.postings);
     count_transactions(s, e.data);
     change_status();
   }
 
   void operator()(const IncomingCreditReceived& x) const {
+    const IncomingLegs legs = x.legs();
+    if (x.collection) {
+      const auto number = s.collection_numbers.find(x.collection->value);
+      KOBO_ASSERT(number != s.collection_numbers.end(), "a payment of an open collection wallet");
+      const CollectionState& c = s.collections.at(number->second);
+      KOBO_ASSERT(c.destination == legs.wallet.account && c.amount == legs.amount(),
+                  "a collection wallet pays its destination the amount it was opened for");
+    }
+    const auto transit = s.transit_settlement.find(legs.wallet.account);
+    KOBO_ASSERT(legs.sweep.has_value() == (transit != s.transit_settlement.end()) &&
+                    (!legs.sweep || legs.sweep->credit.account == transit->second),
+                "a transit wallet, and only one, sweeps what it receives to its settlement wallet");
     post_all(s, x.postings);
     count_transactions(s, e.data);
     if (x.collection) close_collection(s, *x.collection);
@@ -344,7 +391,8 @@ struct Applier {
     h.business = e.business;
     h.account = x.account.value;
     h.live = e.live;
-    KOBO_ASSERT(s.holds.emplace(x.hold.value, std::move(h)).second, "a hold placed twice");
+    const bool hold_new = s.holds.emplace(x.hold.value, std::move(h)).second;
+    KOBO_ASSERT(hold_new, "a hold placed twice");
     add_held(s, x.source.value, x.amount);
     KOBO_ASSERT(s.available_of(x.source.value, *w).value >= 0, "a hold reserves more than is available");
   }
@@ -352,9 +400,9 @@ struct Applier {
   void operator()(const HoldCaptured& x) const {
     const auto it = s.holds.find(x.hold.value);
     KOBO_ASSERT(it != s.holds.end(), "a capture of a hold that is not pending");
-    KOBO_ASSERT(x.postings.size() == 2 && x.postings[0].account == it->second.source,
-                "a capture moves money from its hold's source");
-    const Kobo amount = x.postings[1].amount;
+    const TransferLegs legs = x.legs();
+    KOBO_ASSERT(legs.source.account == it->second.source, "a capture moves money from its hold's source");
+    const Kobo amount = legs.amount();
     KOBO_ASSERT(amount.value > 0 && amount <= it->second.remaining(),
                 "a capture above what its hold has left");
     // The hold releases what it captures, then the money moves: available stays as it was.
@@ -368,7 +416,11 @@ struct Applier {
   void operator()(const HoldVoided& x) const { end_hold(s, x.hold); }
   void operator()(const HoldExpired& x) const { end_hold(s, x.hold); }
   // A bulk transfer's own event moves nothing: its items' events that follow do.
-  void operator()(const BulkTransferAccepted&) const {}
+  void operator()(const BulkTransferAccepted& x) const {
+    KOBO_ASSERT(
+        e.seq == e.command_seq && e.command_size <= 1 + 2 * (x.items - x.rejected.size()),
+        "a bulk transfer opens its command, which holds its accepted items' events (and beneficiaries)");
+  }
 
   void change_status() const {
     const auto c = status_change(e.data);
@@ -388,13 +440,16 @@ struct Applier {
 }  // namespace
 
 void apply(PartitionState& s, const Event& e) {
+  KOBO_ASSERT(e.partition == s.partition, "an event is applied to its own partition's state");
+  KOBO_ASSERT(s.total.value == 0, "a partition's balances sum to zero before every event");
   std::visit(Applier{s, e}, e.data);
   if (const auto debit = tier_debit(e.data)) {
     WalletState* w = s.wallets.find(debit->wallet);
     KOBO_ASSERT(w != nullptr, "a debit of an unknown wallet");
     w->debits = w->debits.plus(lagos_day(e.time), debit->amount);
   }
-  if (e.last_of_command()) KOBO_ASSERT(s.total.value == 0, "partition balances do not sum to zero");
+  // Each event's postings sum to zero (validate()): so do the partition's balances after it.
+  KOBO_ASSERT(s.total.value == 0, "partition balances do not sum to zero");
 }
 
 }  // namespace kobo

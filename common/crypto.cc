@@ -126,8 +126,8 @@ void random_bytes(std::uint8_t* out, std::size_t n) {
   thread_local Pool pool;
   while (n > 0) {
     if (pool.used == pool.bytes.size()) {
-      KOBO_ASSERT(RAND_bytes(pool.bytes.data(), static_cast<int>(pool.bytes.size())) == 1,
-                  "RAND_bytes failed");
+      const int filled = RAND_bytes(pool.bytes.data(), static_cast<int>(pool.bytes.size()));
+      KOBO_ASSERT(filled == 1, "RAND_bytes failed");
       pool.used = 0;
     }
     const std::size_t take = std::min(n, pool.bytes.size() - pool.used);

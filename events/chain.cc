@@ -28,6 +28,7 @@ ChainVerdict ChainFollower::follow(const Event& e) {
     epoch_ = e.epoch;
     recent_.emplace_back(e.seq, e.hash);
     if (recent_.size() > kRecentMax) recent_.pop_front();
+    KOBO_ASSERT(recent_.size() <= kRecentMax, "the duplicates a follower recognises are bounded");
     return ChainVerdict::accept;
   }
   if (e.seq <= last_seq_) {
@@ -39,6 +40,8 @@ ChainVerdict ChainFollower::follow(const Event& e) {
     }
   }
   if (e.epoch < epoch_) return ChainVerdict::zombie;
+  KOBO_ASSERT(!extends || e.epoch < epoch_ || e.type() == EventType::writer_started,
+              "an event that extends the chain is refused for its epoch only");
   return ChainVerdict::broken;
 }
 

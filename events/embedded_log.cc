@@ -22,10 +22,12 @@ constexpr char kEventPrefix = 'e';
 constexpr std::string_view kPartitionsKey = "m:partitions";
 
 void put_be(std::string& out, std::uint64_t v, int bytes) {
+  KOBO_ASSERT(bytes >= 1 && bytes <= 8 && (bytes == 8 || v >> (8 * bytes) == 0), "the value fits its bytes");
   for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
 std::uint64_t get_be(const char* p, int bytes) {
+  KOBO_ASSERT(p != nullptr && bytes >= 1 && bytes <= 8, "a big-endian integer of 1 to 8 bytes");
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
   return v;
@@ -35,6 +37,7 @@ std::string event_key(Partition p, Offset o) {
   std::string k(1, kEventPrefix);
   put_be(k, p.value, 4);
   put_be(k, o.value, 8);
+  KOBO_ASSERT(k.size() == 13, "an event key is its prefix, partition and offset");  // readers check the size
   return k;
 }
 
@@ -51,7 +54,9 @@ class EmbeddedLogImpl final : public EventLog {
         secondary_dir_(std::move(secondary_dir)),
         partitions_(partitions),
         sync_(sync),
-        ends_(partitions) {}
+        ends_(partitions) {
+    KOBO_ASSERT(partitions_ > 0 && db_ != nullptr, "an open log of one partition at least");
+  }
 
   ~EmbeddedLogImpl() override {
     db_.reset();
@@ -76,6 +81,7 @@ class EmbeddedLogImpl final : public EventLog {
           get_be(it->key().data() + 1, 4) == p)
         ends_[p].store(get_be(it->key().data() + 5, 8) + 1);
     }
+    KOBO_ASSERT(ends_.size() == partitions_, "an end per partition");
     if (!it->status().ok()) return Status::error("log scan: " + it->status().ToString());
     return {};
   }
@@ -91,6 +97,7 @@ class EmbeddedLogImpl final : public EventLog {
     rocksdb::WriteBatch wb;
     for (const EncodedEvent& e : batch) {
       KOBO_ASSERT(e.partition.value < partitions_, "append to a partition the log does not have");
+      KOBO_ASSERT(!e.bytes.empty(), "the writer appends sealed events");
       const auto s = wb.Put(event_key(e.partition, Offset(next[e.partition.value]++)), e.bytes);
       if (!s.ok()) return Status::error("log batch: " + s.ToString());
     }
@@ -107,7 +114,13 @@ class EmbeddedLogImpl final : public EventLog {
       failed_kind_ = s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other;
       return Status::error("log append: " + s.ToString(), failed_kind_);
     }
-    for (std::uint32_t p = 0; p < partitions_; ++p) ends_[p].store(next[p]);
+    std::uint64_t appended = 0;
+    for (std::uint32_t p = 0; p < partitions_; ++p) {
+      KOBO_ASSERT(next[p] >= ends_[p].load(), "a partition's end only moves forward");
+      appended += next[p] - ends_[p].load();
+      ends_[p].store(next[p]);
+    }
+    KOBO_ASSERT(appended == batch.size(), "every event of the batch took one offset");
     signal_.notify();
     return {};
   }
@@ -138,6 +151,7 @@ class EmbeddedLogImpl final : public EventLog {
       return Status::error("log reopen: " + s.ToString(), s.IsNoSpace() ? ErrorKind::no_space : failed_kind_);
     db_.reset(raw);
     write_failed_ = false;
+    KOBO_ASSERT(db_ != nullptr, "a reopened log has its database");
     return {};
   }
 
@@ -149,6 +163,7 @@ class EmbeddedLogImpl final : public EventLog {
     }
     std::vector<Offset> out;
     for (std::uint32_t p = 0; p < partitions_; ++p) out.emplace_back(ends_[p].load());
+    KOBO_ASSERT(out.size() == partitions_, "an end offset per partition");
     return out;
   }
 
@@ -161,7 +176,10 @@ class EmbeddedLogImpl final : public EventLog {
     f(*db_);
     return true;
   }
-  std::uint64_t end(std::uint32_t p) const { return ends_[p].load(); }
+  std::uint64_t end(std::uint32_t p) const {
+    KOBO_ASSERT(p < partitions_, "the end of one of the log's partitions");
+    return ends_[p].load();
+  }
   const AppendSignal& signal() const { return signal_; }
 
  private:
@@ -181,11 +199,14 @@ class EmbeddedLogImpl final : public EventLog {
 
 class EmbeddedReader final : public LogReader {
  public:
-  EmbeddedReader(EmbeddedLogImpl& log, std::vector<Offset> start) : log_(log), pos_(std::move(start)) {}
+  EmbeddedReader(EmbeddedLogImpl& log, std::vector<Offset> start) : log_(log), pos_(std::move(start)) {
+    KOBO_ASSERT(pos_.size() == log_.partitions(), "a reader has a position per partition");
+  }
 
   Status poll(std::size_t max_records, std::chrono::milliseconds timeout,
               std::vector<LogRecord>& out) override {
     const std::size_t before = out.size();
+    KOBO_ASSERT(max_records > 0, "a poll asks for a record at least");
     if (log_.read_only()) {
       // Another process appends: catch up with it, and wait by polling.
       const auto until = std::chrono::steady_clock::now() + timeout;
@@ -203,6 +224,7 @@ class EmbeddedReader final : public LogReader {
       log_.signal().wait_past(generation, timeout);
       read_available(max_records, out);
     }
+    KOBO_ASSERT(out.size() - before <= max_records, "a poll returns no more records than asked");
     return {};
   }
 
@@ -308,6 +330,7 @@ Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& op
     return Status::error("log meta: " + g.ToString());
   }
 
+  KOBO_ASSERT(partitions > 0, "a log of one partition at least");
   auto log = std::make_unique<EmbeddedLogImpl>(std::move(db), o, options.path, partitions, options.sync,
                                                std::move(secondary_dir));
   if (auto s = log->scan_ends(); !s) return s;

@@ -8,7 +8,6 @@
 #include "common/crypto.h"
 #include "common/json_dump.h"
 #include "events/described.h"
-#include "events/ledger.h"
 #include "events/name_table.h"
 
 namespace kobo {
@@ -65,11 +64,15 @@ using described::IsOptional;
 
 void write_number(std::string& out, std::uint64_t v) {
   char buf[24];
-  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+  const auto written = std::to_chars(buf, buf + sizeof buf, v);
+  KOBO_ASSERT(written.ec == std::errc(), "24 characters hold any 64-bit integer");
+  out.append(buf, written.ptr);
 }
 void write_number(std::string& out, std::int64_t v) {
   char buf[24];
-  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+  const auto written = std::to_chars(buf, buf + sizeof buf, v);
+  KOBO_ASSERT(written.ec == std::errc(), "24 characters hold any 64-bit integer");
+  out.append(buf, written.ptr);
 }
 
 template <typename T>
@@ -79,7 +82,11 @@ template <Described T>
 void write_object(std::string& out, const T& x) {
   out += '{';
   bool first = true;
+  std::string_view previous;
   T::fields(x, [&](const char* name, const auto& member) {
+    // The canonical form's keys are sorted: fields() must list them so.
+    KOBO_ASSERT(previous < std::string_view(name), "fields() lists an event's members in key order");
+    previous = name;
     if constexpr (IsOptional<std::decay_t<decltype(member)>>::value) {
       if (!member) return;
     }
@@ -105,9 +112,11 @@ void write(std::string& out, const T& v) {
     write_number(out, v.value);
   else if constexpr (std::is_same_v<T, Timestamp>)
     append_json_string(out, format_iso8601(v.ms));
-  else if constexpr (std::is_same_v<T, RawJson>)
+  else if constexpr (std::is_same_v<T, RawJson>) {
+    // The decoder reads it back only as an object.
+    KOBO_ASSERT(v.text.size() >= 2 && v.text.front() == '{' && v.text.back() == '}', "raw JSON is an object");
     out += v.text;
-  else if constexpr (std::is_enum_v<T>)
+  } else if constexpr (std::is_enum_v<T>)
     append_json_string(out, to_string(v));
   else if constexpr (IsOptional<T>::value)
     write(out, *v);
@@ -129,6 +138,7 @@ void write(std::string& out, const T& v) {
 
 // The canonical JSON of `e` without its hash: the envelope's members in key order.
 std::string canonical_without_hash(const Event& e) {
+  KOBO_ASSERT(e.command_size >= 1 && e.command_seq <= e.seq, "an event is one of its command's");
   std::string out;
   out.reserve(640);
   out += "{\"business\":";
@@ -174,6 +184,7 @@ constexpr std::string_view kWireHashPrefix = "{\"hash\":\"";
 
 // What follows `{"hash":"<hash>",` in `bytes`, or nullopt when they do not start so.
 std::optional<std::string_view> wire_body(std::string_view bytes, const std::string& hash) {
+  KOBO_ASSERT(is_hex64(hash), "the hash of a decoded or sealed event is 64 hex digits");
   const std::size_t body_at = kWireHashPrefix.size() + hash.size() + 2;
   if (bytes.size() <= body_at || !bytes.starts_with(kWireHashPrefix) ||
       bytes.substr(kWireHashPrefix.size(), hash.size()) != hash || bytes.substr(body_at - 2, 2) != "\",")
@@ -182,6 +193,7 @@ std::optional<std::string_view> wire_body(std::string_view bytes, const std::str
 }
 
 bool hash_covers_bytes(std::string_view bytes, const Event& e) {
+  KOBO_ASSERT(is_hex64(e.prev_hash), "the decoder checks prevHash before the hash");
   const auto body = wire_body(bytes, e.hash);
   return body && to_hex(sha256({e.prev_hash, "{", *body})) == e.hash;
 }
@@ -190,7 +202,10 @@ bool hash_covers_bytes(std::string_view bytes, const Event& e) {
 
 namespace od = simdjson::ondemand;
 
-Status malformed(std::string_view what) { return Status::error("malformed event: " + std::string(what)); }
+Status malformed(std::string_view what) {
+  KOBO_ASSERT(!what.empty(), "a refusal names what is malformed");
+  return Status::error("malformed event: " + std::string(what));
+}
 
 template <typename T>
 Status read(od::value v, T& out, const char* name);
@@ -229,6 +244,7 @@ Status read_object(od::value v, T& out) {
     }
     ++i;
   });
+  KOBO_ASSERT(i <= 64, "a struct's members fit the 64 bits that track which were seen");
   return missing;
 }
 
@@ -239,6 +255,7 @@ Status read_enum(od::value v, E& out, const char* name, std::optional<E> (*parse
   const auto parsed = parse(text);
   if (!parsed) return malformed(std::string(name) + " has an unknown value " + std::string(text));
   out = *parsed;
+  KOBO_ASSERT(to_string(out) == text, "an enum's name reads back as itself");
   return {};
 }
 
@@ -298,6 +315,9 @@ Status read(od::value v, T& out, const char* name) {
 // The data of an event of type `type`, from its JSON text (which has padding readable after it).
 Status read_data(od::parser& parser, EventType type, std::string_view text, std::size_t capacity,
                  EventData& out) {
+  KOBO_ASSERT(static_cast<std::size_t>(type) < std::variant_size_v<EventData>, "a known event type");
+  KOBO_ASSERT(capacity >= text.size() + simdjson::SIMDJSON_PADDING,
+              "the data has simdjson's padding after it");
   od::document doc;
   if (parser.iterate(text.data(), text.size(), capacity).get(doc) != simdjson::SUCCESS)
     return malformed("data");
@@ -311,6 +331,7 @@ Status read_data(od::parser& parser, EventType type, std::string_view text, std:
   }
   (std::make_index_sequence<std::variant_size_v<EventData>>{});
   if (!status) return status;
+  KOBO_ASSERT(out.index() == static_cast<std::size_t>(type), "the data read is of the type named");
   return {};
 }
 
@@ -401,6 +422,9 @@ Result<Event> decode(std::string_view bytes, bool verify) {
   if (e.seq.value < 1 || e.command_size < 1 || e.command_seq > e.seq ||
       e.seq.value >= e.command_seq.value + e.command_size)
     return Status::error("event outside its command");
+  KOBO_ASSERT(data_text.data() >= padded.data() &&
+                  data_text.data() + data_text.size() <= padded.data() + bytes.size(),
+              "the data's text lies inside the record it was read from");
   const std::size_t capacity = padded.size() - static_cast<std::size_t>(data_text.data() - padded.data());
   if (auto s = read_data(parser, *type, data_text, capacity, e.data); !s) return s;
   if ((*type == EventType::writer_started) != e.business.empty())
@@ -409,6 +433,9 @@ Result<Event> decode(std::string_view bytes, bool verify) {
     if (!hash_covers_bytes(bytes, e)) return Status::error("hash mismatch");
     if (auto s = validate(e); !s) return s;
   }
+  KOBO_ASSERT(e.schema_version == kEventSchemaVersion && e.type() == *type, "what decodes is of this schema");
+  KOBO_ASSERT(e.command_seq <= e.seq && e.seq.value < e.command_seq.value + e.command_size,
+              "a decoded event lies inside its command");
   return e;
 }
 
@@ -462,19 +489,16 @@ Status validate_bulk(const BulkTransferAccepted& x) {
       return Status::error("a bulk transfer's refused items are not in order");
   }
   if (x.atomic && !x.rejected.empty()) return Status::error("an atomic bulk transfer with a refused item");
+  KOBO_ASSERT(x.rejected.size() <= x.items, "a bulk refuses no more items than it has");
   return {};
 }
 
-}  // namespace
-
-Status validate(const Event& e) {
-  if (auto s = validate_tiers(e.data); !s) return s;
-  if (const auto* bulk = std::get_if<BulkTransferAccepted>(&e.data)) return validate_bulk(*bulk);
-  const auto* postings = postings_of(e.data);
-  if (postings == nullptr) return {};
+// What validate() checks of a money event `x`: its postings, its legs, its record ids.
+template <typename Money>
+Status validate_money(const Money& x) {
   Kobo sum;
   std::size_t wallet_postings = 0;
-  for (const Posting& p : *postings) {
+  for (const Posting& p : x.postings) {
     if (p.amount.value == 0) return Status::error("a posting of 0 kobo to " + p.account);
     if (!is_wallet_account(p.account) && !system_account_from_name(p.account))
       return Status::error("a posting to " + p.account + ", which is neither a wallet nor a system account");
@@ -483,15 +507,51 @@ Status validate(const Event& e) {
     sum = *next;
     if (is_wallet_account(p.account)) ++wallet_postings;
   }
-  if (postings->empty()) return Status::error("a money event without postings");
+  if (x.postings.empty()) return Status::error("a money event without postings");
   if (sum.value != 0) return Status::error("the postings sum to " + std::to_string(sum.value) + ", not 0");
-  if (transactions_created_count(e.data) != wallet_postings)
-    return Status::error("not one transaction id per wallet posting");
+  using Legs = decltype(x.legs());
+  if (auto legs = Legs::read(x.postings); !legs) return legs.status();
+  // created() (events/ledger.h) keeps references into a vector of at most 3 records.
+  KOBO_ASSERT(wallet_postings <= 3, "an event's legs hold at most 3 wallet postings");
+  // Each wallet posting is a transaction record (events/ledger.h), numbered by `ids`.
+  if constexpr (requires { x.ids; }) {
+    if (x.ids.size() != wallet_postings) return Status::error("not one transaction id per wallet posting");
+  } else if (wallet_postings != 0) {
+    return Status::error("a wallet posting of an event that creates no transaction record");
+  }
   return {};
+}
+
+}  // namespace
+
+const std::vector<Posting>* postings_of(const EventData& d) {
+  return std::visit(
+      [](const auto& x) -> const std::vector<Posting>* {
+        if constexpr (requires { x.postings; })
+          return &x.postings;
+        else
+          return nullptr;
+      },
+      d);
+}
+
+Status validate(const Event& e) {
+  if (auto s = validate_tiers(e.data); !s) return s;
+  if (const auto* bulk = std::get_if<BulkTransferAccepted>(&e.data)) return validate_bulk(*bulk);
+  return std::visit(
+      [](const auto& x) -> Status {
+        if constexpr (requires { x.legs(); })
+          return validate_money(x);
+        else
+          return {};
+      },
+      e.data);
 }
 
 std::string seal(Event& e) {
   KOBO_ASSERT(validate(e).ok(), "the writer appends only valid events");
+  KOBO_ASSERT((e.type() == EventType::writer_started) == e.business.empty(),
+              "only WriterStarted is of no business (the decoder refuses others)");
   return seal_unvalidated(e);
 }
 
@@ -510,6 +570,8 @@ std::string seal_unvalidated(Event& e) {
   wire += e.hash;
   wire += "\",";
   wire.append(canonical, 1);
+  KOBO_ASSERT(wire_body(wire, e.hash) == std::string_view(canonical).substr(1),
+              "the wire form is the hash member, then the canonical form");
   return wire;
 }
 
@@ -533,6 +595,7 @@ Result<int> stated_schema_version(std::string_view bytes) {
 // members v2's does not (a v1 event fails on its first unknown member, before its version).
 Result<Event> decode_naming_other_versions(std::string_view bytes, bool verify) {
   auto e = decode(bytes, verify);
+  KOBO_ASSERT(!e.ok() || e.value().schema_version == kEventSchemaVersion, "only this schema decodes");
   if (!e.ok()) {
     const auto version = stated_schema_version(bytes);
     if (version.ok() && version.value() != kEventSchemaVersion)
@@ -559,10 +622,12 @@ bool in_canonical_form(const Event& e, std::string_view bytes) {
 std::string encode_data(const EventData& d) {
   std::string out;
   std::visit([&](const auto& x) { write_object(out, x); }, d);
+  KOBO_ASSERT(out.size() >= 2 && out.front() == '{' && out.back() == '}', "an event's data is a JSON object");
   return out;
 }
 
 Status unsupported_schema_version(int found) {
+  KOBO_ASSERT(found != kEventSchemaVersion, "only another schemaVersion is unsupported");
   return Status::error("event schemaVersion " + std::to_string(found) +
                        " is not supported: this kobo reads schemaVersion " +
                        std::to_string(kEventSchemaVersion) + " only (there is no migration from older logs)");

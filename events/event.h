@@ -8,7 +8,9 @@
 //
 // Each event type is one struct below; `Event::data` holds exactly one of them. Each struct
 // lists its wire members once, in `fields()`, in key order: the encoder writes them in that
-// order and the decoder reads them by that list, so the two cannot disagree.
+// order and the decoder reads them by that list, so the two cannot disagree. A money event's
+// postings, in the order its comment gives, are read by name through its `legs()`
+// (events/legs.h), never by position.
 //
 // The wire form is canonical JSON (keys sorted, no white space, integers only), prefixed by its
 // "hash" member: `hash` is the hex SHA-256 of `prevHash` (hex) followed by the canonical JSON of
@@ -24,6 +26,7 @@
 
 #include "common/result.h"
 #include "common/time.h"
+#include "events/legs.h"
 #include "events/limits.h"
 #include "events/types.h"
 
@@ -65,22 +68,6 @@ struct Timestamp {
 struct RawJson {
   std::string text = "{}";
   auto operator<=>(const RawJson&) const = default;
-};
-
-// One line of a journal entry. `account` is a wallet (vba-…) or a system account (sys:…,
-// events/ledger.h); `amount` is signed (negative debits the account); `balance` is the account's
-// balance after this line. The postings of an event sum to zero.
-struct Posting {
-  std::string account;
-  Kobo amount;
-  Kobo balance;
-  auto operator<=>(const Posting&) const = default;
-  template <typename Self, typename F>
-  static void fields(Self& x, F&& f) {
-    f("account", x.account);
-    f("amount", x.amount);
-    f("balance", x.balance);
-  }
 };
 
 struct Mobile {
@@ -303,9 +290,9 @@ struct BeneficiarySaved {
   }
 };
 
-// Money moved between two wallets of a business: postings [source -amount, destination +amount].
-// Settled as it is appended. `transaction` is the debit's id; `ids` the integer ids of the
-// transaction records, one per wallet posting (events/ledger.h).
+// Money moved between two wallets of a business: postings [source -amount, destination +amount]
+// (legs(): TransferLegs). Settled as it is appended. `transaction` is the debit's id; `ids` the
+// integer ids of the transaction records, one per wallet posting (events/ledger.h).
 // The request's idempotency fingerprint is not stored: request_fingerprint() in events/ledger.h
 // derives it from these members. `batch`: the bulk transfer it is an item of (its records'
 // batchId), absent for a transfer of its own.
@@ -318,6 +305,7 @@ struct WalletTransferSettled {
   std::vector<Posting> postings;
   std::string reference;
   TransactionId transaction;
+  TransferLegs legs() const { return legs_of<TransferLegs>(postings); }
   auto operator<=>(const WalletTransferSettled&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
@@ -368,6 +356,7 @@ struct BankTransferInitiated {
   std::string reference;
   std::optional<bool> save_beneficiary;  // present (true) when the request asked to save it
   TransactionId transaction;
+  PayoutLegs legs() const { return legs_of<PayoutLegs>(postings); }
   auto operator<=>(const BankTransferInitiated&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
@@ -399,6 +388,7 @@ struct PayoutProcessing {
 struct PayoutSucceeded {
   std::vector<Posting> postings;
   TransactionId transaction;
+  PayoutSettledLegs legs() const { return legs_of<PayoutSettledLegs>(postings); }
   auto operator<=>(const PayoutSucceeded&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
@@ -414,6 +404,7 @@ struct PayoutFailed {
   std::vector<std::uint64_t> ids;
   std::vector<Posting> postings;
   TransactionId transaction;
+  ReversalLegs legs() const { return legs_of<ReversalLegs>(postings); }
   auto operator<=>(const PayoutFailed&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
@@ -453,6 +444,7 @@ struct IncomingCreditReceived {
   std::vector<Posting> postings;
   Sender sender;
   TransactionId transaction;
+  IncomingLegs legs() const { return legs_of<IncomingLegs>(postings); }
   auto operator<=>(const IncomingCreditReceived&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
@@ -507,6 +499,7 @@ struct HoldCaptured {
   std::vector<Posting> postings;
   std::string reference;
   TransactionId transaction;
+  TransferLegs legs() const { return legs_of<TransferLegs>(postings); }
   auto operator<=>(const HoldCaptured&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
@@ -621,6 +614,10 @@ inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.i
 std::string_view to_string(EventType t);  // the wire name: "WalletTransferSettled"
 std::optional<EventType> event_type_from_string(std::string_view s);
 
+// The postings an event carries (null for events that move no money). Their names are the
+// event's `legs()`.
+const std::vector<Posting>* postings_of(const EventData& d);
+
 struct Event {
   Partition partition{0};
   Seq seq{0};
@@ -642,9 +639,11 @@ struct Event {
   bool last_of_command() const { return seq.value == command_seq.value + command_size - 1; }
 };
 
-// Checks what the codec cannot: the postings of an event sum to zero with no zero amount, and
-// there is one record id per wallet posting (events/ledger.h). The writer asserts it right
-// before appending; decode_event() refuses an event that fails it.
+// Checks what the codec cannot: the postings of an event sum to zero with no zero amount, they
+// are the legs of its type (events/legs.h: count, accounts, signs), and there is one record id
+// per wallet posting (events/ledger.h); the KYC tiers and a bulk transfer's items are in range.
+// The writer asserts it right before appending; decode_event() and decode_fact() refuse an event
+// that fails it.
 [[nodiscard]] Status validate(const Event& e);
 
 // Computes `hash` from `prev_hash` and the rest, and returns the wire form. Asserts validate().

@@ -32,6 +32,7 @@ constexpr int last_enum() {
 
 template <typename T>
 void put(std::string& out, const T& v) {
+  [[maybe_unused]] const std::size_t before = out.size();
   if constexpr (std::is_same_v<T, std::string>)
     put_length_prefixed(out, v);
   else if constexpr (std::is_same_v<T, bool>)
@@ -60,6 +61,8 @@ void put(std::string& out, const T& v) {
     put_varint(out, v.size());
     for (const auto& item : v) put(out, item);
   }
+  // The reader's length checks count on it: every value takes a byte at least.
+  KOBO_ASSERT(out.size() > before, "every value of a fact takes a byte at least");
 }
 
 // Reads a fact's members in the order put() writes them.
@@ -91,7 +94,11 @@ class Reader : public VarintReader {
       v.text.assign(length_prefixed());
     else if constexpr (std::is_enum_v<T>) {
       const unsigned char b = byte();
-      if (b > last_enum<T>()) fail();
+      if (b > last_enum<T>()) {
+        fail();
+        return;
+      }
+      KOBO_ASSERT(b <= last_enum<T>(), "an enum is read in its range only");
       v = static_cast<T>(b);
     } else if constexpr (IsOptional<T>::value) {
       if (flag()) get(v.emplace());
@@ -103,6 +110,7 @@ class Reader : public VarintReader {
       const std::uint64_t n = varint();
       if (n > left()) fail();  // every item takes a byte at least
       for (std::uint64_t i = 0; ok() && i < n; ++i) get(v.emplace_back());
+      KOBO_ASSERT(!ok() || v.size() >= n, "a list read whole holds every item it counts");
     }
   }
 };
@@ -110,6 +118,8 @@ class Reader : public VarintReader {
 }  // namespace
 
 void append_fact(std::string& out, const Event& e) {
+  KOBO_ASSERT(e.data.index() < std::variant_size_v<EventData>, "a fact holds an event of a known type");
+  KOBO_ASSERT(e.data.index() <= 0xff, "an event's type fits the fact's type byte");
   out.push_back(static_cast<char>(kFormat));
   out.push_back(static_cast<char>(e.data.index()));
   out.push_back(e.live ? '\1' : '\0');
@@ -122,6 +132,7 @@ std::string encode_fact(const Event& e) {
   std::string out;
   out.reserve(256);
   append_fact(out, e);
+  KOBO_ASSERT(out.size() >= 5 && out[0] == static_cast<char>(kFormat), "a fact opens with its form and type");
   return out;
 }
 
@@ -139,6 +150,13 @@ Result<Event> decode_fact(std::string_view bytes) {
   }
   (std::make_index_sequence<std::variant_size_v<EventData>>{});
   if (!r.ok() || !r.done()) return Status::error("a views row holds a malformed fact");
+  KOBO_ASSERT(e.data.index() == type, "the data read is of the type the fact names");
+  if ((e.type() == EventType::writer_started) != e.business.empty())
+    return Status::error("a views row holds a fact whose business is not its type's");
+  // The views hold facts of validated events only; one that is not valid is a corrupt row, and
+  // no reader may meet it (a money event's legs() asserts their shape).
+  if (auto s = validate(e); !s)
+    return Status::error("a views row holds a fact that is not valid: " + s.message());
   return e;
 }
 

@@ -43,11 +43,15 @@ using Message = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
 
 int ms_left(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<long long>(left, 0, 1'000'000'000));
+  const int ms = static_cast<int>(std::clamp<long long>(left, 0, 1'000'000'000));
+  KOBO_ASSERT(ms >= 0, "no time left is 0 ms, never less");
+  return ms;
 }
 
 // librdkafka's warnings and errors join our JSON log lines (it suppresses repeats itself).
 void on_log(const rd_kafka_t* rk, int level, const char* facility, const char* message) {
+  KOBO_ASSERT(rk != nullptr && facility != nullptr && message != nullptr,
+              "librdkafka logs a line of a handle");
   if (level > 4) return;
   log::warn("librdkafka", {{"handle", rd_kafka_name(rk)}, {"facility", facility}, {"message", message}});
 }
@@ -59,6 +63,7 @@ using Properties = std::vector<std::pair<std::string, std::string>>;
 class ErrorSink {
  public:
   void note(rd_kafka_resp_err_t err, const char* reason) {
+    KOBO_ASSERT(reason != nullptr, "librdkafka gives an error its reason");
     if (err != RD_KAFKA_RESP_ERR__AUTHENTICATION && err != RD_KAFKA_RESP_ERR__SSL) return;
     std::lock_guard lock(mu_);
     if (refusal_.empty()) refusal_ = reason;
@@ -78,6 +83,8 @@ void on_error(rd_kafka_t*, int err, const char* reason, void* opaque) {
 }
 
 Result<Handle> new_handle(rd_kafka_type_t type, const KafkaLogOptions& o, Properties props, ErrorSink* sink) {
+  KOBO_ASSERT(!o.brokers.empty() && !o.topic.empty(),
+              "open_kafka_log() refuses a log without brokers or topic");
   std::unique_ptr<rd_kafka_conf_t, ConfDeleter> conf(rd_kafka_conf_new());
   char err[512];
   props.insert(props.begin(), {"bootstrap.servers", o.brokers});
@@ -97,6 +104,7 @@ Result<Handle> new_handle(rd_kafka_type_t type, const KafkaLogOptions& o, Proper
 }
 
 Status error_status(std::string_view what, const rd_kafka_error_t* e) {
+  KOBO_ASSERT(e != nullptr, "an error status of an error librdkafka returned");
   return Status::error(std::string(what) + ": " + rd_kafka_error_string(e));
 }
 
@@ -128,6 +136,7 @@ bool is_transient(rd_kafka_resp_err_t err) {
 constexpr const char* kReaderGroup = "kobo.readers.unused";
 
 Properties reader_properties(const std::string& name) {
+  KOBO_ASSERT(!name.empty(), "a reader's handle has a client id");
   return {{"client.id", name},
           {"isolation.level", "read_committed"},
           {"enable.auto.commit", "false"},
@@ -141,10 +150,15 @@ Properties reader_properties(const std::string& name) {
 class KafkaReader final : public LogReader {
  public:
   KafkaReader(std::shared_ptr<ErrorSink> sink, Handle rk, std::vector<Offset> start)
-      : sink_(std::move(sink)), rk_(std::move(rk)), pos_(std::move(start)) {}
+      : sink_(std::move(sink)), rk_(std::move(rk)), pos_(std::move(start)) {
+    KOBO_ASSERT(rk_ != nullptr && !pos_.empty(), "a reader has a handle and a position per partition");
+  }
 
+  // What a record from the brokers must be before it is handed on (bytes from the network): of
+  // one of the log's partitions, at or past the reader's position there, with its payload.
   Status poll(std::size_t max_records, std::chrono::milliseconds timeout,
               std::vector<LogRecord>& out) override {
+    const std::size_t before = out.size();
     int wait = static_cast<int>(timeout.count());
     for (std::size_t got = 0; got < max_records;) {
       Message m(rd_kafka_consumer_poll(rk_.get(), wait));
@@ -167,17 +181,30 @@ class KafkaReader final : public LogReader {
                                " (never joined, but librdkafka's assign() needs a group id)");
         return Status::error(std::string("kafka reader: ") + rd_kafka_message_errstr(m.get()));
       }
-      if (p >= pos_.size()) return Status::error("kafka reader: a record of partition " + std::to_string(p));
+      if (m->partition < 0 || p >= pos_.size())
+        return Status::error("kafka reader: a record of partition " + std::to_string(m->partition));
+      if (m->offset < 0 || static_cast<std::uint64_t>(m->offset) < pos_[p].value)
+        return Status::error("kafka reader: partition " + std::to_string(p) + " gave offset " +
+                             std::to_string(m->offset) + ", before its position " +
+                             std::to_string(pos_[p].value));
+      if (m->payload == nullptr && m->len > 0)
+        return Status::error("kafka reader: a record of partition " + std::to_string(p) +
+                             " without its payload");
       const auto offset = static_cast<std::uint64_t>(m->offset);
       out.push_back(
-          LogRecord{Partition(p), Offset(offset), std::string(static_cast<const char*>(m->payload), m->len)});
+          LogRecord{Partition(p), Offset(offset),
+                    m->len == 0 ? std::string() : std::string(static_cast<const char*>(m->payload), m->len)});
       pos_[p] = Offset(offset + 1);
       ++got;
     }
+    KOBO_ASSERT(out.size() - before <= max_records, "a poll returns no more records than asked");
     return {};
   }
 
-  Offset position(Partition p) const override { return pos_.at(p.value); }
+  Offset position(Partition p) const override {
+    KOBO_ASSERT(p.value < pos_.size(), "the position of one of the reader's partitions");
+    return pos_[p.value];
+  }
 
  private:
   std::shared_ptr<ErrorSink>
@@ -188,7 +215,9 @@ class KafkaReader final : public LogReader {
 
 class KafkaLogImpl final : public EventLog {
  public:
-  explicit KafkaLogImpl(KafkaLogOptions o) : options_(std::move(o)), partitions_(options_.partitions) {}
+  explicit KafkaLogImpl(KafkaLogOptions o) : options_(std::move(o)), partitions_(options_.partitions) {
+    KOBO_ASSERT(partitions_ > 0, "open_kafka_log() refuses a topic of no partitions");
+  }
 
   ~KafkaLogImpl() override {
     {
@@ -200,6 +229,7 @@ class KafkaLogImpl final : public EventLog {
   }
 
   Status open() {
+    KOBO_ASSERT(meta_ == nullptr && !connector_.joinable(), "a log opens once");
     auto meta = new_handle(RD_KAFKA_CONSUMER, options_, reader_properties("kobo-meta"), sink_.get());
     if (!meta) return meta.status();
     meta_ = std::move(meta).value();
@@ -222,10 +252,15 @@ class KafkaLogImpl final : public EventLog {
     const auto deadline = Clock::now() + options_.append_timeout;
 
     std::map<std::uint32_t, std::vector<const EncodedEvent*>> slices;  // by partition, in order
+    KOBO_ASSERT(writers_.size() == partitions_, "a connected writer has a producer per partition");
     for (const EncodedEvent& e : batch) {
       if (e.partition.value >= partitions_)
         return Status::error("kafka: no partition " + std::to_string(e.partition.value));
-      slices[e.partition.value].push_back(&e);
+      KOBO_ASSERT(e.seq.value >= 1 && !e.bytes.empty(), "the writer appends sealed events");
+      auto& slice = slices[e.partition.value];
+      KOBO_ASSERT(slice.empty() || slice.back()->seq.value + 1 == e.seq.value,
+                  "a partition's events are appended in chain order");
+      slice.push_back(&e);
     }
     for (const auto& [p, events] : slices) {
       if (writers_[p].in_doubt)
@@ -237,6 +272,7 @@ class KafkaLogImpl final : public EventLog {
       if (auto s = produce(p, events); !s) return failed(p, s);
     }
     for (const auto& [p, events] : slices) {
+      KOBO_ASSERT(writers_[p].in_doubt, "a transaction is in doubt until it commits");
       if (auto s = commit(p, events, deadline); !s) return failed(p, s);
       writers_[p].in_doubt = false;
     }
@@ -256,9 +292,12 @@ class KafkaLogImpl final : public EventLog {
     if (!rk) return rk.status();
     rd_kafka_poll_set_consumer(rk.value().get());
     PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions_)));
-    for (std::uint32_t p = 0; p < partitions_; ++p)
+    for (std::uint32_t p = 0; p < partitions_; ++p) {
+      KOBO_ASSERT(start[p].value <= static_cast<std::uint64_t>(INT64_MAX), "an offset Kafka can hold");
       rd_kafka_topic_partition_list_add(list.get(), options_.topic.c_str(), static_cast<std::int32_t>(p))
           ->offset = static_cast<std::int64_t>(start[p].value);
+    }
+    KOBO_ASSERT(list->cnt == static_cast<int>(partitions_), "a reader is assigned every partition");
     if (const rd_kafka_resp_err_t err = rd_kafka_assign(rk.value().get(), list.get());
         err != RD_KAFKA_RESP_ERR_NO_ERROR)
       return Status::error(std::string("kafka: assigning partitions: ") + rd_kafka_err2str(err));
@@ -279,8 +318,14 @@ class KafkaLogImpl final : public EventLog {
       rd_kafka_resp_err_t err =
           rd_kafka_offsets_for_times(meta_.get(), list.get(), std::max(ms_left(deadline), 1));
       std::vector<Offset> out(partitions_);
+      KOBO_ASSERT(list->cnt == static_cast<int>(partitions_), "an end offset is asked of every partition");
       for (int i = 0; i < list->cnt && err == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
         const rd_kafka_topic_partition_t& tp = list->elems[i];
+        // The brokers answer for the partitions asked of them; one they do not know is an error.
+        if (tp.partition < 0 || static_cast<std::uint32_t>(tp.partition) >= partitions_) {
+          err = RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
+          break;
+        }
         err = tp.err != RD_KAFKA_RESP_ERR_NO_ERROR ? tp.err
               : tp.offset < 0                      ? RD_KAFKA_RESP_ERR__NO_OFFSET
                                                    : RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -311,6 +356,7 @@ class KafkaLogImpl final : public EventLog {
       if (!writers_[p].in_doubt) continue;
       writers_[p].rk.reset();
       if (auto s = init_writer(p, deadline); !s) return s;
+      KOBO_ASSERT(!writers_[p].in_doubt && writers_[p].rk != nullptr, "a reset writer can write");
     }
     return {};
   }
@@ -331,6 +377,7 @@ class KafkaLogImpl final : public EventLog {
   // The background connector's body: connect() until it succeeds, a permanent error stops it, or
   // the log is destroyed. Each attempt's problem is what not_connected() reports meanwhile.
   void connect_until_done() {
+    KOBO_ASSERT(options_.connect_in_background, "only a log that connects in the background has a connector");
     for (int attempt = 1;; ++attempt) {
       Status s = connect(Clock::now() + options_.connect_timeout);
       if (s) {
@@ -394,6 +441,7 @@ class KafkaLogImpl final : public EventLog {
             "the Kafka topic exists with another partition count; the service uses the topic's",
             {{"topic", options_.topic}, {"partitions", partitions_}, {"configured", options_.partitions}});
     }
+    KOBO_ASSERT(partitions_ > 0, "a topic has a partition at least");
     if (!options_.writer) return {};
     std::lock_guard lock(write_mu_);
     writers_.clear();
@@ -401,6 +449,8 @@ class KafkaLogImpl final : public EventLog {
     for (std::uint32_t p = 0; p < partitions_; ++p) {
       if (auto s = init_writer(p, deadline); !s) return s;
     }
+    KOBO_ASSERT(std::ranges::none_of(writers_, [](const Writer& w) { return w.in_doubt || w.rk == nullptr; }),
+                "a connected writer has a producer ready per partition");
     return {};
   }
 
@@ -462,6 +512,7 @@ class KafkaLogImpl final : public EventLog {
   // CreateTopics, for a topic the metadata says is missing: an event log keeps everything, so no
   // retention limit; the replication factor is the cluster's default.
   Status create_topic(Clock::time_point deadline) {
+    KOBO_ASSERT(options_.writer && options_.create_topic, "only a writer that may creates the topic");
     char err[512];
     rd_kafka_NewTopic_t* topic = rd_kafka_NewTopic_new(
         options_.topic.c_str(), static_cast<int>(options_.partitions), -1, err, sizeof err);
@@ -517,6 +568,7 @@ class KafkaLogImpl final : public EventLog {
   // An existing topic is used as it is, but one that deletes old records would lose the ledger:
   // say so. A principal that may not read the topic's configuration is told it could not be checked.
   void warn_on_retention(Clock::time_point deadline) {
+    KOBO_ASSERT(meta_ != nullptr, "the metadata handle is made before the topic is checked");
     char err[512];
     rd_kafka_ConfigResource_t* resource =
         rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, options_.topic.c_str());
@@ -563,12 +615,14 @@ class KafkaLogImpl final : public EventLog {
   }
 
   std::string transactional_id(std::uint32_t p) const {
+    KOBO_ASSERT(p < partitions_, "a producer of one of the topic's partitions");
     return options_.transactional_id_prefix + "." + options_.topic + "." + std::to_string(p);
   }
 
   // A transactional producer for partition p. init_transactions() fences every earlier producer
   // with the same transactional.id and settles its open transaction, committed or aborted.
   Status init_writer(std::uint32_t p, Clock::time_point deadline) {
+    KOBO_ASSERT(options_.writer && p < writers_.size(), "a producer is made for a writer's partition");
     const std::string id = transactional_id(p);
     auto rk = new_handle(RD_KAFKA_PRODUCER, options_,
                          {{"client.id", "kobo-writer-" + std::to_string(p)},
@@ -605,7 +659,10 @@ class KafkaLogImpl final : public EventLog {
   }
 
   Status produce(std::uint32_t p, const std::vector<const EncodedEvent*>& events) {
+    KOBO_ASSERT(!events.empty() && writers_[p].in_doubt,
+                "a transaction of events, in doubt until it commits");
     rd_kafka_t* rk = writers_[p].rk.get();
+    KOBO_ASSERT(rk != nullptr, "a partition's producer exists while its writer is connected");
     if (Error e(rd_kafka_begin_transaction(rk)); e) {
       note_fatal(e.get());
       return error_status("begin_transaction", e.get());
@@ -629,6 +686,7 @@ class KafkaLogImpl final : public EventLog {
   // the same events again, while the append's time budget lasts.
   Status commit(std::uint32_t p, const std::vector<const EncodedEvent*>& events, Clock::time_point deadline) {
     rd_kafka_t* rk = writers_[p].rk.get();
+    KOBO_ASSERT(rk != nullptr && !events.empty(), "a produced transaction commits");
     for (;;) {
       Error e(rd_kafka_commit_transaction(rk, std::max(ms_left(deadline), 1)));
       if (!e) return {};
@@ -651,6 +709,7 @@ class KafkaLogImpl final : public EventLog {
   Status abort_and_produce_again(std::uint32_t p, const std::vector<const EncodedEvent*>& events,
                                  Clock::time_point deadline) {
     rd_kafka_t* rk = writers_[p].rk.get();
+    KOBO_ASSERT(rk != nullptr && writers_[p].in_doubt, "only a transaction in doubt is aborted");
     for (;;) {
       if (Error a(rd_kafka_abort_transaction(rk, std::max(ms_left(deadline), 1))); a) {
         note_fatal(a.get());
@@ -663,6 +722,7 @@ class KafkaLogImpl final : public EventLog {
   }
 
   rd_kafka_headers_t* cloud_event_headers(const EncodedEvent& e) const {
+    KOBO_ASSERT(e.seq.value >= 1, "a CloudEvents id names an appended event's seq");
     rd_kafka_headers_t* h = rd_kafka_headers_new(6);
     auto add = [h](const char* name, const std::string& value) {
       rd_kafka_header_add(h, name, -1, value.data(), static_cast<ssize_t>(value.size()));
@@ -677,6 +737,7 @@ class KafkaLogImpl final : public EventLog {
   }
 
   void note_fatal(const rd_kafka_error_t* e) {
+    KOBO_ASSERT(e != nullptr, "a fatal error is one librdkafka returned");
     const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
     if (rd_kafka_error_is_fatal(e) || code == RD_KAFKA_RESP_ERR__FENCED ||
         code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED || code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH) {
@@ -687,6 +748,7 @@ class KafkaLogImpl final : public EventLog {
   }
 
   Status failed(std::uint32_t p, const Status& s) {
+    KOBO_ASSERT(!s.ok() && writers_[p].in_doubt, "a failed append leaves its partition's writer in doubt");
     return Status::error("kafka partition " + std::to_string(p) + ": " + s.message());
   }
 

@@ -10,15 +10,6 @@
 namespace kobo {
 namespace {
 
-constexpr std::string_view kWalletPrefix = "vba-";
-
-constexpr NameTable<SystemAccount, 4> kSystemAccountNames{{
-    {SystemAccount::inbound_settlement, "sys:inbound-settlement"},
-    {SystemAccount::fees, "sys:fees"},
-    {SystemAccount::payout_suspense, "sys:payout-suspense"},
-    {SystemAccount::outbound_settlement, "sys:outbound-settlement"},
-}};
-
 template <typename T>
 const T* as(const EventData& d) {
   return std::get_if<T>(&d);
@@ -30,44 +21,22 @@ std::uint64_t id_at(const std::vector<std::uint64_t>& ids, std::size_t k) {
 
 }  // namespace
 
-std::string_view account_name(SystemAccount a) { return name_in(kSystemAccountNames, a); }
-
-std::optional<SystemAccount> system_account_from_name(std::string_view name) {
-  return value_in(kSystemAccountNames, name);
+const AccountId* owner_account(const EventData& d) {
+  return std::visit(
+      [](const auto& x) -> const AccountId* {
+        if constexpr (requires { x.account.value; })
+          return &x.account;
+        else
+          return nullptr;
+      },
+      d);
 }
-
-bool is_wallet_account(std::string_view account) { return account.starts_with(kWalletPrefix); }
 
 std::string scope_key(std::string_view owner, bool live) {
   std::string k(owner);
   k += live ? "|l|" : "|t|";
+  KOBO_ASSERT(k.size() == owner.size() + 3 && k.back() == '|', "a scope key ends in its mode between bars");
   return k;
-}
-
-std::string_view to_string(PostingFault f) {
-  switch (f) {
-    case PostingFault::none:
-      return "none";
-    case PostingFault::unknown_account:
-      return "posting to an unknown ledger account";
-    case PostingFault::overflow:
-      return "the balance would overflow";
-    case PostingFault::balance_disagrees:
-      return "the stated balance disagrees with the balance before plus the amount";
-    case PostingFault::negative_wallet:
-      return "a wallet's balance would go below zero";
-  }
-  return "?";
-}
-
-PostingResult post(Kobo before, const Posting& p) {
-  if (!is_wallet_account(p.account) && !system_account_from_name(p.account))
-    return {before, PostingFault::unknown_account};
-  const auto after = checked_add(before, p.amount);
-  if (!after) return {before, PostingFault::overflow};
-  if (*after != p.balance) return {*after, PostingFault::balance_disagrees};
-  if (is_wallet_account(p.account) && after->value < 0) return {*after, PostingFault::negative_wallet};
-  return {*after, PostingFault::none};
 }
 
 std::vector<std::string> wallets_shown(const EventData& d) {
@@ -76,26 +45,24 @@ std::vector<std::string> wallets_shown(const EventData& d) {
     for (const Posting& p : *postings)
       if (is_wallet_account(p.account)) out.push_back(p.account);
   if (const auto* x = std::get_if<CollectionWalletOpened>(&d)) out.push_back(x->destination.value);
+  KOBO_ASSERT(out.size() <= 4, "an event shows at most the four wallets of a swept credit");
   return out;
 }
 
-const std::vector<Posting>* postings_of(const EventData& d) {
-  return std::visit(
-      [](const auto& x) -> const std::vector<Posting>* {
-        if constexpr (requires { x.postings; })
-          return &x.postings;
-        else
-          return nullptr;
-      },
-      d);
-}
-
 std::optional<TierDebit> tier_debit(const EventData& d) {
-  // The source's posting is the first of both: -amount, and -(amount + fee) for a payout.
-  if (const auto* x = std::get_if<WalletTransferSettled>(&d))
-    return TierDebit{x->postings.at(0).account, -x->postings.at(0).amount};
-  if (const auto* x = std::get_if<BankTransferInitiated>(&d))
-    return TierDebit{x->postings.at(0).account, -x->postings.at(0).amount};
+  // Read, not asserted: the audit asks this of events it has not validated.
+  std::optional<TierDebit> debit;
+  if (const auto* transfer = std::get_if<WalletTransferSettled>(&d)) {
+    if (const auto legs = TransferLegs::read(transfer->postings))
+      debit = {legs->source.account, legs->amount()};
+  } else if (const auto* payout = std::get_if<BankTransferInitiated>(&d)) {
+    if (const auto legs = PayoutLegs::read(payout->postings)) debit = {legs->source.account, legs->debited()};
+  }
+  if (debit) {
+    KOBO_ASSERT(debit->amount.value > 0 && is_wallet_account(debit->wallet),
+                "a money debit is a wallet's, positive");
+    return debit;
+  }
   // A hold counts when it is placed; its captures do not count again.
   if (const auto* x = std::get_if<HoldPlaced>(&d)) return TierDebit{x->source.value, x->amount};
   return std::nullopt;
@@ -130,6 +97,7 @@ std::string_view to_string(TransactionKind k) {
 }
 
 Entry entry_of(TransactionKind k) {
+  KOBO_ASSERT(k <= TransactionKind::hold_capture_credit, "a transaction kind of the enum");
   switch (k) {
     case TransactionKind::wallet_transfer_debit:
     case TransactionKind::payout:
@@ -155,6 +123,8 @@ std::vector<CreatedTransaction> created(const EventData& d, bool derive) {
                        const std::vector<std::uint64_t>& ids, const Posting& p,
                        TransactionStatus status) -> CreatedTransaction& {
     const std::size_t k = out.size();
+    KOBO_ASSERT(k < 3, "at most 3 records, so the references into `out` stay valid");
+    KOBO_ASSERT(is_wallet_account(p.account), "a transaction record is a wallet's posting");
     CreatedTransaction t;
     t.kind = kind;
     if (derive) t.id = nth_transaction_id(first, k);
@@ -163,62 +133,48 @@ std::vector<CreatedTransaction> created(const EventData& d, bool derive) {
     t.status = status;
     return out.emplace_back(std::move(t));
   };
-  const auto wallet_postings = [](const std::vector<Posting>& postings) {
-    std::vector<const Posting*> w;
-    for (const Posting& p : postings)
-      if (is_wallet_account(p.account)) w.push_back(&p);
-    return w;
+  // A transfer's records, a wallet transfer's or a hold capture's: its debit and its credit.
+  const auto transfer = [&](TransactionKind debit_kind, TransactionKind credit_kind, const auto& x) {
+    const auto legs = TransferLegs::read(x.postings);
+    if (!legs) return;
+    auto& debit = add(debit_kind, x.transaction, x.ids, legs->source, TransactionStatus::success);
+    auto& credit = add(credit_kind, x.transaction, x.ids, legs->destination, TransactionStatus::success);
+    if (derive) {
+      debit.reference = x.reference;
+      debit.link_ref = link_ref_of(x.transaction);
+      credit.reference = derived_reference("ref-", credit.id);
+      credit.debit_reference = x.reference;
+      credit.link_ref = debit.link_ref;
+    }
   };
 
-  if (const auto* transfer = as<WalletTransferSettled>(d)) {
-    const auto* x = transfer;
-    const auto w = wallet_postings(x->postings);
-    if (w.size() != 2) return out;
-    auto& debit = add(TransactionKind::wallet_transfer_debit, x->transaction, x->ids, *w[0],
-                      TransactionStatus::success);
-    auto& credit = add(TransactionKind::wallet_transfer_credit, x->transaction, x->ids, *w[1],
-                       TransactionStatus::success);
-    if (derive) {
-      debit.reference = x->reference;
-      debit.link_ref = link_ref_of(x->transaction);
-      credit.reference = derived_reference("ref-", credit.id);
-      credit.debit_reference = x->reference;
-      credit.link_ref = debit.link_ref;
-    }
+  // The legs are read, not asserted: the audit asks this of events it has not validated, and
+  // an event whose postings are not its type's legs creates no record.
+  if (const auto* wallet_transfer = as<WalletTransferSettled>(d)) {
+    transfer(TransactionKind::wallet_transfer_debit, TransactionKind::wallet_transfer_credit,
+             *wallet_transfer);
   } else if (const auto* capture = as<HoldCaptured>(d)) {
     // A capture is a wallet transfer from the hold's source: its records are joined as one's.
-    const auto* x = capture;
-    const auto w = wallet_postings(x->postings);
-    if (w.size() != 2) return out;
-    auto& debit =
-        add(TransactionKind::hold_capture_debit, x->transaction, x->ids, *w[0], TransactionStatus::success);
-    auto& credit =
-        add(TransactionKind::hold_capture_credit, x->transaction, x->ids, *w[1], TransactionStatus::success);
-    if (derive) {
-      debit.reference = x->reference;
-      debit.link_ref = link_ref_of(x->transaction);
-      credit.reference = derived_reference("ref-", credit.id);
-      credit.debit_reference = x->reference;
-      credit.link_ref = debit.link_ref;
-    }
+    transfer(TransactionKind::hold_capture_debit, TransactionKind::hold_capture_credit, *capture);
   } else if (const auto* payout_event = as<BankTransferInitiated>(d)) {
     const auto* x = payout_event;
-    const auto w = wallet_postings(x->postings);
-    if (w.size() != 1) return out;
-    auto& payout = add(TransactionKind::payout, x->transaction, x->ids, *w[0], TransactionStatus::pending);
+    const auto legs = PayoutLegs::read(x->postings);
+    if (!legs) return out;
+    auto& payout =
+        add(TransactionKind::payout, x->transaction, x->ids, legs->source, TransactionStatus::pending);
     if (derive) {
       payout.reference = x->reference;
       payout.link_ref = link_ref_of(x->transaction);
     }
   } else if (const auto* failed = as<PayoutFailed>(d)) {
     const auto* x = failed;
-    const auto w = wallet_postings(x->postings);
-    if (w.size() != 1) return out;
+    const auto legs = ReversalLegs::read(x->postings);
+    if (!legs) return out;
     // The reversal is the payout's second record: the payout itself is the first.
     CreatedTransaction t;
     t.kind = TransactionKind::payout_reversal;
     t.number = id_at(x->ids, 0);
-    t.posting = w[0];
+    t.posting = &legs->source;
     t.status = TransactionStatus::success;
     if (derive) {
       t.id = nth_transaction_id(x->transaction, 1);
@@ -228,19 +184,19 @@ std::vector<CreatedTransaction> created(const EventData& d, bool derive) {
     out.push_back(std::move(t));
   } else if (const auto* incoming = as<IncomingCreditReceived>(d)) {
     const auto* x = incoming;
-    const auto w = wallet_postings(x->postings);
-    if (w.size() != 1 && w.size() != 3) return out;
-    auto& credit =
-        add(TransactionKind::incoming_credit, x->transaction, x->ids, *w[0], TransactionStatus::success);
+    const auto legs = IncomingLegs::read(x->postings);
+    if (!legs) return out;
+    auto& credit = add(TransactionKind::incoming_credit, x->transaction, x->ids, legs->wallet,
+                       TransactionStatus::success);
     if (derive) {
       credit.reference = derived_reference("ref-", credit.id);
       credit.link_ref = link_ref_of(x->transaction);
     }
-    if (w.size() == 3) {
-      auto& debit =
-          add(TransactionKind::sweep_debit, x->transaction, x->ids, *w[1], TransactionStatus::success);
-      auto& swept =
-          add(TransactionKind::sweep_credit, x->transaction, x->ids, *w[2], TransactionStatus::success);
+    if (legs->sweep) {
+      auto& debit = add(TransactionKind::sweep_debit, x->transaction, x->ids, legs->sweep->debit,
+                        TransactionStatus::success);
+      auto& swept = add(TransactionKind::sweep_credit, x->transaction, x->ids, legs->sweep->credit,
+                        TransactionStatus::success);
       if (derive) {
         debit.reference = derived_reference("swp-", debit.id);
         debit.link_ref = link_ref_of(debit.id);
@@ -263,7 +219,11 @@ const BatchId* batch_of(const EventData& d) {
   return nullptr;
 }
 
-std::size_t transactions_created_count(const EventData& d) { return created(d, false).size(); }
+std::size_t transactions_created_count(const EventData& d) {
+  const std::size_t n = created(d, false).size();
+  KOBO_ASSERT(n <= 3, "an event creates at most 3 transaction records");
+  return n;
+}
 
 std::optional<StatusChange> status_change(const EventData& d) {
   using S = TransactionStatus;
@@ -282,6 +242,8 @@ std::vector<FinalizedTransaction> transactions_finalized(const EventData& d) {
   for (const auto& t : transactions_created(d))
     if (t.status == TransactionStatus::success || t.status == TransactionStatus::failed)
       out.push_back({t.id, entry_of(t.kind), t.status});
+  for (const FinalizedTransaction& f : out)
+    KOBO_ASSERT(!f.id.empty(), "a finalized transaction has its id (webhooks name it)");
   return out;
 }
 
@@ -300,6 +262,8 @@ std::optional<WebhookEventType> webhook_event_type_from_string(std::string_view 
 }
 
 std::optional<WebhookEventType> webhook_event_of(const FinalizedTransaction& f) {
+  KOBO_ASSERT(f.status == TransactionStatus::success || f.status == TransactionStatus::failed,
+              "only a transaction in a final state is announced");
   if (f.entry == Entry::credit)
     return f.status == TransactionStatus::success ? std::optional(WebhookEventType::account_credit)
                                                   : std::nullopt;
@@ -352,6 +316,7 @@ std::string request_fingerprint(const HoldCaptureRequest& r) {
 }
 
 HoldRequest request_of(const HoldPlaced& e, UnixMs placed_at) {
+  KOBO_ASSERT(e.expires_at.ms > placed_at, "a hold expires after it is placed");
   HoldRequest r{e.source.value, e.amount, std::nullopt, e.metadata.text,
                 (e.expires_at.ms - placed_at) / 1000};
   if (e.narration) r.narration = *e.narration;
@@ -359,28 +324,32 @@ HoldRequest request_of(const HoldPlaced& e, UnixMs placed_at) {
 }
 
 HoldCaptureRequest request_of(const HoldCaptured& e) {
-  KOBO_ASSERT(e.postings.size() == 2, "a capture has two postings");
-  HoldCaptureRequest r{e.hold.value, e.postings[1].account, std::nullopt, std::nullopt,
+  const TransferLegs legs = e.legs();
+  KOBO_ASSERT(!e.hold.empty(), "a capture names its hold");
+  HoldCaptureRequest r{e.hold.value, legs.destination.account, std::nullopt, std::nullopt,
                        e.final.value_or(false)};
-  if (!e.amount_defaulted.value_or(false)) r.amount = e.postings[1].amount;
+  if (!e.amount_defaulted.value_or(false)) r.amount = legs.amount();
   if (e.narration) r.narration = *e.narration;
   return r;
 }
 
 WalletTransferRequest request_of(const WalletTransferSettled& e) {
-  KOBO_ASSERT(e.postings.size() == 2, "a wallet transfer has two postings");
-  WalletTransferRequest r{e.postings[0].account, e.postings[1].account, e.postings[1].amount, e.narration,
+  const TransferLegs legs = e.legs();
+  WalletTransferRequest r{legs.source.account, legs.destination.account, legs.amount(), e.narration,
                           std::nullopt};
   if (e.name_enquiry_ref) r.name_enquiry_ref = *e.name_enquiry_ref;
+  KOBO_ASSERT(r.amount.value > 0 && r.source != r.destination,
+              "a transfer's legs move money between two wallets");
   return r;
 }
 
 BankTransferRequest request_of(const BankTransferInitiated& e) {
-  KOBO_ASSERT(e.postings.size() == 3, "a bank transfer has three postings");
-  return BankTransferRequest{e.postings[0].account,
+  const PayoutLegs legs = e.legs();
+  KOBO_ASSERT(legs.amount().value > 0, "a payout pays a positive amount");
+  return BankTransferRequest{legs.source.account,
                              e.beneficiary.account_number,
                              e.beneficiary.bank_code,
-                             e.postings[1].amount,
+                             legs.amount(),
                              e.narration,
                              e.metadata.text,
                              e.save_beneficiary.value_or(false)};
@@ -392,17 +361,27 @@ std::string derived_uuid(std::string_view seed) {
   for (std::size_t i = 0; i < b.size(); ++i) b[i] = h[i];
   b[6] = static_cast<std::uint8_t>((b[6] & 0x0f) | 0x40);  // version 4
   b[8] = static_cast<std::uint8_t>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
-  return format_uuid(b);
+  std::string uuid = format_uuid(b);
+  KOBO_ASSERT(uuid.size() == 36 && uuid[14] == '4', "a derived id has the shape of a uuid v4");
+  return uuid;
 }
 
-std::string object_id_of(std::string_view public_id) { return to_hex(sha256(public_id)).substr(0, 24); }
+std::string object_id_of(std::string_view public_id) {
+  std::string id = to_hex(sha256(public_id)).substr(0, 24);
+  KOBO_ASSERT(id.size() == 24, "an `_id` is 24 hex digits");
+  return id;
+}
 
 TransactionId nth_transaction_id(const TransactionId& first, std::size_t k) {
   if (k == 0) return first;
-  return TransactionId("trx-" + derived_uuid(first.value + "#" + std::to_string(k)));
+  KOBO_ASSERT(k < 3, "an event creates at most 3 transaction records");
+  return TransactionId(std::string(kTransactionIdPrefix) +
+                       derived_uuid(first.value + "#" + std::to_string(k)));
 }
 
 std::string derived_reference(std::string_view prefix, const TransactionId& id) {
+  KOBO_ASSERT(prefix.size() == 4 && prefix.back() == '-',
+              "a derived reference's prefix is its kind: ref-, rev-, …");
   return std::string(prefix) + derived_uuid(std::string(prefix) + id.value);
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 // The ledger's rules over events, each written once for every reader (the writer's state, the
-// projector, the audit model, the webhooks consumer):
+// projector, the audit model, the webhooks consumer). The system accounts, the posting rule and
+// each money event's legs are events/legs.h's; here:
 //
-// - the system accounts' names (docs/architecture.md section 4, "Double entry");
-// - the posting rule: how a posting moves a balance and what it must agree with;
+// - whose an event is (its owner account) and the scope keys of an owner;
 // - the transaction records an event creates and changes, with their kind: which the views
 //   show, which reach a final state (webhooks), which a reference names (idempotency);
 // - how the ids a record shows but the event does not hold derive from the event (a pure
@@ -22,44 +22,18 @@
 
 namespace kobo {
 
-// ---- ledger accounts -------------------------------------------------------------------------
+// ---- owners ----------------------------------------------------------------------------------
 
-// Ledger accounts that are not wallets; one of each per partition.
-enum class SystemAccount { inbound_settlement, fees, payout_suspense, outbound_settlement };
-inline constexpr std::array<SystemAccount, 4> kSystemAccounts{
-    SystemAccount::inbound_settlement, SystemAccount::fees, SystemAccount::payout_suspense,
-    SystemAccount::outbound_settlement};
-// "sys:inbound-settlement", "sys:fees", "sys:payout-suspense", "sys:outbound-settlement".
-std::string_view account_name(SystemAccount a);
-std::optional<SystemAccount> system_account_from_name(std::string_view name);
-// Whether a posting's account is a wallet (vba-…); anything else must be a system account.
-bool is_wallet_account(std::string_view account);
+// The account an event names as its owner (its `account` member), or null for an event that
+// names none: a payout's later facts (PayoutProcessing, PayoutSucceeded, PayoutFailed), which are
+// the payout's account's, and the events that change a record by its id alone (a wallet's tier,
+// a collection wallet's expiry, a hold's end) or the partition (WriterStarted). Where it is null,
+// a reader that needs the owner takes it from the record the event changes.
+const AccountId* owner_account(const EventData& d);
 
 // "acc-…|t|" or "acc-…|l|": the prefix of every key scoped to an owner (an account or a
 // business) and a mode. References, wallet names and the views' listing keys all use it.
 std::string scope_key(std::string_view owner, bool live);
-
-// ---- the posting rule ------------------------------------------------------------------------
-
-enum class PostingFault {
-  none,
-  unknown_account,    // neither a wallet the reader knows nor a system account
-  overflow,           // the balance would leave the range of kobo
-  balance_disagrees,  // the stated balance is not the balance before plus the amount
-  negative_wallet,    // a wallet's balance would go below zero
-};
-std::string_view to_string(PostingFault f);
-
-// The balance after `p` given the balance before it, and what is wrong with the posting if
-// anything. Every reader moves balances with this and nothing else.
-struct PostingResult {
-  Kobo balance;
-  PostingFault fault = PostingFault::none;
-};
-PostingResult post(Kobo before, const Posting& p);
-
-// The postings an event carries (empty for events that move no money).
-const std::vector<Posting>* postings_of(const EventData& d);
 
 // What a transaction record shows of a wallet it moves money from or to, and a collection wallet
 // of the wallet it pays into: fixed when the wallet opens (projection/render.h renders them).

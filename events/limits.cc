@@ -5,11 +5,13 @@
 namespace kobo {
 
 TierLimits cbn_tier_limits() {
-  return {
+  TierLimits t{
       TierLimit{Kobo(5'000'000), Kobo(30'000'000)},   // tier 1: N50,000 a day, N300,000 held
       TierLimit{Kobo(20'000'000), Kobo(50'000'000)},  // tier 2: N200,000 a day, N500,000 held
       TierLimit{Kobo(500'000'000), std::nullopt},     // tier 3: N5,000,000 a day, no cap
   };
+  KOBO_ASSERT(check_tier_limits(t).ok(), "the CBN's table is a valid table");
+  return t;
 }
 
 Status check_tier_limits(const TierLimits& t) {
@@ -40,6 +42,7 @@ Result<TierLimits> parse_tier_limits(std::string_view text) {
     out.push_back(l);
   }
   if (auto s = check_tier_limits(out); !s) return s;
+  KOBO_ASSERT(out.size() == kKycTiers, "a parsed table has every tier, in order");
   return out;
 }
 
@@ -51,7 +54,9 @@ const TierLimit* tier_limit(const TierLimits& t, std::uint8_t tier) {
 std::int64_t lagos_day(UnixMs t) {
   constexpr UnixMs kLagosOffset = 3'600'000;  // West Africa Time: UTC+1 all year
   const UnixMs local = t + kLagosOffset;
-  return local >= 0 ? local / kMsPerDay : (local - kMsPerDay + 1) / kMsPerDay;
+  const std::int64_t day = local >= 0 ? local / kMsPerDay : (local - kMsPerDay + 1) / kMsPerDay;
+  KOBO_ASSERT(local - day * kMsPerDay >= 0 && local - day * kMsPerDay < kMsPerDay, "the day is rounded down");
+  return day;
 }
 
 }  // namespace kobo

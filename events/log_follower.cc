@@ -7,6 +7,8 @@
 namespace kobo {
 
 std::string describe(const RefusedRecord& r) {
+  KOBO_ASSERT(r.verdict != ChainVerdict::accept || !r.problem.empty(),
+              "a record the chain would accept is refused only for a problem it names");
   const std::string where = "partition " + std::to_string(r.partition.value);
   if (!r.problem.empty()) return where + " offset " + std::to_string(r.offset.value) + ": " + r.problem;
   const std::string seq = r.event != nullptr ? " seq " + std::to_string(r.event->seq.value) : "";
@@ -23,6 +25,7 @@ std::string describe(const RefusedRecord& r) {
 }
 
 Disposition LogVisitor::refused(const RefusedRecord& r) {
+  KOBO_ASSERT(r.chain != nullptr, "a refused record comes with its partition's head");
   switch (r.verdict) {
     case ChainVerdict::duplicate:
       return Disposition::skip;
@@ -55,16 +58,21 @@ Status LogFollower::open(std::vector<FollowCursor> cursors) {
   reader_ = std::move(reader).value();
   cursors_ = std::move(cursors);
   held_.clear();
+  KOBO_ASSERT(reader_ != nullptr && cursors_.size() == log_.partitions(),
+              "an open follower reads every partition");
   return {};
 }
 
 Status LogFollower::take(LogVisitor& v, FollowCursor& c, const Event& e) {
+  KOBO_ASSERT(c.chain.last_seq() == e.seq && c.chain.last_hash() == e.hash,
+              "the event handed on is its partition's head");
   c.mid_command = !e.last_of_command();
   ++events_accepted_;
   return v.accepted(e);
 }
 
 Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
+  KOBO_ASSERT(r.partition.value < cursors_.size(), "step() hands on records of the log's partitions only");
   FollowCursor& c = cursors_[r.partition.value];
   KOBO_ASSERT(r.offset >= c.next_offset, "a reader went backwards");
   c.next_offset = Offset(r.offset.value + 1);
@@ -103,6 +111,7 @@ Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
   if (refused.event == nullptr) return {};  // nothing to adopt: skipped
   const Event& e = *refused.event;
   c.chain = ChainFollower(e.seq, e.hash, e.epoch);
+  KOBO_ASSERT(c.next_offset.value == r.offset.value + 1, "the cursor is past the adopted record");
   return take(v, c, e);
 }
 
@@ -138,6 +147,7 @@ Result<std::size_t> LogFollower::step(LogVisitor& v, std::chrono::milliseconds w
     if (auto s = handle(v, r); !s) return s;
     ++consumed;
   }
+  for (const LogRecord& r : held_) KOBO_ASSERT(!due(r), "only records past `until` are held back");
   // The reader may have passed offsets that hold nothing to read (Kafka's transaction markers
   // and aborted records): a partition is read up to its first held-back record, or else to
   // wherever the reader stands.
@@ -158,6 +168,7 @@ bool LogFollower::reached(const std::vector<Offset>& until) const {
 }
 
 bool LogFollower::mid_command() const {
+  KOBO_ASSERT(reader_ != nullptr, "mid_command() of an open follower");
   for (const FollowCursor& c : cursors_)
     if (c.mid_command) return true;
   return false;
@@ -178,6 +189,9 @@ Status LogFollower::follow_to(LogVisitor& v, const std::vector<Offset>& until,
     if (!n) return n.status();
     if (after_step) after_step();
   }
+  KOBO_ASSERT(
+      std::ranges::none_of(held_, [&](const LogRecord& r) { return r.offset < until[r.partition.value]; }),
+      "nothing before `until` is left held back");
   return {};
 }
 

@@ -29,6 +29,7 @@ class MemoryReader final : public LogReader {
       state_->signal.wait_past(generation, timeout);
       read_available(max_records, out);
     }
+    KOBO_ASSERT(out.size() - before <= max_records, "a poll returns no more records than asked");
     return {};
   }
 
@@ -37,6 +38,7 @@ class MemoryReader final : public LogReader {
  private:
   void read_available(std::size_t budget, std::vector<LogRecord>& out) {
     std::lock_guard lock(state_->mu);
+    KOBO_ASSERT(pos_.size() == state_->records.size(), "a reader has a position per partition");
     for (std::uint32_t p = 0; p < pos_.size() && budget > 0; ++p) {
       const auto& recs = state_->records[p];
       while (pos_[p].value < recs.size() && budget > 0) {
@@ -54,6 +56,7 @@ class MemoryReader final : public LogReader {
 }  // namespace
 
 MemoryLog::MemoryLog(std::uint32_t partitions) : state_(std::make_shared<State>()) {
+  KOBO_ASSERT(partitions > 0, "a log has a partition at least");
   state_->records.resize(partitions);
 }
 MemoryLog::~MemoryLog() = default;
@@ -67,10 +70,13 @@ Status MemoryLog::append(std::span<const EncodedEvent> batch) {
       --state_->failures_pending;
       return Status::error("injected append failure");
     }
+    std::size_t appended = 0;
     for (const auto& e : batch) {
       KOBO_ASSERT(e.partition.value < state_->records.size(), "append to a partition the log does not have");
       state_->records[e.partition.value].push_back(e.bytes);
+      ++appended;
     }
+    KOBO_ASSERT(appended == batch.size(), "every event of the batch is appended");
   }
   state_->signal.notify();
   return {};
@@ -85,10 +91,12 @@ Result<std::vector<Offset>> MemoryLog::end_offsets() {
   std::lock_guard lock(state_->mu);
   std::vector<Offset> out;
   for (const auto& r : state_->records) out.emplace_back(r.size());
+  KOBO_ASSERT(out.size() == state_->records.size(), "an end offset per partition");
   return out;
 }
 
 void MemoryLog::fail_next_appends(int n) {
+  KOBO_ASSERT(n >= 0, "a count of appends to fail");
   std::lock_guard lock(state_->mu);
   state_->failures_pending = n;
 }

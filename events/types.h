@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace kobo {
 
@@ -45,6 +46,11 @@ using TransactionId = Id<struct TransactionIdTag>;  // trx-…
 using BankAccountId = Id<struct BankAccountIdTag>;  // bka-…: a saved beneficiary
 using HoldId = Id<struct HoldIdTag>;                // hld-…: a hold (extensions section 2)
 using BatchId = Id<struct BatchIdTag>;              // blk-…: a bulk transfer
+
+// What the ids the writer makes start with: the id of a wallet (of any kind) and of a transaction
+// record, followed by a uuid v4. A posting's account is a wallet exactly when it starts so.
+inline constexpr std::string_view kWalletIdPrefix = "vba-";
+inline constexpr std::string_view kTransactionIdPrefix = "trx-";
 
 // An amount of naira in kobo. Signed: system accounts go negative by design.
 struct Kobo {

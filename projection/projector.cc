@@ -503,28 +503,17 @@ void Projector::Batch::number_webhook_events(const Event& e, const Records& reco
   const auto finalized = transactions_finalized(e.data);
   if (finalized.empty()) return;
   // The account is the one the event names, else (a payout's later facts) the payout's.
-  std::string account = std::visit(
-      [](const auto& x) -> std::string {
-        if constexpr (requires { x.account.value; })
-          return x.account.value;
-        else
-          return {};
-      },
-      e.data);
-  if (account.empty()) {
+  std::string account;
+  if (const AccountId* owner = owner_account(e.data)) {
+    account = owner->value;
+  } else {
     const auto change = status_change(e.data);
     KOBO_ASSERT(change.has_value(), "a finalized transaction of an event that names no account");
     const auto payout = records.payout(change->transaction.value);
     KOBO_ASSERT(payout.has_value(), "a status change of a payout the views do not have");
-    account = std::visit(
-        [](const auto& x) -> std::string {
-          if constexpr (requires { x.account.value; })
-            return x.account.value;
-          else
-            return {};
-        },
-        payout->data);
-    KOBO_ASSERT(!account.empty(), "a payout of no account");
+    const AccountId* payer = owner_account(payout->data);
+    KOBO_ASSERT(payer != nullptr, "a payout of no account");
+    account = payer->value;
   }
   for (const FinalizedTransaction& f : finalized) {
     const auto type = webhook_event_of(f);
@@ -620,7 +609,7 @@ void Projector::Batch::change_hold(const Event& e, const HoldId& id, std::option
   KOBO_ASSERT(row.status == HoldStatus::pending, "a change of a hold that has ended");
   Kobo released;
   if (capture != nullptr) {
-    const Kobo amount = capture->postings.at(1).amount;
+    const Kobo amount = capture->legs().amount();
     row.captured += amount;
     released = amount;
     row.captures.push_back(e.seq);

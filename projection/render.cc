@@ -75,12 +75,12 @@ WalletFacts wallet_of(const RecordSource& records, std::string_view id) {
 
 // The amount a transaction record shows: what moved between the two sides, before any fee.
 Kobo shown_amount(const Event& e, const std::vector<CreatedTransaction>& created, std::size_t k) {
-  if (std::holds_alternative<WalletTransferSettled>(e.data) || std::holds_alternative<HoldCaptured>(e.data))
-    return created[1].posting->amount;
+  if (const auto* x = std::get_if<WalletTransferSettled>(&e.data)) return x->legs().amount();
+  if (const auto* x = std::get_if<HoldCaptured>(&e.data)) return x->legs().amount();
   if (const auto* x = std::get_if<BankTransferInitiated>(&e.data))
-    return x->postings.at(1).amount;  // to payout suspense
-  if (std::holds_alternative<IncomingCreditReceived>(e.data))
-    return created[0].posting->amount;  // a sweep moves it on
+    return x->legs().amount();  // before the fee
+  if (const auto* x = std::get_if<IncomingCreditReceived>(&e.data))
+    return x->legs().amount();  // a sweep moves it on
   return created[k].posting->amount;
 }
 
@@ -224,7 +224,7 @@ Object bank_transfer(const Event& e, const BankTransferInitiated& x,
   const WalletFacts source = wallet_of(records, t.posting->account);
   const Kobo actual = -t.posting->amount;
   const Kobo amount = shown_amount(e, created, 0);
-  const Kobo fee = x.postings.at(2).amount;  // to fees
+  const Kobo fee = x.legs().fee.amount;
   Object client;
   client.number("fee", fee.value).number("actualAmount", actual.value);
   Object debit = transaction_base(e, x.account, t, amount, x.narration, shown);
@@ -537,13 +537,13 @@ std::string hold(const Event& placement, const rows::HoldRow& now, std::span<con
   std::string list = "[";
   for (const Event& e : captures) {
     const auto* c = std::get_if<HoldCaptured>(&e.data);
-    KOBO_ASSERT(c != nullptr && c->hold == x->hold && c->postings.size() == 2,
-                "a hold's capture is a HoldCaptured");
+    KOBO_ASSERT(c != nullptr && c->hold == x->hold, "a hold's capture is a HoldCaptured");
+    const TransferLegs legs = c->legs();
     Object item;
     item.string("transaction", c->transaction.value)
         .string("reference", c->reference)
-        .string("destination", c->postings[1].account)
-        .number("amount", c->postings[1].amount.value)
+        .string("destination", legs.destination.account)
+        .number("amount", legs.amount().value)
         .string("createdAt", iso(e.time));
     if (list.size() > 1) list += ',';
     list += item.text();
@@ -791,7 +791,7 @@ StatementLine statement_line(const Event& e, std::size_t index, const RecordSour
     case TransactionKind::payout: {
       const auto& x = std::get<BankTransferInitiated>(e.data);
       line.narration = x.narration;
-      line.fee = x.postings.at(2).amount;  // to fees, as the payout's record shows it
+      line.fee = x.legs().fee.amount;  // as the payout's record shows it
       line.counterparty = counterparty_of(x.beneficiary);
       break;
     }

@@ -237,8 +237,8 @@ Status scan_newest_first(rocksdb::DB& db, const std::string& prefix, const std::
 
 std::uint64_t count_value(std::string_view text) {
   std::uint64_t n = 0;
-  KOBO_ASSERT(std::from_chars(text.data(), text.data() + text.size(), n).ptr == text.data() + text.size(),
-              "a view counter is not a number");
+  const auto parsed = std::from_chars(text.data(), text.data() + text.size(), n);
+  KOBO_ASSERT(parsed.ptr == text.data() + text.size(), "a view counter is not a number");
   return n;
 }
 

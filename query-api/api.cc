@@ -34,6 +34,8 @@ void Api::add_routes(http::Router& router) {
   add_operational_routes(router, [this]() -> std::string {
     if (auto fault = ledger_.fault(); !fault.empty()) return fault;
     if (auto fault = projector_.fault(); !fault.empty()) return fault;
+    if (options_.webhooks != nullptr)
+      if (auto fault = options_.webhooks->fault(); !fault.empty()) return fault;
     if (!caught_up()) return "the views have not caught up with the log yet";
     if (options_.starting) return options_.starting();
     return {};

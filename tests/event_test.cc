@@ -255,5 +255,150 @@ TEST(EventV2, TheRequestFingerprintIsDerivedFromTheFact) {
   EXPECT_NE(request_fingerprint(request_of(t)), request_fingerprint(other));
 }
 
+// Each money event's postings by name (events/legs.h): readers take `legs().source`, never
+// `postings[0]`, and the names are the ones the catalog's comments give.
+TEST(Legs, NameEachMoneyEventsPostings) {
+  for (const EventData& d : one_of_each()) {
+    if (const auto* x = std::get_if<WalletTransferSettled>(&d)) {
+      const TransferLegs legs = x->legs();
+      EXPECT_EQ(legs.source.account, kSource);
+      EXPECT_EQ(legs.destination.account, kDestination);
+      EXPECT_EQ(legs.amount(), Kobo(100'000));
+    } else if (const auto* b = std::get_if<BankTransferInitiated>(&d)) {
+      const PayoutLegs legs = b->legs();
+      EXPECT_EQ(legs.source.account, kSource);
+      EXPECT_EQ(legs.suspense.account, account_name(SystemAccount::payout_suspense));
+      EXPECT_EQ(legs.fee.account, account_name(SystemAccount::fees));
+      EXPECT_EQ(legs.amount(), Kobo(500'000));
+      EXPECT_EQ(legs.fee.amount, Kobo(1'075));
+      EXPECT_EQ(legs.debited(), Kobo(501'075));
+    } else if (const auto* in = std::get_if<IncomingCreditReceived>(&d)) {
+      const IncomingLegs legs = in->legs();
+      EXPECT_EQ(legs.inbound.account, account_name(SystemAccount::inbound_settlement));
+      EXPECT_EQ(legs.wallet.account, kSource);
+      EXPECT_EQ(legs.amount(), Kobo(5));
+      ASSERT_TRUE(legs.sweep.has_value()) << "a transit wallet's credit is swept on";
+      EXPECT_EQ(legs.sweep->debit.account, kSource);
+      EXPECT_EQ(legs.sweep->credit.account, kDestination);
+    } else if (const auto* f = std::get_if<PayoutFailed>(&d)) {
+      const ReversalLegs legs = f->legs();
+      EXPECT_EQ(legs.suspense.amount, Kobo(-500'000));
+      EXPECT_EQ(legs.fee.amount, Kobo(-1'075));
+      EXPECT_EQ(legs.source.account, kSource);
+      EXPECT_EQ(legs.credited(), Kobo(501'075));
+    }
+  }
+  const PayoutSucceeded settled{
+      {{"sys:payout-suspense", Kobo(-7), Kobo(0)}, {"sys:outbound-settlement", Kobo(7), Kobo(7)}},
+      kTransaction};
+  EXPECT_EQ(settled.legs().amount(), Kobo(7));
+  EXPECT_EQ(settled.legs().outbound.account, account_name(SystemAccount::outbound_settlement));
+}
+
+// One row per way postings can fail their type's legs: the count, an account, a sign, the
+// balance, and what only the names say (a transfer to itself, a sweep of another wallet). Each
+// is refused by read() with the reason, and by validate(), so no such event is decoded.
+TEST(Legs, ReadRefusesPostingsThatAreNotTheirTypesLegs) {
+  const std::string suspense(account_name(SystemAccount::payout_suspense));
+  const std::string fees(account_name(SystemAccount::fees));
+  const std::string inbound(account_name(SystemAccount::inbound_settlement));
+  struct Row {
+    const char* why;
+    EventData data;
+    const char* says;
+  };
+  const auto transfer = [](std::vector<Posting> postings) {
+    WalletTransferSettled t = wallet_transfer();
+    t.postings = std::move(postings);
+    return t;
+  };
+  const auto payout = [](std::vector<Posting> postings) {
+    BankTransferInitiated b = std::get<BankTransferInitiated>(one_of_each()[3]);
+    b.postings = std::move(postings);
+    return b;
+  };
+  const auto incoming = [](std::vector<Posting> postings, std::vector<std::uint64_t> ids) {
+    IncomingCreditReceived in = std::get<IncomingCreditReceived>(one_of_each()[4]);
+    in.postings = std::move(postings);
+    in.ids = std::move(ids);
+    return in;
+  };
+  const std::vector<Row> rows{
+      {"a transfer of one posting", transfer({{kSource, Kobo(-1), Kobo(0)}}),
+       "are not [a wallet -, a wallet +]"},
+      {"a transfer whose signs are swapped",
+       transfer({{kSource, Kobo(1), Kobo(1)}, {kDestination, Kobo(-1), Kobo(0)}}), "are not [a wallet -"},
+      {"a transfer to a system account", transfer({{kSource, Kobo(-1), Kobo(0)}, {fees, Kobo(1), Kobo(1)}}),
+       "are not [a wallet -, a wallet +]"},
+      {"a transfer to its own source", transfer({{kSource, Kobo(-1), Kobo(0)}, {kSource, Kobo(1), Kobo(1)}}),
+       "source is its destination"},
+      {"a payout whose suspense and fee are swapped",
+       payout({{kSource, Kobo(-501'075), Kobo(0)},
+               {fees, Kobo(1'075), Kobo(1'075)},
+               {suspense, Kobo(500'000), Kobo(500'000)}}),
+       "are not [a wallet -, sys:payout-suspense +, sys:fees +]"},
+      {"a payout without its fee",
+       payout({{kSource, Kobo(-500'000), Kobo(0)}, {suspense, Kobo(500'000), Kobo(500'000)}}),
+       "a payout's postings are not"},
+      {"a sweep of another wallet than the one credited",
+       incoming({{inbound, Kobo(-5), Kobo(-5)},
+                 {kSource, Kobo(5), Kobo(5)},
+                 {kDestination, Kobo(-5), Kobo(0)},
+                 {kSource, Kobo(5), Kobo(10)}},
+                {1, 7, 13}),
+       "sweep does not move on"},
+      {"an incoming credit of three postings",
+       incoming(
+           {{inbound, Kobo(-5), Kobo(-5)}, {kSource, Kobo(3), Kobo(3)}, {kDestination, Kobo(2), Kobo(2)}},
+           {1, 7}),
+       "an incoming credit's postings are not"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.why);
+    const Status read = std::visit(
+        [](const auto& x) -> Status {
+          if constexpr (requires { x.legs(); }) {
+            auto legs = decltype(x.legs())::read(x.postings);
+            return legs.ok() ? Status() : legs.status();
+          } else {
+            return Status::error("not a money event");
+          }
+        },
+        row.data);
+    ASSERT_FALSE(read.ok());
+    EXPECT_NE(read.message().find(row.says), std::string::npos) << read.message();
+    const Status valid = validate(envelope(row.data));
+    ASSERT_FALSE(valid.ok()) << "validate() refuses what the legs refuse";
+    Event forged = envelope(row.data);
+    EXPECT_FALSE(decode_event(seal_unvalidated(forged)).ok()) << "so no reader meets such an event";
+    EXPECT_FALSE(decode_fact(encode_fact(envelope(row.data))).ok()) << "nor a views row of one";
+  }
+}
+
+// The ledger's rules read the legs without asserting them: `kobo audit` asks them of events it
+// has not validated, and reports, never aborts.
+TEST(Legs, RulesOverUnvalidatedEventsCreateNothingOfPostingsThatAreNotLegs) {
+  WalletTransferSettled swapped = wallet_transfer();
+  std::swap(swapped.postings[0], swapped.postings[1]);
+  EXPECT_TRUE(transactions_created(swapped).empty());
+  EXPECT_EQ(transactions_created_count(swapped), 0u);
+  EXPECT_FALSE(tier_debit(swapped).has_value());
+  EXPECT_EQ(tier_debit(wallet_transfer())->amount, Kobo(100'000));
+  EXPECT_EQ(tier_debit(wallet_transfer())->wallet, kSource);
+}
+
+// The owner of an event: the account it names, or none for the facts that change a record by its id.
+TEST(EventOwner, IsTheAccountTheEventNames) {
+  for (const EventData& d : one_of_each()) {
+    const AccountId* owner = owner_account(d);
+    if (std::holds_alternative<WriterStarted>(d) || std::holds_alternative<PayoutFailed>(d))
+      EXPECT_EQ(owner, nullptr) << to_string(type_of(d));
+    else
+      EXPECT_TRUE(owner != nullptr && *owner == kAccount) << to_string(type_of(d));
+  }
+  EXPECT_EQ(owner_account(PayoutProcessing{kTransaction}), nullptr);
+  EXPECT_EQ(owner_account(HoldVoided{HoldId("hld-1")}), nullptr);
+}
+
 }  // namespace
 }  // namespace kobo

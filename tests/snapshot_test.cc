@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "command/ledger.h"
+#include "common/crypto.h"
 #include "common/metrics.h"
 #include "events/embedded_log.h"
 #include "tests/support/commands.h"
@@ -271,6 +272,37 @@ TEST_F(SnapshotTest, ATornOrCorruptSnapshotIsRefusedAndTheWholeLogReplayed) {
     EXPECT_FALSE(decode_snapshot(bytes, kPartitions).ok()) << name;
   }
   write(flipped);
+  expect_start_equals_whole_replay();
+}
+
+// A snapshot is checked beyond its hash: the state it decodes to must be one the writer could
+// hold (here, balances that sum to zero), else it is refused and the whole log replayed.
+TEST_F(SnapshotTest, ASnapshotWhoseHashHoldsButWhoseStateIsInconsistentIsRefused) {
+  make_log_with_snapshots();
+  const auto files = snapshot_files();
+  for (std::size_t i = 1; i < files.size(); ++i) fs::remove(files[i]);
+  const fs::path newest = files.front();
+  std::string bytes;
+  {
+    std::ifstream in(newest, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_TRUE(decode_snapshot(bytes, kPartitions).ok());
+  // The last partition's state ends with its total (i64), then the tier table: a count (u64)
+  // and three tiers of (i64, u8, i64). One kobo more in the total, and the hash made anew.
+  constexpr std::size_t kHash = 32, kTiers = 8 + 3 * 17;
+  std::string body = bytes.substr(0, bytes.size() - kHash);
+  body[body.size() - kTiers - 8] = static_cast<char>(body[body.size() - kTiers - 8] + 1);
+  const Sha256 hash = sha256(body);
+  const std::string forged = body + std::string(reinterpret_cast<const char*>(hash.data()), hash.size());
+  const auto decoded = decode_snapshot(forged, kPartitions);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.status().message().find("do not sum to zero"), std::string::npos)
+      << decoded.status().message();
+  std::ofstream(newest, std::ios::binary | std::ios::trunc) << forged;
+  auto log = open_log(dir_ / "log");
+  EXPECT_FALSE(load_snapshot(snapshots_, *log).has_value());
+  log.reset();
   expect_start_equals_whole_replay();
 }
 

@@ -1,11 +1,15 @@
 // webhooks/: the pure rules (signatures, address policy, retry schedule, delivery states), the
-// signing key store and the webhook secrets.
+// signing key store, the webhook secrets, and a delivery database that does not read back.
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "common/crypto.h"
+#include "events/ledger.h"
+#include "events/memory_log.h"
 #include "tests/support/scratch_dir.h"
 #include "webhooks/webhooks.h"
 
@@ -228,6 +232,92 @@ TEST(SigningKeyStore, KeepsEachAccountsKeysInA0600File) {
   auto reopened = SigningKeyStore::open(dir.string());
   ASSERT_TRUE(reopened.ok());
   EXPECT_EQ(reopened.value()->get("acc-1", true), "sk_live_a") << "keys survive a restart";
+}
+
+// What the delivery database holds is read as it is on disk: a record that does not read back
+// is an error the caller handles (a 503, an attempt paused and /readyz saying why, a retry
+// refused as unavailable), never an abort. So is a consumer position that does not decode.
+class WebhookStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("kobo-webhook-store-" + random_hex(6));
+    auto views = Views::open((dir_ / "views").string(), 1);
+    ASSERT_TRUE(views.ok()) << views.status().message();
+    views_ = std::move(views).value();
+    projector_ = std::make_unique<Projector>(log_, *views_);
+    auto keys = SigningKeyStore::open((dir_ / "keys").string());
+    ASSERT_TRUE(keys.ok());
+    keys_ = std::move(keys).value();
+    auto secrets = WebhookSecrets::open((dir_ / "master").string(), std::nullopt);
+    ASSERT_TRUE(secrets.ok());
+    secrets_ = std::move(secrets).value();
+    ASSERT_TRUE(open().ok()) << "a new delivery database";
+  }
+  void TearDown() override {
+    webhooks_.reset();
+    projector_.reset();
+    views_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  Status open() {
+    webhooks_.reset();
+    auto w = Webhooks::open((dir_ / "webhooks").string(), log_, *views_, *projector_, *keys_, *secrets_);
+    if (!w) return w.status();
+    webhooks_ = std::move(w).value();
+    return {};
+  }
+
+  // Writes `entries` into the delivery database while no Webhooks has it open.
+  void write_raw(const std::vector<std::pair<std::string, std::string>>& entries) {
+    webhooks_.reset();
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), (dir_ / "webhooks").string(), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    for (const auto& [k, v] : entries) ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), k, v).ok());
+  }
+
+  static std::string be8(std::uint64_t v) {
+    std::string out;
+    for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    return out;
+  }
+
+  std::filesystem::path dir_;
+  MemoryLog log_{1};
+  std::unique_ptr<Views> views_;
+  std::unique_ptr<Projector> projector_;
+  std::unique_ptr<SigningKeyStore> keys_;
+  std::unique_ptr<WebhookSecrets> secrets_;
+  std::unique_ptr<Webhooks> webhooks_;
+};
+
+TEST_F(WebhookStore, ADeliveryThatDoesNotReadBackIsAnErrorNeverAnAbort) {
+  const std::string id = "whd-corrupt";
+  // A listing entry and a due entry naming a record that is not a delivery (the key layout of
+  // webhooks/webhooks.cc).
+  write_raw({{"D" + id, "not a delivery"},
+             {"l" + scope_key("biz-1", false) + be8(1) + id, ""},
+             {"q" + be8(1) + id, ""}});
+  ASSERT_TRUE(open().ok());
+  const Scope scope{"biz-1", false};
+  const auto page = webhooks_->deliveries(scope, {}, PageRequest{1, 10});
+  ASSERT_FALSE(page.ok()) << "the list answers an error (503), not a page without it";
+  EXPECT_NE(page.status().message().find(id), std::string::npos) << page.status().message();
+  EXPECT_EQ(webhooks_->retry(scope, id, nullptr), Webhooks::RetryOutcome::unavailable);
+  EXPECT_EQ(webhooks_->fault(), "");
+  ASSERT_TRUE(webhooks_->start().ok());
+  // The sender's next tick meets the due entry: the attempts pause, and fault() says why.
+  for (int i = 0; i < 100 && webhooks_->fault().empty(); ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_NE(webhooks_->fault().find("webhooks paused"), std::string::npos) << webhooks_->fault();
+  webhooks_->stop();
+}
+
+TEST_F(WebhookStore, APositionThatDoesNotDecodeFailsTheOpen) {
+  write_raw({{std::string("P") + std::string(4, '\0'), "{\"offset\":\"zero\"}"}});
+  const Status opened = open();
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.message().find("malformed"), std::string::npos) << opened.message();
 }
 
 }  // namespace

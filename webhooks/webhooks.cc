@@ -101,6 +101,36 @@ json public_record(json d) {
   return d;
 }
 
+// A WriteBatch operation's status as ours (it fails only when the batch outgrows its limit).
+Status batched(const rocksdb::Status& s) {
+  if (s.ok()) return {};
+  return Status::error("webhooks batch: " + s.ToString());
+}
+
+// Whether a stored delivery has every member this file reads, of its type: the database is read
+// as it is on disk, and a member that is missing must not throw on a sender's thread.
+bool well_formed_delivery(const json& d) {
+  if (!d.is_object()) return false;
+  for (const char* text : {"id", "event", "eventId", "url", "business", "account", "transaction", "status",
+                           "createdAt", "updatedAt", "body"}) {
+    const auto it = d.find(text);
+    if (it == d.end() || !it->is_string()) return false;
+  }
+  const auto flag = [&](const char* name) { return d.contains(name) && d[name].is_boolean(); };
+  const auto due = d.find("dueMs");
+  const auto attempts = d.find("attempts");
+  return flag("live") && flag("manual") && due != d.end() && (due->is_null() || due->is_number_integer()) &&
+         attempts != d.end() && attempts->is_array() &&
+         delivery_status_from_string(d["status"].get<std::string>()).has_value();
+}
+
+// A consumer position as stored: {offset, seq, hash, epoch}.
+bool well_formed_position(const json& j) {
+  return j.is_object() && j.contains("offset") && j["offset"].is_number_unsigned() && j.contains("seq") &&
+         j["seq"].is_number_unsigned() && j.contains("hash") && j["hash"].is_string() &&
+         j.contains("epoch") && j["epoch"].is_number_unsigned();
+}
+
 }  // namespace
 
 class Webhooks::Impl {
@@ -116,22 +146,31 @@ class Webhooks::Impl {
         options_(std::move(options)),
         tls_(webhooks_detail::make_tls_context()) {}
 
-  Status open_follower();
-  Status skip_to_end();  // a new delivery database starts at the log's end
-  Status start();
+  [[nodiscard]] Status open_follower();
+  [[nodiscard]] Status skip_to_end();  // a new delivery database starts at the log's end
+  [[nodiscard]] Status start();
   void stop();
   bool healthy() const { return healthy_.load(); }
+  std::string fault() const;
   bool allow_private() const { return options_.allow_private; }
-  Page deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const;
+  Result<Page> deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const;
   RetryOutcome retry(const Scope& scope, std::string_view id, json* record);
 
  private:
   class Recorder;
   void consume();
+  // After a read that failed: the batch was not written; opens the follower again at the
+  // positions the database holds, every second until it opens or stop() (healthy() false and
+  // fault() naming `failed` meanwhile).
+  void start_again(const Status& failed);
   [[nodiscard]] Status step(std::chrono::milliseconds wait);
-  std::optional<json> get(const std::string& id) const;
+  // The delivery `id` as stored, nullopt when there is none; an error when it cannot be read or
+  // is not a delivery record.
+  Result<std::optional<json>> get(const std::string& id) const;
   [[nodiscard]] Status write(rocksdb::WriteBatch& wb);
-  void put_positions(rocksdb::WriteBatch& wb) const;
+  [[nodiscard]] Status put_positions(rocksdb::WriteBatch& wb) const;
+  // What the consumer (`consumer` true) or the sender found it cannot read, "" once it can.
+  void set_fault(bool consumer, std::string fault);
 
   // Sender: these run on the io thread.
   asio::awaitable<void> tick_forever();
@@ -158,7 +197,11 @@ class Webhooks::Impl {
   };
   std::map<std::string, Wanted> wanted_of_account_;
   std::atomic<bool> healthy_{true};
-  bool unwritable_ = false;  // consumer thread only: its last write failed
+  bool unwritable_ = false;   // consumer thread only: its last write failed
+  bool log_refused_ = false;  // consumer thread only: the last step stopped on a record the chain refused
+  mutable std::mutex fault_mu_;
+  std::string consumer_fault_;  // guarded by fault_mu_
+  std::string sender_fault_;    // guarded by fault_mu_
   std::atomic<bool> stopping_{false};
   std::thread consumer_;
 
@@ -179,6 +222,13 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
  public:
   Recorder(Impl& impl, rocksdb::WriteBatch& wb) : impl_(impl), wb_(wb) {}
   std::size_t recorded() const { return recorded_; }
+  bool refused_log() const { return refused_; }
+
+  Disposition refused(const RefusedRecord& r) override {
+    const Disposition d = LogVisitor::refused(r);
+    if (d == Disposition::stop) refused_ = true;
+    return d;
+  }
 
   Status accepted(const Event& e) override {
     // An account's URLs are read once and kept until an account changes.
@@ -203,7 +253,8 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
     if (it != impl_.wanted_of_account_.end()) return &it->second;
     const auto account = impl_.views_.account(business, account_id);
     if (!account) return account.status();
-    KOBO_ASSERT(account.value().has_value(), "a transaction of an account the views do not have");
+    if (!account.value())
+      return Status::error("the views do not have account " + account_id + ", whose transaction was applied");
     Wanted wanted;
     for (const auto& u : account.value()->value("webhooks", json::array()))
       if (u.is_string()) wanted.urls.insert(u.get<std::string>());
@@ -234,19 +285,15 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
       if (event) return {};
       auto read = impl_.views_.webhook_event_of(scope, f.id.value);
       if (!read) return read.status();
-      KOBO_ASSERT(read.value().has_value(), "a finalized transaction has no webhook event in the views");
+      if (!read.value())
+        return Status::error("the views have no webhook event of transaction " + f.id.value +
+                             ", which they applied");
       event = std::move(read).value();
       return {};
     };
-    std::string account_id = std::visit(
-        [](const auto& x) -> std::string {
-          if constexpr (requires { x.account.value; })
-            return x.account.value;
-          else
-            return {};
-        },
-        e.data);
-    if (account_id.empty()) {
+    const AccountId* owner = owner_account(e.data);
+    std::string account_id = owner != nullptr ? owner->value : std::string();
+    if (owner == nullptr) {
       if (auto s = read_event(); !s) return s;  // a payout's status change: rare
       account_id = event->account;
     }
@@ -279,9 +326,10 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
                    {"createdAt", ts},
                    {"updatedAt", ts},
                    {"body", event->body}};
-      KOBO_ASSERT(wb_.Put(delivery_key(id), d.dump()).ok(), "WriteBatch put");
-      KOBO_ASSERT(wb_.Put(list_key(e.business, e.live, now, id), "").ok(), "WriteBatch put");
-      KOBO_ASSERT(wb_.Put(due_key(now, id), "").ok(), "WriteBatch put");
+      KOBO_ASSERT(well_formed_delivery(d), "a delivery is recorded with every member the sender reads");
+      if (auto st = batched(wb_.Put(delivery_key(id), d.dump())); !st) return st;
+      if (auto st = batched(wb_.Put(list_key(e.business, e.live, now, id), "")); !st) return st;
+      if (auto st = batched(wb_.Put(due_key(now, id), "")); !st) return st;
       ++recorded_;
     }
     return {};
@@ -290,6 +338,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
   Impl& impl_;
   rocksdb::WriteBatch& wb_;
   std::size_t recorded_ = 0;
+  bool refused_ = false;
 };
 
 // Skips events: a new delivery database starts at the log's end.
@@ -306,7 +355,9 @@ Status Webhooks::Impl::open_follower() {
     const auto s = db_->Get(rocksdb::ReadOptions(), position_key(p), &value);
     if (s.IsNotFound()) continue;
     if (!s.ok()) return Status::error("webhooks read: " + s.ToString());
-    const json j = json::parse(value);
+    const json j = json::parse(value, nullptr, /*allow_exceptions=*/false);
+    if (!well_formed_position(j))
+      return Status::error("webhooks read: the position of partition " + std::to_string(p) + " is malformed");
     cursors[p].chain = ChainFollower(Seq(j.at("seq").get<std::uint64_t>()), j.at("hash").get<std::string>(),
                                      Epoch(j.at("epoch").get<std::uint64_t>()));
     cursors[p].next_offset = Offset(j.at("offset").get<std::uint64_t>());
@@ -322,20 +373,22 @@ Status Webhooks::Impl::skip_to_end() {
   SkipAll skip;
   if (auto s = follower_->follow_to_end(skip); !s) return s;
   rocksdb::WriteBatch wb;
-  put_positions(wb);
+  if (auto s = put_positions(wb); !s) return s;
   return write(wb);
 }
 
-void Webhooks::Impl::put_positions(rocksdb::WriteBatch& wb) const {
+Status Webhooks::Impl::put_positions(rocksdb::WriteBatch& wb) const {
   const auto& cursors = follower_->cursors();
+  KOBO_ASSERT(cursors.size() == log_.partitions(), "a position per partition of the log");
   for (std::uint32_t p = 0; p < cursors.size(); ++p) {
     const FollowCursor& c = cursors[p];
     const json j{{"offset", c.next_offset.value},
                  {"seq", c.chain.last_seq().value},
                  {"hash", c.chain.last_hash()},
                  {"epoch", c.chain.epoch().value}};
-    KOBO_ASSERT(wb.Put(position_key(p), j.dump()).ok(), "WriteBatch put");
+    if (auto s = batched(wb.Put(position_key(p), j.dump())); !s) return s;
   }
+  return {};
 }
 
 Status Webhooks::Impl::write(rocksdb::WriteBatch& wb) {
@@ -349,11 +402,12 @@ Status Webhooks::Impl::step(std::chrono::milliseconds wait) {
   rocksdb::WriteBatch wb;
   Recorder recorder(*this, wb);
   auto consumed = follower_->step(recorder, wait);
+  log_refused_ = recorder.refused_log();
   if (!consumed) return consumed.status();
   // Positions may stop inside a command: each event's deliveries are in the batch with the
   // position just past it, which is all at-least-once recording needs.
   if (consumed.value() == 0) return {};
-  put_positions(wb);
+  if (auto s = put_positions(wb); !s) return s;
   if (auto s = write(wb); !s) {
     unwritable_ = true;
     return s;
@@ -372,17 +426,53 @@ void Webhooks::Impl::consume() {
       // Faults degrade, never crash (guarantee 8, docs/architecture.md): the position was not
       // written either, so after a restart the consumer records these deliveries from where it
       // stopped.
-      if (unwritable_)
-        log::error(
-            "webhooks stopped: the delivery database cannot be written; deliveries are recorded "
-            "again from the last recorded event after a restart",
-            {{"error", s.message()}});
-      else
-        log::error("webhooks stopped: the log or the views cannot be read", {{"error", s.message()}});
-      healthy_.store(false);
-      return;
+      if (unwritable_ || log_refused_) {
+        log::error(unwritable_ ? "webhooks stopped: the delivery database cannot be written; deliveries are "
+                                 "recorded again from the last recorded event after a restart"
+                               : "webhooks stopped: the log cannot be accepted",
+                   {{"error", s.message()}});
+        healthy_.store(false);
+        return;
+      }
+      // A read that failed (the log's, the views', the delivery database's): nothing of the step
+      // was written, so it is read again from the stored positions.
+      start_again(s);
     }
   }
+}
+
+void Webhooks::Impl::start_again(const Status& failed) {
+  log::warn("webhooks cannot read on; they start again from their recorded positions",
+            {{"error", failed.message()}});
+  healthy_.store(false);
+  set_fault(true, "webhooks paused: " + failed.message());
+  Status opened;
+  do {
+    for (int i = 0; i < 20 && !stopping_.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (stopping_.load()) return;
+    opened = open_follower();
+    // start() recorded the positions before the consumer ran: a database without them now is
+    // not the one it wrote, and it is not skipped to the log's end behind the operator's back.
+    if (opened && skip_to_end_) opened = Status::error("the delivery database has lost its positions");
+    if (!opened) set_fault(true, "webhooks paused: " + opened.message());
+  } while (!opened);
+  set_fault(true, {});
+  healthy_.store(true);
+  log::info("webhooks go on");
+}
+
+std::string Webhooks::Impl::fault() const {
+  std::lock_guard lock(fault_mu_);
+  return consumer_fault_.empty() ? sender_fault_ : consumer_fault_;
+}
+
+void Webhooks::Impl::set_fault(bool consumer, std::string fault) {
+  std::lock_guard lock(fault_mu_);
+  std::string& mine = consumer ? consumer_fault_ : sender_fault_;
+  if (!consumer && !fault.empty() && fault != mine)
+    log::warn("webhook attempts paused: the delivery database cannot be read", {{"error", fault}});
+  mine = std::move(fault);
 }
 
 Status Webhooks::Impl::start() {
@@ -406,12 +496,15 @@ void Webhooks::Impl::stop() {
 
 // ---- sender -------------------------------------------------------------------------------------
 
-std::optional<json> Webhooks::Impl::get(const std::string& id) const {
+Result<std::optional<json>> Webhooks::Impl::get(const std::string& id) const {
   std::string value;
   const auto s = db_->Get(rocksdb::ReadOptions(), delivery_key(id), &value);
-  if (s.IsNotFound()) return std::nullopt;
-  KOBO_ASSERT(s.ok(), "webhooks read failed");
-  return json::parse(value);
+  if (s.IsNotFound()) return std::optional<json>();
+  if (!s.ok()) return Status::error("webhooks read: " + s.ToString());
+  json d = json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (!well_formed_delivery(d) || d["id"] != id)
+    return Status::error("webhooks read: delivery " + id + " is not a delivery record");
+  return std::optional<json>(std::move(d));
 }
 
 asio::awaitable<void> Webhooks::Impl::tick_forever() {
@@ -434,21 +527,33 @@ void Webhooks::Impl::tick() {
     put_be(upper, static_cast<std::uint64_t>(now_ms()) + 1);
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
     std::size_t scanned = 0;
+    // A read that fails pauses the attempts (fault() says why) until a later tick reads again.
+    Status read;
     for (it->Seek("q"); it->Valid() && scanned < kDueScanMax; it->Next(), ++scanned) {
       if (in_flight_.size() >= options_.concurrency_max) break;
       const auto key = it->key();
       if (!key.starts_with("q") || key.compare(upper) >= 0) break;
+      if (key.size() <= 9) {
+        read = Status::error("webhooks read: a due entry without a delivery id");
+        break;
+      }
       const std::string id(key.data() + 9, key.size() - 9);
       if (in_flight_.contains(id)) continue;
       auto d = get(id);
-      KOBO_ASSERT(d.has_value(), "a due entry points at a missing delivery");
-      auto& busy = per_endpoint_[endpoint_of(d->at("url").get<std::string>())];
+      if (!d || !d.value()) {
+        read = d ? Status::error("webhooks read: a due entry names delivery " + id + ", which is missing")
+                 : d.status();
+        break;
+      }
+      auto& busy = per_endpoint_[endpoint_of(d.value()->at("url").get<std::string>())];
       if (busy >= options_.endpoint_concurrency_max) continue;
       ++busy;
       in_flight_.insert(id);
-      start.push_back(std::move(*d));
+      start.push_back(std::move(*d.value()));
     }
-    KOBO_ASSERT(it->status().ok(), "webhooks scan failed");
+    if (read && !it->status().ok()) read = Status::error("webhooks scan: " + it->status().ToString());
+    set_fault(false, read ? std::string() : "webhooks paused: " + read.message());
+    KOBO_ASSERT(in_flight_.size() <= options_.concurrency_max, "attempts in flight within their limit");
     webhook_metrics().in_flight.set(static_cast<double>(in_flight_.size()));
   }
   for (auto& d : start) asio::co_spawn(io_, attempt(std::move(d)), asio::detached);
@@ -493,8 +598,26 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
   if (!result.ok()) m.attempt_failures.inc();
   const std::string id = sent.at("id").get<std::string>();
   std::lock_guard lock(mu_);
-  auto d = get(id);
-  KOBO_ASSERT(d.has_value(), "an attempted delivery is missing");
+  KOBO_ASSERT(in_flight_.contains(id), "a completed attempt was in flight");
+  // Its slots are given back whatever can be recorded: unrecorded, the attempt is made again
+  // when the delivery is next due (at least once).
+  const auto release = [&] {
+    in_flight_.erase(id);
+    auto busy = per_endpoint_.find(endpoint_of(sent.at("url").get<std::string>()));
+    KOBO_ASSERT(busy != per_endpoint_.end() && busy->second > 0, "endpoint slots out of balance");
+    if (--busy->second == 0) per_endpoint_.erase(busy);
+    m.in_flight.set(static_cast<double>(in_flight_.size()));
+    asio::post(io_, [this] { tick(); });
+  };
+  auto read = get(id);
+  if (!read || !read.value()) {
+    log::warn("a webhook attempt's result cannot be recorded: its delivery cannot be read",
+              {{"delivery", id}, {"error", read ? std::string("it is missing") : read.status().message()}});
+    release();
+    return;
+  }
+  json& d_record = *read.value();
+  json* d = &d_record;
   json a{{"at", format_iso8601(started)}, {"durationMs", result.duration.count()}};
   if (result.status_code) a["statusCode"] = *result.status_code;
   if (!result.ok())
@@ -503,7 +626,9 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
   const auto attempts = static_cast<std::uint32_t>(d->at("attempts").size());
   const UnixMs now = now_ms();
   rocksdb::WriteBatch wb;
-  KOBO_ASSERT(wb.Delete(due_key(d->at("dueMs").get<UnixMs>(), id)).ok(), "WriteBatch delete");
+  Status batch;
+  // A delivery a manual retry made due again while this attempt ran has its new due entry.
+  if (!d->at("dueMs").is_null()) batch = batched(wb.Delete(due_key(d->at("dueMs").get<UnixMs>(), id)));
   const DeliveryState next = next_delivery_state(
       options_.schedule, parse_iso8601(d->at("createdAt").get<std::string>()).value_or(now), attempts,
       result.ok(), d->at("manual").get<bool>(), now);
@@ -514,26 +639,25 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
   (*d)["updatedAt"] = format_iso8601(now);
   (*d)["nextAttemptAt"] = next.next_attempt ? json(format_iso8601(*next.next_attempt)) : json(nullptr);
   (*d)["dueMs"] = next.next_attempt ? json(*next.next_attempt) : json(nullptr);
-  if (next.next_attempt) KOBO_ASSERT(wb.Put(due_key(*next.next_attempt, id), "").ok(), "WriteBatch put");
-  KOBO_ASSERT(wb.Put(delivery_key(id), d->dump()).ok(), "WriteBatch put");
+  KOBO_ASSERT(next.status == DeliveryStatus::pending || !next.next_attempt, "only a pending delivery is due");
+  if (batch && next.next_attempt) batch = batched(wb.Put(due_key(*next.next_attempt, id), ""));
+  if (batch) batch = batched(wb.Put(delivery_key(id), d->dump()));
   // Unrecorded, the attempt is made again when the delivery is next due: at least once.
-  if (auto s = write(wb); !s)
-    log::warn("a webhook attempt's result cannot be recorded", {{"delivery", id}, {"error", s.message()}});
+  if (batch) batch = write(wb);
+  if (!batch)
+    log::warn("a webhook attempt's result cannot be recorded",
+              {{"delivery", id}, {"error", batch.message()}});
   if (!result.ok())
     log::warn("webhook attempt failed",
               {{"delivery", id}, {"url", d->at("url")}, {"error", d->at("attempts").back().at("error")}});
-  in_flight_.erase(id);
-  auto busy = per_endpoint_.find(endpoint_of(d->at("url").get<std::string>()));
-  KOBO_ASSERT(busy != per_endpoint_.end() && busy->second > 0, "endpoint slots out of balance");
-  if (--busy->second == 0) per_endpoint_.erase(busy);
-  m.in_flight.set(static_cast<double>(in_flight_.size()));
-  asio::post(io_, [this] { tick(); });
+  release();
 }
 
 // ---- queries ------------------------------------------------------------------------------------
 
-Page Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter& filter,
-                                const PageRequest& page) const {
+Result<Page> Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter& filter,
+                                        const PageRequest& page) const {
+  KOBO_ASSERT(page.page >= 1 && page.per_page >= 1, "a page of the deliveries is numbered from 1");
   Page out;
   const std::string prefix = list_prefix(scope.business, scope.live);
   const std::uint64_t first = (page.page - 1) * page.per_page;
@@ -541,40 +665,57 @@ Page Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter& filter
   for (it->SeekForPrev(prefix + std::string(9, '\xff')); it->Valid(); it->Prev()) {
     const auto key = it->key();
     if (!key.starts_with(prefix)) break;
-    auto d = get(std::string(key.data() + prefix.size() + 8, key.size() - prefix.size() - 8));
-    KOBO_ASSERT(d.has_value(), "the delivery listing points at a missing delivery");
-    if (filter.status && delivery_status_from_string(d->at("status").get<std::string>()) != *filter.status)
+    if (key.size() <= prefix.size() + 8)
+      return Status::error("webhooks read: a listing entry without a delivery id");
+    const std::string id(key.data() + prefix.size() + 8, key.size() - prefix.size() - 8);
+    auto d = get(id);
+    if (!d) return d.status();
+    if (!d.value())
+      return Status::error("webhooks read: the listing names delivery " + id + ", which is missing");
+    json& record = *d.value();
+    if (filter.status &&
+        delivery_status_from_string(record.at("status").get<std::string>()) != *filter.status)
       continue;
     if (out.total_count >= first && out.total_count < first + page.per_page)
-      out.items.push_back(public_record(std::move(*d)));
+      out.items.push_back(public_record(std::move(record)));
     ++out.total_count;
   }
-  KOBO_ASSERT(it->status().ok(), "webhooks scan failed");
+  if (!it->status().ok()) return Status::error("webhooks scan: " + it->status().ToString());
+  KOBO_ASSERT(out.items.size() <= page.per_page, "a page holds no more than its size");
   return out;
 }
 
 Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_view id, json* record) {
   std::unique_lock lock(mu_);
-  auto d = get(std::string(id));
+  auto read = get(std::string(id));
+  if (!read) {
+    log::warn("a webhook retry cannot be read",
+              {{"delivery", std::string(id)}, {"error", read.status().message()}});
+    return RetryOutcome::unavailable;
+  }
+  auto& d = read.value();
   if (!d || d->at("business") != scope.business || d->at("live") != scope.live)
     return RetryOutcome::not_found;
   if (in_flight_.contains(std::string(id))) return RetryOutcome::in_progress;
   const UnixMs now = now_ms();
   rocksdb::WriteBatch wb;
   const auto status = delivery_status_from_string(d->at("status").get<std::string>());
-  KOBO_ASSERT(status.has_value(), "a delivery of an unknown status");
-  if (*status == DeliveryStatus::pending)
-    KOBO_ASSERT(wb.Delete(due_key(d->at("dueMs").get<UnixMs>(), id)).ok(), "WriteBatch delete");
+  KOBO_ASSERT(status.has_value(), "get() hands on deliveries of a known status only");
+  Status batch;
+  if (*status == DeliveryStatus::pending && !d->at("dueMs").is_null())
+    batch = batched(wb.Delete(due_key(d->at("dueMs").get<UnixMs>(), id)));
   const RetriedState retried = retried_delivery_state(*status, d->at("manual").get<bool>(), now);
   (*d)["status"] = to_string(retried.state.status);
   (*d)["manual"] = retried.manual;
   (*d)["dueMs"] = now;
   (*d)["nextAttemptAt"] = format_iso8601(now);
   (*d)["updatedAt"] = format_iso8601(now);
-  KOBO_ASSERT(wb.Put(due_key(now, id), "").ok(), "WriteBatch put");
-  KOBO_ASSERT(wb.Put(delivery_key(id), d->dump()).ok(), "WriteBatch put");
-  if (auto s = write(wb); !s) {
-    log::warn("a webhook retry cannot be recorded", {{"delivery", std::string(id)}, {"error", s.message()}});
+  if (batch) batch = batched(wb.Put(due_key(now, id), ""));
+  if (batch) batch = batched(wb.Put(delivery_key(id), d->dump()));
+  if (batch) batch = write(wb);
+  if (!batch) {
+    log::warn("a webhook retry cannot be recorded",
+              {{"delivery", std::string(id)}, {"error", batch.message()}});
     return RetryOutcome::unavailable;
   }
   lock.unlock();
@@ -610,7 +751,9 @@ Webhooks::~Webhooks() { stop(); }
 Status Webhooks::start() { return impl_->start(); }
 void Webhooks::stop() { impl_->stop(); }
 bool Webhooks::healthy() const { return impl_->healthy(); }
-Page Webhooks::deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const {
+std::string Webhooks::fault() const { return impl_->fault(); }
+Result<Page> Webhooks::deliveries(const Scope& scope, const DeliveryFilter& filter,
+                                  const PageRequest& page) const {
   return impl_->deliveries(scope, filter, page);
 }
 std::optional<std::string> Webhooks::refused_url(std::string_view url) const {

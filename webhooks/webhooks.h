@@ -190,12 +190,18 @@ class Webhooks {
 
   [[nodiscard]] Status start();
   void stop();
-  // False once the consumer stopped on a log it cannot read.
+  // False once the consumer stopped on a log it cannot accept or a database it cannot write, and
+  // while it starts again after a read that failed (the log's, the views' or its own database's):
+  // every second, from the positions its database holds, until it goes on.
   bool healthy() const;
+  // Why deliveries are paused by a read that failed ("webhooks paused: …"), or "" while none
+  // is: for /readyz. It clears itself once the read succeeds again.
+  std::string fault() const;
 
   // A business's deliveries in one mode, newest first, as the API shows them (the README lists
-  // the fields).
-  Page deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const;
+  // the fields); an error when the delivery database cannot be read.
+  [[nodiscard]] Result<Page> deliveries(const Scope& scope, const DeliveryFilter& filter,
+                                        const PageRequest& page) const;
 
   // Why `url` can never be delivered to, judged without DNS: its host is a literal address that
   // is not public and private addresses are not allowed. For rejecting such a URL when it is
@@ -207,7 +213,7 @@ class Webhooks {
     not_found,
     in_progress,
     unavailable
-  };  // unavailable: cannot be recorded (a full disk)
+  };  // unavailable: the delivery cannot be read or recorded (an I/O error, a full disk)
   // Makes the delivery due now (one more attempt, whatever its status). `record` is the
   // delivery as it is after the change.
   RetryOutcome retry(const Scope& scope, std::string_view id, nlohmann::json* record);
