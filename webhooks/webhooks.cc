@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "common/crypto.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "events/ledger.h"
@@ -123,7 +124,7 @@ class Webhooks::Impl {
   bool healthy() const { return healthy_.load(); }
   bool allow_private() const { return options_.allow_private; }
   Page deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const;
-  RetryOutcome retry(const Scope& scope, std::string_view id, json* record);
+  RetryOutcome retry(const Scope& scope, std::string_view id, std::string* record);
 
  private:
   class Recorder;
@@ -546,14 +547,14 @@ Page Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter& filter
     if (filter.status && delivery_status_from_string(d->at("status").get<std::string>()) != *filter.status)
       continue;
     if (out.total_count >= first && out.total_count < first + page.per_page)
-      out.items.push_back(public_record(std::move(*d)));
+      out.items.push_back(json_text(public_record(std::move(*d))));
     ++out.total_count;
   }
   KOBO_ASSERT(it->status().ok(), "webhooks scan failed");
   return out;
 }
 
-Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_view id, json* record) {
+Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_view id, std::string* record) {
   std::unique_lock lock(mu_);
   auto d = get(std::string(id));
   if (!d || d->at("business") != scope.business || d->at("live") != scope.live)
@@ -579,7 +580,7 @@ Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_vie
   }
   lock.unlock();
   asio::post(io_, [this] { tick(); });
-  if (record != nullptr) *record = public_record(std::move(*d));
+  if (record != nullptr) *record = json_text(public_record(std::move(*d)));
   return RetryOutcome::queued;
 }
 
@@ -624,7 +625,7 @@ std::optional<std::string> Webhooks::refused_url(std::string_view url) const {
   return std::nullopt;
 }
 
-Webhooks::RetryOutcome Webhooks::retry(const Scope& scope, std::string_view id, json* record) {
+Webhooks::RetryOutcome Webhooks::retry(const Scope& scope, std::string_view id, std::string* record) {
   return impl_->retry(scope, id, record);
 }
 

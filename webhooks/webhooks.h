@@ -209,8 +209,8 @@ class Webhooks {
     unavailable
   };  // unavailable: cannot be recorded (a full disk)
   // Makes the delivery due now (one more attempt, whatever its status). `record` is the
-  // delivery as it is after the change.
-  RetryOutcome retry(const Scope& scope, std::string_view id, nlohmann::json* record);
+  // delivery as it is after the change, as the API shows it (its JSON text).
+  RetryOutcome retry(const Scope& scope, std::string_view id, std::string* record);
 
  private:
   class Impl;
