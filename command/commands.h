@@ -167,7 +167,7 @@ struct BankTransfer {
   std::string narration;
   std::optional<std::string> reference;
   bool save_beneficiary = false;
-  RawJson metadata;  // the request's metadata object as canonical JSON (dump_json)
+  RawJson metadata;  // the request's metadata object as canonical JSON (common/json_writer.h)
 };
 
 // Internal: the payout rail moved a payout on (pending -> processing -> success | failed).
@@ -197,7 +197,7 @@ struct PlaceHold {
   Kobo amount;
   std::string reference;
   std::optional<std::string> narration;
-  RawJson metadata;  // the request's metadata object as canonical JSON (dump_json)
+  RawJson metadata;  // the request's metadata object as canonical JSON (common/json_writer.h)
   std::int64_t expires_in_s = 604'800;
 };
 

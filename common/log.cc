@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "common/json_writer.h"
 #include "common/time.h"
 
 namespace kobo::log {
@@ -36,7 +37,9 @@ void write(Level level, std::string_view msg, const nlohmann::json& fields) {
   if (fields.is_object()) {
     for (auto it = fields.begin(); it != fields.end(); ++it) line[it.key()] = it.value();
   }
-  const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::string text;
+  JsonWriter(text).value(line);
+  text += '\n';
   std::lock_guard lock(g_mu);
   std::fwrite(text.data(), 1, text.size(), stderr);
   std::fflush(stderr);

@@ -1,5 +1,6 @@
 #include "common/time.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -15,6 +16,12 @@ bool parse_digits(std::string_view s, int& out) {
   }
   out = v;
   return true;
+}
+
+// Two decimal digits at `at` of `s`, or -1.
+int two_digits(std::string_view s, std::size_t at) {
+  if (at + 2 > s.size() || s[at] < '0' || s[at] > '9' || s[at + 1] < '0' || s[at + 1] > '9') return -1;
+  return (s[at] - '0') * 10 + (s[at + 1] - '0');
 }
 
 std::optional<UnixMs> from_civil(int y, int m, int d) {
@@ -74,17 +81,38 @@ std::optional<UnixMs> parse_date(std::string_view s) {
   return from_civil(y, m, d);
 }
 
+std::optional<UnixMs> parse_time(std::string_view s) {
+  if (s.size() < 10) return std::nullopt;
+  const auto day = parse_date(s.substr(0, 10));
+  if (!day || s.size() == 10) return day;
+  if ((s[10] != 'T' && s[10] != 't') || s.size() < 20 || s[13] != ':' || s[16] != ':') return std::nullopt;
+  const int hh = two_digits(s, 11), mm = two_digits(s, 14), ss = two_digits(s, 17);
+  if (hh < 0 || hh > 23 || mm < 0 || mm > 59 || ss < 0 || ss > 60) return std::nullopt;
+  UnixMs t = *day + hh * 3'600'000LL + mm * 60'000LL + ss * 1000LL;
+  std::size_t i = 19;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    const std::size_t digits = i;
+    UnixMs ms = 0;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i)
+      if (i - digits < 3) ms = ms * 10 + (s[i] - '0');
+    if (i == digits) return std::nullopt;
+    for (std::size_t k = std::min<std::size_t>(i - digits, 3); k < 3; ++k) ms *= 10;
+    t += ms;
+  }
+  if (i + 1 == s.size() && (s[i] == 'Z' || s[i] == 'z')) return t;
+  if (i + 6 != s.size() || (s[i] != '+' && s[i] != '-') || s[i + 3] != ':') return std::nullopt;
+  const int oh = two_digits(s, i + 1), om = two_digits(s, i + 4);
+  if (oh < 0 || oh > 23 || om < 0 || om > 59) return std::nullopt;
+  const UnixMs offset = oh * 3'600'000LL + om * 60'000LL;
+  return s[i] == '+' ? t - offset : t + offset;
+}
+
 std::optional<UnixMs> parse_iso8601(std::string_view s) {
   // 2026-11-21T07:02:00.000Z
-  if (s.size() != 24 || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z')
+  if (s.size() != 24 || s[10] != 'T' || s[19] != '.' || s[23] != 'Z' || s.substr(17, 2) == "60")
     return std::nullopt;
-  auto day = parse_date(s.substr(0, 10));
-  int hh = 0, mm = 0, ss = 0, milli = 0;
-  if (!day || !parse_digits(s.substr(11, 2), hh) || !parse_digits(s.substr(14, 2), mm) ||
-      !parse_digits(s.substr(17, 2), ss) || !parse_digits(s.substr(20, 3), milli) || hh > 23 || mm > 59 ||
-      ss > 59)
-    return std::nullopt;
-  return *day + hh * 3'600'000LL + mm * 60'000LL + ss * 1000LL + milli;
+  return parse_time(s);
 }
 
 }  // namespace kobo

@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "common/crypto.h"
-#include "common/json_dump.h"
+#include "common/json_writer.h"
 #include "events/described.h"
 #include "events/name_table.h"
 
@@ -57,31 +57,19 @@ constexpr NameTable<BeneficiaryType, 3> kBeneficiaryTypeNames{{{BeneficiaryType:
                                                                {BeneficiaryType::personal, "personal"}}};
 
 // ---- encoding: canonical JSON written member by member, no DOM --------------------------------
+// With the one JSON writer (common/json_writer.h): members in the order fields() names them,
+// which is key order, so the text is canonical without sorting.
 
 using described::Described;
 using described::IsId;
 using described::IsOptional;
 
-void write_number(std::string& out, std::uint64_t v) {
-  char buf[24];
-  const auto written = std::to_chars(buf, buf + sizeof buf, v);
-  KOBO_ASSERT(written.ec == std::errc(), "24 characters hold any 64-bit integer");
-  out.append(buf, written.ptr);
-}
-void write_number(std::string& out, std::int64_t v) {
-  char buf[24];
-  const auto written = std::to_chars(buf, buf + sizeof buf, v);
-  KOBO_ASSERT(written.ec == std::errc(), "24 characters hold any 64-bit integer");
-  out.append(buf, written.ptr);
-}
-
 template <typename T>
-void write(std::string& out, const T& v);
+void write(JsonWriter& w, const T& v);
 
 template <Described T>
-void write_object(std::string& out, const T& x) {
-  out += '{';
-  bool first = true;
+void write_object(JsonWriter& w, const T& x) {
+  w.begin_object();
   std::string_view previous;
   T::fields(x, [&](const char* name, const auto& member) {
     // The canonical form's keys are sorted: fields() must list them so.
@@ -90,49 +78,40 @@ void write_object(std::string& out, const T& x) {
     if constexpr (IsOptional<std::decay_t<decltype(member)>>::value) {
       if (!member) return;
     }
-    if (!first) out += ',';
-    first = false;
-    out += '"';
-    out += name;  // member names are plain ASCII
-    out += "\":";
-    write(out, member);
+    w.key(name);
+    write(w, member);
   });
-  out += '}';
+  w.end_object();
 }
 
 template <typename T>
-void write(std::string& out, const T& v) {
+void write(JsonWriter& w, const T& v) {
   if constexpr (std::is_same_v<T, std::string>)
-    append_json_string(out, v);
+    w.string(v);
   else if constexpr (std::is_same_v<T, bool>)
-    out += v ? "true" : "false";
+    w.boolean(v);
   else if constexpr (std::is_same_v<T, std::uint64_t>)
-    write_number(out, v);
+    w.number(v);
   else if constexpr (std::is_same_v<T, Kobo> || std::is_same_v<T, Epoch>)
-    write_number(out, v.value);
+    w.number(v.value);
   else if constexpr (std::is_same_v<T, Timestamp>)
-    append_json_string(out, format_iso8601(v.ms));
+    w.string(format_iso8601(v.ms));
   else if constexpr (std::is_same_v<T, RawJson>) {
     // The decoder reads it back only as an object.
     KOBO_ASSERT(v.text.size() >= 2 && v.text.front() == '{' && v.text.back() == '}', "raw JSON is an object");
-    out += v.text;
-  } else if constexpr (std::is_enum_v<T>)
-    append_json_string(out, to_string(v));
+    w.raw(v.text);
+  }  else if constexpr (std::is_enum_v<T>)
+    w.string(to_string(v));
   else if constexpr (IsOptional<T>::value)
-    write(out, *v);
+    write(w, *v);
   else if constexpr (IsId<T>::value)
-    append_json_string(out, v.value);
+    w.string(v.value);
   else if constexpr (Described<T>)
-    write_object(out, v);
+    write_object(w, v);
   else {
-    out += '[';
-    bool first = true;
-    for (const auto& item : v) {
-      if (!first) out += ',';
-      first = false;
-      write(out, item);
-    }
-    out += ']';
+    w.begin_array();
+    for (const auto& item : v) write(w, item);
+    w.end_array();
   }
 }
 
@@ -141,31 +120,22 @@ std::string canonical_without_hash(const Event& e) {
   KOBO_ASSERT(e.command_size >= 1 && e.command_seq <= e.seq, "an event is one of its command's");
   std::string out;
   out.reserve(640);
-  out += "{\"business\":";
-  append_json_string(out, e.business);
-  if (e.command_size != 1) {
-    out += ",\"commandSeq\":";
-    write_number(out, e.command_seq.value);
-    out += ",\"commandSize\":";
-    write_number(out, std::uint64_t{e.command_size});
-  }
-  out += ",\"data\":";
-  std::visit([&](const auto& d) { write_object(out, d); }, e.data);
-  out += ",\"epoch\":";
-  write_number(out, e.epoch.value);
-  out += e.live ? ",\"live\":true,\"partition\":" : ",\"live\":false,\"partition\":";
-  write_number(out, std::uint64_t{e.partition.value});
-  out += ",\"prevHash\":";
-  append_json_string(out, e.prev_hash);
-  out += ",\"schemaVersion\":";
-  write_number(out, static_cast<std::int64_t>(e.schema_version));
-  out += ",\"seq\":";
-  write_number(out, e.seq.value);
-  out += ",\"time\":";
-  append_json_string(out, format_iso8601(e.time));
-  out += ",\"type\":";
-  append_json_string(out, to_string(e.type()));
-  out += '}';
+  JsonWriter w(out);
+  w.begin_object().member("business", e.business);
+  if (e.command_size != 1)
+    w.member("commandSeq", e.command_seq.value).member("commandSize", std::uint64_t{e.command_size});
+  w.key("data");
+  std::visit([&](const auto& d) { write_object(w, d); }, e.data);
+  w.member("epoch", e.epoch.value)
+      .member("live", e.live)
+      .member("partition", std::uint64_t{e.partition.value})
+      .member("prevHash", e.prev_hash)
+      .member("schemaVersion", static_cast<std::int64_t>(e.schema_version))
+      .member("seq", e.seq.value)
+      .member("time", format_iso8601(e.time))
+      .member("type", to_string(e.type()))
+      .end_object();
+  KOBO_ASSERT(w.done(), "an event's canonical JSON is one whole object");
   return out;
 }
 
@@ -621,7 +591,8 @@ bool in_canonical_form(const Event& e, std::string_view bytes) {
 
 std::string encode_data(const EventData& d) {
   std::string out;
-  std::visit([&](const auto& x) { write_object(out, x); }, d);
+  JsonWriter w(out);
+  std::visit([&](const auto& x) { write_object(w, x); }, d);
   KOBO_ASSERT(out.size() >= 2 && out.front() == '{' && out.back() == '}', "an event's data is a JSON object");
   return out;
 }

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "common/crypto.h"
-#include "common/json_dump.h"
+#include "common/json_writer.h"
 #include "events/name_table.h"
 
 namespace kobo {

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "common/json_dump.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/thread.h"
@@ -85,7 +85,7 @@ class Projector::Batch {
   // batch's deltas are written as merge operands (view_counter_merge in views.h). A counter the
   // batch touched is written even when its deltas cancel, so that it exists whatever the batches.
   void count(const std::string& key, std::int64_t delta) { counts_[key] += delta; }
-  void put(const std::string& key, const json& record) { put(key, dump_json(record)); }
+  void put(const std::string& key, const json& record) { put(key, json_text(record)); }
 
   void apply(const Event& e);
 
@@ -184,7 +184,7 @@ class Projector::Batch {
     std::string& bytes = edit(key, missing);
     json record = json::parse(bytes);
     change(record);
-    bytes = dump_json(record);
+    bytes = json_text(record);
   }
   struct TransactionIndex;
   class Records;

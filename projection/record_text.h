@@ -1,26 +1,26 @@
 #pragma once
 // Writing a record's text without a JSON tree. Internal to projection/ (render.cc).
 //
-// Every record is rendered as dump_json() writes it (common/json_dump.h): compact, members in
-// key order. An Object collects members in any order, each value already as its JSON text, and
-// writes them out in that order, so its text is exactly what dump_json() gives for the decoded
-// record. Rendering this way instead of building nlohmann trees and dumping them is several
+// Every record shows its members in key order, compact (the form nlohmann's dump() writes of the
+// decoded record). An Object collects members in any order, each value already as its JSON text
+// (written by the one JSON writer, common/json_writer.h), and writes them out in key order with
+// that writer. Rendering this way instead of building nlohmann trees and dumping them is several
 // times cheaper, and records are rendered on every read (render.h).
 //
-// Setting a member again replaces its value, as json[key] = value would. Keys are plain names
-// (letters, digits, '_'): they are written unescaped. Not thread-safe; cheap to build.
+// Setting a member again replaces its value, as json[key] = value would. Not thread-safe; cheap
+// to build.
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <concepts>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
-#include "common/json_dump.h"
+#include "common/json_writer.h"
 
 namespace kobo::record_text {
 
@@ -46,9 +46,12 @@ class Object {
   }
   template <std::integral T>
   requires(!std::same_as<T, bool>) Object& number(std::string_view key, T value) {
-    char buf[24];
-    const auto end = std::to_chars(buf, buf + sizeof buf, value).ptr;
-    return raw(key, std::string_view(buf, static_cast<std::size_t>(end - buf)));
+    const std::size_t begin = values_.size();
+    if constexpr (std::is_signed_v<T>)
+      append_json_number(values_, static_cast<std::int64_t>(value));
+    else
+      append_json_number(values_, static_cast<std::uint64_t>(value));
+    return set(key, begin);
   }
   Object& boolean(std::string_view key, bool value) { return raw(key, value ? "true" : "false"); }
   Object& null(std::string_view key) { return raw(key, "null"); }
@@ -65,9 +68,9 @@ class Object {
     return std::nullopt;
   }
 
-  // The object's text: its members in key order, as dump_json() writes them. Members are kept in
-  // the order they were set (most renderers set them nearly in key order), so a stable insertion
-  // sort orders them in about one pass, and of a key set more than once the last value is written.
+  // The object's text: its members in key order. Members are kept in the order they were set
+  // (most renderers set them nearly in key order), so a stable insertion sort orders them in
+  // about one pass, and of a key set more than once the last value is written.
   std::string text() const {
     std::string out;
     append_to(out);
@@ -89,19 +92,14 @@ class Object {
       size += m.key.size() + 4 + (m.end - m.begin);
     }
     out.reserve(out.size() + size);
-    out += '{';
-    bool first = true;
+    JsonWriter w(out);
+    w.begin_object();
     for (std::size_t i = 0; i < n; ++i) {
       const Member* m = order[i];
       if (i + 1 < n && order[i + 1]->key == m->key) continue;  // replaced later
-      if (!first) out += ',';
-      first = false;
-      out += '"';
-      out += m->key;
-      out.append("\":", 2);
-      out.append(values_, m->begin, m->end - m->begin);
+      w.raw_member(m->key, std::string_view(values_).substr(m->begin, m->end - m->begin));
     }
-    out += '}';
+    w.end_object();
   }
 
  private:

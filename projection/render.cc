@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <initializer_list>
 
 #include "common/crypto.h"
-#include "common/json_dump.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "projection/record_text.h"
 
@@ -16,6 +18,11 @@ using record_text::Object;
 namespace {
 
 std::string iso(UnixMs ms) { return format_iso8601(ms); }
+
+// A JSON value the event holds as it was given (a request's metadata), in canonical form: its
+// members in key order, compact. Events written by this ledger hold it so already; one written
+// otherwise (by hand, by another writer) is parsed and written again.
+std::string canonical(const RawJson& raw) { return json_text(json::parse(raw.text)); }
 
 // What records and statement lines both show, written once.
 constexpr std::string_view kSweepNarration = "Transit settlement";
@@ -217,9 +224,39 @@ Object beneficiary_data(const Beneficiary& b) {
   return d;
 }
 
+// meta.verify of a payout the rail moved on (`step`), as the rail reported it.
+Object verify(const BankTransferInitiated& x, const CreatedTransaction& t, Kobo amount,
+              const rows::StatusStep& step) {
+  const std::string_view s = to_string(step.status);
+  const bool final = step.status == TransactionStatus::success || step.status == TransactionStatus::failed;
+  const std::string_view message = step.status == TransactionStatus::success  ? "Transfer successful"
+                                   : step.status == TransactionStatus::failed ? "Transfer failed"
+                                                                              : "Transfer is being processed";
+  Object beneficiary;
+  beneficiary.string("accountNumber", x.beneficiary.account_number)
+      .string("bankCode", x.beneficiary.bank_code)
+      .string("bankName", x.beneficiary.bank_name)
+      .string("accountName", x.beneficiary.account_name);
+  Object report;
+  report.string("narration", x.narration)
+      .number("amount", amount.value)
+      .string("date", iso(step.time))
+      .object("beneficiary", beneficiary)
+      .string("transactionStatus", s)
+      .string("sessionId", session_id("999999", step.time, t.id.value + "|" + std::string(s)))
+      .string("type", "transfer");
+  Object data;
+  data.string("status", s).string("message", message).object("data", report);
+  Object v;
+  v.string("status", final ? s : "pending").object("data", data);
+  return v;
+}
+
+// A payout's record; `step`: the last step the rail moved it on, if any (its status, the time
+// it shows as updated, and meta.verify).
 Object bank_transfer(const Event& e, const BankTransferInitiated& x,
                      const std::vector<CreatedTransaction>& created, const RecordSource& records,
-                     std::optional<TransactionStatus> shown) {
+                     std::optional<TransactionStatus> shown, const rows::StatusStep* step) {
   const CreatedTransaction& t = created[0];
   const WalletFacts source = wallet_of(records, t.posting->account);
   const Kobo actual = -t.posting->amount;
@@ -238,11 +275,16 @@ Object bank_transfer(const Event& e, const BankTransferInitiated& x,
       .string("feeReference", derived_reference("fee-", t.id))
       .number("actualAmount", actual.value)
       .object("clientTransaction", client)
-      // In the form the views store, whatever form the event holds it in.
-      .raw("metadata", dump_json(json::parse(x.metadata.text)));
+      // In canonical form, whatever form the event holds it in.
+      .raw("metadata", canonical(x.metadata));
   Object other_side = mirror(debit);
   other_side.number("balance", 0);  // the other side is a bank whose balance we do not keep
-  debit.object("meta", meta(true, amount, other_side));
+  Object m = meta(true, amount, other_side);
+  if (step != nullptr) {
+    m.object("verify", verify(x, t, amount, *step));
+    debit.string("status", to_string(shown.value_or(step->status))).string("updatedAt", iso(step->time));
+  }
+  debit.object("meta", m);
   return debit;
 }
 
@@ -534,7 +576,9 @@ std::string hold(const Event& placement, const rows::HoldRow& now, std::span<con
   const auto* x = std::get_if<HoldPlaced>(&placement.data);
   KOBO_ASSERT(x != nullptr, "a hold record of an event that places none");
   KOBO_ASSERT(captures.size() == now.captures.size(), "a hold rendered without its captures");
-  std::string list = "[";
+  std::string list;
+  JsonWriter items(list);
+  items.begin_array();
   for (const Event& e : captures) {
     const auto* c = std::get_if<HoldCaptured>(&e.data);
     KOBO_ASSERT(c != nullptr && c->hold == x->hold, "a hold's capture is a HoldCaptured");
@@ -545,10 +589,9 @@ std::string hold(const Event& placement, const rows::HoldRow& now, std::span<con
         .string("destination", legs.destination.account)
         .number("amount", legs.amount().value)
         .string("createdAt", iso(e.time));
-    if (list.size() > 1) list += ',';
-    list += item.text();
+    items.raw(item.text());
   }
-  list += ']';
+  items.end_array();
   const Kobo remaining = now.status == HoldStatus::pending ? x->amount - now.captured : Kobo(0);
   Object h(20, 512);
   h.string("publicId", x->hold.value)
@@ -558,7 +601,7 @@ std::string hold(const Event& placement, const rows::HoldRow& now, std::span<con
       .number("remaining", remaining.value)
       .string("status", to_string(now.status))
       .string("reference", x->reference)
-      .raw("metadata", dump_json(json::parse(x->metadata.text)))
+      .raw("metadata", canonical(x->metadata))
       .string("expiresAt", iso(x->expires_at.ms))
       .raw("captures", list)
       .boolean("live", placement.live)
@@ -598,15 +641,17 @@ std::string bank_account(const Event& e, const BeneficiarySaved& x) {
 
 namespace {
 
-// Record `k` of those `e` creates, as members to be written.
+// Record `k` of those `e` creates, as members to be written; `step` as bank_transfer()'s, the
+// only record the rail moves on.
 Object record(const Event& e, std::size_t k, const RecordSource& records,
-              std::optional<TransactionStatus> shown) {
+              std::optional<TransactionStatus> shown, const rows::StatusStep* step) {
   const auto created = transactions_created(e.data);
   KOBO_ASSERT(k < created.size(), "a transaction row names a transaction its event does not create");
+  if (const auto* x = std::get_if<BankTransferInitiated>(&e.data))
+    return bank_transfer(e, *x, created, records, shown, step);
+  KOBO_ASSERT(step == nullptr, "a status step of a transaction that is not a payout");
   if (const auto* x = std::get_if<WalletTransferSettled>(&e.data))
     return wallet_transfer(e, *x, created, k, records, shown);
-  if (const auto* x = std::get_if<BankTransferInitiated>(&e.data))
-    return bank_transfer(e, *x, created, records, shown);
   if (const auto* x = std::get_if<PayoutFailed>(&e.data))
     return payout_reversal(e, *x, created, records, shown);
   if (const auto* x = std::get_if<IncomingCreditReceived>(&e.data))
@@ -616,36 +661,6 @@ Object record(const Event& e, std::size_t k, const RecordSource& records,
     return hold_capture(e, *x, created, k, records, shown);
   KOBO_ASSERT(false, "an event creates transactions render does not know");
   return Object();
-}
-
-// A payout after the rail moved it to `status` at `time` (meta.verify as the rail reported it).
-void advance_payout(json& payout, TransactionStatus status, UnixMs time) {
-  const std::string_view s = to_string(status);
-  const bool final = status == TransactionStatus::success || status == TransactionStatus::failed;
-  const std::string_view message = status == TransactionStatus::success  ? "Transfer successful"
-                                   : status == TransactionStatus::failed ? "Transfer failed"
-                                                                         : "Transfer is being processed";
-  const json& b = payout.at("destinationData");
-  const std::string id = payout.at("publicId").get<std::string>();
-  json verify{{"status", final ? s : "pending"},
-              {"data",
-               {{"status", s},
-                {"message", message},
-                {"data",
-                 {{"narration", payout.at("narration")},
-                  {"amount", payout.at("amount")},
-                  {"date", iso(time)},
-                  {"beneficiary",
-                   {{"accountNumber", b.at("accountNumber")},
-                    {"bankCode", b.at("bankCode")},
-                    {"bankName", b.at("bankName")},
-                    {"accountName", b.at("accountName")}}},
-                  {"transactionStatus", s},
-                  {"sessionId", session_id("999999", time, id + "|" + std::string(s))},
-                  {"type", "transfer"}}}}}};
-  payout["status"] = s;
-  payout["updatedAt"] = iso(time);
-  payout["meta"]["verify"] = std::move(verify);
 }
 
 }  // namespace
@@ -681,12 +696,8 @@ std::vector<Listed> listed(const Event& e, const RecordSource& records) {
 
 std::string transaction(const Event& e, std::size_t index, std::span<const rows::StatusStep> steps,
                         const RecordSource& records, std::optional<TransactionStatus> shown) {
-  const Object r = record(e, index, records, steps.empty() ? shown : std::nullopt);
-  if (steps.empty()) return r.text();
-  json rendered = json::parse(r.text());
-  for (const rows::StatusStep& step : steps) advance_payout(rendered, step.status, step.time);
-  if (shown) rendered["status"] = to_string(*shown);
-  return dump_json(rendered);
+  // Each step the rail took replaces the one before it: the last is what the record shows.
+  return record(e, index, records, shown, steps.empty() ? nullptr : &steps.back()).text();
 }
 
 DecidedFacts::DecidedFacts(const std::vector<WalletFacts>& wallets) : wallets_(wallets) {
@@ -836,6 +847,234 @@ std::string webhook_body(WebhookEventType type, std::uint64_t sequence, std::str
 
 std::string webhook_event_id(std::string_view event_hash, std::string_view transaction) {
   return "evt-" + derived_uuid(std::string("event|").append(event_hash).append("|").append(transaction));
+}
+
+// ---- statements ----------------------------------------------------------------------------------
+
+namespace {
+
+// Whether text in a CSV field makes it quoted (RFC 4180): a comma, a quote or a line break.
+bool needs_quotes(std::string_view text) { return text.find_first_of(",\"\r\n") != std::string_view::npos; }
+
+// Text a spreadsheet would run as a formula.
+bool formula(std::string_view text) {
+  return !text.empty() && (text[0] == '=' || text[0] == '+' || text[0] == '-' || text[0] == '@' ||
+                           text[0] == '\t' || text[0] == '\r');
+}
+
+void escaped(std::string& out, std::string_view text) {
+  for (const char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+}
+
+// One CSV field made of `parts`, written as they are: quoted when it holds a comma, a quote or a
+// line break; prefixed with ' when a spreadsheet would run it as a formula.
+void csv_text(std::string& out, std::initializer_list<std::string_view> parts) {
+  bool quoted = false;
+  for (const std::string_view p : parts) quoted = quoted || needs_quotes(p);
+  if (quoted) out += '"';
+  if (formula(*parts.begin())) out += '\'';
+  for (const std::string_view p : parts) {
+    if (quoted)
+      escaped(out, p);
+    else
+      out += p;
+  }
+  if (quoted) out += '"';
+}
+
+}  // namespace
+
+std::int64_t statement_amount(const StatementLine& line, const rows::StatementRow& row) {
+  return std::llabs(row.amount.value) - line.fee.value;
+}
+
+void statement_line_json(JsonWriter& w, const StatementLine& line, const rows::StatementRow& row) {
+  const auto& c = line.counterparty;
+  w.begin_object()
+      .member("amount", statement_amount(line, row))
+      .member("balanceAfter", row.balance.value)
+      .key("counterparty")
+      .begin_object()
+      .member("accountName", c.account_name)
+      .member("accountNumber", c.account_number)
+      .member("bankName", c.bank_name)
+      .member("publicId", c.public_id)
+      .end_object()
+      .member("createdAt", iso(line.created))
+      .member("entry", to_string(line.entry))
+      .member("fee", line.fee.value)
+      .member("narration", line.narration)
+      .member("reference", line.reference)
+      .member("transaction", line.transaction.value)
+      .end_object();
+}
+
+void statement_line_csv(std::string& out, const StatementLine& line, const rows::StatementRow& row) {
+  out += iso(line.created);
+  out += ',';
+  csv_text(out, {line.reference});
+  out += ',';
+  out += line.transaction.value;
+  out += ',';
+  out += to_string(line.entry);
+  out += ',';
+  append_json_number(out, statement_amount(line, row));  // a JSON integer is a CSV number too
+  out += ',';
+  append_json_number(out, line.fee.value);
+  out += ',';
+  csv_text(out, {line.narration});
+  out += ',';
+  // "accountName (bankName accountNumber)".
+  const auto& c = line.counterparty;
+  csv_text(out, {c.account_name, " (", c.bank_name, " ", c.account_number, ")"});
+  out += ',';
+  append_json_number(out, row.balance.value);
+  out += "\r\n";
+}
+
+std::string statement_page(std::string_view wallet, const StatementTotals& totals, std::string_view lines) {
+  std::string out;
+  out.reserve(lines.size() + 256);
+  JsonWriter(out)
+      .begin_object()
+      .member("closingBalance", totals.closing.value)
+      .member("from", iso(totals.from))
+      .raw_member("lines", lines)
+      .member("openingBalance", totals.opening.value)
+      .member("to", iso(totals.to))
+      .member("totalCredits", totals.credits.value)
+      .member("totalDebits", totals.debits.value)
+      .member("wallet", wallet)
+      .end_object();
+  return out;
+}
+
+std::string balance(std::string_view wallet, UnixMs at, Kobo balance) {
+  std::string out;
+  JsonWriter(out)
+      .begin_object()
+      .member("at", iso(at))
+      .member("balance", balance.value)
+      .member("wallet", wallet)
+      .end_object();
+  return out;
+}
+
+// ---- bulk transfers ------------------------------------------------------------------------------
+
+BulkAnswer::BulkAnswer(const std::vector<Event>& events)
+    : bulk_([&]() -> const BulkTransferAccepted& {
+        KOBO_ASSERT(!events.empty() && std::holds_alternative<BulkTransferAccepted>(events.front().data),
+                    "a bulk's events open with its BulkTransferAccepted");
+        return std::get<BulkTransferAccepted>(events.front().data);
+      }()),
+      item_event_(bulk_.items, nullptr),
+      item_refused_(bulk_.items, nullptr) {
+  for (const BulkItemRejected& r : bulk_.rejected) {
+    KOBO_ASSERT(r.index < bulk_.items, "a bulk's refused item is one of its items");
+    item_refused_[r.index] = &r;
+  }
+  std::size_t next = 0;
+  for (const Event& e : events) {
+    if (batch_of(e.data) == nullptr) continue;
+    while (next < bulk_.items && item_refused_[next] != nullptr) ++next;
+    KOBO_ASSERT(next < bulk_.items, "a bulk's items are accepted or refused");
+    item_event_[next++] = &e;
+  }
+}
+
+bool BulkAnswer::write_items(std::size_t from, std::size_t to, const Record& record, ItemShown accepted,
+                             Refused refused, std::string& out) const {
+  KOBO_ASSERT(from <= to && to <= items(), "bulk items out of range");
+  constexpr std::size_t kItemBytes = 2'560;  // an accepted item: its record (about 2.3 KiB) and members
+  out.reserve(out.size() + (to - from) * kItemBytes);
+  JsonWriter w(out, JsonWriter::Run{});  // a piece of the items; text() splices the pieces
+  const auto item = [&](std::size_t i, const std::optional<std::string>& reference, ItemShown shown,
+                        const std::string* transaction) {
+    w.begin_object().member("index", std::uint64_t{i});
+    if (reference)
+      w.member("reference", *reference);
+    else
+      w.null_member("reference");
+    w.member("statusCode", shown.status).member("message", shown.message);
+    if (transaction != nullptr)
+      w.raw_member("transaction", *transaction);
+    else
+      w.null_member("transaction");
+    w.end_object();
+  };
+  for (std::size_t i = from; i < to; ++i) {
+    if (const BulkItemRejected* r = item_refused_[i]) {
+      item(i, r->reference, refused(r->reason), nullptr);
+      continue;
+    }
+    const Event* e = item_event_[i];
+    KOBO_ASSERT(e != nullptr, "a bulk's items are accepted or refused");
+    const auto transaction = record(*e);
+    if (!transaction) return false;
+    std::optional<std::string> reference;
+    if (const auto* x = std::get_if<WalletTransferSettled>(&e->data)) reference = x->reference;
+    if (const auto* x = std::get_if<BankTransferInitiated>(&e->data)) reference = x->reference;
+    item(i, reference, accepted, &*transaction);
+  }
+  return true;
+}
+
+std::string BulkAnswer::text(std::span<const std::string> pieces) const {
+  std::size_t size = 192;
+  for (const std::string& p : pieces) size += p.size() + 1;
+  std::string out;
+  out.reserve(size);
+  JsonWriter w(out);
+  w.begin_object()
+      .member("publicId", bulk_.batch.value)
+      .member("reference", bulk_.reference)
+      .member("atomic", bulk_.atomic)
+      .key("items")
+      .begin_array();
+  for (const std::string& p : pieces) w.elements(p);
+  w.end_array().end_object();
+  return out;
+}
+
+// ---- events ----------------------------------------------------------------------------------
+
+void webhook_event(JsonWriter& w, std::uint64_t sequence, std::string_view id, WebhookEventType type,
+                   UnixMs time, std::string_view body) {
+  w.begin_object()
+      .raw_member("body", body)
+      .member("createdAt", iso(time))
+      .member("event", to_string(type))
+      .member("id", id)
+      .member("sequence", sequence)
+      .end_object();
+}
+
+// ---- name enquiry ----------------------------------------------------------------------------
+
+std::string name_enquiry(const NameEnquiry& n) {
+  const std::string ts = iso(n.at);
+  Object r;
+  r.string("publicId", n.public_id)
+      .string("auth", n.business)
+      .string("account", n.account)
+      .string("accountName", n.account_name)
+      .string("accountNumber", n.account_number)
+      .string("bankName", n.bank_name)
+      .string("bankCode", n.bank_code)
+      .string("nibssBankCode", n.nibss_code)
+      .boolean("live", n.live)
+      .string("processor", kProcessor)
+      .string("currency", "NGN")
+      .string("beneficiaryType", n.own_bank ? "vba" : "external")
+      .raw("clientIds", "{}")
+      .string("nameEnquiryRef", n.reference)
+      .string("createdAt", ts)
+      .string("updatedAt", ts);
+  return r.text();
 }
 
 }  // namespace kobo::render

@@ -11,10 +11,13 @@
 // and number of a wallet a transaction moves money from, a payout a reversal answers), which a
 // RecordSource gives: the views from their rows, the writer from its state.
 //
-// Records are rendered as their JSON text in the form dump_json() writes (compact, members in key
-// order; record_text.h writes it without building a tree). Pure functions of their inputs;
-// thread-safe.
+// Records are rendered as their JSON text (compact, members in key order: record_text.h writes it
+// without building a tree), written by the one JSON writer (common/json_writer.h); so are the
+// answers' shapes that are not one record (a bulk transfer's, a statement's page and its CSV
+// lines, an events list). Pure functions of their inputs; thread-safe.
 
+#include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -23,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/json_writer.h"
 #include "events/event.h"
 #include "events/ledger.h"
 #include "projection/rows.h"
@@ -153,11 +157,99 @@ struct StatementLine {
 };
 StatementLine statement_line(const Event& e, std::size_t index, const RecordSource& records);
 
+// What a statement shows of a line: `line` and its row (the movement, signed, and the balance
+// after it). Its amount is the movement less the fee a payout's debit adds.
+std::int64_t statement_amount(const StatementLine& line, const rows::StatementRow& row);
+// The line in a statement's page (GET …/statement, JSON): {amount, balanceAfter, counterparty,
+// createdAt, entry, fee, narration, reference, transaction}.
+void statement_line_json(JsonWriter& w, const StatementLine& line, const rows::StatementRow& row);
+// The line as a CSV row (RFC 4180, CRLF), under kStatementCsvHeader. A field with a comma, a
+// quote or a line break is quoted; text a spreadsheet would run as a formula (= + - @, a tab)
+// is prefixed with ' (OWASP).
+void statement_line_csv(std::string& out, const StatementLine& line, const rows::StatementRow& row);
+inline constexpr std::string_view kStatementCsvHeader =
+    "createdAt,reference,transaction,entry,amount,fee,narration,counterparty,balanceAfter\r\n";
+// A statement's page: the window it covers, its totals, and `lines`, the page's lines as one JSON
+// array's text (statement_line_json()).
+struct StatementTotals {
+  UnixMs from = 0;
+  UnixMs to = 0;
+  Kobo opening;
+  Kobo closing;
+  Kobo credits;
+  Kobo debits;
+};
+std::string statement_page(std::string_view wallet, const StatementTotals& totals, std::string_view lines);
+// A wallet's balance at a time (GET …/balance): {at, balance, wallet}.
+std::string balance(std::string_view wallet, UnixMs at, Kobo balance);
+
+// ---- bulk transfers --------------------------------------------------------------------------
+
+// A bulk transfer's answer (extensions section 5): {publicId, reference, atomic, items: [{index,
+// reference, statusCode, message, transaction}]}, one item per item of the request, in its order
+// (members in the API document's order, not key order). Made from the bulk's events: its
+// BulkTransferAccepted first, then its accepted items' events (any other event is skipped).
+// The items may be written in pieces, on several threads (write_items() is const).
+class BulkAnswer {
+ public:
+  // What an item's statusCode and message say.
+  struct ItemShown {
+    unsigned status;
+    std::string_view message;
+  };
+  // An accepted item's transaction record, from its event; nullopt when it could not be read.
+  using Record = std::function<std::optional<std::string>(const Event&)>;
+  // What a refused item shows for the rejection it names (BulkItemRejected::reason): the API's
+  // table, which is query-api's.
+  using Refused = ItemShown (*)(std::string_view reason);
+
+  // Asserts that `events` are a bulk's as described above. Holds them by reference.
+  explicit BulkAnswer(const std::vector<Event>& events);
+  std::size_t items() const { return item_event_.size(); }
+  // Items [from, to), comma-separated, appended to `out`; false when a record could not be read.
+  bool write_items(std::size_t from, std::size_t to, const Record& record, ItemShown accepted,
+                   Refused refused, std::string& out) const;
+  // The answer, its items being `pieces` (write_items()' texts, in order) joined.
+  std::string text(std::span<const std::string> pieces) const;
+
+ private:
+  const BulkTransferAccepted& bulk_;
+  std::vector<const Event*> item_event_;               // an accepted item's event, in request order
+  std::vector<const BulkItemRejected*> item_refused_;  // a refused item's refusal
+};
+
+// ---- events ----------------------------------------------------------------------------------
+
+// One webhook event as GET /v1/events lists it: {body, createdAt, event, id, sequence}, `body`
+// being its webhook_body() text.
+void webhook_event(JsonWriter& w, std::uint64_t sequence, std::string_view id, WebhookEventType type,
+                   UnixMs time, std::string_view body);
+
+// ---- name enquiry ----------------------------------------------------------------------------
+
+// What validating an account answers (POST /v1/transactions/validate-account): the beneficiary
+// it would be saved as, with the name enquiry's reference and the time it was made.
+struct NameEnquiry {
+  std::string_view public_id;  // bka-…: the beneficiary's id, were it saved
+  std::string_view business;
+  std::string_view account;
+  bool live = false;
+  std::string_view account_name;
+  std::string_view account_number;
+  std::string_view bank_name;
+  std::string_view bank_code;
+  std::string_view nibss_code;
+  bool own_bank = false;       // a wallet of the service's own bank (beneficiaryType vba)
+  std::string_view reference;  // ner-…
+  UnixMs at = 0;
+};
+std::string name_enquiry(const NameEnquiry& n);
+
 // ---- webhooks --------------------------------------------------------------------------------
 
 // The body of a webhook event (docs/webhooks.md): `{"data","event","sequence"}` with `data` the
-// transaction record's text, members in key order, so the bytes are what dump_json() writes of
-// them. Deliveries send it and GET /v1/events shows it.
+// transaction record's text, members in key order, as every record's. Deliveries send it and
+// GET /v1/events shows it.
 std::string webhook_body(WebhookEventType type, std::uint64_t sequence, std::string_view transaction_text);
 // The webhook's id (x-kobo-event-id, webhook-id: the same on every attempt): evt-… derived from
 // the hash of the event that finalized the transaction and the transaction's id.

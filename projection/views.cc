@@ -11,7 +11,6 @@
 #include <mutex>
 #include <shared_mutex>
 
-#include "common/json_dump.h"
 #include "events/fact_codec.h"
 #include "events/partitioner.h"
 #include "events/rocksdb_logger.h"
@@ -278,6 +277,14 @@ Result<std::optional<json>> Views::account(std::string_view business, std::strin
   return std::optional<json>();
 }
 
+Result<std::optional<std::string>> Views::account_text(std::string_view business,
+                                                       std::string_view public_id) const {
+  auto text = read(view_keys::account(public_id));
+  if (!text || !text.value()) return text;
+  if (json::parse(*text.value()).value("business", "") != business) return std::optional<std::string>();
+  return text;
+}
+
 Result<Page> Views::accounts(std::string_view business, const AccountFilter& filter,
                              const PageRequest& page) const {
   Page out;
@@ -286,17 +293,18 @@ Result<Page> Views::accounts(std::string_view business, const AccountFilter& fil
   std::shared_lock lock(db_lock_);
   const Status scanned = scan_newest_first(
       *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
-        auto read_account = get_json(view_keys::account(id));
+        auto read_account = read(view_keys::account(id));
         if (!read_account) {
           failed = read_account.status();
           return false;
         }
-        auto& a = read_account.value();
-        KOBO_ASSERT(a.has_value(), "account index points at a missing account");
-        if (filter.name && a->value("name", "") != *filter.name) return true;
-        if (filter.is_default && a->value("isDefault", false) != *filter.is_default) return true;
-        if (filter.live && a->value("live", false) != *filter.live) return true;
-        if (in_page(out.total_count, page)) out.items.push_back(std::move(*a));
+        auto& text = read_account.value();
+        KOBO_ASSERT(text.has_value(), "account index points at a missing account");
+        const json a = json::parse(*text);
+        if (filter.name && a.value("name", "") != *filter.name) return true;
+        if (filter.is_default && a.value("isDefault", false) != *filter.is_default) return true;
+        if (filter.live && a.value("live", false) != *filter.live) return true;
+        if (in_page(out.total_count, page)) out.items.push_back(std::move(*text));
         ++out.total_count;
         return true;
       });
@@ -479,7 +487,7 @@ Result<Page> Views::listed_records(char kind, const Scope& scope, const std::str
     }
   }
   for (const auto& id : ids) {
-    auto record = parsed(kind == 'w' ? render_wallet(id, nullptr) : render_bank_account(id, nullptr));
+    auto record = kind == 'w' ? render_wallet(id, nullptr) : render_bank_account(id, nullptr);
     if (!record) return record.status();
     KOBO_ASSERT(record.value().has_value(), "a listing points at a missing record");
     out.items.push_back(std::move(*record.value()));
@@ -540,7 +548,7 @@ Result<Page> Views::holds(const Scope& scope, const HoldFilter& filter, const Pa
     }
   }
   for (const auto& id : ids) {
-    auto record = parsed(render_hold(id, nullptr));
+    auto record = render_hold(id, nullptr);
     if (!record) return record.status();
     KOBO_ASSERT(record.value().has_value(), "a listing points at a missing hold");
     out.items.push_back(std::move(*record.value()));
@@ -564,17 +572,18 @@ Result<Page> Views::bank_accounts(const Scope& scope, const BankAccountFilter& f
   std::shared_lock lock(db_lock_);
   const Status scanned = scan_newest_first(
       *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
-        auto read_record = parsed(render_bank_account(id, nullptr));
+        auto read_record = render_bank_account(id, nullptr);
         if (!read_record) {
           failed = read_record.status();
           return false;
         }
-        auto& b = read_record.value();
-        KOBO_ASSERT(b.has_value(), "bank account index points at a missing record");
-        if (filter.account_name && b->value("accountName", "") != *filter.account_name) return true;
-        if (filter.beneficiary_type && b->value("beneficiaryType", "") != *filter.beneficiary_type)
+        auto& text = read_record.value();
+        KOBO_ASSERT(text.has_value(), "bank account index points at a missing record");
+        const json b = json::parse(*text);
+        if (filter.account_name && b.value("accountName", "") != *filter.account_name) return true;
+        if (filter.beneficiary_type && b.value("beneficiaryType", "") != *filter.beneficiary_type)
           return true;
-        if (in_page(out.total_count, page)) out.items.push_back(std::move(*b));
+        if (in_page(out.total_count, page)) out.items.push_back(std::move(*text));
         ++out.total_count;
         return true;
       });
@@ -609,16 +618,17 @@ Result<Page> Views::wallets(const Scope& scope, const WalletFilter& filter, cons
   std::shared_lock lock(db_lock_);
   const Status scanned = scan_newest_first(
       *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
-        auto read_wallet = parsed(render_wallet(id, nullptr));
+        auto read_wallet = render_wallet(id, nullptr);
         if (!read_wallet) {
           failed = read_wallet.status();
           return false;
         }
-        auto& w = read_wallet.value();
-        KOBO_ASSERT(w.has_value(), "wallet index points at a missing wallet");
-        if (filter.category && w->value("category", "") != *filter.category) return true;
-        if (filter.is_favourite && w->value("isFavourite", false) != *filter.is_favourite) return true;
-        if (in_page(out.total_count, page)) out.items.push_back(std::move(*w));
+        auto& text = read_wallet.value();
+        KOBO_ASSERT(text.has_value(), "wallet index points at a missing wallet");
+        const json w = json::parse(*text);
+        if (filter.category && w.value("category", "") != *filter.category) return true;
+        if (filter.is_favourite && w.value("isFavourite", false) != *filter.is_favourite) return true;
+        if (in_page(out.total_count, page)) out.items.push_back(std::move(*text));
         ++out.total_count;
         return true;
       });
@@ -784,7 +794,7 @@ Result<Page> Views::transactions(const Scope& scope, const TransactionFilter& fi
     if (!scanned) return scanned;
   }
   for (const auto& id : ids) {
-    auto t = parsed(render_transaction(id, nullptr));
+    auto t = render_transaction(id, nullptr);
     if (!t) return t.status();
     KOBO_ASSERT(t.value().has_value(), "transaction index points at a missing transaction");
     out.items.push_back(std::move(*t.value()));

@@ -51,8 +51,10 @@ struct PageRequest {
   std::uint64_t per_page = 10;
 };
 
+// A page of a list: its records' texts, as the API shows them (render.h), and how many records the
+// whole list has. query-api splices the texts into its answer as they are.
 struct Page {
-  std::vector<nlohmann::json> items;
+  std::vector<std::string> items;
   std::uint64_t total_count = 0;
 };
 
@@ -127,11 +129,14 @@ class Views {
   // Accounts belong to a business, not to a mode.
   [[nodiscard]] Result<std::optional<nlohmann::json>> account(std::string_view business,
                                                               std::string_view public_id) const;
+  // The account as the API shows it (its stored text); nullopt when `business` has none such.
+  [[nodiscard]] Result<std::optional<std::string>> account_text(std::string_view business,
+                                                                std::string_view public_id) const;
   [[nodiscard]] Result<Page> accounts(std::string_view business, const AccountFilter& filter,
                                       const PageRequest& page) const;
 
   // Single records are answered as their text, rendered from the views' rows (rows.h) by
-  // render.h: what dump_json() of the parsed record gives (keys sorted, compact, UTF-8 as is).
+  // render.h: keys sorted, compact, UTF-8 as is.
   // The scope check compares the business and mode of the event that created the record.
   [[nodiscard]] Result<std::optional<std::string>> bank_account_text(const Scope& scope,
                                                                      std::string_view public_id) const;

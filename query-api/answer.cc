@@ -1,75 +1,17 @@
 #include "query-api/answer.h"
 
+#include <atomic>
 #include <boost/asio/post.hpp>
+#include <condition_variable>
+#include <mutex>
 
 #include "common/crypto.h"
 #include "common/log.h"
 #include "projection/render.h"
 #include "query-api/envelope.h"
+#include "query-api/rejections.h"
 
 namespace kobo {
-
-RejectionAnswer rejection_answer(Rejection r) {
-  switch (r) {
-    case Rejection::none:
-      break;
-    case Rejection::duplicate_reference:
-      return {409, "Duplicate reference"};
-    case Rejection::source_not_found:
-      return {404, "Source not found"};
-    case Rejection::destination_not_found:
-      return {404, "Destination not found"};
-    case Rejection::same_source_and_destination:
-      return {400, "Source and destination cannot be the same"};
-    case Rejection::insufficient_funds:
-      return {403, "Insufficient fund"};
-    case Rejection::daily_limit_exceeded:
-      return {403, "Daily limit exceeded"};
-    case Rejection::balance_limit_exceeded:
-      return {403, "Balance limit exceeded"};
-    case Rejection::wallet_not_found:
-      return {404, "Data not found"};
-    case Rejection::wallet_name_taken:
-      return {400, "Virtual Account name already exist"};
-    case Rejection::primary_wallet_limit:
-      return {400, "Primary wallet limit reached"};
-    case Rejection::account_not_found:
-      return {404, "Account not found"};
-    case Rejection::business_exists:
-      return {409, "Business already exists"};
-    case Rejection::reference_exists:
-      return {400, "Reference already exists"};
-    case Rejection::settlement_account_not_found:
-      return {404, "Settlement account not found"};
-    case Rejection::amount_mismatch:
-      return {400, "Amount mismatch"};
-    case Rejection::collection_inactive:
-      return {400, "Collection account is not active"};
-    case Rejection::unavailable:
-      return {503, "Service unavailable"};
-    case Rejection::storage_full:
-      return {507, "Insufficient storage"};
-    case Rejection::hold_not_found:
-      return {404, "Data not found"};
-    case Rejection::hold_not_pending:
-      return {409, "Hold is not pending"};
-    case Rejection::amount_exceeds_hold:
-      return {400, "Amount exceeds hold"};
-    case Rejection::out_of_range:
-      return {400, "Amount out of range"};
-    case Rejection::bank_not_found:
-      return {400, "Bank not found"};
-    case Rejection::invalid_account_number:
-      return {400, "Invalid account number"};
-  }
-  KOBO_ASSERT(false, "no HTTP answer for an accepted command");
-  return {500, "Internal server error"};
-}
-
-http::Response rejection_response(Rejection r) {
-  const RejectionAnswer a = rejection_answer(r);
-  return http::error(a.status, a.message);
-}
 
 namespace api {
 
@@ -114,10 +56,17 @@ void Protocol::on_applied(Partition p, Seq seq, std::function<void(bool)> then) 
       });
 }
 
-void Protocol::barrier(const Context& c, Responder respond, Continuation then) {
+void Protocol::run(Where where, Responder respond, Continuation then) {
+  if (where == Where::here) return then(std::move(respond));
+  boost::asio::post(answers_, [respond = std::move(respond), then = std::move(then)]() mutable {
+    then(std::move(respond));
+  });
+}
+
+void Protocol::barrier(const Context& c, Responder respond, Continuation then, Where where) {
   const Seq durable = ledger_.durable_seq(c.partition);
   if (projector_.views_unwritable() || projector_.applied_seq(c.partition) >= durable)
-    return then(std::move(respond));
+    return run(where, std::move(respond), std::move(then));
   on_applied(c.partition, durable,
              [this, respond = std::move(respond), then = std::move(then)](bool applied) mutable {
                if (!applied && !projector_.views_unwritable())
@@ -158,15 +107,27 @@ void Protocol::answer_rendered(Outcome o, Responder respond, Render make) {
       });
 }
 
-std::optional<ResolvedAccount> Protocol::resolve(bool live, const std::string& bank_code,
-                                                 const std::string& account_number,
-                                                 const Responder& respond) const {
-  auto resolved = resolve_account(views_, ledger_.config(), live, bank_code, account_number);
-  if (auto* error = std::get_if<Response>(&resolved)) {
-    respond(std::move(*error));
-    return std::nullopt;
-  }
-  return std::get<ResolvedAccount>(std::move(resolved));
+void Protocol::in_parallel(const std::function<void()>& first, const std::function<void()>& second) const {
+  // Whoever claims `second` runs it: a pool thread, or this one once `first` is done. So a full
+  // pool (every thread inside an in_parallel of its own) delays a half, never deadlocks.
+  struct Shared {
+    std::atomic<bool> claimed{false};
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  const auto shared = std::make_shared<Shared>();
+  boost::asio::post(answers_, [shared, &second] {
+    if (shared->claimed.exchange(true)) return;
+    second();
+    std::lock_guard lock(shared->mu);
+    shared->done = true;
+    shared->cv.notify_one();
+  });
+  first();
+  if (!shared->claimed.exchange(true)) return second();
+  std::unique_lock lock(shared->mu);
+  shared->cv.wait(lock, [&] { return shared->done; });
 }
 
 Response unavailable(const Status& error) {
@@ -212,19 +173,11 @@ kobo::PageRequest to_page(const http::PageRequest& p) {
   return kobo::PageRequest{static_cast<std::uint64_t>(p.page), static_cast<std::uint64_t>(p.per_page)};
 }
 
-Response list(Result<Page> page, const http::PageRequest& request) {
+Response list(const Result<Page>& page, const http::PageRequest& request) {
   if (!page) return unavailable(page.status());
-  json items = json::array();
-  for (auto& item : page.value().items) items.push_back(std::move(item));
-  return http::ok_list(items, http::Pagination{static_cast<std::int64_t>(page.value().total_count),
-                                               request.per_page, request.page});
-}
-
-http::RouteHandler route(std::shared_ptr<Protocol> protocol, RouteFn fn) {
-  return
-      [protocol = std::move(protocol), fn](Request&& req, const http::PathParams& params, Responder respond) {
-        fn(*protocol, std::move(req), params, std::move(respond));
-      };
+  return http::ok_list(
+      page.value().items,
+      http::Pagination{static_cast<std::int64_t>(page.value().total_count), request.per_page, request.page});
 }
 
 }  // namespace api

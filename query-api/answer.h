@@ -1,20 +1,14 @@
 #pragma once
-// The answer protocol: what every route of the API shares, kept in one place apart from the
-// routes themselves (query-api/routes/, one file per resource). A route handler authenticates
-// the caller, validates the request, then either submits a command to the Ledger and answers
-// from its Outcome, or reads the Views after the read barrier. Envelopes are envelope.h's;
-// domain rejections are mapped to HTTP by rejection_response() (api.h), the one table, and a
-// read of the views that fails is answered by unavailable(), never by aborting.
-//
-// Adding a resource (holds, statements, bulk transfers, events, …): write
-// routes/<resource>.cc with its handlers as functions `(Protocol&, Request&&, const PathParams&,
-// Responder)` and an add_<resource>_routes() that registers them with route(); declare that
-// function at the end of this header, call it from Api::add_routes (api.cc) and list the file
-// in query-api/CMakeLists.txt.
+// The answer protocol: what the steps of every route share (route.h runs them), kept apart from
+// the routes themselves (query-api/routes/, one file per resource): who the caller is, the read
+// barrier, answers rendered once the views have a command's events, and 503 for a views read
+// that fails. Envelopes are envelope.h's; domain rejections are mapped to HTTP by
+// rejection_response() (rejections.h), the one table, and a read of the views that fails is
+// answered by unavailable(), never by aborting.
 //
 // Internal to query-api. Thread safety: as Api's (api.h). A Protocol holds no mutable state;
-// answers that had to wait for the views are rendered on Api's thread pool, never on the
-// writer's thread nor the projector's. It lives as long as the routes that hold it.
+// answers that had to wait for the views, and reads that do real work, run on Api's thread pool,
+// never on the writer's thread nor the projector's. It lives as long as the routes that hold it.
 
 #include <boost/asio/thread_pool.hpp>
 #include <cstddef>
@@ -29,9 +23,9 @@
 #include "projection/projector.h"
 #include "projection/render.h"
 #include "projection/views.h"
-#include "query-api/api.h"
+#include "query-api/message.h"
 #include "query-api/name_enquiry.h"
-#include "query-api/router.h"
+#include "query-api/options.h"
 #include "query-api/validation.h"
 
 namespace kobo::api {
@@ -60,16 +54,22 @@ class Protocol {
   Views& views() const { return views_; }
   const ApiOptions& options() const { return options_; }
 
+  // Where a continuation runs: on the calling thread, or on Api's pool (off the HTTP I/O threads).
+  enum class Where { here, pool };
+  // Runs `then` with `respond`, where asked.
+  void run(Where where, http::Responder respond, Continuation then);
+
   // Resolves the caller, or answers 401/403 (503 when the views cannot be read) and returns
   // nullopt.
   std::optional<Context> authenticate(const http::Request& req, const http::Responder& respond) const;
 
   // Read barrier: `then` runs once the views have applied everything durable in the caller's
-  // partition: at once on this thread when they have, else on Api's pool; 503 after the read
-  // barrier's timeout. While the views cannot be written (a full disk) reads are served from them
-  // as they are rather than refused (guarantee 8, docs/architecture.md section 2): they hold
-  // everything applied before the fault, but not the writes answered since.
-  void barrier(const Context& c, http::Responder respond, Continuation then);
+  // partition: at once when they have (on this thread, or on Api's pool with Where::pool), else
+  // on Api's pool; 503 after the read barrier's timeout. While the views cannot be written (a
+  // full disk) reads are served from them as they are rather than refused (guarantee 8,
+  // docs/architecture.md section 2): they hold everything applied before the fault, but not the
+  // writes answered since.
+  void barrier(const Context& c, http::Responder respond, Continuation then, Where where = Where::here);
 
   // Runs `then` on Api's pool once the views have applied the command's events (503 if they
   // do not within the read barrier's timeout).
@@ -90,12 +90,10 @@ class Protocol {
   using Render = std::function<http::Response(const Outcome&, const render::RecordSource&)>;
   void answer_rendered(Outcome o, http::Responder respond, Render make);
 
-  // The account a request's bankCode and accountNumber name, or nullopt once `respond` has the
-  // 4xx (name_enquiry.h), or the 503 of a views read that failed. Reads the views (a wallet of ours): call it
-  // after the read barrier.
-  std::optional<ResolvedAccount> resolve(bool live, const std::string& bank_code,
-                                         const std::string& account_number,
-                                         const http::Responder& respond) const;
+  // Runs `first` here and `second` on Api's pool at once, and returns when both have: two halves
+  // of one answer (a large bulk transfer's). Never waits for a pool thread: when none has taken
+  // `second` by the time `first` is done, this thread runs it too.
+  void in_parallel(const std::function<void()>& first, const std::function<void()>& second) const;
 
  private:
   // Calls `then(applied)` on Api's pool once the views have applied `seq` of partition p, or
@@ -133,27 +131,8 @@ std::optional<std::string> optional_string(const nlohmann::json& body, const cha
 void check_kyc_tier(http::Validator& v, const nlohmann::json& body, bool required);
 std::optional<std::uint64_t> kyc_tier_of(const nlohmann::json& body);
 kobo::PageRequest to_page(const http::PageRequest& p);
-// A page of the views as a list answer; unavailable() when it could not be read.
-http::Response list(Result<Page> page, const http::PageRequest& request);
-
-// A route's handler: a function of the protocol and the request.
-using RouteFn = void (*)(Protocol&, http::Request&&, const http::PathParams&, http::Responder);
-http::RouteHandler route(std::shared_ptr<Protocol> protocol, RouteFn fn);
-
-// ---- the routes, one file per resource (routes/<resource>.cc) ----------------------------------
-
-void add_account_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
-void add_admin_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
-void add_bank_account_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
-void add_bulk_transfer_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
-void add_collection_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
-void add_hold_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
-void add_event_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
-void add_sandbox_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
-void add_statement_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
-void add_transaction_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
-void add_transfer_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
-void add_wallet_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
-void add_webhook_delivery_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
+// A page of the views as a list answer, its records' texts spliced into it; unavailable() when it
+// could not be read.
+http::Response list(const Result<Page>& page, const http::PageRequest& request);
 
 }  // namespace kobo::api

@@ -1,11 +1,15 @@
 #include "query-api/api.h"
 
-#include "query-api/answer.h"
+#include "query-api/route.h"
 
 namespace kobo {
 
 Api::Api(Ledger& ledger, Views& views, Projector& projector, ApiOptions options)
-    : ledger_(ledger), views_(views), projector_(projector), options_(std::move(options)) {}
+    : ledger_(ledger),
+      views_(views),
+      projector_(projector),
+      options_(std::move(options)),
+      no_hooks_(std::make_unique<api::EdgeHooks>()) {}
 
 Api::~Api() { answers_.join(); }
 
@@ -16,20 +20,21 @@ bool Api::caught_up() const {
 }
 
 void Api::add_routes(http::Router& router) {
-  const auto protocol = std::make_shared<api::Protocol>(ledger_, views_, projector_, options_, answers_);
-  api::add_wallet_routes(router, protocol);
-  api::add_statement_routes(router, protocol);
-  api::add_transfer_routes(router, protocol);
-  api::add_bulk_transfer_routes(router, protocol);
-  api::add_collection_routes(router, protocol);
-  api::add_hold_routes(router, protocol);
-  api::add_event_routes(router, protocol);
-  api::add_transaction_routes(router, protocol);
-  api::add_sandbox_routes(router, protocol);
-  api::add_bank_account_routes(router, protocol);
-  api::add_account_routes(router, protocol);
-  api::add_admin_routes(router, protocol);
-  if (options_.webhooks != nullptr) api::add_webhook_delivery_routes(router, protocol);
+  api::Routes routes(router, std::make_shared<api::Protocol>(ledger_, views_, projector_, options_, answers_),
+                     options_.hooks != nullptr ? *options_.hooks : *no_hooks_);
+  api::add_wallet_routes(routes);
+  api::add_statement_routes(routes);
+  api::add_transfer_routes(routes);
+  api::add_bulk_transfer_routes(routes);
+  api::add_collection_routes(routes);
+  api::add_hold_routes(routes);
+  api::add_event_routes(routes);
+  api::add_transaction_routes(routes);
+  api::add_sandbox_routes(routes);
+  api::add_bank_account_routes(routes);
+  api::add_account_routes(routes);
+  api::add_admin_routes(routes);
+  if (options_.webhooks != nullptr) api::add_webhook_delivery_routes(routes);
 
   add_operational_routes(router, [this]() -> std::string {
     if (auto fault = ledger_.fault(); !fault.empty()) return fault;

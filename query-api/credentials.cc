@@ -15,6 +15,17 @@ nlohmann::json to_json(const Credentials& c) {
                         {"testPublicKey", c.test_public_key}, {"livePublicKey", c.live_public_key}};
 }
 
+void write_credentials(JsonWriter& w, const Credentials& c) {
+  w.begin_object()
+      .member("accountId", c.account_id)
+      .member("businessId", c.business_id)
+      .member("livePublicKey", c.live_public_key)
+      .member("liveSecretKey", c.live_secret_key)
+      .member("testPublicKey", c.test_public_key)
+      .member("testSecretKey", c.test_secret_key)
+      .end_object();
+}
+
 CreateBusiness create_business_command(const Credentials& c, std::string name) {
   return CreateBusiness{c.business_id,
                         std::move(name),

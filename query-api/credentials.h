@@ -6,6 +6,7 @@
 #include <string>
 
 #include "command/commands.h"
+#include "common/json_writer.h"
 
 namespace kobo {
 
@@ -19,8 +20,11 @@ struct Credentials {
 };
 
 Credentials new_credentials();
-// {"businessId","accountId","testSecretKey","liveSecretKey","testPublicKey","livePublicKey"}
+// {"businessId","accountId","testSecretKey","liveSecretKey","testPublicKey","livePublicKey"}: what
+// credentials.json holds (a file the operator reads: written pretty by app/).
 nlohmann::json to_json(const Credentials& c);
+// The same object, members in key order, as the admin API answers it.
+void write_credentials(JsonWriter& w, const Credentials& c);
 // The command that creates the business `name` with its default account and these keys.
 CreateBusiness create_business_command(const Credentials& c, std::string name);
 

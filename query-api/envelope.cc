@@ -1,89 +1,106 @@
 #include "query-api/envelope.h"
 
-#include <charconv>
 #include <utility>
 
 #include "common/assert.h"
-#include "common/json_dump.h"
+#include "common/json_writer.h"
 
 namespace kobo::http {
 namespace {
 
-template <typename Json>
-std::string dump(const Json& j) {
-  return dump_json(j, Json::error_handler_t::replace);
+constexpr std::size_t kMetaBytes = 96;  // a success envelope's bytes besides its data
+
+// Opens a success envelope: `{"meta":{…}` with the message or the pagination, up to `"data":`.
+JsonWriter& open_success(JsonWriter& w, unsigned status, const std::optional<std::string>& message,
+                         const Pagination* pagination) {
+  KOBO_ASSERT(status >= 200 && status < 300, "a success envelope with a non-2xx status");
+  w.begin_object().key("meta").begin_object().member("statusCode", status).member("success", true);
+  if (message) w.member("message", *message);
+  if (pagination != nullptr)
+    w.key("pagination")
+        .begin_object()
+        .member("totalCount", pagination->total_count)
+        .member("perPage", pagination->per_page)
+        .member("current", pagination->current)
+        .end_object();
+  return w.end_object().key("data");
 }
 
-// The envelope is written as text rather than built as one json value: nlohmann::json sorts
-// keys, and copying `data` into a wrapper would cost a deep copy of every record on every
-// answer. `meta_rest` follows `"success":true` inside meta: empty, or `,"message":…` or
-// `,"pagination":…`.
-Response success(unsigned status, std::string_view meta_rest, std::string_view data) {
-  KOBO_ASSERT(status >= 200 && status < 300, "a success envelope with a non-2xx status");
-  char code[16];
-  const auto code_end = std::to_chars(code, code + sizeof code, status).ptr;
+Response success(unsigned status, const std::optional<std::string>& message, const Pagination* pagination,
+                 std::string_view data) {
   Response r;
   r.status = status;
-  r.body.reserve(48 + meta_rest.size() + data.size());
-  r.body += "{\"meta\":{\"statusCode\":";
-  r.body.append(code, code_end);
-  r.body += ",\"success\":true";
-  r.body += meta_rest;
-  r.body += "},\"data\":";
-  r.body += data;
-  r.body += '}';
+  r.body.reserve(kMetaBytes + (message ? message->size() : 0) + data.size());
+  JsonWriter w(r.body);
+  open_success(w, status, message, pagination).raw(data).end_object();
   return r;
 }
 
-std::string message_member(const std::optional<std::string>& message) {
-  if (!message) return {};
-  return ",\"message\":" + dump(nlohmann::json(*message));
-}
-
-Response error_impl(unsigned status, std::string_view message, const nlohmann::json* messages,
-                    const nlohmann::json* items = nullptr) {
+// {"meta":{"statusCode":S,"error":{"statusCode":S,"message":M, then what `rest` writes}}}.
+template <typename Rest>
+Response error_envelope(unsigned status, std::string_view message, Rest&& rest) {
   KOBO_ASSERT(status >= 400 && status < 600, "error() with a non-error status");
-  nlohmann::ordered_json err;
-  err["statusCode"] = status;
-  err["message"] = message;
-  if (messages != nullptr) err["messages"] = *messages;
-  if (items != nullptr) err["items"] = *items;
-  nlohmann::ordered_json body;
-  body["meta"]["statusCode"] = status;
-  body["meta"]["error"] = std::move(err);
   Response r;
   r.status = status;
-  r.body = dump(body);
+  JsonWriter w(r.body);
+  w.begin_object()
+      .key("meta")
+      .begin_object()
+      .member("statusCode", status)
+      .key("error")
+      .begin_object()
+      .member("statusCode", status)
+      .member("message", message);
+  rest(w);
+  w.end_object().end_object().end_object();
   return r;
 }
 
 }  // namespace
 
-Response ok(unsigned status, const nlohmann::json& data, const std::optional<std::string>& message) {
-  return success(status, message_member(message), dump(data));
-}
-
 Response ok_text(unsigned status, std::string_view data, const std::optional<std::string>& message) {
-  return success(status, message_member(message), data);
+  return success(status, message, nullptr, data);
 }
 
-Response ok_list(const nlohmann::json& data, Pagination p, unsigned status) {
-  KOBO_ASSERT(data.is_array() || data.is_object(), "ok_list() data must be a list, or an object holding one");
-  nlohmann::ordered_json pagination{
-      {"totalCount", p.total_count}, {"perPage", p.per_page}, {"current", p.current}};
-  return success(status, ",\"pagination\":" + dump(pagination), dump(data));
+Response ok_list(std::span<const std::string> items, Pagination p, unsigned status) {
+  std::size_t size = kMetaBytes + 64;
+  for (const std::string& item : items) size += item.size() + 1;
+  Response r;
+  r.status = status;
+  r.body.reserve(size);
+  JsonWriter w(r.body);
+  open_success(w, status, std::nullopt, &p).begin_array();
+  for (const std::string& item : items) w.raw(item);
+  w.end_array().end_object();
+  return r;
 }
 
-Response error(unsigned status, std::string_view message) { return error_impl(status, message, nullptr); }
+Response ok_list_text(std::string_view data, Pagination p, unsigned status) {
+  KOBO_ASSERT(!data.empty() && (data.front() == '[' || data.front() == '{'),
+              "a list's data must be a list, or an object holding one");
+  return success(status, std::nullopt, &p, data);
+}
 
-Response error_with_items(unsigned status, std::string_view message, const nlohmann::json& items) {
-  KOBO_ASSERT(items.is_array(), "error items must be a list");
-  return error_impl(status, message, nullptr, &items);
+Response error(unsigned status, std::string_view message) {
+  return error_envelope(status, message, [](JsonWriter&) {});
+}
+
+Response error_with_items(unsigned status, std::string_view message, std::span<const ErrorItem> items) {
+  return error_envelope(status, message, [&](JsonWriter& w) {
+    w.key("items").begin_array();
+    for (const ErrorItem& item : items)
+      w.begin_object()
+          .member("index", item.index)
+          .member("message", item.message)
+          .member("statusCode", item.status)
+          .end_object();
+    w.end_array();
+  });
 }
 
 Response validation_error(const nlohmann::json& messages) {
   KOBO_ASSERT(messages.is_object(), "validation messages must be an object");
-  return error_impl(400, "Validation error", &messages);
+  return error_envelope(400, "Validation error", [&](JsonWriter& w) { w.key("messages").value(messages); });
 }
 
 }  // namespace kobo::http

@@ -9,16 +9,19 @@
 // Validation {"meta":{"statusCode":400,"error":{"statusCode":400,"message":"Validation error",
 //              "messages":{"field":{"constraint":"text"}}}}}
 //
-// Pure functions; thread-safe. Serialization never throws: invalid UTF-8 in a string is
-// replaced with U+FFFD rather than failing a response.
+// `data` is given as its JSON text (a rendered record, a page of them, a shape render.h wrote)
+// and spliced into the envelope as it is: nothing is parsed or written twice. Everything else is
+// written by the one JSON writer (common/json_writer.h). Pure functions; thread-safe. Never
+// throws: invalid UTF-8 in a string is replaced with U+FFFD rather than failing a response.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
-#include "query-api/http_server.h"
+#include "query-api/message.h"
 
 namespace kobo::http {
 
@@ -29,23 +32,27 @@ struct Pagination {
 };
 
 // `message` is present on create/update/transfer/list-banks answers, absent on get-one/verify.
-Response ok(unsigned status, const nlohmann::json& data,
-            const std::optional<std::string>& message = std::nullopt);
-// The same with `data` given as its JSON text (a stored record), written into the body as is.
-// The bytes equal ok()'s for that record when the text is dump_json() output, as views' are.
 Response ok_text(unsigned status, std::string_view data,
                  const std::optional<std::string>& message = std::nullopt);
 
-// Lists: meta has statusCode, success and pagination, no message. `data` is the page's array, or
-// an object that holds it beside what the page is of (a statement and its lines).
-Response ok_list(const nlohmann::json& data, Pagination pagination, unsigned status = 200);
+// Lists: meta has statusCode, success and pagination, no message. `items` are the page's records'
+// texts, spliced into `data` as its array.
+Response ok_list(std::span<const std::string> items, Pagination pagination, unsigned status = 200);
+// The same where `data` is an object that holds the page beside what the page is of (a statement
+// and its lines), given as its text.
+Response ok_list_text(std::string_view data, Pagination pagination, unsigned status = 200);
 
 // No success and no data field.
 Response error(unsigned status, std::string_view message);
 
 // An error about items of a request (a bulk transfer's): meta.error has `items` after `message`,
-// [{index, statusCode, message}].
-Response error_with_items(unsigned status, std::string_view message, const nlohmann::json& items);
+// [{index, message, statusCode}].
+struct ErrorItem {
+  std::uint64_t index = 0;
+  unsigned status = 0;
+  std::string_view message;
+};
+Response error_with_items(unsigned status, std::string_view message, std::span<const ErrorItem> items);
 
 // 400 `Validation error`; `messages` is {"field":{"constraint":"text"}} (see validation.h).
 Response validation_error(const nlohmann::json& messages);

@@ -17,13 +17,13 @@
 // the connection. A handler that throws is 500 `Internal server error` (logged, nothing leaked);
 // that connection stays usable because its request was read completely.
 //
+// The messages it reads and writes are message.h's (Request, Response, Responder).
+//
 // Lifecycle: construct, start() once, stop() once (the destructor stops too). stop() closes the
 // listener, lets in-flight requests finish for up to `shutdown_grace`, then closes what is left
 // and joins the threads. A Responder called after stop() drops its response. Server's own
 // member functions are not thread-safe with each other; call them from one owning thread.
 
-#include <boost/beast/http/fields.hpp>
-#include <boost/beast/http/verb.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -37,49 +37,14 @@
 #include <vector>
 
 #include "common/result.h"
+#include "query-api/message.h"
 
 namespace kobo::http {
-
-using QueryParams = std::vector<std::pair<std::string, std::string>>;
-
-struct Request {
-  boost::beast::http::verb method = boost::beast::http::verb::get;
-  std::string path;   // percent-decoded, without the query
-  QueryParams query;  // percent-decoded ('+' is a space), in order, repeated keys kept
-  boost::beast::http::fields headers;
-  std::string body;
-
-  // Case-insensitive; "" when absent.
-  std::string_view header(std::string_view name) const;
-  // The first value of `name` in the query, if any.
-  std::optional<std::string_view> query_param(std::string_view name) const;
-};
-
-// A body made piece by piece as it is written, so that its size never has to be in memory: each
-// call appends the next piece (a bounded amount) to `out` and returns whether more follow, or an
-// error, on which the connection closes without ending the body, so the client sees it cut short. Called on
-// the connection's strand, one call at a time.
-using BodyStream = std::function<Result<bool>(std::string& out)>;
-
-struct Response {
-  unsigned status = 200;
-  std::string body;
-  std::string content_type = "application/json";  // empty: no content-type header
-  std::vector<std::pair<std::string, std::string>> headers;
-  // When set, the body is this (chunked on HTTP/1.1; on HTTP/1.0, until the connection closes)
-  // and `body` must be empty.
-  BodyStream stream = nullptr;
-};
 
 // Splits a request target (origin form, as the request line has it) into `req.path` and
 // `req.query`, percent-decoded as described there; false when it is malformed (400). The
 // server's own parse, a separate function so that it can be fuzzed (fuzz/).
 [[nodiscard]] bool parse_target(std::string_view target, Request& req);
-
-// Call exactly once, from any thread. Calling it twice is a programmer error (asserts). Dropping
-// every copy without calling it answers 500 and logs, so a lost responder never hangs a client.
-using Responder = std::function<void(Response)>;
-using Handler = std::function<void(Request&&, Responder)>;
 
 struct ServerOptions {
   std::string address = "127.0.0.1";

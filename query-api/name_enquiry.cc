@@ -6,9 +6,9 @@
 #include "common/crypto.h"
 #include "common/log.h"
 #include "events/ledger.h"
-#include "query-api/answer.h"
 #include "query-api/banks.h"
 #include "query-api/envelope.h"
+#include "query-api/rejections.h"
 
 namespace kobo {
 namespace {

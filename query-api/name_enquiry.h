@@ -11,7 +11,7 @@
 
 #include "command/decide.h"
 #include "projection/views.h"
-#include "query-api/http_server.h"
+#include "query-api/message.h"
 
 namespace kobo {
 

@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "query-api/http_server.h"
+#include "query-api/message.h"
 
 namespace kobo::http {
 

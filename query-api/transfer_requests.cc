@@ -1,7 +1,7 @@
 #include "query-api/transfer_requests.h"
 
 #include "common/crypto.h"
-#include "common/json_dump.h"
+#include "common/json_writer.h"
 #include "query-api/answer.h"
 
 namespace kobo::api {
@@ -65,7 +65,7 @@ BankTransfer bank_transfer_of(const Caller& caller, const json& body, const Reso
   cmd.save_beneficiary =
       body.value("saveBeneficiary", json(false)).is_boolean() && body.value("saveBeneficiary", false);
   if (body.contains("metadata") && body.at("metadata").is_object())
-    cmd.metadata = RawJson{dump_json(body.at("metadata"))};
+    cmd.metadata = RawJson{json_text(body.at("metadata"))};
   return cmd;
 }
 

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/assert.h"
+#include "common/json_writer.h"
 
 namespace kobo::http {
 
@@ -281,7 +282,7 @@ FieldRules& FieldRules::array_min_size(std::size_t size) {
 
 FieldRules& FieldRules::max_json_size(std::size_t bytes) {
   if (skipped()) return *this;
-  if (!present(value_) || value_->dump().size() > bytes)
+  if (!present(value_) || json_text(*value_).size() > bytes)
     fail("maxSize", path_ + " must be at most " + std::to_string(bytes) + " bytes");
   return *this;
 }
@@ -421,6 +422,22 @@ std::optional<std::string> QueryValidator::text(std::string_view name) const {
   const std::string* raw = find(name);
   if (raw == nullptr) return std::nullopt;
   return *raw;
+}
+
+std::optional<UnixMs> QueryValidator::date(std::string_view name, std::string_view reported) {
+  const std::string* raw = find(name);
+  if (raw == nullptr) return std::nullopt;
+  const auto day = parse_date(*raw);
+  if (!day) fail(reported, "isDateString", std::string(reported) + " must be a valid ISO 8601 date string");
+  return day;
+}
+
+std::optional<UnixMs> QueryValidator::time(std::string_view name) {
+  const std::string* raw = find(name);
+  if (raw == nullptr) return std::nullopt;
+  const auto t = parse_time(*raw);
+  if (!t) fail(name, "isDateString", std::string(name) + " must be a valid ISO 8601 date string");
+  return t;
 }
 
 std::optional<json> QueryValidator::errors() const {

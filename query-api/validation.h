@@ -33,7 +33,8 @@
 #include <utility>
 #include <vector>
 
-#include "query-api/http_server.h"
+#include "common/time.h"
+#include "query-api/message.h"
 
 namespace kobo::http {
 
@@ -152,6 +153,15 @@ class QueryValidator {
   std::optional<std::string> one_of(std::string_view name, std::initializer_list<std::string_view> allowed);
   // The raw value, nullopt when absent.
   std::optional<std::string> text(std::string_view name) const;
+  // A date (YYYY-MM-DD: its first millisecond, UTC); a malformed one is isDateString, reported
+  // under `reported` (a bracketed name's dotted form: createdAt[startDate] is createdAt.startDate).
+  std::optional<UnixMs> date(std::string_view name, std::string_view reported);
+  // A date or an RFC 3339 date-time (common/time.h parse_time()); a malformed one is isDateString.
+  std::optional<UnixMs> time(std::string_view name);
+  // A rule the caller decides: records `constraint` with `message` under `name`.
+  void refuse(std::string_view name, std::string_view constraint, std::string message) {
+    fail(name, constraint, std::move(message));
+  }
 
   bool ok() const { return errors_.empty(); }
   std::optional<nlohmann::json> errors() const;

@@ -104,7 +104,7 @@ class RawConnection {
 
 // Answers {"path", "bytes"} at once.
 void echo(Request&& req, Responder respond) {
-  respond(ok(200, json{{"path", req.path}, {"bytes", req.body.size()}}));
+  respond(ok_text(200, json{{"path", req.path}, {"bytes", req.body.size()}}.dump()));
 }
 
 class ServerTest : public ::testing::Test {
@@ -205,11 +205,12 @@ TEST_F(ServerTest, DecodesPathQueryAndHeaders) {
   start([](Request&& req, Responder respond) {
     json query = json::array();
     for (const auto& [k, v] : req.query) query.push_back({k, v});
-    respond(ok(200, json{{"path", req.path},
-                         {"query", query},
-                         {"key", std::string(req.header("X-SERVICE-KEY"))},
-                         {"absent", std::string(req.header("x-absent"))},
-                         {"first", std::string(req.query_param("x").value_or("-"))}}));
+    respond(ok_text(200, json{{"path", req.path},
+                              {"query", query},
+                              {"key", std::string(req.header("X-SERVICE-KEY"))},
+                              {"absent", std::string(req.header("x-absent"))},
+                              {"first", std::string(req.query_param("x").value_or("-"))}}
+                             .dump()));
   });
   auto c = client();
   const HttpResult r =
@@ -248,7 +249,7 @@ TEST_F(ServerTest, ResponderCalledLaterFromAnotherThreadAnswers) {
     std::lock_guard lock(mu);
     threads_.emplace_back([path = req.path, respond = std::move(respond)] {
       std::this_thread::sleep_for(50ms);
-      respond(ok(200, json{{"path", path}}));
+      respond(ok_text(200, json{{"path", path}}.dump()));
     });
   });
   auto c = client();
@@ -511,7 +512,7 @@ TEST(Server, StopsWhileAHandlerHoldsItsResponderAndDropsTheLateAnswer) {
   request.join();
   std::lock_guard lock(mu);
   ASSERT_EQ(held.size(), 1u);
-  held.front()(ok(200, json::object()));  // after the server is gone: dropped, no crash
+  held.front()(ok_text(200, "{}"));  // after the server is gone: dropped, no crash
   held.clear();
 }
 

@@ -11,7 +11,6 @@
 #include <set>
 
 #include "command/ledger.h"
-#include "common/json_dump.h"
 #include "events/fact_codec.h"
 #include "events/memory_log.h"
 #include "projection/rebuild.h"
@@ -164,7 +163,7 @@ TEST_F(ProjectionTest, TheRecordAWriteAnswersIsTheOneTheViewsShow) {
   // A wallet's answer is its record as opened; the views' copy has since moved its balance.
   const auto opened_text = render::created_record(a.events, a.id, records, {});
   ASSERT_TRUE(opened_text.has_value());
-  EXPECT_EQ(*opened_text, dump_json(json::parse(*opened_text)));
+  EXPECT_EQ(*opened_text, json::parse(*opened_text).dump());
   auto opened = std::optional<json>(json::parse(*opened_text));
   EXPECT_EQ(opened->at("balance"), 0);
   json shown = json::parse(*views->wallet_text(scope, a.id).value());
@@ -173,14 +172,14 @@ TEST_F(ProjectionTest, TheRecordAWriteAnswersIsTheOneTheViewsShow) {
     opened->erase(member);
     shown.erase(member);
   }
-  EXPECT_EQ(dump_json(*opened), dump_json(shown));
+  EXPECT_EQ(opened->dump(), shown.dump());
 
   for (const Outcome* o : {&credit, &transfer}) {
     auto answer = render::created_record(o->events, o->id, records, {});
     ASSERT_TRUE(answer.has_value());
     EXPECT_EQ(*answer, views->transaction_text(scope, kCaller.account, o->id).value().value());
-    // Rendered as text, in the form dump_json() gives the decoded record (record_text.h).
-    EXPECT_EQ(*answer, dump_json(json::parse(*answer)));
+    // Rendered as text, in the form dump() gives the decoded record (record_text.h).
+    EXPECT_EQ(*answer, json::parse(*answer).dump());
   }
   EXPECT_EQ(render::created_record(transfer.events, "trx-none", records, {}), std::nullopt);
   // A transfer's answer shows it pending (docs/architecture.md section 7), and differs in nothing else.
@@ -470,7 +469,7 @@ TEST_F(ProjectionTest, ListsOfOneFilterAgreeWithFilteringEveryRecord) {
       const Page got = views->transactions(scope, filter, PageRequest{page, 7}).value();
       EXPECT_EQ(got.total_count, expected.size()) << name << ", page " << page;
       std::vector<std::string> ids;
-      for (const json& t : got.items) ids.push_back(t.at("publicId").get<std::string>());
+      for (const std::string& t : got.items) ids.push_back(json::parse(t).at("publicId").get<std::string>());
       const auto from = std::min<std::size_t>(expected.size(), (page - 1) * 7);
       const auto to = std::min<std::size_t>(expected.size(), page * 7);
       EXPECT_EQ(ids, std::vector<std::string>(expected.begin() + static_cast<std::ptrdiff_t>(from),
@@ -546,7 +545,7 @@ TEST_F(ProjectionTest, WalletAndBeneficiaryListsOfOneFilterAgreeWithFilteringEve
       const Page got = list(PageRequest{page, 4});
       EXPECT_EQ(got.total_count, expected.size()) << name << ", page " << page;
       std::vector<std::string> ids;
-      for (const json& r : got.items) ids.push_back(r.at("publicId").get<std::string>());
+      for (const std::string& r : got.items) ids.push_back(json::parse(r).at("publicId").get<std::string>());
       const auto from = std::min<std::size_t>(expected.size(), (page - 1) * 4);
       const auto to = std::min<std::size_t>(expected.size(), page * 4);
       EXPECT_EQ(ids, std::vector<std::string>(expected.begin() + static_cast<std::ptrdiff_t>(from),
@@ -666,7 +665,7 @@ TEST_F(ProjectionTest, WebhookEventsAreNumberedPerAccountAndModeInLogOrder) {
     const json body = json::parse(e.body);
     EXPECT_EQ(body["sequence"], i + 1);
     EXPECT_EQ(body["event"], to_string(types[i]));
-    EXPECT_EQ(dump_json(body), e.body) << "the bytes dump_json writes: members in key order";
+    EXPECT_EQ(body.dump(), e.body) << "the bytes dump() writes: members in key order";
     // The transaction as a GET shows it, and the same event found from the transaction.
     const std::string trx = body["data"]["publicId"];
     EXPECT_EQ(body["data"], json::parse(*views->transaction_text(scope, "", trx).value()));

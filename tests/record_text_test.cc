@@ -1,4 +1,4 @@
-// projection/record_text.h: an Object's text is exactly what dump_json() writes for the same
+// projection/record_text.h: an Object's text is exactly what nlohmann's dump() writes for the same
 // record decoded, whatever order its members were set in, with values replaced, nested objects,
 // and strings that need escapes or are not ASCII.
 #include "projection/record_text.h"
@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 namespace kobo {
 namespace {

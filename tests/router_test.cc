@@ -13,6 +13,7 @@
 
 #include "common/metrics.h"
 #include "query-api/envelope.h"
+#include "query-api/http_server.h"
 #include "tests/support/http_client.h"
 
 namespace kobo::http {
@@ -30,7 +31,7 @@ RouteHandler named(std::string name) {
     json p = json::object();
     for (const char* key : {"id", "reference", "accountId", "x", "y"})
       if (auto v = params.find(key)) p[key] = std::string(*v);
-    respond(ok(200, json{{"route", name}, {"params", p}, {"path", req.path}}));
+    respond(ok_text(200, json{{"route", name}, {"params", p}, {"path", req.path}}.dump()));
   };
 }
 

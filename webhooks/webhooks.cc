@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "common/crypto.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "events/ledger.h"
@@ -154,7 +155,7 @@ class Webhooks::Impl {
   std::string fault() const;
   bool allow_private() const { return options_.allow_private; }
   Result<Page> deliveries(const Scope& scope, const DeliveryFilter& filter, const PageRequest& page) const;
-  RetryOutcome retry(const Scope& scope, std::string_view id, json* record);
+  RetryOutcome retry(const Scope& scope, std::string_view id, std::string* record);
 
  private:
   class Recorder;
@@ -677,7 +678,7 @@ Result<Page> Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter
         delivery_status_from_string(record.at("status").get<std::string>()) != *filter.status)
       continue;
     if (out.total_count >= first && out.total_count < first + page.per_page)
-      out.items.push_back(public_record(std::move(record)));
+      out.items.push_back(json_text(public_record(std::move(record))));
     ++out.total_count;
   }
   if (!it->status().ok()) return Status::error("webhooks scan: " + it->status().ToString());
@@ -685,7 +686,7 @@ Result<Page> Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter
   return out;
 }
 
-Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_view id, json* record) {
+Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_view id, std::string* record) {
   std::unique_lock lock(mu_);
   auto read = get(std::string(id));
   if (!read) {
@@ -720,7 +721,7 @@ Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_vie
   }
   lock.unlock();
   asio::post(io_, [this] { tick(); });
-  if (record != nullptr) *record = public_record(std::move(*d));
+  if (record != nullptr) *record = json_text(public_record(std::move(*d)));
   return RetryOutcome::queued;
 }
 
@@ -767,7 +768,7 @@ std::optional<std::string> Webhooks::refused_url(std::string_view url) const {
   return std::nullopt;
 }
 
-Webhooks::RetryOutcome Webhooks::retry(const Scope& scope, std::string_view id, json* record) {
+Webhooks::RetryOutcome Webhooks::retry(const Scope& scope, std::string_view id, std::string* record) {
   return impl_->retry(scope, id, record);
 }
 

@@ -215,8 +215,8 @@ class Webhooks {
     unavailable
   };  // unavailable: the delivery cannot be read or recorded (an I/O error, a full disk)
   // Makes the delivery due now (one more attempt, whatever its status). `record` is the
-  // delivery as it is after the change.
-  RetryOutcome retry(const Scope& scope, std::string_view id, nlohmann::json* record);
+  // delivery as it is after the change, as the API shows it (its JSON text).
+  RetryOutcome retry(const Scope& scope, std::string_view id, std::string* record);
 
  private:
   class Impl;

@@ -1,142 +1,141 @@
 // Account settings: GET /v1/accounts, PATCH /v1/accounts/{id}, and the account's webhook secret:
 // POST /v1/accounts/{id}/webhook-secret (when the service delivers webhooks).
 
+#include "common/json_writer.h"
 #include "events/ledger.h"
-#include "query-api/answer.h"
 #include "query-api/envelope.h"
+#include "query-api/route.h"
 #include "webhooks/webhooks.h"
 
 namespace kobo::api {
 namespace {
 
-using http::PathParams;
-using http::Request;
-using http::Responder;
+using http::Response;
 using nlohmann::json;
 
 constexpr std::size_t kWebhooksMax = 5;
 
-void list_accounts(Protocol& p, Request&& req, const PathParams&, Responder respond) {
-  auto c = p.authenticate(req, respond);
-  if (!c) return;
-  http::QueryValidator q(req.query);
-  AccountFilter filter;
-  filter.name = q.text("name");
-  filter.is_default = q.boolean("isDefault");
-  filter.live = q.boolean("live");
-  const auto page = q.pagination();
-  if (auto errors = q.errors()) return respond(http::validation_error(*errors));
-  p.barrier(*c, std::move(respond), [&p, business = c->caller.business, filter, page](Responder r) {
-    r(list(p.views().accounts(business, filter, to_page(page)), page));
-  });
+AccountFilter account_filter(http::QueryValidator& q) {
+  AccountFilter f;
+  f.name = q.text("name");
+  f.is_default = q.boolean("isDefault");
+  f.live = q.boolean("live");
+  return f;
 }
 
-void submit_update_account(Protocol& p, UpdateAccount cmd, Responder respond) {
-  const std::string business = cmd.caller.business;
-  const std::string id = cmd.account_id;
-  p.ledger().submit(
-      std::move(cmd), [&p, business, id, respond = std::move(respond)](const Outcome& o) mutable {
-        if (!o.ok())
-          return respond(o.rejection == Rejection::account_not_found ? http::error(404, "Data not found")
-                                                                     : rejection_response(o.rejection));
-        p.after_projection(o, std::move(respond), [&p, business, id](Responder r) {
-          const auto a = p.views().account(business, id);
-          if (!a) return r(unavailable(a.status()));
-          KOBO_ASSERT(a.value().has_value(), "an updated account is missing from the views");
-          r(http::ok(200, *a.value(), "Account updated successfully"));
-        });
-      });
+// An account the caller's business does not have is `Data not found`, as a record is.
+std::optional<Response> account_rejected(const Outcome& o) {
+  if (o.rejection == Rejection::account_not_found) return http::error(404, "Data not found");
+  return std::nullopt;
 }
 
-void update_account(Protocol& p, Request&& req, const PathParams& params, Responder respond) {
-  auto c = p.authenticate(req, respond);
-  if (!c) return;
-  auto body = http::parse_json_object(req.body);
-  if (!body) return respond(http::bad_request());
-  http::Validator v(*body);
+Result<std::optional<std::string>> account_named(const Exchange& x, std::string_view) {
+  return x.views().account_text(x.caller.caller.business, x.param("id"));
+}
+
+// Whether the caller's business has the account the path names: nullopt if so, else the answer.
+std::optional<Response> unknown_account(const Exchange& x) {
+  const auto a = account_named(x, {});
+  if (!a) return unavailable(a.status());
+  if (!a.value()) return http::error(404, "Data not found");
+  return std::nullopt;
+}
+
+void update_rules(const Exchange&, http::Validator& v) {
   v.optional("webhooks").is_array().array_max_size(kWebhooksMax).each_is_url();
   v.optional("live").is_boolean();
   v.optional("webhookEvents").is_array().each_is_string();
-  if (auto errors = v.errors()) return respond(http::validation_error(*errors));
+}
+
+// The account's settings must name event types of the catalog and public URLs (what the rules
+// cannot say), and the account must be the caller's business's (it reads the views).
+Made update(const Exchange& x) {
+  const json& body = x.body;
   // The event types the account wants, each once, in the order of the catalog.
   std::optional<std::vector<std::string>> webhook_events;
-  if (body->contains("webhookEvents") && !body->at("webhookEvents").is_null()) {
+  if (body.contains("webhookEvents") && !body.at("webhookEvents").is_null()) {
     std::array<bool, kWebhookEventTypes> wanted{};
-    for (const auto& t : body->at("webhookEvents")) {
+    for (const auto& t : body.at("webhookEvents")) {
       const auto type = webhook_event_type_from_string(t.get<std::string>());
       if (!type)
-        return respond(http::validation_error(
+        return http::validation_error(
             {{"webhookEvents",
               {{"isIn",
                 "each value in webhookEvents must be one of the following values: account.credit, "
-                "account.debit, account.debit.failed"}}}}));
+                "account.debit, account.debit.failed"}}}});
       wanted[static_cast<std::size_t>(*type)] = true;
     }
     webhook_events.emplace();
     for (std::size_t i = 0; i < wanted.size(); ++i)
       if (wanted[i]) webhook_events->emplace_back(to_string(static_cast<WebhookEventType>(i)));
   }
-  if (p.options().webhooks != nullptr && body->contains("webhooks") && body->at("webhooks").is_array())
-    for (const auto& url : body->at("webhooks"))
-      if (auto why = p.options().webhooks->refused_url(url.get<std::string>()))
-        return respond(http::validation_error(
-            {{"webhooks", {{"isUrl", "each value in webhooks must be a public URL address: " + *why}}}}));
-  UpdateAccount cmd{c->caller, params.at("id"), std::nullopt, std::nullopt, std::move(webhook_events)};
-  if (body->contains("webhooks") && !body->at("webhooks").is_null())
-    cmd.webhooks = body->at("webhooks").get<std::vector<std::string>>();
-  if (body->contains("live") && !body->at("live").is_null()) cmd.live = body->at("live").get<bool>();
-  p.barrier(*c, std::move(respond), [&p, cmd = std::move(cmd)](Responder r) mutable {
-    const auto a = p.views().account(cmd.caller.business, cmd.account_id);
-    if (!a) return r(unavailable(a.status()));
-    if (!a.value()) return r(http::error(404, "Data not found"));
-    submit_update_account(p, std::move(cmd), std::move(r));
-  });
+  if (x.options().webhooks != nullptr && body.contains("webhooks") && body.at("webhooks").is_array())
+    for (const auto& url : body.at("webhooks"))
+      if (auto why = x.options().webhooks->refused_url(url.get<std::string>()))
+        return http::validation_error(
+            {{"webhooks", {{"isUrl", "each value in webhooks must be a public URL address: " + *why}}}});
+  if (auto unknown = unknown_account(x)) return std::move(*unknown);
+  UpdateAccount cmd{x.caller.caller, x.param("id"), std::nullopt, std::nullopt, std::move(webhook_events)};
+  if (body.contains("webhooks") && !body.at("webhooks").is_null())
+    cmd.webhooks = body.at("webhooks").get<std::vector<std::string>>();
+  if (body.contains("live") && !body.at("live").is_null()) cmd.live = body.at("live").get<bool>();
+  return cmd;
 }
 
 // Issues or rotates the account's webhook secret of the caller's mode and answers it, the only
-// time it is shown: derived from the committed event (webhooks.h WebhookSecrets), so the answer
+// time it is shown: derived from the appended event (webhooks.h WebhookSecrets), so the answer
 // needs no wait for the views. The previous secret, if any, is still signed with for 24 hours.
-void rotate_webhook_secret(Protocol& p, Request&& req, const PathParams& params, Responder respond) {
-  auto c = p.authenticate(req, respond);
-  if (!c) return;
-  RotateWebhookSecret cmd{c->caller, params.at("id")};
-  p.barrier(*c, std::move(respond), [&p, cmd = std::move(cmd)](Responder r) mutable {
-    const auto a = p.views().account(cmd.caller.business, cmd.account_id);
-    if (!a) return r(unavailable(a.status()));
-    if (!a.value()) return r(http::error(404, "Data not found"));
-    const auto before = p.views().webhook(cmd.account_id, cmd.caller.live);
-    if (!before) return r(unavailable(before.status()));
-    const bool had_secret = !before.value().secret.empty();
-    const std::string account = cmd.account_id;
-    const bool live = cmd.caller.live;
-    p.ledger().submit(
-        std::move(cmd), [&p, account, live, had_secret, r = std::move(r)](const Outcome& o) mutable {
-          if (!o.ok())
-            return r(o.rejection == Rejection::account_not_found ? http::error(404, "Data not found")
-                                                                 : rejection_response(o.rejection));
-          KOBO_ASSERT(o.events.size() == 1, "a webhook secret's rotation is one event");
-          const Event& e = o.events.front();
-          const UnixMs overlap_ms =
-              std::chrono::duration_cast<std::chrono::milliseconds>(kWebhookSecretOverlap).count();
-          r(http::ok(201,
-                     json{{"account", account},
-                          {"live", live},
-                          {"secret", p.options().webhook_secrets->secret(account, live, e.hash)},
-                          {"createdAt", format_iso8601(e.time)},
-                          {"previousSecretExpiresAt",
-                           had_secret ? json(format_iso8601(e.time + overlap_ms)) : json(nullptr)}},
-                     "Webhook secret created successfully"));
-        });
-  });
+Made rotate(const Exchange& x) {
+  if (auto unknown = unknown_account(x)) return std::move(*unknown);
+  const auto before = x.views().webhook(x.param("id"), x.caller.caller.live);
+  if (!before) return unavailable(before.status());
+  const bool had_secret = !before.value().secret.empty();
+  Answer answer;
+  answer.accepted = [had_secret](const Exchange& done, Outcome o, http::Responder respond) {
+    KOBO_ASSERT(o.events.size() == 1, "a webhook secret's rotation is one event");
+    const Event& e = o.events.front();
+    const std::string& account = done.param("id");
+    const bool live = done.caller.caller.live;
+    const UnixMs overlap_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(kWebhookSecretOverlap).count();
+    std::string data;
+    JsonWriter w(data);
+    w.begin_object()
+        .member("account", account)
+        .member("createdAt", format_iso8601(e.time))
+        .member("live", live);
+    if (had_secret)
+      w.member("previousSecretExpiresAt", format_iso8601(e.time + overlap_ms));
+    else
+      w.null_member("previousSecretExpiresAt");
+    w.member("secret", done.options().webhook_secrets->secret(account, live, e.hash)).end_object();
+    respond(http::ok_text(201, data, "Webhook secret created successfully"));
+  };
+  return Submission(RotateWebhookSecret{x.caller.caller, x.param("id")}, std::move(answer));
 }
 
 }  // namespace
 
-void add_account_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol) {
-  router.get("/v1/accounts", route(protocol, list_accounts));
-  router.patch("/v1/accounts/{id}", route(protocol, update_account));
-  if (protocol->options().webhook_secrets != nullptr)
-    router.post("/v1/accounts/{id}/webhook-secret", route(protocol, rotate_webhook_secret));
+void add_account_routes(Routes& routes) {
+  // Accounts belong to the business, not to a mode.
+  routes.list(
+      ListRoute<AccountFilter>{.path = "/v1/accounts",
+                               .filter = account_filter,
+                               .page = [](const Exchange& x, const AccountFilter& f, const PageRequest& p) {
+                                 return x.views().accounts(x.caller.caller.business, f, p);
+                               }});
+  routes.command({.method = boost::beast::http::verb::patch,
+                  .path = "/v1/accounts/{id}",
+                  .rules = update_rules,
+                  .make_reads_views = true,
+                  .make = update,
+                  .answer = projected(200, "Account updated successfully", account_named),
+                  .rejected = account_rejected});
+  if (routes.options().webhook_secrets != nullptr)
+    routes.command({.path = "/v1/accounts/{id}/webhook-secret",
+                    .make_reads_views = true,
+                    .make = rotate,
+                    .rejected = account_rejected});
 }
 
 }  // namespace kobo::api

@@ -2,169 +2,154 @@
 // and POST and GET /v1/bank-accounts[/{id}].
 
 #include "common/crypto.h"
+#include "common/json_writer.h"
 #include "common/time.h"
 #include "projection/render.h"
-#include "query-api/answer.h"
 #include "query-api/banks.h"
 #include "query-api/envelope.h"
+#include "query-api/route.h"
 
 namespace kobo::api {
 namespace {
 
-using http::PathParams;
-using http::Request;
-using http::Responder;
 using http::Response;
 using nlohmann::json;
 
-void list_banks(Protocol& p, Request&& req, const PathParams&, Responder respond) {
-  if (!p.authenticate(req, respond)) return;
+// The bank list's answer, written once: the list is compiled in.
+Response banks_answer(const Exchange&, const NoQuery&) {
   static const std::string body = [] {
-    json data = json::array();
+    std::string data;
+    JsonWriter w(data);
+    w.begin_array();
     std::int64_t id = 0;
     for (const Bank& b : banks()) {
       const std::string h = sha256_hex("kobo-bank:" + b.slug);
       const std::string uuid = h.substr(0, 8) + "-" + h.substr(8, 4) + "-4" + h.substr(13, 3) + "-a" +
                                h.substr(17, 3) + "-" + h.substr(20, 12);
-      data.push_back(
-          {{"id", ++id},
-           {"publicId", "bnk-" + uuid},
-           {"createdAt", "2026-01-01T00:00:00.000Z"},
-           {"updatedAt", "2026-01-01T00:00:00.000Z"},
-           {"deletedAt", nullptr},
-           {"bankName", b.name},
-           {"bankCode", b.bank_code},
-           {"nibssBankCode", b.nibss_code},
-           {"country", "nigeria"},
-           {"slug", b.slug},
-           {"type", "nuban"},
-           {"currency", "NGN"},
-           {"active", true},
-           {"processor", "kobo"},
-           {"meta", {{"bankCode", b.bank_code}, {"name", b.name}, {"nibssBankCode", b.nibss_code}}}});
+      // Members in key order, as every record shows them.
+      w.begin_object()
+          .member("active", true)
+          .member("bankCode", b.bank_code)
+          .member("bankName", b.name)
+          .member("country", "nigeria")
+          .member("createdAt", "2026-01-01T00:00:00.000Z")
+          .member("currency", "NGN")
+          .null_member("deletedAt")
+          .member("id", ++id)
+          .key("meta")
+          .begin_object()
+          .member("bankCode", b.bank_code)
+          .member("name", b.name)
+          .member("nibssBankCode", b.nibss_code)
+          .end_object()
+          .member("nibssBankCode", b.nibss_code)
+          .member("processor", "kobo")
+          .member("publicId", "bnk-" + uuid)
+          .member("slug", b.slug)
+          .member("type", "nuban")
+          .member("updatedAt", "2026-01-01T00:00:00.000Z")
+          .end_object();
     }
-    return http::ok(200, data, "Banks retrieved successfully").body;
+    w.end_array();
+    return http::ok_text(200, data, "Banks retrieved successfully").body;
   }();
-  respond(Response{200, body, "application/json", {}});
+  return Response{200, body, "application/json", {}};
 }
 
-void answer_validated(Protocol& p, const Caller& caller, const std::string& bank_code,
-                      const std::string& account_number, const Responder& respond) {
-  const auto found = p.resolve(caller.live, bank_code, account_number, respond);
-  if (!found) return;
-  const ResolvedAccount& r = *found;
-  // The answer has the shape of the beneficiary it would be saved as; validating saves nothing.
-  const std::string ts = format_iso8601(now_ms());
-  respond(http::ok(
-      201,
-      json{{"publicId", bank_account_id(caller.business, caller.live, r.bank_code, r.account_number)},
-           {"auth", caller.business},
-           {"account", caller.account},
-           {"accountName", r.account_name},
-           {"accountNumber", r.account_number},
-           {"bankName", r.bank_name},
-           {"bankCode", r.bank_code},
-           {"nibssBankCode", r.nibss_code},
-           {"live", caller.live},
-           {"processor", render::kProcessor},
-           {"currency", "NGN"},
-           {"beneficiaryType", r.own_bank ? "vba" : "external"},
-           {"clientIds", json::object()},
-           {"nameEnquiryRef", "ner-" + uuid_v4()},
-           {"createdAt", ts},
-           {"updatedAt", ts}},
-      "Account validated successfully"));
-}
-
-void validate_account(Protocol& p, Request&& req, const PathParams&, Responder respond) {
-  auto c = p.authenticate(req, respond);
-  if (!c) return;
-  auto body = http::parse_json_object(req.body);
-  if (!body) return respond(http::bad_request());
-  http::Validator v(*body);
+void enquiry_rules(const Exchange&, http::Validator& v) {
   v.field("accountNumber").is_not_empty().is_string().max_length(32);
   v.field("bankCode").is_not_empty().is_string().max_length(16);
-  if (auto errors = v.errors()) return respond(http::validation_error(*errors));
-  p.barrier(*c, std::move(respond),
-            [&p, caller = c->caller, bank_code = body->at("bankCode").get<std::string>(),
-             account_number = body->at("accountNumber").get<std::string>()](Responder r) {
-              answer_validated(p, caller, bank_code, account_number, r);
-            });
 }
 
-void submit_bank_account(Protocol& p, const Context& ctx, const json& body, Responder respond) {
-  const auto found = p.resolve(ctx.caller.live, body.at("bankCode").get<std::string>(),
-                               body.at("accountNumber").get<std::string>(), respond);
-  if (!found) return;
-  const ResolvedAccount& r = *found;
-  AddBankAccount cmd{ctx.caller,
-                     bank_account_id(ctx.caller.business, ctx.caller.live, r.bank_code, r.account_number),
-                     body.at("accountName"),
-                     r.account_number,
-                     body.at("bankName"),
-                     r.bank_code,
-                     optional_string(body, "beneficiaryType").value_or("personal")};
-  const Scope scope = ctx.scope;
-  p.ledger().submit(std::move(cmd), [&p, scope, respond = std::move(respond)](Outcome o) mutable {
-    if (!o.ok()) return respond(rejection_response(o.rejection));
-    if (!o.replayed)
-      return p.answer_created(std::move(o), 201, "Bank account added successfully", std::move(respond));
-    // Already saved: answer with the beneficiary as it is.
-    p.after_projection(o, std::move(respond), [&p, scope, id = o.id](Responder later) {
-      later(replayed(p.views().bank_account_text(scope, id), "Bank account already exists"));
-    });
-  });
+// The account the body names, by name enquiry, as the beneficiary it would be saved as;
+// validating saves nothing.
+Response validated(const Exchange& x, const NoQuery&) {
+  const Caller& caller = x.caller.caller;
+  auto found =
+      resolve_account(x.views(), x.ledger().config(), caller.live, x.body.at("bankCode").get<std::string>(),
+                      x.body.at("accountNumber").get<std::string>());
+  if (auto* refused = std::get_if<Response>(&found)) return std::move(*refused);
+  const ResolvedAccount& r = std::get<ResolvedAccount>(found);
+  const std::string id = bank_account_id(caller.business, caller.live, r.bank_code, r.account_number);
+  const std::string reference = "ner-" + uuid_v4();
+  return http::ok_text(201,
+                       render::name_enquiry({.public_id = id,
+                                             .business = caller.business,
+                                             .account = caller.account,
+                                             .live = caller.live,
+                                             .account_name = r.account_name,
+                                             .account_number = r.account_number,
+                                             .bank_name = r.bank_name,
+                                             .bank_code = r.bank_code,
+                                             .nibss_code = r.nibss_code,
+                                             .own_bank = r.own_bank,
+                                             .reference = reference,
+                                             .at = now_ms()}),
+                       "Account validated successfully");
 }
 
-void add_bank_account(Protocol& p, Request&& req, const PathParams&, Responder respond) {
-  auto c = p.authenticate(req, respond);
-  if (!c) return;
-  auto body = http::parse_json_object(req.body);
-  if (!body) return respond(http::bad_request());
-  http::Validator v(*body);
+void beneficiary_rules(const Exchange&, http::Validator& v) {
   v.field("accountName").is_not_empty().is_string().max_length(kNameLengthMax);
   v.field("accountNumber").is_not_empty().is_string().max_length(32);
   v.field("bankName").is_not_empty().is_string().max_length(kNameLengthMax);
   v.field("bankCode").is_not_empty().is_string().max_length(16);
   v.optional("beneficiaryType").is_string().is_in({"vba", "external", "personal"});
-  if (auto errors = v.errors()) return respond(http::validation_error(*errors));
-  // Resolving the account reads the views (a wallet of ours): after the read barrier.
-  p.barrier(*c, std::move(respond), [&p, ctx = *c, body = std::move(*body)](Responder r) {
-    submit_bank_account(p, ctx, body, std::move(r));
-  });
 }
 
-void get_bank_account(Protocol& p, Request&& req, const PathParams& params, Responder respond) {
-  auto c = p.authenticate(req, respond);
-  if (!c) return;
-  p.barrier(*c, std::move(respond), [&p, scope = c->scope, id = params.at("id")](Responder r) {
-    r(one_record(p.views().bank_account_text(scope, id)));
-  });
+// Resolving the account reads the views (a wallet of ours): after the read barrier.
+Made beneficiary(const Exchange& x) {
+  const Caller& caller = x.caller.caller;
+  const json& body = x.body;
+  auto found =
+      resolve_account(x.views(), x.ledger().config(), caller.live, body.at("bankCode").get<std::string>(),
+                      body.at("accountNumber").get<std::string>());
+  if (auto* refused = std::get_if<Response>(&found)) return std::move(*refused);
+  const ResolvedAccount& r = std::get<ResolvedAccount>(found);
+  return AddBankAccount{caller,
+                        bank_account_id(caller.business, caller.live, r.bank_code, r.account_number),
+                        body.at("accountName"),
+                        r.account_number,
+                        body.at("bankName"),
+                        r.bank_code,
+                        optional_string(body, "beneficiaryType").value_or("personal")};
 }
 
-void list_bank_accounts(Protocol& p, Request&& req, const PathParams&, Responder respond) {
-  auto c = p.authenticate(req, respond);
-  if (!c) return;
-  http::QueryValidator q(req.query);
-  BankAccountFilter filter;
-  filter.account_name = q.text("accountName");
-  filter.beneficiary_type = q.one_of("beneficiaryType", {"vba", "external", "personal"});
-  filter.live = q.boolean("live");
-  const auto page = q.pagination();
-  if (auto errors = q.errors()) return respond(http::validation_error(*errors));
-  p.barrier(*c, std::move(respond), [&p, scope = c->scope, filter, page](Responder r) {
-    r(list(p.views().bank_accounts(scope, filter, to_page(page)), page));
-  });
+Result<std::optional<std::string>> beneficiary_of(const Exchange& x, std::string_view id) {
+  return x.views().bank_account_text(x.caller.scope, id);
+}
+
+BankAccountFilter beneficiary_filter(http::QueryValidator& q) {
+  BankAccountFilter f;
+  f.account_name = q.text("accountName");
+  f.beneficiary_type = q.one_of("beneficiaryType", {"vba", "external", "personal"});
+  f.live = q.boolean("live");
+  return f;
 }
 
 }  // namespace
 
-void add_bank_account_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol) {
-  router.get("/v1/transactions/banks", route(protocol, list_banks));
-  router.post("/v1/transactions/validate-account", route(protocol, validate_account));
-  router.post("/v1/bank-accounts", route(protocol, add_bank_account));
-  router.get("/v1/bank-accounts", route(protocol, list_bank_accounts));
-  router.get("/v1/bank-accounts/{id}", route(protocol, get_bank_account));
+void add_bank_account_routes(Routes& routes) {
+  routes.read(ReadRoute<>{.path = "/v1/transactions/banks", .reads_views = false, .read = banks_answer});
+  routes.read(ReadRoute<>{.method = boost::beast::http::verb::post,
+                          .path = "/v1/transactions/validate-account",
+                          .rules = enquiry_rules,
+                          .read = validated});
+  // Already saved: answered with the beneficiary as it is.
+  routes.command({.path = "/v1/bank-accounts",
+                  .rules = beneficiary_rules,
+                  .make_reads_views = true,
+                  .make = beneficiary,
+                  .answer = or_replayed(created(201, "Bank account added successfully"),
+                                        "Bank account already exists", beneficiary_of)});
+  routes.list(ListRoute<BankAccountFilter>{
+      .path = "/v1/bank-accounts",
+      .filter = beneficiary_filter,
+      .page = [](const Exchange& x, const BankAccountFilter& f, const PageRequest& p) {
+        return x.views().bank_accounts(x.caller.scope, f, p);
+      }});
+  routes.read(ReadRoute<>{.path = "/v1/bank-accounts/{id}", .read = [](const Exchange& x, const NoQuery&) {
+                            return one_record(x.views().bank_account_text(x.caller.scope, x.param("id")));
+                          }});
 }
 
 }  // namespace kobo::api

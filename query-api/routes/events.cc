@@ -2,48 +2,48 @@
 // receiver that missed deliveries. Each event as it was or would have been delivered: the body is
 // rendered by the one renderer deliveries use (render::webhook_body), from the views' rows.
 
-#include "query-api/answer.h"
+#include "projection/render.h"
 #include "query-api/envelope.h"
+#include "query-api/route.h"
 
 namespace kobo::api {
 namespace {
 
-using http::PathParams;
-using http::Request;
-using http::Responder;
-using nlohmann::json;
-
 constexpr std::int64_t kEventsLimitMax = 1000;
 constexpr std::int64_t kEventsLimitDefault = 100;
 
-void list_events(Protocol& p, Request&& req, const PathParams&, Responder respond) {
-  auto c = p.authenticate(req, respond);
-  if (!c) return;
-  http::QueryValidator q(req.query);
+struct EventsQuery {
+  std::uint64_t after = 0;
+  std::uint64_t limit = kEventsLimitDefault;
+};
+
+EventsQuery events_query(const Exchange&, http::QueryValidator& q) {
   const auto after = q.integer("after", 0);
   const auto limit = q.integer("limit", 1, kEventsLimitMax);
-  if (auto errors = q.errors()) return respond(http::validation_error(*errors));
-  p.barrier(*c, std::move(respond),
-            [&p, account = c->caller.account, live = c->scope.live, after = after.value_or(0),
-             limit = limit.value_or(kEventsLimitDefault)](Responder r) {
-              const auto events = p.views().webhook_events(account, live, static_cast<std::uint64_t>(after),
-                                                           static_cast<std::uint64_t>(limit));
-              if (!events) return r(unavailable(events.status()));
-              json data = json::array();
-              for (const WebhookEvent& e : events.value())
-                data.push_back(json{{"id", e.id},
-                                    {"sequence", e.sequence},
-                                    {"event", to_string(e.type)},
-                                    {"createdAt", format_iso8601(e.time)},
-                                    {"body", json::parse(e.body)}});
-              r(http::ok(200, data));
-            });
+  return {static_cast<std::uint64_t>(after.value_or(0)),
+          static_cast<std::uint64_t>(limit.value_or(kEventsLimitDefault))};
+}
+
+http::Response events(const Exchange& x, const EventsQuery& q) {
+  const auto events =
+      x.views().webhook_events(x.caller.caller.account, x.caller.scope.live, q.after, q.limit);
+  if (!events) return unavailable(events.status());
+  std::string data;
+  JsonWriter w(data);
+  w.begin_array();
+  for (const WebhookEvent& e : events.value())
+    render::webhook_event(w, e.sequence, e.id, e.type, e.time, e.body);
+  w.end_array();
+  return http::ok_text(200, data);
 }
 
 }  // namespace
 
-void add_event_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol) {
-  router.get("/v1/events", route(protocol, list_events));
+void add_event_routes(Routes& routes) {
+  routes.read(ReadRoute<EventsQuery>{.path = "/v1/events",
+                                     .traits = {.kind = RouteKind::read, .cost = ReadCost::heavy},
+                                     .query = events_query,
+                                     .read = events});
 }
 
 }  // namespace kobo::api

@@ -1,52 +1,49 @@
 // Webhook deliveries: GET /v1/webhook-deliveries and POST /v1/webhook-deliveries/{id}/retry,
-// when the service delivers webhooks (ApiOptions::webhooks).
+// when the service delivers webhooks (ApiOptions::webhooks). They are the webhooks' own store,
+// not the views: no read barrier.
 
-#include "query-api/answer.h"
 #include "query-api/envelope.h"
+#include "query-api/route.h"
 
 namespace kobo::api {
 namespace {
 
-using http::PathParams;
-using http::Request;
-using http::Responder;
-using nlohmann::json;
-
-void list_webhook_deliveries(Protocol& p, Request&& req, const PathParams&, Responder respond) {
-  auto c = p.authenticate(req, respond);
-  if (!c) return;
-  http::QueryValidator q(req.query);
-  DeliveryFilter filter;
+DeliveryFilter delivery_filter(http::QueryValidator& q) {
+  DeliveryFilter f;
   if (auto status = q.one_of("status", {"pending", "succeeded", "failed"}))
-    filter.status = *status == "pending"     ? DeliveryStatus::pending
-                    : *status == "succeeded" ? DeliveryStatus::succeeded
-                                             : DeliveryStatus::failed;
-  const auto page = q.pagination();
-  if (auto errors = q.errors()) return respond(http::validation_error(*errors));
-  respond(list(p.options().webhooks->deliveries(c->scope, filter, to_page(page)), page));
+    f.status = *status == "pending"     ? DeliveryStatus::pending
+               : *status == "succeeded" ? DeliveryStatus::succeeded
+                                        : DeliveryStatus::failed;
+  return f;
 }
 
-void retry_webhook_delivery(Protocol& p, Request&& req, const PathParams& params, Responder respond) {
-  auto c = p.authenticate(req, respond);
-  if (!c) return;
-  json record;
-  switch (p.options().webhooks->retry(c->scope, params.at("id"), &record)) {
+// Not the writer's work: the answer is the whole of it.
+Made retry(const Exchange& x) {
+  std::string record;
+  switch (x.options().webhooks->retry(x.caller.scope, x.param("id"), &record)) {
     case Webhooks::RetryOutcome::not_found:
-      return respond(http::error(404, "Data not found"));
+      return http::error(404, "Data not found");
     case Webhooks::RetryOutcome::in_progress:
-      return respond(http::error(409, "Delivery attempt in progress"));
+      return http::error(409, "Delivery attempt in progress");
     case Webhooks::RetryOutcome::queued:
-      return respond(http::ok(200, record, "Webhook delivery queued"));
+      return http::ok_text(200, record, "Webhook delivery queued");
     case Webhooks::RetryOutcome::unavailable:
-      return respond(http::error(503, "Service unavailable"));
+      break;
   }
+  return http::error(503, "Service unavailable");
 }
 
 }  // namespace
 
-void add_webhook_delivery_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol) {
-  router.get("/v1/webhook-deliveries", route(protocol, list_webhook_deliveries));
-  router.post("/v1/webhook-deliveries/{id}/retry", route(protocol, retry_webhook_delivery));
+void add_webhook_delivery_routes(Routes& routes) {
+  routes.list(ListRoute<DeliveryFilter>{
+      .path = "/v1/webhook-deliveries",
+      .filter = delivery_filter,
+      .reads_views = false,
+      .page = [](const Exchange& x, const DeliveryFilter& f, const PageRequest& p) -> Result<Page> {
+        return x.options().webhooks->deliveries(x.caller.scope, f, p);
+      }});
+  routes.command({.path = "/v1/webhook-deliveries/{id}/retry", .make = retry});
 }
 
 }  // namespace kobo::api

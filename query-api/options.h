@@ -1,0 +1,33 @@
+#pragma once
+// ApiOptions: what `kobo serve` tells the API (Api, api.h) beyond the ledger and the views.
+// Plain values, read-only once the API is made.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "webhooks/webhooks.h"
+
+namespace kobo {
+
+namespace api {
+class EdgeHooks;  // route.h
+}
+
+struct ApiOptions {
+  std::chrono::milliseconds read_barrier_timeout{5'000};  // a GET waits this long for the views
+  std::string admin_key;                    // enables /v1/admin/* (header x-admin-key) when not empty
+  std::int64_t expire_in_min_s = 600;       // collection wallets' shortest life (spec: 600; tests lower it)
+  Webhooks* webhooks = nullptr;             // enables /v1/webhook-deliveries when set
+  SigningKeyStore* signing_keys = nullptr;  // new businesses' secret keys go here before they exist
+  // Derives webhook secrets; enables POST /v1/accounts/{id}/webhook-secret when set.
+  const WebhookSecrets* webhook_secrets = nullptr;
+  // Why the node has not finished starting (/readyz), or "" once it has; null: started.
+  std::function<std::string()> starting;
+  // The route wrapper's hook points (route.h: forwarding, position tokens, rate limits); null:
+  // their no-op defaults, a single node's.
+  api::EdgeHooks* hooks = nullptr;
+};
+
+}  // namespace kobo

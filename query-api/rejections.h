@@ -1,0 +1,23 @@
+#pragma once
+// The one table from domain rejections (command/commands.h Rejection) to HTTP answers: every
+// route's rejected command, a bulk transfer's refused items, name enquiry's refusals.
+// Pure functions; thread-safe.
+
+#include <string_view>
+
+#include "command/commands.h"
+#include "query-api/message.h"
+
+namespace kobo {
+
+// The status and message of a rejection's answer (a bulk transfer's items show them).
+struct RejectionAnswer {
+  unsigned status;
+  std::string_view message;
+};
+RejectionAnswer rejection_answer(Rejection r);
+
+// The error envelope of that answer.
+http::Response rejection_response(Rejection r);
+
+}  // namespace kobo

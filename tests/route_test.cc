@@ -1,0 +1,235 @@
+// The route wrapper (query-api/route.h): every route of the API takes its steps through it, so a
+// hook point reaches every route of its kind, once, with no route's own code involved. Runs the
+// API in process (as `kobo serve` wires it) with hooks that record and answer.
+
+#include "query-api/route.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "events/memory_log.h"
+#include "query-api/api.h"
+#include "query-api/credentials.h"
+#include "query-api/envelope.h"
+#include "webhooks/webhooks.h"
+
+namespace kobo {
+namespace {
+
+namespace fs = std::filesystem;
+namespace bhttp = boost::beast::http;
+using namespace std::chrono_literals;
+
+// Hooks that do what the features they stand for will do, in the simplest way.
+class RecordingHooks final : public api::EdgeHooks {
+ public:
+  std::optional<http::Response> admit(const api::RouteTraits& route, const http::Request& request) override {
+    std::lock_guard lock(mu);
+    admitted.insert(request.path);
+    kinds.insert(route.kind);
+    if (request.header("x-rate-limited") == "yes") return http::error(429, "Too many requests");
+    return std::nullopt;
+  }
+  bool forward(const api::Exchange& x, http::Responder& respond) override {
+    {
+      std::lock_guard lock(mu);
+      forwarded_partitions.insert(x.caller.partition.value);
+    }
+    if (x.request.header("x-forward") != "yes") return false;
+    // The owner's answer, as it came: its status, its headers, its body.
+    http::Response foreign{299, "owner's own bytes", "text/plain", {{"X-Owner", "node-2"}}};
+    respond(std::move(foreign));
+    return true;
+  }
+  void command_answered(const api::Exchange&, api::LogPosition at, http::Response& answer) override {
+    answer.headers.emplace_back("Kobo-Position",
+                                std::to_string(at.partition.value) + ":" + std::to_string(at.seq.value));
+  }
+  void before_read(const api::Exchange& x, http::Responder respond,
+                   std::function<void(http::Responder)> then) override {
+    if (x.request.header("kobo-position") == "ahead") return respond(http::error(503, "Service unavailable"));
+    then(std::move(respond));
+  }
+  void read_answered(const api::Exchange&, http::Response& answer) override {
+    answer.headers.emplace_back("Kobo-Position", "read");
+  }
+
+  std::mutex mu;
+  std::set<std::string> admitted;
+  std::set<api::RouteKind> kinds;
+  std::set<std::uint32_t> forwarded_partitions;
+};
+
+class RouteWrapper : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kobo-route-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    LedgerOptions o;
+    o.config.partitions = kPartitions;
+    ledger_ = std::make_unique<Ledger>(log_, o);
+    ASSERT_TRUE(ledger_->start().ok());
+    auto views = Views::open((dir_ / "views").string(), kPartitions);
+    ASSERT_TRUE(views.ok()) << views.status().message();
+    views_ = std::move(views).value();
+    projector_ = std::make_unique<Projector>(log_, *views_);
+    ASSERT_TRUE(projector_->start().ok());
+    auto keys = SigningKeyStore::open((dir_ / "signing-keys").string());
+    ASSERT_TRUE(keys.ok()) << keys.status().message();
+    keys_ = std::move(keys).value();
+    auto secrets = WebhookSecrets::open((dir_ / "webhook-master-secret").string(), std::nullopt);
+    ASSERT_TRUE(secrets.ok()) << secrets.status().message();
+    secrets_ = std::move(secrets).value();
+    auto webhooks =
+        Webhooks::open((dir_ / "webhooks").string(), log_, *views_, *projector_, *keys_, *secrets_);
+    ASSERT_TRUE(webhooks.ok()) << webhooks.status().message();
+    webhooks_ = std::move(webhooks).value();
+
+    creds_ = new_credentials();
+    ASSERT_TRUE(ledger_->execute(create_business_command(creds_, "Routes")).ok());
+    for (std::uint32_t p = 0; p < kPartitions; ++p)
+      ASSERT_TRUE(projector_->wait_applied(Partition(p), ledger_->durable_seq(Partition(p)), 5s));
+
+    ApiOptions ao;
+    ao.admin_key = "route-test-admin-key";
+    ao.webhooks = webhooks_.get();
+    ao.webhook_secrets = secrets_.get();
+    ao.signing_keys = keys_.get();
+    ao.hooks = &hooks_;
+    api_ = std::make_unique<Api>(*ledger_, *views_, *projector_, ao);
+    api_->add_routes(router_);
+  }
+  void TearDown() override {
+    api_.reset();
+    webhooks_.reset();
+    secrets_.reset();
+    keys_.reset();
+    projector_.reset();
+    views_.reset();
+    ledger_.reset();
+    fs::remove_all(dir_);
+  }
+
+  http::Response call(bhttp::verb method, const std::string& path, const std::string& body = "",
+                      std::vector<std::pair<std::string, std::string>> headers = {}) {
+    http::Request req;
+    req.method = method;
+    req.path = path;
+    req.body = body;
+    req.headers.set("x-service-key", creds_.test_secret_key);
+    req.headers.set("x-admin-key", "route-test-admin-key");
+    for (const auto& [name, value] : headers) req.headers.set(name, value);
+    auto answered = std::make_shared<std::promise<http::Response>>();
+    auto answer = answered->get_future();
+    router_.dispatch(std::move(req), [answered](http::Response r) { answered->set_value(std::move(r)); });
+    if (answer.wait_for(10s) != std::future_status::ready) {
+      ADD_FAILURE() << path << " was not answered";
+      return http::Response{0, "", "", {}};
+    }
+    return answer.get();
+  }
+
+  // Each route of the table with its parameters filled in.
+  static std::string concrete(std::string pattern) {
+    for (std::size_t at; (at = pattern.find('{')) != std::string::npos;)
+      pattern.replace(at, pattern.find('}', at) - at + 1, "x-1");
+    return pattern;
+  }
+  static bool operational(const std::string& pattern) {
+    return pattern == "/healthz" || pattern == "/readyz" || pattern == "/metrics";
+  }
+  static std::string header(const http::Response& r, std::string_view name) {
+    for (const auto& [n, v] : r.headers)
+      if (n == name) return v;
+    return "";
+  }
+
+  static constexpr std::uint32_t kPartitions = 2;
+  fs::path dir_;
+  MemoryLog log_{kPartitions};
+  std::unique_ptr<Ledger> ledger_;
+  std::unique_ptr<Views> views_;
+  std::unique_ptr<Projector> projector_;
+  std::unique_ptr<SigningKeyStore> keys_;
+  std::unique_ptr<WebhookSecrets> secrets_;
+  std::unique_ptr<Webhooks> webhooks_;
+  RecordingHooks hooks_;
+  std::unique_ptr<Api> api_;
+  http::Router router_;
+  Credentials creds_;
+};
+
+TEST_F(RouteWrapper, AdmitsEveryRouteButTheOperationalOnesBeforeAnyWork) {
+  std::size_t routes = 0;
+  for (const auto& r : router_.routes()) {
+    const std::string path = concrete(r.pattern);
+    // A body that every route would refuse, and a key nobody has: admission answers first.
+    const http::Response answer = call(r.method, path, "{not json", {{"x-rate-limited", "yes"}});
+    if (operational(r.pattern)) {
+      EXPECT_NE(answer.status, 429u) << r.pattern << " is operational: no admission";
+      continue;
+    }
+    ++routes;
+    EXPECT_EQ(answer.status, 429u) << bhttp::to_string(r.method) << " " << r.pattern << ": " << answer.body;
+    EXPECT_EQ(answer.body, http::error(429, "Too many requests").body);
+  }
+  EXPECT_GE(routes, 30u) << "the route table looks short";
+  EXPECT_EQ(hooks_.kinds,
+            (std::set<api::RouteKind>{api::RouteKind::command, api::RouteKind::read, api::RouteKind::admin}));
+}
+
+TEST_F(RouteWrapper, ForwardsACommandWithTheCallersPartitionBeforeItsBodyIsRead) {
+  // A body that would be 400 here: the owner's answer comes back whole instead.
+  const http::Response answer =
+      call(bhttp::verb::post, "/v1/virtual-accounts", "{not json", {{"x-forward", "yes"}});
+  EXPECT_EQ(answer.status, 299u);
+  EXPECT_EQ(answer.body, "owner's own bytes");
+  EXPECT_EQ(answer.content_type, "text/plain");
+  EXPECT_EQ(header(answer, "X-Owner"), "node-2");
+  EXPECT_EQ(hooks_.forwarded_partitions,
+            std::set<std::uint32_t>{ledger_->partition_of(creds_.business_id).value});
+
+  // Reads and the admin's command are not forwarded (a read is answered by any node).
+  hooks_.forwarded_partitions.clear();
+  EXPECT_EQ(call(bhttp::verb::get, "/v1/virtual-accounts", "", {{"x-forward", "yes"}}).status, 200u);
+  EXPECT_EQ(
+      call(bhttp::verb::post, "/v1/admin/businesses", R"({"name":"Other"})", {{"x-forward", "yes"}}).status,
+      201u);
+  EXPECT_TRUE(hooks_.forwarded_partitions.empty());
+}
+
+TEST_F(RouteWrapper, GivesEveryAnswerAfterASubmitItsPosition) {
+  const std::string wallet = R"({"accountName":"Ada","category":"primary","currency":"NGN"})";
+  const http::Response created = call(bhttp::verb::post, "/v1/virtual-accounts", wallet);
+  ASSERT_EQ(created.status, 201u) << created.body;
+  const std::string partition = std::to_string(ledger_->partition_of(creds_.business_id).value);
+  const std::string position = header(created, "Kobo-Position");
+  EXPECT_EQ(position.substr(0, partition.size() + 1), partition + ":") << position;
+  // A rejection after the submit has one too; a refusal before it (validation) has none.
+  const http::Response taken = call(bhttp::verb::post, "/v1/virtual-accounts", wallet);
+  EXPECT_EQ(taken.status, 400u) << taken.body;
+  EXPECT_FALSE(header(taken, "Kobo-Position").empty());
+  EXPECT_TRUE(header(call(bhttp::verb::post, "/v1/virtual-accounts", "{}"), "Kobo-Position").empty());
+}
+
+TEST_F(RouteWrapper, WaitsForTheRequestsPositionsBeforeARead) {
+  const http::Response ahead = call(bhttp::verb::get, "/v1/transactions", "", {{"kobo-position", "ahead"}});
+  EXPECT_EQ(ahead.status, 503u);
+  const http::Response read = call(bhttp::verb::get, "/v1/transactions");
+  EXPECT_EQ(read.status, 200u) << read.body;
+  EXPECT_EQ(header(read, "Kobo-Position"), "read");
+  const http::Response one = call(bhttp::verb::get, "/v1/virtual-accounts/vba-none");
+  EXPECT_EQ(one.status, 404u);
+  EXPECT_EQ(header(one, "Kobo-Position"), "read");
+}
+
+}  // namespace
+}  // namespace kobo
