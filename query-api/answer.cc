@@ -220,6 +220,14 @@ Response list(Result<Page> page, const http::PageRequest& request) {
                                                request.per_page, request.page});
 }
 
+Response list(Result<RecordPage> page, const http::PageRequest& request) {
+  if (!page) return unavailable(page.status());
+  json items = json::array();
+  for (const std::string& item : page.value().items) items.push_back(json::parse(item));
+  return http::ok_list(items, http::Pagination{static_cast<std::int64_t>(page.value().total_count),
+                                               request.per_page, request.page});
+}
+
 http::RouteHandler route(std::shared_ptr<Protocol> protocol, RouteFn fn) {
   return
       [protocol = std::move(protocol), fn](Request&& req, const http::PathParams& params, Responder respond) {

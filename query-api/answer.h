@@ -135,6 +135,7 @@ std::optional<std::uint64_t> kyc_tier_of(const nlohmann::json& body);
 kobo::PageRequest to_page(const http::PageRequest& p);
 // A page of the views as a list answer; unavailable() when it could not be read.
 http::Response list(Result<Page> page, const http::PageRequest& request);
+http::Response list(Result<RecordPage> page, const http::PageRequest& request);
 
 // A route's handler: a function of the protocol and the request.
 using RouteFn = void (*)(Protocol&, http::Request&&, const http::PathParams&, http::Responder);
