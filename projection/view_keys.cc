@@ -1,17 +1,17 @@
 #include "projection/view_keys.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/crypto.h"
 
 namespace kobo::view_keys {
 
-std::string describe(std::string_view key) {
-  std::string out = "view '" + std::string(key.substr(0, 1)) + "'";
-  for (const TagName& v : kTagNames)
-    if (!key.empty() && key[0] == v.tag) out = v.name;
-  out += '/';
-  for (char c : key.substr(key.empty() ? 0 : 1)) {
+namespace {
+
+// Bytes as a person reads them: printable ASCII as it is, the rest as \xNN.
+void append_escaped(std::string& out, std::string_view bytes) {
+  for (char c : bytes) {
     const auto u = static_cast<unsigned char>(c);
     if (u >= 0x20 && u < 0x7f && c != '\\') {
       out += c;
@@ -21,7 +21,123 @@ std::string describe(std::string_view key) {
       out += hex;
     }
   }
-  KOBO_ASSERT(out.size() >= key.size(), "a key described shorter than it is");
+}
+
+// Reads a key's parts off its front, each as a person reads it, joined by '/'.
+class KeyParts {
+ public:
+  explicit KeyParts(std::string_view rest) : rest_(rest) {}
+  // A 16-byte id as a UUID (every id the service makes is one: view_keys::id16).
+  KeyParts& id() {
+    if (rest_.size() < 16) return done();
+    UuidBytes b{};
+    std::copy(rest_.begin(), rest_.begin() + 16, reinterpret_cast<char*>(b.data()));
+    part(format_uuid(b));
+    rest_.remove_prefix(16);
+    return *this;
+  }
+  KeyParts& mode() {
+    if (rest_.empty() || static_cast<unsigned char>(rest_[0]) > 1) return done();
+    part(rest_[0] == '\1' ? "live" : "test");
+    rest_.remove_prefix(1);
+    return *this;
+  }
+  KeyParts& number(int bytes) {
+    if (rest_.size() < static_cast<std::size_t>(bytes)) return done();
+    part(std::to_string(get_be(rest_, 0, bytes)));
+    rest_.remove_prefix(static_cast<std::size_t>(bytes));
+    return *this;
+  }
+  KeyParts& byte() {
+    if (rest_.empty()) return done();
+    std::string one;
+    append_escaped(one, rest_.substr(0, 1));
+    part(one);
+    rest_.remove_prefix(1);
+    return *this;
+  }
+  // Whatever is left, escaped.
+  std::string text() {
+    done();
+    return out_;
+  }
+
+ private:
+  void part(std::string_view p) {
+    if (!out_.empty()) out_ += '/';
+    out_ += p;
+  }
+  KeyParts& done() {
+    if (!rest_.empty()) {
+      std::string tail;
+      append_escaped(tail, rest_);
+      part(tail);
+      rest_ = {};
+    }
+    return *this;
+  }
+  std::string_view rest_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string describe(std::string_view key) {
+  if (key.empty()) return "view ''/";
+  std::string out = "view '" + std::string(key.substr(0, 1)) + "'";
+  for (const TagName& v : kTagNames)
+    if (key[0] == v.tag) out = v.name;
+  KeyParts parts(key.substr(1));
+  switch (key[0]) {
+    case 'P':
+    case 'Y':
+      parts.number(4);
+      break;
+    case 'S':
+      parts.number(4);
+      break;
+    case 'B':
+    case 'A':
+    case 'W':
+    case 'b':
+    case 'D':
+    case 'T':
+    case 'J':
+    case 'O':
+    case 'U':
+      parts.id();
+      break;
+    case 'a':
+      parts.id().number(8);
+      break;
+    case 'h':
+      parts.id().number(8);
+      break;
+    case 'L':
+      parts.id().mode().number(8);
+      break;
+    case 'r':
+    case 'w':
+      parts.id().mode();
+      break;
+    case 'e':
+      parts.id().mode().number(8);
+      break;
+    case 'C':
+      parts.byte().id().mode();
+      break;
+    case 'g':
+      parts.byte().id().mode().number(8);
+      break;
+    case 'X':
+      parts.byte().id().mode();
+      break;
+    default:
+      break;
+  }
+  out += '/';
+  out += parts.text();
+  KOBO_ASSERT(out.size() > 1, "a key described as nothing");
   return out;
 }
 

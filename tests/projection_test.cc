@@ -783,10 +783,9 @@ TEST(Bitmap, ChunksRoundTripInTheirSmallestEncodingAndRefuseOtherBytes) {
     EXPECT_EQ(rank, c.count());
   }
   EXPECT_EQ(bitmap::encode(bitmap::Chunk()).size(), 1u) << "an empty chunk is its encoding's byte";
-  for (const std::string& bad :
-       {std::string(), std::string("\x07"), std::string("\x00\x00"), std::string("\x00\x80"),
-        std::string("\x01\x00\xff\xff\x03"), std::string("\x02\x01\x02"),
-        std::string(1, '\x00') + std::string(3, '\xff')})
+  using namespace std::string_literals;
+  for (const std::string& bad : {""s, "\x07"s, "\x00\x00"s, "\x00\x80"s, "\x01\x00\xff\xff\x03"s,
+                                 "\x02\x01\x02"s, "\x00\xff\xff\xff"s, "\x01\x01\x01\x00\x00"s})
     EXPECT_FALSE(bitmap::decode(bad).ok()) << "decoded " << bad.size() << " bytes of garbage";
 }
 
@@ -816,7 +815,9 @@ TEST(Rows, DecodersCheckLengthsRangesAndInvariants) {
       EXPECT_FALSE(decode(std::string_view(bytes).substr(0, n)).ok()) << what << " cut to " << n;
     EXPECT_FALSE(decode(bytes + '\x05').ok()) << what << " with a byte more";
   };
-  refuses_cut_and_padded(rows::encode(t), rows::decode_transaction, "transaction row");
+  // (A transaction row ends in its steps, a list: cut between two steps it is another row.)
+  refuses_cut_and_padded(rows::encode(rows::TransactionRow{scope, rows::RecordAt{12, 1}, {}, 4}),
+                         rows::decode_transaction, "transaction row");
   refuses_cut_and_padded(rows::encode(line), rows::decode_statement, "statement row");
   refuses_cut_and_padded(rows::encode(account), rows::decode_account, "account row");
   refuses_cut_and_padded(rows::encode(position), rows::decode_position, "position row");
@@ -835,10 +836,17 @@ TEST(Rows, DecodersCheckLengthsRangesAndInvariants) {
 
 // A key a person reads (kobo audit's differences) names its view and shows its binary parts.
 TEST(ViewKeys, ADescribedKeyNamesItsViewForEveryTagOfTheLayout) {
-  EXPECT_EQ(describe_view_key(view_keys::position(3)), "positions/\\x00\\x00\\x00\\x03");
-  // Ids are keyed by their UUID's 16 bytes.
-  EXPECT_EQ(describe_view_key(view_keys::wallet("vba-00112233-4455-4677-8899-aabbccddeeff")),
-            "wallets/\\x00\\x11\"3DUFw\\x88\\x99\\xaa\\xbb\\xcc\\xdd\\xee\\xff");
+  EXPECT_EQ(describe_view_key(view_keys::position(3)), "positions/3");
+  // Ids are keyed by their UUID's 16 bytes, and shown as the UUID; binary parts are escaped.
+  const std::string uuid = "00112233-4455-4677-8899-aabbccddeeff";
+  EXPECT_EQ(describe_view_key(view_keys::wallet("vba-" + uuid)), "wallets/" + uuid);
+  EXPECT_EQ(describe_view_key(view_keys::statement_line("vba-" + uuid, 7)),
+            "wallet statements/" + uuid + "/7");
+  EXPECT_EQ(describe_view_key(view_keys::event(view_keys::scope17("biz-" + uuid, true), 12)),
+            "transaction events/" + uuid + "/live/12");
+  EXPECT_EQ(describe_view_key(view_keys::transaction_reference("acc-" + uuid, false, "my-ref")),
+            "transaction references/" + uuid + "/test/\\x00my-ref");
+  EXPECT_EQ(describe_view_key("T\x01\x02"), "transactions/\\x01\\x02") << "a key too short for its id";
   const std::string scope = view_keys::scope17("biz-1", false);
   namespace l = view_keys::list;
   const std::vector<std::string> keys{
