@@ -23,6 +23,7 @@
 #include "common/crypto.h"
 #include "common/file.h"
 #include "common/log.h"
+#include "common/thread.h"
 #include "events/embedded_log.h"
 #include "events/kafka_log.h"
 #include "projection/projector.h"
@@ -43,7 +44,7 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:8080";
   std::string data_dir = "./data";
   std::uint32_t partitions = 6;
-  int http_threads = 2;
+  int http_threads = 0;  // 0: one per core available
   std::string bank_name = "Kobo Sandbox MFB";
   std::string bank_code = "099999";
   std::string nuban_code = "999999";
@@ -54,6 +55,7 @@ struct ServeOptions {
   std::size_t writer_cache_mb = 64;               // the history index's block cache and memtables
   int projector_nice = -10;                       // the projector thread's nice value
   int projector_flush_spacing_us = 3'000;         // ProjectorOptions::flush_spacing
+  std::uint32_t projector_lanes = 0;              // ProjectorOptions::lanes (0: one per core)
   std::int64_t expire_in_min_s = 600;
   std::string fee_tiers = "500000:1075,5000000:2688,max:5375";
   std::string limits_file;  // KYC tier limits (events/limits.h); empty: the CBN's
@@ -273,6 +275,7 @@ Result<std::pair<std::string, std::uint16_t>> parse_listen(const std::string& li
 ProjectorOptions projector_options(const ServeOptions& o) {
   ProjectorOptions po;
   po.flush_spacing = std::chrono::microseconds(o.projector_flush_spacing_us);
+  po.lanes = o.projector_lanes;
   if (o.projector_nice != 0) po.nice = o.projector_nice;
   return po;
 }
@@ -404,7 +407,7 @@ int serve(const ServeOptions& o) {
   http::ServerOptions so;
   so.address = listen->first;
   so.port = listen->second;
-  so.threads = o.http_threads;
+  so.threads = o.http_threads > 0 ? o.http_threads : static_cast<int>(cores_available());
   so.path_body_limits = router.body_limits();
   http::Server server(so, router.handler());
   if (auto s = server.start(); !s) return fail("listen " + o.listen + ": " + s.message());
@@ -467,9 +470,9 @@ int main(int argc, char** argv) {
       ->envname("KOBO_PARTITIONS")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  s->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
+  s->add_option("--http-threads", serve.http_threads, "HTTP I/O threads; 0: one per core available")
       ->envname("KOBO_HTTP_THREADS")
-      ->check(CLI::Range(1, 64))
+      ->check(CLI::Range(0, 256))
       ->capture_default_str();
   s->add_option("--bank-name", serve.bank_name, "Name of the service's own bank, shown on wallets")
       ->envname("KOBO_BANK_NAME")
@@ -514,6 +517,12 @@ int main(int argc, char** argv) {
                 "that each covers many commands; 0: write as soon as the log has more")
       ->envname("KOBO_PROJECTOR_FLUSH_SPACING_US")
       ->check(CLI::Range(0, 100'000))
+      ->capture_default_str();
+  s->add_option("--projector-lanes", serve.projector_lanes,
+                "Threads that apply the log's partitions to the views in parallel (a partition's events "
+                "in one of them); 0: one per core available, at most one per partition")
+      ->envname("KOBO_PROJECTOR_LANES")
+      ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   s->add_option("--rail-delay-ms", serve.rail_delay_ms, "Sandbox payout rail: processing to final, in ms")
       ->envname("KOBO_RAIL_DELAY_MS")

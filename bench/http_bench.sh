@@ -8,7 +8,9 @@
 #              in the views, kobo_projection_lag_seconds on /metrics) over that run
 #   memory     transfers at full speed for MEMORY_SECONDS (default 60), then kill -9 and a restart
 #              on the same data dir: the server's resident memory after it (and before the kill),
-#              and how long it took to be ready
+#              how long it took to be ready, and the views' keys and bytes per transfer then
+# The transfers phase also prints the server's CPU per transfer by thread (bench/thread_cpu.py):
+# the projector's, the writer's, the HTTP threads'.
 # Each phase prints a `RESULT key=value ...` line for run.sh. Flags after `--` go to `kobo serve`
 # (another backend, say). BUSINESSES=B (default 1) spreads the 100 wallets over B businesses in B
 # different partitions (of PARTITIONS, default 6; created with the admin API), and each transfer
@@ -62,7 +64,10 @@ scrape() { curl -sf "$url/metrics" >"$1"; }
 peak=0
 if [[ ,$phases, == *,transfers,* || ,$phases, == *,lag,* ]]; then
   scrape "$data/m0"
+  python3 "$here/thread_cpu.py" "$pid" >"$data/cpu0"
   r=$(run_wrk transfer.lua "$seconds")
+  sleep 0.5  # the last acknowledged writes reach the views, whose CPU is counted
+  cpu=$(python3 "$here/thread_cpu.py" "$pid" "$data/cpu0" "$(python3 -c "print(round($(field "$r" rps) * $seconds))")")
   scrape "$data/m1"
   peak=$(field "$r" rps)
   read -r batch_p50 batch_mean _ < <(python3 "$here/metrics_delta.py" "$data/m0" "$data/m1" kobo_writer_batch_commands 0.5)
@@ -72,8 +77,10 @@ if [[ ,$phases, == *,transfers,* || ,$phases, == *,lag,* ]]; then
        "$(printf '%.0f' "$batch_mean") commands per group commit, $(python3 -c "print(f'{$append_mean*1000:.1f}')") ms per synced append;" \
        "$businesses business(es)" >&2
   if [[ ,$phases, == *,transfers,* ]]; then
+    echo "CPU per transfer, by thread (us): $cpu" >&2
     echo "RESULT http_tps=$(printf '%.0f' "$peak") http_p50_ms=$(ms "$(field "$r" p50_us)")" \
-         "http_p99_ms=$(ms "$(field "$r" p99_us)") http_max_ms=$(ms "$(field "$r" max_us)") http_non2xx=$(field "$r" non2xx)"
+         "http_p99_ms=$(ms "$(field "$r" p99_us)") http_max_ms=$(ms "$(field "$r" max_us)") http_non2xx=$(field "$r" non2xx)" \
+         "$cpu"
   fi
 fi
 
@@ -121,6 +128,9 @@ if [[ ,$phases, == *,memory,* ]]; then
   rss_after=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
   echo "memory: $transfers transfers in $mem_seconds s; resident $((rss_before / 1024)) MiB before the kill -9," \
        "$((rss_after / 1024)) MiB after the restart, ready in $ready_s s" >&2
+  # The views at rest after the run: their keys by tag and their bytes on disk (the restart wrote
+  # what the write-ahead log held into files), over the wallet transfers they hold (every phase's).
+  views=$("$build/bench/kobo_restart_bench" keys --data-dir "$data" | tee /dev/fd/2 | grep '^RESULT ')
   echo "RESULT mem_transfers=$transfers mem_rss_before_mib=$((rss_before / 1024)) mem_rss_after_mib=$((rss_after / 1024))" \
-       "mem_ready_s=$ready_s"
+       "mem_ready_s=$ready_s ${views#RESULT }"
 fi

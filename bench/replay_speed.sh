@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Replay speed on a large log: writes EVENTS events (default 1,000,000) through the Ledger into a
 # fresh data dir, then times the writer's start-up replay (its state rebuilt) and `kobo replay`
-# (every view rebuilt), the writer's restart from a snapshot, and deep transaction lists; with
+# (every view rebuilt, as sorted files the views ingest), and the writer's restart from a snapshot; with
 # AUDIT=1 also `kobo audit` (every check, and the views compared with a second rebuild). Prints
-# `RESULT writer_replay_eps=… views_replay_eps=… restart_snapshot_s=… list_page1000_ms=…` for run.sh.
+# `RESULT writer_replay_eps=… views_replay_eps=… restart_snapshot_s=…` for run.sh.
 #
 #   bench/replay_speed.sh [BUILD_DIR] [EVENTS]      e.g. bench/replay_speed.sh build 1000000
 #
@@ -21,11 +21,10 @@ echo "== writing $events events through the Ledger (fsync off)" >&2
 echo "== kobo replay (rebuild every view from the log)" >&2
 "$build/kobo" replay --data-dir "$dir" | tee "$dir/replay.out" >&2
 
-# The writer's restart on this log, from the whole of it and then from a snapshot; and the
-# transaction list of the business with most records, page 1 and page 1,000 (RESULT lines).
-echo "== the writer's restart, and deep transaction lists" >&2
+# The writer's restart on this log, from the whole of it and then from a snapshot (RESULT lines).
+# (Lists have a log of their own, one business's million records: bench/list_bench.sh.)
+echo "== the writer's restart" >&2
 "$build/bench/kobo_restart_bench" restart --data-dir "$dir"
-"$build/bench/kobo_restart_bench" lists --data-dir "$dir"
 
 # What a transfer costs: the bytes of events `kobo events` prints per settled wallet transfer
 # (every event of the log, its few wallet openings included, over the transfers: one

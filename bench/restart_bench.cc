@@ -4,8 +4,10 @@
 //
 //   kobo_restart_bench restart --data-dir D   the writer's start from the whole log (no snapshot
 //                                             yet), then, once a snapshot is written, from it
-//   kobo_restart_bench lists --data-dir D     GET /v1/transactions' read of the views: page 1
-//                                             and page 1,000 of the scope with most records
+//   kobo_restart_bench lists --data-dir D [--deep-page N]
+//                                             GET /v1/transactions' read of the views in the
+//                                             scope with most records: every combination of its
+//                                             filters, page 1 and page N (10,000) of 10
 //   kobo_restart_bench ready --data-dir D [--crash-after N]
 //                                             after `restart` left a snapshot: a writer that
 //                                             decides N more transfers and is killed with
@@ -16,6 +18,9 @@
 //                                             the statement of the wallet with most movements:
 //                                             a page of 100 of a random window, and the balance
 //                                             at a random time (projection/statements.h)
+//   kobo_restart_bench keys --data-dir D [--transfers N]
+//                                             the views' keys by tag and bytes on disk per
+//                                             transfer (read only: beside a running server)
 //   kobo_restart_bench compact --data-dir D   the views' bytes on disk as `kobo replay` left
 //                                             them, and once compacted to rest (every record in
 //                                             the bottommost level, zstd with its dictionary)
@@ -29,14 +34,17 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <thread>
 
 #include "bench/bench_setup.h"
 #include "command/ledger.h"
+#include "common/crypto.h"
 #include "common/log.h"
 #include "events/embedded_log.h"
 #include "events/fact_codec.h"
+#include "projection/rows.h"
 #include "projection/statements.h"
 #include "projection/view_keys.h"
 #include "projection/views.h"
@@ -46,6 +54,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using nlohmann::json;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -166,48 +175,98 @@ int ready(const fs::path& data_dir, std::uint64_t crash_after) {
   return 0;
 }
 
-int lists(const fs::path& data_dir) {
+// The text id of a business or wallet keyed by the 16 bytes of its UUID (view_keys::id16).
+std::string text_id(std::string_view prefix, std::string_view bytes) {
+  UuidBytes b{};
+  KOBO_ASSERT(bytes.size() == b.size(), "an id16 is 16 bytes");
+  std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(b.data()));
+  return std::string(prefix) + format_uuid(b);
+}
+
+// GET /v1/transactions' read of the views (what the route renders into its answer) for every
+// combination of the list's filters, page 1 and a deep page, in the scope with most records: the
+// filters are entry, status, amount (one of the scope's newest records' amount), live and a
+// createdAt range (the middle half of the list's days).
+int lists(const fs::path& data_dir, std::uint64_t deep_page) {
   auto log = open_log(data_dir);
   auto views = Views::open((data_dir / "views").string(), log->partitions());
   KOBO_ASSERT(views.ok(), "open the views");
-  // The scope with most transactions: its counter of all of them is the largest.
   Scope biggest;
-  std::uint64_t most = 0;
+  rows::ListRow most;
   {
+    const std::string prefix = std::string("C") + view_keys::list::kTransactions;
     std::unique_ptr<rocksdb::Iterator> it(views.value()->db().NewIterator(rocksdb::ReadOptions()));
-    for (it->Seek("n"); it->Valid() && it->key().starts_with("n"); it->Next()) {
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      const auto row = rows::decode_list(std::string_view(it->value().data(), it->value().size()));
+      KOBO_ASSERT(row.ok(), "a list row");
+      if (row.value().count <= most.count) continue;
+      most = row.value();
       const std::string key = it->key().ToString();
-      if (!key.ends_with("|*")) continue;
-      const std::uint64_t n = std::stoull(it->value().ToString());
-      if (n <= most) continue;
-      most = n;
-      const std::string scope = key.substr(1, key.size() - 2);  // <business>|<t|l>|
-      biggest = Scope{scope.substr(0, scope.size() - 3), scope.ends_with("|l|")};
+      biggest = Scope{text_id("biz-", std::string_view(key).substr(2, 16)), key[18] == '\1'};
     }
   }
-  KOBO_ASSERT(most > 0, "no transactions in the views");
-  const auto time_page = [&](std::uint64_t page, const TransactionFilter& filter) {
-    std::vector<double> ms;
-    for (int i = 0; i < 21; ++i) {
-      const auto t = Clock::now();
-      const Page p = views.value()->transactions(biggest, filter, PageRequest{page, 10}).value();
-      ms.push_back(seconds_since(t) * 1e3);
-      KOBO_ASSERT(p.total_count > 0, "an empty list");
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+  KOBO_ASSERT(most.count > 0, "no transactions in the views");
+  // The newest record's amount and time, and the list's oldest time: the filters' values.
+  const json newest =
+      json::parse(views.value()->transactions(biggest, {}, PageRequest{1, 1}).value().items.at(0));
+  const std::uint64_t records = most.count;
+  const json oldest =
+      json::parse(views.value()->transactions(biggest, {}, PageRequest{records, 1}).value().items.at(0));
+  const UnixMs first_day = *parse_iso8601(oldest.at("createdAt").get<std::string>()) / kMsPerDay * kMsPerDay;
+  const UnixMs last_day = *parse_iso8601(newest.at("createdAt").get<std::string>()) / kMsPerDay * kMsPerDay;
+  const UnixMs span = last_day - first_day + kMsPerDay;
+  struct Combination {
+    std::string name;
+    TransactionFilter filter;
   };
-  TransactionFilter debits;
-  debits.entry = "debit";
-  const double first = time_page(1, {}), deep = time_page(1'000, {}),
-               deep_filtered = time_page(1'000, debits);
+  std::vector<Combination> combinations;
+  for (const char* entry : {"", "debit", "credit"})
+    for (const char* status : {"", "success", "pending"})
+      for (const bool amount : {false, true})
+        for (const bool live : {false, true})
+          for (const bool dated : {false, true}) {
+            Combination c;
+            if (*entry != 0) c.filter.entry = entry, c.name += std::string(" entry=") + entry;
+            if (*status != 0) c.filter.status = status, c.name += std::string(" status=") + status;
+            if (amount) c.filter.amount = newest.at("amount").get<std::int64_t>(), c.name += " amount";
+            if (live) c.filter.live = biggest.live, c.name += " live";
+            if (dated) {
+              // Whole days, as the route gives them: the middle half of the list's days (a day at least).
+              c.filter.created_from = first_day + span / 4 / kMsPerDay * kMsPerDay;
+              c.filter.created_until = std::max(*c.filter.created_from + kMsPerDay,
+                                                first_day + 3 * span / 4 / kMsPerDay * kMsPerDay);
+              c.name += " createdAt";
+            }
+            if (c.name.empty()) c.name = " (none)";
+            combinations.push_back(std::move(c));
+          }
+  std::vector<double> all;
+  double worst = 0;
+  std::string worst_name;
+  for (const Combination& c : combinations)
+    for (const std::uint64_t page : {std::uint64_t{1}, deep_page}) {
+      for (int run = 0; run < 3; ++run) {
+        const auto t = Clock::now();
+        const Page p = views.value()->transactions(biggest, c.filter, PageRequest{page, 10}).value();
+        const double ms = seconds_since(t) * 1e3;
+        all.push_back(ms);
+        if (ms > worst) {
+          worst = ms;
+          worst_name =
+              c.name + " page " + std::to_string(page) + " (" + std::to_string(p.total_count) + " match)";
+        }
+      }
+    }
+  std::sort(all.begin(), all.end());
+  const double p50 = all[all.size() / 2], p99 = all[all.size() * 99 / 100];
   std::printf(
-      "GET /v1/transactions of %s (%lu records), median of 21: page 1 %.2f ms, page 1,000 %.2f ms, "
-      "page 1,000 of entry=debit %.2f ms\n",
-      biggest.business.c_str(), static_cast<unsigned long>(most), first, deep, deep_filtered);
+      "GET /v1/transactions of %s (%lu records): %zu combinations of the filters, page 1 and page %lu, "
+      "3 runs each: p50 %.2f ms, p99 %.2f ms, worst %.2f ms (%s)\n",
+      biggest.business.c_str(), static_cast<unsigned long>(records), combinations.size(),
+      static_cast<unsigned long>(deep_page), p50, p99, worst, worst_name.c_str());
   std::printf(
-      "RESULT list_records=%lu list_page1_ms=%.2f list_page1000_ms=%.2f list_page1000_debit_ms=%.2f\n",
-      static_cast<unsigned long>(most), first, deep, deep_filtered);
+      "RESULT list_records=%lu list_combinations=%zu list_p50_ms=%.2f list_p99_ms=%.2f list_worst_ms=%.2f\n",
+      static_cast<unsigned long>(records), combinations.size(), p50, p99, worst);
   return 0;
 }
 
@@ -225,7 +284,7 @@ int statements(const fs::path& data_dir) {
       KOBO_ASSERT(row.ok(), "a wallet row");
       if (row.value().movements <= most.movements) continue;
       most = row.value();
-      wallet = it->key().ToString().substr(1);
+      wallet = text_id("vba-", it->key().ToStringView().substr(1));
     }
   }
   KOBO_ASSERT(most.movements > 0, "no wallet has moved money");
@@ -293,6 +352,50 @@ std::uint64_t bytes_under(const fs::path& dir) {
   return n;
 }
 
+// The keys of the views by tag (view_keys.h), and their bytes on disk, per wallet transfer they
+// hold (`transfers`, or every WalletTransferSettled of their transaction lists when 0): read
+// only, so it may run beside the server that has them open.
+int keys(const fs::path& data_dir, std::uint64_t transfers) {
+  const fs::path dir = data_dir / "views";
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Options options;
+  KOBO_ASSERT(rocksdb::DB::OpenForReadOnly(options, dir.string(), &raw).ok(), "open the views to read");
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::map<char, std::uint64_t> by_tag;
+  std::uint64_t all = 0;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  std::uint64_t settled = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++all) {
+    ++by_tag[it->key()[0]];
+    if (transfers > 0 || it->key()[0] != 'L') continue;
+    const auto row = rows::decode_event_row(it->value().ToStringView());
+    KOBO_ASSERT(row.ok(), "an event row");
+    const auto e = decode_fact(row.value().fact);
+    KOBO_ASSERT(e.ok(), "an event's fact");
+    if (std::holds_alternative<WalletTransferSettled>(e.value().data)) ++settled;
+  }
+  KOBO_ASSERT(it->status().ok(), "read the views");
+  if (transfers == 0) transfers = settled;
+  const double per = static_cast<double>(std::max<std::uint64_t>(transfers, 1));
+  std::string tags;
+  for (const auto& [tag, n] : by_tag) {
+    std::string name = std::string(1, tag);
+    for (const view_keys::TagName& t : view_keys::kTagNames)
+      if (t.tag == tag) name = t.name;
+    std::printf("  %c %-28s %10lu keys, %.2f per transfer\n", tag, name.c_str(),
+                static_cast<unsigned long>(n), static_cast<double>(n) / per);
+    tags += " keys_" + std::string(1, tag) + "=" + std::to_string(static_cast<double>(n) / per);
+  }
+  const std::uint64_t bytes = bytes_under(dir);
+  std::printf(
+      "views: %lu keys (%.2f per transfer), %lu bytes on disk (%.0f per transfer) over %lu transfers\n",
+      static_cast<unsigned long>(all), static_cast<double>(all) / per, static_cast<unsigned long>(bytes),
+      static_cast<double>(bytes) / per, static_cast<unsigned long>(transfers));
+  std::printf("RESULT views_keys_per_transfer=%.2f views_bytes_per_transfer=%.0f%s\n",
+              static_cast<double>(all) / per, static_cast<double>(bytes) / per, tags.c_str());
+  return 0;
+}
+
 int compact(const fs::path& data_dir) {
   const fs::path dir = data_dir / "views";
   const std::uint64_t before = bytes_under(dir);
@@ -329,6 +432,9 @@ int main(int argc, char** argv) {
   auto* l = app.add_subcommand("lists", "Transaction list pages of the biggest business, from the views");
   l->add_option("--data-dir", data_dir, "A data dir kobo_make_log wrote and kobo replay gave views")
       ->required();
+  std::uint64_t deep_page = 10'000;
+  l->add_option("--deep-page", deep_page, "The deep page (of 10) timed besides page 1")
+      ->capture_default_str();
   std::uint64_t crash_after = 20'000;
   auto* y = app.add_subcommand("ready", "A kill -9 of a writer past the snapshot, then its start and memory");
   y->add_option("--data-dir", data_dir, "A data dir `restart` left a snapshot in")->required();
@@ -337,6 +443,12 @@ int main(int argc, char** argv) {
   auto* c = app.add_subcommand("compact", "The views' bytes on disk as replayed, and compacted to rest");
   c->add_option("--data-dir", data_dir, "A data dir kobo_make_log wrote and kobo replay gave views")
       ->required();
+  std::uint64_t transfers = 0;
+  auto* k = app.add_subcommand("keys", "The views' keys by tag and bytes on disk, per transfer (read only)");
+  k->add_option("--data-dir", data_dir, "A data dir")->required();
+  k->add_option("--transfers", transfers,
+                "The transfers the keys and bytes are divided by; 0: the wallet transfers they hold")
+      ->capture_default_str();
   auto* st = app.add_subcommand("statements", "Statement pages and balances at a time of the busiest wallet");
   st->add_option("--data-dir", data_dir, "A data dir kobo_make_log wrote and kobo replay gave views")
       ->required();
@@ -346,5 +458,6 @@ int main(int argc, char** argv) {
   if (y->parsed()) return kobo::bench::ready(data_dir, crash_after);
   if (c->parsed()) return kobo::bench::compact(data_dir);
   if (st->parsed()) return kobo::bench::statements(data_dir);
-  return kobo::bench::lists(data_dir);
+  if (k->parsed()) return kobo::bench::keys(data_dir, transfers);
+  return kobo::bench::lists(data_dir, deep_page);
 }

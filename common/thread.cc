@@ -1,6 +1,7 @@
 #include "common/thread.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -24,6 +25,14 @@ Status set_this_thread_nice(int nice) {
       "cannot set the thread's nice value to " + std::to_string(nice) + ": " + error_text(error);
   if (error == EACCES || error == EPERM) message += " (raising a priority needs CAP_SYS_NICE or RLIMIT_NICE)";
   return Status::error(std::move(message));
+}
+
+unsigned cores_available() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  const int n = CPU_COUNT(&set);
+  return n > 0 ? static_cast<unsigned>(n) : 1;
 }
 
 }  // namespace kobo

@@ -160,4 +160,14 @@ Result<Event> decode_fact(std::string_view bytes) {
   return e;
 }
 
+Result<UnixMs> fact_time(std::string_view bytes) {
+  Reader r(bytes);
+  if (r.byte() != kFormat) return Status::error("a views row is not a fact of this kobo's form");
+  r.byte();  // the type
+  r.flag();  // live
+  const UnixMs time = r.signed_varint();
+  if (!r.ok()) return Status::error("a views row holds a malformed fact");
+  return time;
+}
+
 }  // namespace kobo

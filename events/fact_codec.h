@@ -24,5 +24,7 @@ void append_fact(std::string& out, const Event& e);
 // An Event with business, live, time and data from `bytes`; an error when they are not a fact of
 // this form (never a crash: the views are read as they are on disk).
 [[nodiscard]] Result<Event> decode_fact(std::string_view bytes);
+// The time of the fact in `bytes`, read from its head alone (a list's binary search by time).
+[[nodiscard]] Result<UnixMs> fact_time(std::string_view bytes);
 
 }  // namespace kobo

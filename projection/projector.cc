@@ -1,29 +1,16 @@
 #include "projection/projector.h"
 
-#include <rocksdb/db.h>
-#include <rocksdb/write_batch.h>
-
 #include <algorithm>
-#include <array>
-#include <charconv>
-#include <functional>
+#include <deque>
 #include <stdexcept>
-#include <unordered_map>
 
-#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/thread.h"
 #include "events/chain.h"
-#include "events/fact_codec.h"
-#include "events/ledger.h"
-#include "projection/render.h"
-#include "projection/rows.h"
-#include "projection/view_keys.h"
+#include "projection/apply.h"
 
 namespace kobo {
-
-using nlohmann::json;
 
 namespace {
 
@@ -42,616 +29,291 @@ ProjectorMetrics& projector_metrics() {
   return m;
 }
 
-// A read of the views that failed while an event was being applied. Thrown inside the batch,
-// where rendering (render.h's RecordSource) has no error path, and turned back into a Status by
-// the Applier, the batch's one caller: it never leaves this file.
-class ViewsReadFailed : public std::runtime_error {
- public:
-  explicit ViewsReadFailed(Status status)
-      : std::runtime_error(status.message()), status_(std::move(status)) {}
-  const Status& status() const { return status_; }
-
- private:
-  Status status_;
+// What a lane is handed after each read of the log: the events of its partitions, in order, and
+// where its partitions stand after them.
+struct Handed {
+  std::vector<Event> events;
+  std::vector<std::pair<std::uint32_t, ViewPosition>> positions;
+  bool whole = true;  // no partition of the lane stops in the middle of a command
+  bool sync = false;  // write everything now and say so (sync_lanes)
 };
+
+// A lane holds back at most this many events handed to it: the reader waits beyond (a lane that
+// cannot write its views must not make the projector hold the log in memory).
+constexpr std::size_t kLaneEventsMax = 1 << 16;
 
 }  // namespace
 
-// The view changes not yet written. Rows that a later event of the batch may read back (view
-// tags in kReadBack: balances, transaction rows, facts, accounts, positions) are kept in an overlay
-// by key, as the bytes they are stored as (rows.h), and changed by decoding, changing and encoding
-// them. Everything else is written once and never read back (listings, indexes, counters' keys):
-// it is appended, key and value, to one buffer, with no allocation per key, and a later change
-// of the same key wins at the flush. Counters are changed without reading them, their changes
-// summed until the flush and merged into them there. At the flush the writes go into the
-// WriteBatch in key order, each key once, which makes RocksDB's memtable inserts much cheaper
-// than in the order the events made them.
-class Projector::Batch {
+// A thread that applies some partitions' events to the views: one batch, flushed with those
+// partitions' positions when it holds whole commands and its queue ran dry (or, in a rebuild,
+// when it is large).
+class Projector::Lane {
  public:
-  explicit Batch(Views& views) : views_(views) {}
+  Lane(Projector& owner, std::uint32_t index) : owner_(owner), index_(index), batch_(owner.views_) {}
 
-  void put(const std::string& key, std::string value) {
-    if (read_back(key))
-      writes_.insert_or_assign(key, std::move(value));
-    else
-      append(key, value, /*erased=*/false);
+  void start() {
+    thread_ = std::thread([this] { run(); });
   }
-  // Only keys never read back are erased (a listing a transaction leaves).
-  void erase(const std::string& key) {
-    KOBO_ASSERT(!read_back(key), "an erased view key is one the batch reads back");
-    append(key, {}, /*erased=*/true);
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
   }
-  // Adds `delta` to the counter at `key` (view_keys.h: decimal text; absent is 0), unread: the
-  // batch's deltas are written as merge operands (view_counter_merge in views.h). A counter the
-  // batch touched is written even when its deltas cancel, so that it exists whatever the batches.
-  void count(const std::string& key, std::int64_t delta) { counts_[key] += delta; }
-  void put(const std::string& key, const json& record) { put(key, json_text(record)); }
 
-  void apply(const Event& e);
+  // Wakes whoever waits on the lane, to see that the projector stops.
+  void wake() {
+    std::lock_guard lock(mu_);
+    space_.notify_all();
+    cv_.notify_all();
+    done_.notify_all();
+  }
+  // The reader's side: hands `h` over, waiting while the lane holds too much.
+  void hand(Handed h) {
+    for (const Event& e : h.events)
+      KOBO_ASSERT(e.partition.value % owner_.lanes_.size() == index_,
+                  "an event handed to a lane not its partition's");
+    std::unique_lock lock(mu_);
+    space_.wait(lock,
+                [&] { return held_ < kLaneEventsMax || stopping_ || exited_ || owner_.stopping_.load(); });
+    held_ += h.events.size();
+    queue_.push_back(std::move(h));
+    cv_.notify_all();
+  }
+  // Drops what the lane was handed and its batch, and waits until it did.
+  void drop() {
+    std::unique_lock lock(mu_);
+    queue_.clear();
+    held_ = 0;
+    drop_ = true;
+    cv_.notify_all();
+    space_.notify_all();
+    done_.wait(lock, [&] { return !drop_ || stopping_ || exited_; });
+  }
+  // Waits until everything handed so far is applied and written; the lane's error, if any.
+  Status sync() {
+    std::unique_lock lock(mu_);
+    const std::uint64_t ticket = ++sync_asked_;
+    Handed h;
+    h.sync = true;
+    queue_.push_back(std::move(h));
+    cv_.notify_all();
+    done_.wait(lock, [&] { return sync_done_ >= ticket || !failed_.ok() || stopping_ || exited_; });
+    if (exited_ && failed_.ok() && sync_done_ < ticket) return Status::error("the projector stopped");
+    return failed_;
+  }
+  // The error the lane met applying events, if any; it applies nothing more until drop().
+  Status failure() {
+    std::lock_guard lock(mu_);
+    return failed_;
+  }
+  bool failed() {
+    std::lock_guard lock(mu_);
+    return !failed_.ok();
+  }
 
-  bool empty() const { return appended_at_.empty(); }
-  std::size_t events() const { return appended_at_.size(); }
-  void count_event(const Event& e) { appended_at_.push_back(e.time); }
+ private:
+  void run() {
+    name_this_thread("kobo-project-" + std::to_string(index_));
+    if (owner_.options_.nice) permit_unchecked(set_this_thread_nice(*owner_.options_.nice));
+    try {
+      loop();
+    } catch (const std::exception& e) {
+      owner_.stopped("projection stopped: an exception reached a projector lane", e.what());
+    } catch (...) {
+      owner_.stopped("projection stopped: an exception reached a projector lane", "not a std::exception");
+    }
+    std::lock_guard lock(mu_);
+    exited_ = true;  // whoever waits for the lane waits no more
+    done_.notify_all();
+    space_.notify_all();
+  }
 
-  // Writes the batch; its events are visible from here on, which is when their lag ends.
-  // `again`: the batch failed to write before and the views were reopened since. A write can
-  // fail after reaching the views' write-ahead log (an acknowledgement lost), and the reopen then
-  // recovers it; the batch is not written twice, as its counter changes would count twice.
-  [[nodiscard]] Status flush(bool again = false) {
-    for (const auto& [key, row] : webhooks_) writes_.insert_or_assign(key, rows::encode(row));
-    webhooks_.clear();
-    if ((!writes_.empty() || !appended_.empty() || !counts_.empty()) && !(again && landed())) {
-      rocksdb::WriteBatch wb = write_batch();
-      if (auto s = views_.write(wb); !s) return s;  // the batch stays, to be written again
+  void loop() {
+    std::deque<Handed> work;
+    bool sync_pending = false;
+    for (;;) {
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || drop_ || !queue_.empty(); });
+        if (stopping_) return;
+        if (drop_) {
+          batch_.clear();
+          pending_.clear();
+          whole_ = true;
+          sync_pending = false;
+          drop_ = false;
+          failed_ = Status();
+          done_.notify_all();
+          continue;
+        }
+        work.swap(queue_);
+        held_ = 0;
+        space_.notify_all();
+        if (!failed_.ok()) {  // a batch half applied waits to be dropped
+          work.clear();
+          continue;
+        }
+      }
+      for (Handed& h : work) {
+        for (const Event& e : h.events) {
+          if (Status s = batch_.apply(e); !s) {
+            fail(s);
+            break;
+          }
+        }
+        if (failed()) break;
+        for (auto& [p, position] : h.positions) pending_[p] = std::move(position);
+        whole_ = h.whole;
+        sync_pending = sync_pending || h.sync;
+      }
+      work.clear();
+      if (failed()) continue;  // the reader starts again (drop())
+      if (!whole_) continue;   // the rest of a command comes in a later hand-over
+      if (!sync_pending) {
+        if (owner_.options_.ingest_bytes > 0) {
+          if (batch_.bytes() < owner_.options_.ingest_bytes / owner_.lanes_.size()) continue;
+        } else if (!space_flush()) {
+          continue;  // more came meanwhile: it joins this flush
+        }
+      }
+      if (!flush()) return;  // stopping while the views cannot be written
+      if (sync_pending) {
+        sync_pending = false;
+        std::lock_guard lock(mu_);
+        sync_done_ = sync_asked_;
+        done_.notify_all();
+      }
+    }
+  }
+
+  void fail(const Status& s) {
+    std::lock_guard lock(mu_);
+    if (failed_.ok()) failed_ = s;
+    done_.notify_all();
+  }
+
+  // Holds a flush back until flush_spacing after the last one, unless someone waits; false when
+  // more was handed meanwhile (the loop takes it first, and comes back).
+  bool space_flush() {
+    const auto spacing = owner_.options_.flush_spacing;
+    if (spacing.count() == 0) {
+      std::lock_guard lock(mu_);
+      return queue_.empty();
+    }
+    constexpr auto kCheck = std::chrono::microseconds(250);  // how soon a new waiter is seen
+    const auto due = last_flush_ + spacing;
+    for (auto now = std::chrono::steady_clock::now(); now < due && owner_.waiting_.load() == 0;
+         now = std::chrono::steady_clock::now()) {
+      std::unique_lock lock(mu_);
+      if (stopping_ || drop_) return false;
+      cv_.wait_for(lock, std::min<std::chrono::steady_clock::duration>(kCheck, due - now),
+                   [&] { return stopping_ || drop_; });
+    }
+    std::lock_guard lock(mu_);
+    // What came meanwhile joins this flush when it is whole commands: the loop applies it first.
+    return queue_.empty() || owner_.waiting_.load() > 0 || drop_ || stopping_;
+  }
+
+  // Writes the batch with its partitions' positions; retries every second while the views cannot
+  // be written. False when the lane stops meanwhile.
+  bool flush() {
+    std::vector<std::pair<std::uint32_t, Seq>> moved;
+    for (const auto& [p, position] : pending_) {
+      if (written_.contains(p) && written_.at(p) == position) continue;
+      batch_.put_position(p, position);
+      moved.emplace_back(p, position.last_seq);
+    }
+    if (batch_.empty()) return true;
+    const std::size_t events = batch_.events();
+    Status s = write();
+    if (!s) {
+      owner_.unwritten_.fetch_add(1);
+      log::warn("the views cannot be written; retrying", {{"error", s.message()}});
+      for (;;) {
+        // A write can fail after reaching the views' write-ahead log (an acknowledgement lost),
+        // and the reopen then recovers it: the batch is not written twice, as a list's numbers
+        // would be counted twice.
+        owner_.set_fault(std::string(s.kind() == ErrorKind::no_space ? "the views' disk is full: "
+                                                                     : "the views cannot be written: ") +
+                         s.message());
+        owner_.sleep_answering_waiters(std::chrono::seconds(1));
+        {
+          std::lock_guard lock(mu_);
+          if (stopping_ || owner_.stopping_.load()) {
+            owner_.unwritten_.fetch_sub(1);
+            return false;
+          }
+        }
+        s = owner_.views_.reopen();
+        if (s && !landed()) s = write();
+        if (s) break;
+      }
+      owner_.unwritten_.fetch_sub(1);
+      owner_.set_fault({});
+      log::info("the views are written again");
     }
     const UnixMs now = now_ms();
-    for (const UnixMs t : appended_at_)
+    for (const UnixMs t : batch_.times())
       projector_metrics().lag_seconds.observe(static_cast<double>(now - t) / 1000.0);
-    if (!appended_at_.empty())
-      projector_metrics().last_lag.set(static_cast<double>(now - appended_at_.back()) / 1000.0);
-    writes_.clear();
-    appended_.clear();
-    bytes_.clear();
-    counts_.clear();
-    appended_at_.clear();
-    return {};
+    if (!batch_.times().empty())
+      projector_metrics().last_lag.set(static_cast<double>(now - batch_.times().back()) / 1000.0);
+    projector_metrics().batch_events.observe(static_cast<double>(events));
+    batch_.clear();
+    for (const auto& [p, position] : pending_) written_[p] = position;
+    last_flush_ = std::chrono::steady_clock::now();
+    for (const auto& [p, seq] : moved) owner_.publish(p, seq);
+    return true;
   }
 
- private:
-  // Every change of the batch, in key order.
-  rocksdb::WriteBatch write_batch() const {
-    enum class Kind { put, erase, merge };  // merge: a counter's change
-    struct Change {
-      std::string_view key;
-      std::string_view value;
-      Kind kind;
-    };
-    std::vector<Change> changes;
-    changes.reserve(writes_.size() + appended_.size() + counts_.size());
-    std::vector<std::string> deltas;  // reserved first: the changes point into it
-    deltas.reserve(counts_.size());
-    for (const auto& [key, value] : writes_) changes.push_back({key, value, Kind::put});
-    for (const Appended& a : appended_)
-      changes.push_back({std::string_view(bytes_).substr(a.at, a.key_size),
-                         std::string_view(bytes_).substr(a.at + a.key_size, a.value_size),
-                         a.erased ? Kind::erase : Kind::put});
-    for (const auto& [key, n] : counts_)
-      changes.push_back({key, deltas.emplace_back(std::to_string(n)), Kind::merge});
-    // Stable: of the changes of one key (only appended keys repeat), the last is written.
-    std::stable_sort(changes.begin(), changes.end(),
-                     [](const Change& a, const Change& b) { return a.key < b.key; });
-    rocksdb::WriteBatch wb;
-    for (std::size_t i = 0; i < changes.size(); ++i) {
-      const Change& c = changes[i];
-      if (i + 1 < changes.size() && changes[i + 1].key == c.key) continue;
-      const rocksdb::Slice key(c.key.data(), c.key.size());
-      const rocksdb::Slice value(c.value.data(), c.value.size());
-      const auto s = c.kind == Kind::merge ? wb.Merge(key, value)
-                     : c.kind == Kind::put ? wb.Put(key, value)
-                                           : wb.Delete(key);
-      KOBO_ASSERT(s.ok(), "WriteBatch change");
-    }
-    return wb;
+  Status write() {
+    const auto changes = batch_.changes();
+    return owner_.options_.ingest_bytes > 0 ? owner_.views_.ingest(changes) : owner_.views_.write(changes);
   }
 
-  // Whether the views hold this batch already: the log positions it moves, written with it in
-  // one WriteBatch, are what they hold. Every batch of events moves one.
+  // Whether the views hold this batch already: the positions it moves, written with it at once,
+  // are what they hold.
   bool landed() const {
-    bool moved = false;
-    for (const auto& [key, value] : writes_) {
-      if (!view_keys::is_position(key)) continue;
-      const auto stored = views_.read(key);
-      if (!stored.ok() || stored.value() != value) return false;
-      moved = true;
+    for (const auto& [p, position] : pending_) {
+      if (written_.contains(p) && written_.at(p) == position) continue;
+      const auto stored = owner_.views_.positions();
+      return stored.ok() && p < stored.value().size() && stored.value()[p] == position;
     }
-    return moved;
+    return false;
   }
 
-  // The record at `key` as this batch sees it, to change in place (it is written at the flush).
-  std::string& edit(const std::string& key, const char* missing) {
-    auto it = writes_.find(key);
-    if (it == writes_.end()) {
-      auto value = views_.read(key);
-      if (!value) throw ViewsReadFailed(value.status());
-      KOBO_ASSERT(value.value().has_value(), missing);
-      it = writes_.emplace(key, std::move(*value.value())).first;
-    }
-    return it->second;
-  }
-  // Changes a record that needs more than top-level members replaced: decoded, changed, dumped.
-  template <typename Fn>
-  void edit_decoded(const std::string& key, const char* missing, Fn&& change) {
-    std::string& bytes = edit(key, missing);
-    json record = json::parse(bytes);
-    change(record);
-    bytes = json_text(record);
-  }
-  struct TransactionIndex;
-  class Records;
-  void apply_postings(const Event& e, const std::vector<Posting>& postings);
-  void change_wallet(const WalletId& id, const std::function<void(rows::WalletRow&)>& change);
-  void put_transactions(const Event& e, const Records& records);
-  void advance_transaction(const Event& e, const StatusChange& change, const Records& records);
-  void open_wallet(const Event& e, const WalletId& id, const std::string& account_number);
-  void list_record(char kind, const Event& e, std::uint64_t id, std::string_view public_id,
-                   std::initializer_list<std::string> filters);
-  void close_collection(const WalletId& id, CollectionStatus status, UnixMs time);
-  void place_hold(const Event& e, const HoldPlaced& x);
-  void change_hold(const Event& e, const HoldId& id, std::optional<HoldStatus> ended,
-                   const HoldCaptured* capture);
-  void list_hold(const Event& placed, Seq seq, const HoldPlaced& x, HoldStatus status, std::int64_t delta);
-  void add_held(const std::string& wallet, Kobo delta, UnixMs time);
-  rows::WebhookRow& webhook_row(const std::string& account, bool live);
-  void number_webhook_events(const Event& e, const Records& records);
-  void rotate_webhook_secret(const Event& e, const WebhookSecretRotated& x);
-  void index_transaction(const TransactionIndex& t);
-  void count_transaction(const TransactionIndex& t, std::int64_t delta);
-  void reindex_transaction(const TransactionIndex& before, const TransactionIndex& after);
+  Projector& owner_;
+  const std::uint32_t index_;
+  ViewBatch batch_;                                // the lane's thread only
+  std::map<std::uint32_t, ViewPosition> pending_;  // where the batch brings its partitions
+  std::map<std::uint32_t, ViewPosition> written_;  // what the views hold of them
+  bool whole_ = true;
+  std::chrono::steady_clock::time_point last_flush_{};
+  std::thread thread_;
 
-  Views& views_;
-  // The view tags (view_keys.h) of rows a later event of a batch may read back (`w`: an
-  // account's webhook row, which numbers its events).
-  static bool read_back(std::string_view key) {
-    return !key.empty() && std::string_view("bTEAWPOUw").find(key.front()) != std::string_view::npos;
-  }
-  void append(std::string_view key, std::string_view value, bool erased) {
-    appended_.push_back(Appended{bytes_.size(), static_cast<std::uint32_t>(key.size()),
-                                 static_cast<std::uint32_t>(value.size()), erased});
-    bytes_.append(key);
-    bytes_.append(value);
-  }
-  struct Appended {
-    std::size_t at;  // in bytes_: the key, then the value
-    std::uint32_t key_size, value_size;
-    bool erased;
-  };
-
-  std::unordered_map<std::string, std::string> writes_;  // rows read back: key -> value
-  // Webhook rows changed by the batch, decoded; encoded into writes_ at the flush.
-  std::unordered_map<std::string, rows::WebhookRow> webhooks_;
-  std::vector<Appended> appended_;                        // everything else, in the order changed
-  std::string bytes_;                                     // appended_'s keys and values
-  std::unordered_map<std::string, std::int64_t> counts_;  // counter key -> its change
-  std::vector<UnixMs> appended_at_;  // Event::time of each event applied since the last flush
+  std::mutex mu_;
+  std::condition_variable cv_;     // the lane waits for work
+  std::condition_variable space_;  // the reader waits for room
+  std::condition_variable done_;   // drop() and sync() wait for the lane
+  std::deque<Handed> queue_;       // guarded by mu_
+  std::size_t held_ = 0;           // events in queue_
+  bool stopping_ = false;
+  bool exited_ = false;  // the lane's thread ended (stopped, or an exception)
+  bool drop_ = false;
+  std::uint64_t sync_asked_ = 0, sync_done_ = 0;
+  Status failed_;
 };
 
-// What the indexes of a transaction need: its listed members (render::Listed) as it is now.
-struct Projector::Batch::TransactionIndex {
-  render::Listed t;
-  std::string business;
-  bool live = false;
-
-  // The list's single-value filters it is listed under (an `f` listing each), and all those it
-  // is counted under (view_keys.h).
-  std::array<std::string, 3> listed_filters() const {
-    return {view_keys::transaction_filter::entry(to_string(t.entry)),
-            view_keys::transaction_filter::status(to_string(t.status)),
-            view_keys::transaction_filter::amount(t.amount)};
-  }
-  std::array<std::string, 5> counted_filters() const {
-    auto listed = listed_filters();
-    return {view_keys::transaction_filter::all(), view_keys::transaction_filter::day(t.created / kMsPerDay),
-            std::move(listed[0]), std::move(listed[1]), std::move(listed[2])};
-  }
-  std::uint64_t created() const { return static_cast<std::uint64_t>(t.created); }
-};
-
-void Projector::Batch::index_transaction(const TransactionIndex& x) {
-  const render::Listed& t = x.t;
-  put(view_keys::transaction_id(x.business, x.live, t.number), t.id.value);
-  put(view_keys::transaction_reference(t.account.value, x.live, t.reference), t.id.value);
-  put(view_keys::transaction_list(x.business, x.live, x.created(), t.number),
-      rows::encode(rows::ListedRow{t.entry, t.status, t.amount, t.id.value}));
-  for (const std::string& filter : x.listed_filters())
-    put(view_keys::transaction_filtered(x.business, x.live, filter, x.created(), t.number), t.id.value);
-}
-
-void Projector::Batch::count_transaction(const TransactionIndex& x, std::int64_t delta) {
-  for (const std::string& filter : x.counted_filters())
-    count(view_keys::transaction_count(x.business, x.live, filter), delta);
-}
-
-// A transaction whose status (or any listed member) changed: out of the listings and counts of
-// what it was, into those of what it is.
-void Projector::Batch::reindex_transaction(const TransactionIndex& before, const TransactionIndex& after) {
-  const auto was = before.listed_filters();
-  const auto is = after.listed_filters();
-  for (std::size_t i = 0; i < was.size(); ++i) {
-    if (was[i] == is[i]) continue;
-    erase(view_keys::transaction_filtered(before.business, before.live, was[i], before.created(),
-                                          before.t.number));
-    count(view_keys::transaction_count(before.business, before.live, was[i]), -1);
-    count(view_keys::transaction_count(after.business, after.live, is[i]), +1);
-  }
-  index_transaction(after);
-}
-
-namespace {
-
-template <typename T>
-T decoded(Result<T> r) {
-  if (!r) throw ViewsReadFailed(r.status());
-  return std::move(r).value();
-}
-
-}  // namespace
-
-// The facts this batch sees, for what applying an event reads: what the batch wrote, else what
-// the views hold.
-class Projector::Batch::Records final : public render::RecordSource {
+// Hands each event the follower accepts to its partition's lane.
+class Projector::Dispatcher final : public LogVisitor {
  public:
-  explicit Records(Batch& batch) : batch_(batch) {}
-  std::optional<WalletFacts> wallet(std::string_view id) const override {
-    const auto fact = find(view_keys::wallet(id));
-    if (!fact) return std::nullopt;
-    return render::wallet_facts(decoded(decode_fact(*fact)));
-  }
-  std::optional<Event> payout(std::string_view id) const override {
-    const auto row = find(view_keys::transaction(id));
-    if (!row) return std::nullopt;
-    const auto t = decoded(rows::decode_transaction(*row));
-    const auto fact = find(view_keys::event_fact(t.partition.value, t.seq.value));
-    KOBO_ASSERT(fact.has_value(), "a transaction row names an event the views do not have");
-    return decoded(decode_fact(*fact));
-  }
-  // The event the transaction row `row` names.
-  Event event_of(const rows::TransactionRow& row) const {
-    const auto fact = find(view_keys::event_fact(row.partition.value, row.seq.value));
-    KOBO_ASSERT(fact.has_value(), "a transaction row names an event the views do not have");
-    return decoded(decode_fact(*fact));
-  }
-
- private:
-  std::optional<std::string> find(const std::string& key) const {
-    if (auto it = batch_.writes_.find(key); it != batch_.writes_.end()) return it->second;
-    auto value = batch_.views_.read(key);
-    if (!value) throw ViewsReadFailed(value.status());
-    return std::move(value.value());
-  }
-  Batch& batch_;
-};
-
-void Projector::Batch::apply_postings(const Event& e, const std::vector<Posting>& postings) {
-  // Which of the event's transactions a wallet posting is (events/ledger.h: one per wallet posting).
-  std::uint32_t wallet_postings = 0;
-  const auto debit = tier_debit(e.data);  // counted toward the source's daily allowance
-  for (const Posting& p : postings) {
-    if (!is_wallet_account(p.account)) {
-      put(view_keys::system_balance(e.partition.value, p.account), json{{"balance", p.balance.value}});
-      continue;
-    }
-    std::string& bytes = edit(view_keys::wallet_row(p.account), "posting to a wallet the views do not have");
-    rows::WalletRow w = decoded(rows::decode_wallet(bytes));
-    const PostingResult r = post(w.balance, p);
-    KOBO_ASSERT(r.fault == PostingFault::none, "a posting the views cannot apply");
-    w.balance = r.balance;
-    w.updated = e.time;
-    // The wallet's statement: this posting is its next movement (rows.h StatementRow).
-    w.movements += 1;
-    if (p.amount.value > 0) w.credited = Kobo(w.credited.value + p.amount.value);
-    w.moved_at = std::max(w.moved_at, e.time);
-    if (debit && wallet_postings == 0 && p.account == debit->wallet)
-      w.debits = w.debits.plus(lagos_day(e.time), debit->amount);
-    put(view_keys::statement_line(p.account, w.movements),
-        rows::encode(rows::StatementRow{w.moved_at, e.partition, e.seq, wallet_postings, p.amount, w.balance,
-                                        w.credited}));
-    ++wallet_postings;
-    bytes = rows::encode(w);
-  }
-}
-
-void Projector::Batch::put_transactions(const Event& e, const Records& records) {
-  const auto created = render::listed(e, records);
-  if (created.empty()) return;
-  put(view_keys::event_fact(e.partition.value, e.seq.value), encode_fact(e));
-  for (std::uint32_t k = 0; k < created.size(); ++k) {
-    const TransactionIndex index{created[k], e.business, e.live};
-    index_transaction(index);
-    count_transaction(index, +1);
-    put(view_keys::transaction(created[k].id.value),
-        rows::encode(rows::TransactionRow{e.partition, e.seq, k, {}}));
-  }
-}
-
-void Projector::Batch::advance_transaction(const Event& e, const StatusChange& change,
-                                           const Records& records) {
-  std::string& bytes = edit(view_keys::transaction(change.transaction.value),
-                            "status change of a transaction the views do not have");
-  rows::TransactionRow row = decoded(rows::decode_transaction(bytes));
-  const Event created = records.event_of(row);
-  const auto all = render::listed(created, records);
-  KOBO_ASSERT(row.index < all.size(), "a transaction row names a transaction its event does not create");
-  TransactionIndex before{all[row.index], created.business, created.live};
-  if (!row.steps.empty()) before.t.status = row.steps.back().status;
-  KOBO_ASSERT(before.t.status == change.from, "status change from a status the transaction is not in");
-  row.steps.push_back(rows::StatusStep{change.to, e.time});
-  bytes = rows::encode(row);
-  TransactionIndex after = before;
-  after.t.status = change.to;
-  reindex_transaction(before, after);
-}
-
-void Projector::Batch::open_wallet(const Event& e, const WalletId& id, const std::string& account_number) {
-  put(view_keys::account_number(account_number), id.value);
-  put(view_keys::wallet(id.value), encode_fact(e));
-  put(view_keys::wallet_row(id.value), rows::encode(render::opened(e)));
-}
-
-// A new wallet or beneficiary (`kind` w or d) in the listings of its list's filters, counted:
-// under all, and under each of `filters` (view_keys.h). Records of these kinds never change
-// what they are filtered by.
-void Projector::Batch::list_record(char kind, const Event& e, std::uint64_t id, std::string_view public_id,
-                                   std::initializer_list<std::string> filters) {
-  const auto add = [&](const std::string& filter) {
-    put(view_keys::record_listed(kind, e.business, e.live, filter, id), std::string(public_id));
-    count(view_keys::record_count(kind, e.business, e.live, filter), +1);
-  };
-  add(view_keys::record_filter::all());
-  for (const std::string& filter : filters) add(filter);
-}
-
-void Projector::Batch::apply(const Event& e) {
-  const Records records(*this);
-  if (const auto* postings = postings_of(e.data)) {
-    put_transactions(e, records);
-    apply_postings(e, *postings);  // counts a transfer's debit toward its source's day too
-  } else if (const auto debit = tier_debit(e.data)) {  // a debit that moves no money yet: a hold's
-    change_wallet(WalletId(debit->wallet),
-                  [&](rows::WalletRow& w) { w.debits = w.debits.plus(lagos_day(e.time), debit->amount); });
-  }
-  if (const auto change = status_change(e.data)) advance_transaction(e, *change, records);
-  number_webhook_events(e, records);
-  std::visit(
-      [&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, WriterStarted>) {
-          if (x.tier_limits) put(view_keys::tier_limits(e.partition.value), rows::encode(*x.tier_limits));
-        } else if constexpr (std::is_same_v<T, WalletTierChanged>) {
-          change_wallet(x.wallet, [&](rows::WalletRow& w) {
-            w.tier = static_cast<std::uint8_t>(x.kyc_tier.value_or(0));
-            w.updated = e.time;
-          });
-        } else if constexpr (std::is_same_v<T, BusinessRegistered>) {
-          auto r = render::business_records(e, x);
-          put(view_keys::business(e.business), std::move(r.business));
-          put(view_keys::account(x.account.value), std::move(r.account));
-          put(view_keys::account_list(e.business, x.id), x.account.value);
-          put(view_keys::key_owner(x.test_secret_key_hash),
-              rows::encode(rows::KeyRow{e.business, x.account.value, false}));
-          put(view_keys::key_owner(x.live_secret_key_hash),
-              rows::encode(rows::KeyRow{e.business, x.account.value, true}));
-        } else if constexpr (std::is_same_v<T, AccountUpdated>) {
-          edit_decoded(view_keys::account(x.account.value), "update of an account the views do not have",
-                       [&](json& a) { render::update_account(a, e, x); });
-        } else if constexpr (std::is_same_v<T, WalletOpened>) {
-          open_wallet(e, x.wallet, x.account_number);
-          list_record('w', e, x.id, x.wallet.value,
-                      {view_keys::record_filter::of('c', to_string(x.category)),
-                       view_keys::record_filter::of('f', "false")});  // no wallet is a favourite yet
-        } else if constexpr (std::is_same_v<T, TransitWalletOpened> ||
-                             std::is_same_v<T, CollectionWalletOpened>) {
-          // Transit and collection wallets are fetched by id (they share the wallets' key space)
-          // but not listed with the wallets of GET /virtual-accounts.
-          open_wallet(e, x.wallet, x.account_number);
-        } else if constexpr (std::is_same_v<T, CollectionWalletExpired>) {
-          close_collection(x.wallet, CollectionStatus::expired, e.time);
-        } else if constexpr (std::is_same_v<T, IncomingCreditReceived>) {
-          if (x.collection) close_collection(*x.collection, CollectionStatus::success, e.time);
-        } else if constexpr (std::is_same_v<T, HoldPlaced>) {
-          place_hold(e, x);
-        } else if constexpr (std::is_same_v<T, HoldCaptured>) {
-          change_hold(e, x.hold, std::nullopt, &x);
-        } else if constexpr (std::is_same_v<T, HoldVoided>) {
-          change_hold(e, x.hold, HoldStatus::voided, nullptr);
-        } else if constexpr (std::is_same_v<T, HoldExpired>) {
-          change_hold(e, x.hold, HoldStatus::expired, nullptr);
-        } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
-          list_record('d', e, x.id, x.bank_account.value,
-                      {view_keys::record_filter::of('b', to_string(x.beneficiary_type)),
-                       view_keys::record_filter::of('n', x.account_name)});
-          put(view_keys::bank_account(x.bank_account.value), encode_fact(e));
-        } else if constexpr (std::is_same_v<T, WebhookSecretRotated>) {
-          rotate_webhook_secret(e, x);
-        } else if constexpr (std::is_same_v<T, BulkTransferAccepted>) {
-          put(view_keys::event_fact(e.partition.value, e.seq.value), encode_fact(e));
-          put(view_keys::bulk(x.batch.value),
-              rows::encode(rows::BulkRow{e.partition, e.seq, e.command_size}));
-        }
-      },
-      e.data);
-}
-
-// The account's webhook row of that mode as this batch has it (a new account has none yet).
-rows::WebhookRow& Projector::Batch::webhook_row(const std::string& account, bool live) {
-  const std::string key = view_keys::webhook(account, live);
-  if (auto it = webhooks_.find(key); it != webhooks_.end()) return it->second;
-  rows::WebhookRow row;
-  if (auto it = writes_.find(key); it != writes_.end()) {
-    row = decoded(rows::decode_webhook(it->second));
-  } else {
-    auto stored = views_.read(key);
-    if (!stored) throw ViewsReadFailed(stored.status());
-    if (stored.value()) row = decoded(rows::decode_webhook(*stored.value()));
-  }
-  return webhooks_.emplace(key, std::move(row)).first->second;
-}
-
-// Every transaction the event finalizes is the next webhook event of its account in the event's
-// mode, whether any URL or subscription wants it (docs/webhooks.md, "Sequence"): the fact of it
-// is numbered here, and its body is rendered on read.
-void Projector::Batch::number_webhook_events(const Event& e, const Records& records) {
-  const auto finalized = transactions_finalized(e.data);
-  if (finalized.empty()) return;
-  // The account is the one the event names, else (a payout's later facts) the payout's.
-  std::string account;
-  if (const AccountId* owner = owner_account(e.data)) {
-    account = owner->value;
-  } else {
-    const auto change = status_change(e.data);
-    KOBO_ASSERT(change.has_value(), "a finalized transaction of an event that names no account");
-    const auto payout = records.payout(change->transaction.value);
-    KOBO_ASSERT(payout.has_value(), "a status change of a payout the views do not have");
-    const AccountId* payer = owner_account(payout->data);
-    KOBO_ASSERT(payer != nullptr, "a payout of no account");
-    account = payer->value;
-  }
-  for (const FinalizedTransaction& f : finalized) {
-    const auto type = webhook_event_of(f);
-    if (!type) continue;
-    rows::WebhookRow& row = webhook_row(account, e.live);
-    row.sequence += 1;
-    put(view_keys::webhook_event(account, e.live, row.sequence),
-        rows::encode(rows::WebhookEventRow{*type, e.partition, e.seq, e.time, e.hash, f.id.value}));
-    std::string numbered;  // view_keys.h: <sequence:8><account>
-    view_keys::put_be(numbered, row.sequence);
-    numbered += account;
-    put(view_keys::webhook_event_of(f.id.value), std::move(numbered));
-  }
-}
-
-void Projector::Batch::rotate_webhook_secret(const Event& e, const WebhookSecretRotated& x) {
-  rows::WebhookRow& row = webhook_row(x.account.value, e.live);
-  row.previous = std::move(row.secret);
-  row.secret = e.hash;
-  row.secret_at = e.time;
-}
-
-void Projector::Batch::change_wallet(const WalletId& id,
-                                     const std::function<void(rows::WalletRow&)>& change) {
-  std::string& bytes = edit(view_keys::wallet_row(id.value), "a change to a wallet the views do not have");
-  rows::WalletRow w = decoded(rows::decode_wallet(bytes));
-  change(w);
-  bytes = rows::encode(w);
-}
-
-void Projector::Batch::close_collection(const WalletId& id, CollectionStatus status, UnixMs time) {
-  change_wallet(id, [&](rows::WalletRow& w) {
-    KOBO_ASSERT(w.status == CollectionStatus::pending, "collection status change out of order");
-    w.status = status;
-    w.updated = time;
-  });
-}
-
-// A hold (placed by `placed`, the event at `seq`) in the listings of its list's filters
-// (view_keys.h), counted: `delta` +1 lists it under `status`, -1 takes it out of that status's
-// listings. It is listed under all and its source once, when it is placed: a hold's status changes
-// once, its source never.
-void Projector::Batch::list_hold(const Event& placed, Seq seq, const HoldPlaced& x, HoldStatus status,
-                                 std::int64_t delta) {
-  namespace f = view_keys::hold_filter;
-  const auto created = static_cast<std::uint64_t>(placed.time);
-  const auto change = [&](const std::string& filter) {
-    const std::string key = view_keys::hold_listed(placed.business, placed.live, filter, created, seq.value);
-    if (delta > 0)
-      put(key, x.hold.value);
-    else
-      erase(key);
-    count(view_keys::hold_count(placed.business, placed.live, filter), delta);
-  };
-  const std::string_view s = to_string(status);
-  if (status == HoldStatus::pending && delta > 0) {
-    change(f::all());
-    change(f::source(x.source.value));
-  }
-  change(f::status(s));
-  change(f::source_status(x.source.value, s));
-}
-
-// A hold placed (`delta` > 0) or releasing (< 0) at `time`: its source's availableBalance changes,
-// and so its updatedAt.
-void Projector::Batch::add_held(const std::string& wallet, Kobo delta, UnixMs time) {
-  change_wallet(WalletId(wallet), [&](rows::WalletRow& w) {
-    w.held += delta;
-    KOBO_ASSERT(w.held.value >= 0 && w.held <= w.balance, "a wallet's holds reserve more than it has");
-    w.updated = time;
-  });
-}
-
-void Projector::Batch::place_hold(const Event& e, const HoldPlaced& x) {
-  put(view_keys::hold(x.hold.value), encode_fact(e));
-  put(view_keys::hold_row(x.hold.value),
-      rows::encode(rows::HoldRow{e.partition, e.seq, Kobo(0), HoldStatus::pending, e.time, {}}));
-  list_hold(e, e.seq, x, HoldStatus::pending, +1);
-  add_held(x.source.value, x.amount, e.time);
-}
-
-// A capture (`capture`) or an end (`ended`: voided, expired) of a pending hold. The capture's
-// postings are applied as any transfer's; here the hold releases what it captured, and an end
-// releases what remains.
-void Projector::Batch::change_hold(const Event& e, const HoldId& id, std::optional<HoldStatus> ended,
-                                   const HoldCaptured* capture) {
-  const Event placed =
-      decoded(decode_fact(edit(view_keys::hold(id.value), "a change of a hold the views do not have")));
-  const auto* x = std::get_if<HoldPlaced>(&placed.data);
-  KOBO_ASSERT(x != nullptr, "a hold's fact is its placement");
-  std::string& bytes = edit(view_keys::hold_row(id.value), "a change of a hold the views do not have");
-  rows::HoldRow row = decoded(rows::decode_hold(bytes));
-  KOBO_ASSERT(row.status == HoldStatus::pending, "a change of a hold that has ended");
-  Kobo released;
-  if (capture != nullptr) {
-    const Kobo amount = capture->legs().amount();
-    row.captured += amount;
-    released = amount;
-    row.captures.push_back(e.seq);
-    if (capture->final.value_or(false) || row.captured == x->amount) ended = HoldStatus::captured;
-  }
-  KOBO_ASSERT(row.captured <= x->amount, "a hold's captures sum above its amount");
-  if (ended) {
-    released += x->amount - row.captured;
-    // The fact form has no seq (events/fact_codec.h): the row keeps the placement's.
-    list_hold(placed, row.placed, *x, HoldStatus::pending, -1);
-    row.status = *ended;
-    list_hold(placed, row.placed, *x, *ended, +1);
-  }
-  row.updated = e.time;
-  bytes = rows::encode(row);
-  add_held(x->source.value, -released, e.time);
-}
-
-Projector::Projector(EventLog& log, Views& views, ProjectorOptions options)
-    : log_(log),
-      views_(views),
-      options_(options),
-      batch_(std::make_unique<Batch>(views)),
-      applied_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())) {
-  KOBO_ASSERT(log.partitions() == views.partitions(), "log and views disagree on partitions");
-}
-
-Projector::~Projector() { stop(); }
-
-// Hands accepted events to the batch; the follower does the reading and the chain rule.
-class Projector::Applier final : public LogVisitor {
- public:
-  explicit Applier(Batch& batch) : batch_(batch) {}
-  // A views read that fails ends the step with its error (the batch, half applied, is never
-  // written: the projection starts again from the views' positions, start_again()).
+  explicit Dispatcher(Projector& p) : p_(p), handed_(p.lanes_.size()) {}
   Status accepted(const Event& e) override {
-    try {
-      batch_.apply(e);
-    } catch (const ViewsReadFailed& failed) {
-      return failed.status();
-    }
-    batch_.count_event(e);
+    KOBO_ASSERT(!handed_.empty() && e.partition.value < p_.log_.partitions(),
+                "an event of a partition the log lacks");
+    handed_[e.partition.value % handed_.size()].events.push_back(e);
     return {};
   }
   Disposition refused(const RefusedRecord& r) override {
@@ -662,13 +324,51 @@ class Projector::Applier final : public LogVisitor {
   // Whether the step ended on a record of the log it refuses (a broken chain, say): reading
   // again would meet the same record.
   bool refused_log() const { return refused_; }
+  // Hands the lanes what the step read, with their partitions' positions.
+  void hand_over(const LogFollower& follower) {
+    const auto& cursors = follower.cursors();
+    std::vector<bool> moved(handed_.size(), false);
+    p_.handed_.resize(cursors.size());
+    for (std::uint32_t p = 0; p < cursors.size(); ++p) {
+      const std::size_t lane = p % handed_.size();
+      Handed& h = handed_[lane];
+      const FollowCursor& c = cursors[p];
+      ViewPosition now{c.next_offset, c.chain.last_seq(), c.chain.last_hash(), c.chain.epoch()};
+      if (!(p_.handed_[p] == now)) moved[lane] = true;
+      p_.handed_[p] = now;
+      h.positions.emplace_back(p, std::move(now));
+      if (c.mid_command) h.whole = false;
+    }
+    // A lane whose partitions did not move is not woken.
+    for (std::size_t lane = 0; lane < handed_.size(); ++lane) {
+      if (moved[lane] || !handed_[lane].events.empty()) p_.lanes_[lane]->hand(std::move(handed_[lane]));
+      handed_[lane] = Handed{};
+    }
+  }
 
  private:
-  Batch& batch_;
+  Projector& p_;
+  std::vector<Handed> handed_;
   bool refused_ = false;
 };
 
+Projector::Projector(EventLog& log, Views& views, ProjectorOptions options)
+    : log_(log),
+      views_(views),
+      options_(options),
+      applied_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())) {
+  KOBO_ASSERT(log.partitions() == views.partitions(), "log and views disagree on partitions");
+  std::uint32_t lanes = options_.lanes;
+  if (lanes == 0) lanes = cores_available();
+  lanes = std::min(lanes, log.partitions());
+  for (std::uint32_t i = 0; i < lanes; ++i) lanes_.push_back(std::make_unique<Lane>(*this, i));
+  for (auto& lane : lanes_) lane->start();
+}
+
+Projector::~Projector() { stop(); }
+
 Status Projector::start() {
+  KOBO_ASSERT(!thread_.joinable(), "a projector started twice");
   if (auto s = catch_up(); !s) return s;
   thread_ = std::thread([this] { run(); });
   return {};
@@ -676,11 +376,19 @@ Status Projector::start() {
 
 void Projector::stop() {
   stopping_.store(true);
+  for (auto& lane : lanes_) lane->wake();  // a reader waiting for a lane's room sees it
   if (thread_.joinable()) thread_.join();
+  stop_lanes();
   answer_waiters(/*all=*/true);
 }
 
+void Projector::stop_lanes() {
+  KOBO_ASSERT(!thread_.joinable(), "lanes stopped while the reader hands them events");
+  for (auto& lane : lanes_) lane->stop();
+}
+
 bool Projector::wait_applied(Partition p, Seq seq, std::chrono::milliseconds timeout) const {
+  KOBO_ASSERT(p.value < log_.partitions(), "a wait for a partition the log lacks");
   waiting_.fetch_add(1);
   const struct Done {
     std::atomic<int>& waiting;
@@ -693,6 +401,8 @@ bool Projector::wait_applied(Partition p, Seq seq, std::chrono::milliseconds tim
 
 void Projector::when_applied(Partition p, Seq seq, std::chrono::milliseconds timeout,
                              std::function<void(bool)> then) {
+  KOBO_ASSERT(p.value < log_.partitions() && then,
+              "a wait for a partition the log lacks, or no one to answer");
   if (applied_seq(p) >= seq) return then(true);
   {
     std::lock_guard lock(waiters_mu_);
@@ -720,11 +430,13 @@ void Projector::answer_waiters(bool all) {
       return true;
     });
     waiting_.fetch_sub(static_cast<int>(due.size()));
+    KOBO_ASSERT(waiting_.load() >= 0, "more waiters answered than waited");
   }
   for (auto& [then, applied] : due) then(applied);
 }
 
 void Projector::sleep_answering_waiters(std::chrono::milliseconds d) {
+  KOBO_ASSERT(d.count() >= 0, "a sleep of negative length");
   const auto until = std::chrono::steady_clock::now() + d;
   while (!stopping_.load() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(
@@ -743,7 +455,17 @@ void Projector::set_fault(std::string fault) {
   fault_ = std::move(fault);
 }
 
-// The projector thread's boundary: nothing thrown below it may end the process through
+void Projector::publish(std::uint32_t p, Seq seq) {
+  {
+    std::lock_guard lock(mu_);
+    KOBO_ASSERT(seq.value >= applied_[p].load(), "a partition's applied seq went back");
+    applied_[p].store(seq.value, std::memory_order_release);
+  }
+  cv_.notify_all();
+  answer_waiters();
+}
+
+// The reading thread's boundary: nothing thrown below it may end the process through
 // std::terminate. An exception stops the projection as a log it cannot apply does: logged,
 // healthy() false, and fault() naming it, which /readyz reports.
 void Projector::run() {
@@ -763,50 +485,39 @@ void Projector::run() {
 
 void Projector::stopped(std::string_view what, const std::string& error) {
   log::error(what, {{"error", error}});
+  dead_.store(true);
   halt(error);
 }
 
 void Projector::halt(const std::string& error) {
+  KOBO_ASSERT(!error.empty(), "a projection stopped for no reason");
   set_fault("the projection stopped: " + error);
   healthy_.store(false);  // waiters are answered at once from here on
   cv_.notify_all();
   answer_waiters();
 }
 
+Status Projector::lane_failure() {
+  KOBO_ASSERT(!lanes_.empty(), "a projector without lanes");
+  for (auto& lane : lanes_)
+    if (Status s = lane->failure(); !s) return s;
+  return {};
+}
+
 void Projector::follow() {
   while (!stopping_.load()) {
-    if (batch_unwritten_) {
-      // The views could not be written (a full disk, an I/O error): the batch waits, the views
-      // are reopened to clear RocksDB's error, and the same batch is written again, every
-      // second until it goes through. Reads go on meanwhile; the views only lag.
-      sleep_answering_waiters(std::chrono::seconds(1));
-      Status s = views_.reopen();
-      if (s) s = batch_->flush(/*again=*/true);
-      if (!s) {
-        set_fault(std::string(s.kind() == ErrorKind::no_space ? "the views' disk is full: "
-                                                              : "the views cannot be written: ") +
-                  s.message());
-        continue;
-      }
-      batch_unwritten_ = false;
-      set_fault({});
-      log::info("the views are written again");
-      publish_applied();
+    if (Status failed = lane_failure(); !failed) {
+      start_again(failed);
       continue;
     }
-    if (auto s = step(std::chrono::milliseconds(100)); !s) {
-      if (batch_unwritten_) {
-        log::warn("the views cannot be written; retrying", {{"error", s.message()}});
-        set_fault(std::string(s.kind() == ErrorKind::no_space ? "the views' disk is full: "
-                                                              : "the views cannot be written: ") +
-                  s.message());
-        continue;
-      }
+    if (dead_.load()) return;
+    auto s = step(std::chrono::milliseconds(100));
+    if (!s) {
       if (log_refused_) {
-        stopped("projection stopped: the log cannot be applied", s.message());
+        stopped("projection stopped: the log cannot be applied", s.status().message());
         return;
       }
-      start_again(s);
+      start_again(s.status());
       continue;
     }
     answer_waiters();  // their deadlines
@@ -814,10 +525,11 @@ void Projector::follow() {
 }
 
 void Projector::start_again(const Status& failed) {
+  KOBO_ASSERT(!failed.ok(), "the projection starts again after no failure");
   log::warn("the projection cannot read on; it starts again from the views' positions",
             {{"error", failed.message()}});
   halt(failed.message());
-  batch_ = std::make_unique<Batch>(views_);
+  for (auto& lane : lanes_) lane->drop();
   follower_.reset();
   Status opened;
   do {
@@ -831,21 +543,11 @@ void Projector::start_again(const Status& failed) {
   log::info("the projection goes on");
 }
 
-void Projector::publish_applied() {
-  {
-    std::lock_guard lock(mu_);
-    const auto& cursors = follower_->cursors();
-    for (std::uint32_t p = 0; p < cursors.size(); ++p)
-      applied_[p].store(cursors[p].chain.last_seq().value, std::memory_order_release);
-  }
-  cv_.notify_all();
-  answer_waiters();
-}
-
 Status Projector::open_follower() {
   const auto read = views_.positions();
   if (!read) return read.status();
   const std::vector<ViewPosition>& positions = read.value();
+  KOBO_ASSERT(positions.size() == log_.partitions(), "the views hold a position per partition of the log");
   std::vector<FollowCursor> cursors;
   for (std::uint32_t p = 0; p < positions.size(); ++p) {
     FollowCursor c;
@@ -854,7 +556,7 @@ Status Projector::open_follower() {
     cursors.push_back(std::move(c));
     applied_[p].store(positions[p].last_seq.value, std::memory_order_release);
   }
-  positions_written_.clear();  // the first flush writes every partition's position
+  handed_.assign(positions.size(), ViewPosition{});
   auto follower = std::make_unique<LogFollower>(log_, LogFollowerOptions{options_.poll_records_max});
   if (auto s = follower->open(std::move(cursors)); !s) return s;
   follower_ = std::move(follower);
@@ -865,6 +567,14 @@ Status Projector::catch_up() {
   auto ends = log_.end_offsets();
   if (!ends) return ends.status();
   return catch_up_to(ends.value());
+}
+
+Status Projector::sync_lanes() {
+  KOBO_ASSERT(follower_ == nullptr || !follower_->mid_command(), "lanes synced in the middle of a command");
+  Status out;
+  for (auto& lane : lanes_)
+    if (Status s = lane->sync(); !s && out.ok()) out = s;
+  return out;
 }
 
 Status Projector::catch_up_to(const std::vector<Offset>& until) {
@@ -880,61 +590,33 @@ Status Projector::catch_up_to(const std::vector<Offset>& until) {
       return Status::error("partition " + std::to_string(p) + ": cannot apply the log to offset " +
                            std::to_string(until[p].value) + ", it ends at " +
                            std::to_string(ends.value()[p].value));
-  while (!follower_->reached(until)) {
-    if (auto s = step(std::chrono::milliseconds(100), &until); !s) return s;
-  }
-  if (follower_->mid_command()) return Status::error("catch_up_to stopped in the middle of a command");
-  return {};
-}
-
-Status Projector::step(std::chrono::milliseconds wait, const std::vector<Offset>* until) {
-  Applier applier(*batch_);
-  auto consumed = follower_->step(applier, wait, until);
-  log_refused_ = applier.refused_log();
-  if (!consumed) return consumed.status();
-  if (follower_->mid_command()) return {};  // the rest of the command is in the log: read it first
-  if (batch_->empty() && consumed.value() == 0) return {};
-  if (until == nullptr && options_.flush_spacing.count() > 0) {
-    space_flush();
-    // What the log gained meanwhile joins this flush, whole commands only.
-    do {
-      consumed = follower_->step(applier, std::chrono::milliseconds(0), until);
-      if (!consumed) return consumed.status();
-    } while (follower_->mid_command() && consumed.value() > 0);
-    if (follower_->mid_command()) return {};
-  }
-  // The positions go into the same WriteBatch as the view changes they reflect; a partition
-  // whose position did not move since the last flush keeps the one the views hold.
-  const auto& cursors = follower_->cursors();
-  const bool all = positions_written_.size() != cursors.size();
-  positions_written_.resize(cursors.size());
-  for (std::uint32_t p = 0; p < cursors.size(); ++p) {
-    const FollowCursor& c = cursors[p];
-    ViewPosition now{c.next_offset, c.chain.last_seq(), c.chain.last_hash(), c.chain.epoch()};
-    if (!all && positions_written_[p] == now) continue;
-    positions_written_[p] = std::move(now);
-    batch_->put(view_keys::position(p), json{{"offset", c.next_offset.value},
-                                             {"seq", c.chain.last_seq().value},
-                                             {"hash", c.chain.last_hash()},
-                                             {"epoch", c.chain.epoch().value}});
-  }
-  projector_metrics().batch_events.observe(static_cast<double>(batch_->events()));
-  if (auto s = batch_->flush(); !s) {
-    positions_written_.clear();
-    batch_unwritten_ = true;
+  // On an error the lanes drop what they hold, and a later catch-up starts again from the views'
+  // positions.
+  const auto failed = [&](Status s) {
+    for (auto& lane : lanes_) lane->drop();
+    follower_.reset();
     return s;
+  };
+  while (!follower_->reached(until)) {
+    if (auto s = step(std::chrono::milliseconds(100), &until); !s) return failed(s.status());
+    if (Status s = lane_failure(); !s) return failed(s);
+    if (dead_.load()) return failed(Status::error(fault()));
   }
-  last_flush_ = std::chrono::steady_clock::now();
-  publish_applied();
+  if (follower_->mid_command())
+    return failed(Status::error("catch_up_to stopped in the middle of a command"));
+  if (Status s = sync_lanes(); !s) return failed(s);
+  if (dead_.load()) return failed(Status::error(fault()));
   return {};
 }
 
-void Projector::space_flush() {
-  constexpr auto kCheck = std::chrono::microseconds(250);  // how soon a new waiter is seen
-  const auto due = last_flush_ + options_.flush_spacing;
-  for (auto now = std::chrono::steady_clock::now(); now < due && waiting_.load() == 0 && !stopping_.load();
-       now = std::chrono::steady_clock::now())
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(kCheck, due - now));
+Result<std::size_t> Projector::step(std::chrono::milliseconds wait, const std::vector<Offset>* until) {
+  KOBO_ASSERT(follower_ != nullptr, "a step before the follower opened");
+  Dispatcher dispatcher(*this);
+  auto consumed = follower_->step(dispatcher, wait, until);
+  log_refused_ = dispatcher.refused_log();
+  if (!consumed) return consumed.status();
+  dispatcher.hand_over(*follower_);
+  return consumed.value();
 }
 
 }  // namespace kobo

@@ -1,8 +1,11 @@
 #pragma once
 // Projector: follows the event log and keeps the Views up to date (docs/architecture.md sections 2
-// and 5). Owns one thread. Each flush is one RocksDB WriteBatch holding the view changes of whole
-// commands together with the log position they reflect, so a crash never applies an event twice or
-// skips one, and a reader never sees half a command.
+// and 5). One thread reads the log (decoding and checking the chain) and hands each partition's
+// events to one of its *lanes*: threads that apply partitions in parallel, partition p to lane
+// p % lanes, each with its own batch and its partitions' positions. The views of different
+// partitions share no key, so lanes never meet. Each flush of a lane is one RocksDB WriteBatch
+// holding the view changes of whole commands together with the log positions they reflect, so a
+// crash never applies an event twice or skips one, and a reader never sees half a command.
 //
 // Lifecycle: construct over open Views and an EventLog, start(), stop() (or destructor).
 
@@ -32,10 +35,17 @@ struct ProjectorOptions {
   // sums its counters and writes a wallet row once however many events it holds. Anyone waiting
   // ends the wait at once. Zero: a flush as soon as the log has more.
   std::chrono::microseconds flush_spacing = std::chrono::microseconds(0);
-  // The projector thread's nice value (common/thread.h), or nullopt to leave it as started.
+  // The projector threads' nice value (common/thread.h), or nullopt to leave them as started.
   // Sharing cores with the HTTP threads, the writer and a load generator, the projector at the
   // default priority falls behind under load by tens of milliseconds (docs/architecture.md).
   std::optional<int> nice = std::nullopt;
+  // How many lanes apply partitions in parallel; 0: one per core the machine has, at most one
+  // per partition.
+  std::uint32_t lanes = 0;
+  // A rebuild's way: the lanes write their batches, once they hold about this many bytes in all,
+  // as sorted files the views ingest (Views::ingest), not through the memtable. 0: WriteBatches
+  // (the live views).
+  std::size_t ingest_bytes = 0;
 };
 
 class Projector {
@@ -47,6 +57,9 @@ class Projector {
 
   [[nodiscard]] Status start();
   void stop();
+
+  // The lanes the projector applies partitions with.
+  std::uint32_t lanes() const { return static_cast<std::uint32_t>(lanes_.size()); }
 
   // Thread-safe. The seq of the last event applied to the views in partition p.
   Seq applied_seq(Partition p) const { return Seq(applied_[p.value].load(std::memory_order_acquire)); }
@@ -67,7 +80,7 @@ class Projector {
   bool healthy() const { return healthy_.load(); }
   // Thread-safe. True while the views cannot be written (a full disk, an I/O error) and the
   // projector retries: they lag the log but still hold every command applied before.
-  bool views_unwritable() const { return batch_unwritten_.load(); }
+  bool views_unwritable() const { return unwritten_.load() > 0; }
   // Thread-safe. Why the views are not being kept up to date ("the views' disk is full: …"),
   // or "" while they are. A write fault clears itself once the views can be written again.
   std::string fault() const;
@@ -79,36 +92,43 @@ class Projector {
   [[nodiscard]] Status catch_up_to(const std::vector<Offset>& until);
 
  private:
-  class Batch;
-  class Applier;
-  void run();     // the thread's body: follow() with every exception caught
-  void follow();  // applies the log until stop() or a failure
+  class Lane;
+  class Dispatcher;
+  void run();     // the reading thread's body: follow() with every exception caught
+  void follow();  // reads and hands out the log until stop() or a failure
   // Stops the projection for good (healthy() false), logging `what` and naming `error` in fault().
   void stopped(std::string_view what, const std::string& error);
   // healthy() false and fault() naming `error`; the waiters are answered (false).
   void halt(const std::string& error);
-  // After a read that failed: drops the batch, half applied, and opens the follower again at the
-  // views' positions, every second until it opens or the projector stops (healthy() false and
-  // fault() naming `failed` meanwhile).
+  // After a read that failed: drops every lane's batch, half applied, and opens the follower
+  // again at the views' positions, every second until it opens or the projector stops
+  // (healthy() false and fault() naming `failed` meanwhile).
   void start_again(const Status& failed);
   [[nodiscard]] Status open_follower();
-  [[nodiscard]] Status step(std::chrono::milliseconds wait, const std::vector<Offset>* until = nullptr);
+  // Reads a poll's worth of the log (up to `until`) and hands it to the lanes.
+  [[nodiscard]] Result<std::size_t> step(std::chrono::milliseconds wait,
+                                         const std::vector<Offset>* until = nullptr);
+  // Waits until every lane applied and wrote everything handed to it; a lane's error, if any.
+  [[nodiscard]] Status sync_lanes();
+  // The first error a lane met applying events, or ok (clears it).
+  Status lane_failure();
+  Lane& lane_of(std::uint32_t partition) { return *lanes_[partition % lanes_.size()]; }
+  void stop_lanes();
 
   EventLog& log_;
   Views& views_;
   const ProjectorOptions options_;
-  std::unique_ptr<Batch> batch_;
-  std::unique_ptr<LogFollower> follower_;  // projector thread (or catch_up caller) only
-  bool log_refused_ = false;               // the last step ended on a record the log follower refused (ditto)
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::unique_ptr<LogFollower> follower_;  // the reading thread (or catch_up's caller) only
+  bool log_refused_ = false;               // the last step ended on a record the follower refused (ditto)
   std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
-  // The positions the last flush wrote (empty before the first flush after open_follower).
-  std::vector<ViewPosition> positions_written_;
   std::atomic<bool> healthy_{true};
-  std::atomic<bool> batch_unwritten_{false};  // a flush failed and is retried (set by the projector thread)
+  std::atomic<bool> dead_{false};     // stopped for good (stopped())
+  std::vector<ViewPosition> handed_;  // where the lanes were last told their partitions are (reader only)
+  std::atomic<int> unwritten_{0};     // lanes whose flush failed and is retried
   mutable std::mutex fault_mu_;
   std::string fault_;  // guarded by fault_mu_
   void set_fault(std::string fault);
-  void publish_applied();
   // The callers of when_applied still waiting, bounded by theirs (one per HTTP request in
   // flight). Called back outside waiters_mu_.
   struct Waiter {
@@ -122,11 +142,10 @@ class Projector {
   // Answers the waiters whose seq is applied (true), whose deadline passed (false), or all of
   // them (false) when `all` is set, as the projector stops.
   void answer_waiters(bool all = false);
-  // Sleeps `d` on the projector's thread, answering the waiters whose deadline passes meanwhile.
+  // Sleeps `d` on the calling thread, answering the waiters whose deadline passes meanwhile.
   void sleep_answering_waiters(std::chrono::milliseconds d);
-  // Holds a flush back until flush_spacing after the last one, unless someone waits.
-  void space_flush();
-  std::chrono::steady_clock::time_point last_flush_;  // projector thread only
+  // Partition p has applied `seq` (called by its lane after a flush).
+  void publish(std::uint32_t p, Seq seq);
   // How many wait for the views: when_applied's waiters and wait_applied's callers.
   mutable std::atomic<int> waiting_{0};
   std::atomic<bool> stopping_{false};

@@ -2,7 +2,8 @@
 // Rebuilding the views from the log (docs/architecture.md section 5: views are always rebuildable
 // from the log), comparing two copies of the views key by key, and swapping a rebuilt copy in.
 // `kobo replay` and `kobo audit` use these; the rebuild is an ordinary Projector (the same code
-// that maintains the views incrementally), so the result can be compared byte for byte.
+// that maintains the views incrementally, projection/apply.h) that writes files instead of
+// batches, so the result can be compared byte for byte.
 //
 // Thread safety: each function uses its own Views and reader; none may run on views that a
 // running Projector writes.
@@ -25,10 +26,13 @@ namespace kobo {
 using RebuildProgress = std::function<void(std::uint64_t events_applied)>;
 
 // Builds fresh views in `path` (which must not exist yet) from the start of the log up to
-// until[p] in each partition p, or to the log's end as of the call when `until` is empty.
+// until[p] in each partition p, or to the log's end as of the call when `until` is empty. The
+// rows are written as sorted files the views ingest (Views::ingest), by `lanes` threads applying
+// partitions in parallel (ProjectorOptions::lanes; 0: one per core).
 [[nodiscard]] Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const std::filesystem::path& path,
                                                            const std::vector<Offset>& until = {},
-                                                           const RebuildProgress& progress = {});
+                                                           const RebuildProgress& progress = {},
+                                                           std::uint32_t lanes = 0);
 
 struct ViewDifference {
   std::string key;                      // printable: see describe_view_key()
@@ -45,8 +49,8 @@ struct ViewsDiff {
 // Every key whose value differs between the two copies, or that only one of them has.
 ViewsDiff compare_views(const Views& expected, const Views& actual, std::size_t listed_max = 100);
 
-// "wallets/vba-…", "positions/\x00\x00\x00\x03", "transaction counts/biz-…|t|*": which view a
-// raw key belongs to, with its binary parts escaped.
+// "positions/\x00\x00\x00\x03": which view a raw key belongs to, with its binary parts escaped
+// (view_keys::describe).
 std::string describe_view_key(std::string_view key);
 
 // Puts `rebuilt` where `live` is, atomically where the filesystem allows it (renameat2

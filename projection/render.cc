@@ -474,12 +474,44 @@ BusinessRecords business_records(const Event& e, const BusinessRegistered& x) {
   return {business.text(), account.text()};
 }
 
-void update_account(json& account, const Event& e, const AccountUpdated& x) {
-  if (x.webhooks) account["webhooks"] = *x.webhooks;
-  if (x.webhook_events) account["webhookEvents"] = *x.webhook_events;
-  if (x.live) account["live"] = *x.live;
-  account["updatedAt"] = iso(e.time);
-  account["__v"] = account.at("__v").get<std::int64_t>() + 1;
+namespace {
+
+std::string string_array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ',';
+    append_json_string(out, items[i]);
+  }
+  out += ']';
+  return out;
+}
+
+}  // namespace
+
+std::string account(const Event& registered, const rows::AccountRow& now) {
+  const auto* x = std::get_if<BusinessRegistered>(&registered.data);
+  KOBO_ASSERT(x != nullptr && now.business == registered.business,
+              "an account record of its business's registration");
+  const std::string created = iso(registered.time);
+  Object keys;
+  keys.string("live", x->live_public_key).string("test", x->test_public_key);
+  Object account;
+  account.string("_id", object_id_of(x->account.value))
+      .string("id", std::to_string(x->id))
+      .string("publicId", x->account.value)
+      .string("name", x->account_name)
+      .raw("webhooks", string_array(now.webhooks))
+      .raw("webhookEvents", now.webhook_events
+                                ? string_array(*now.webhook_events)
+                                : R"(["account.credit","account.debit","account.debit.failed"])")
+      .boolean("isDefault", true)
+      .boolean("live", now.live)
+      .object("pubKey", keys)
+      .string("business", registered.business)
+      .string("createdAt", created)
+      .string("updatedAt", iso(now.updated))
+      .number("__v", now.version);
+  return account.text();
 }
 
 namespace {
@@ -569,7 +601,7 @@ std::string wallet(const Event& opening, const rows::WalletRow& now, const Recor
 
 rows::HoldRow placed(const Event& placement) {
   KOBO_ASSERT(std::holds_alternative<HoldPlaced>(placement.data), "a hold row of an event that places none");
-  return rows::HoldRow{placement.partition, placement.seq, Kobo(0), HoldStatus::pending, placement.time, {}};
+  return rows::HoldRow{0, Kobo(0), HoldStatus::pending, placement.time, {}};
 }
 
 std::string hold(const Event& placement, const rows::HoldRow& now, std::span<const Event> captures) {

@@ -83,8 +83,8 @@ struct BusinessRecords {
   std::string account;
 };
 BusinessRecords business_records(const Event& e, const BusinessRegistered& x);
-// The account record after `x`: `account` as it was (decoded: an update is rare), changed.
-void update_account(nlohmann::json& account, const Event& e, const AccountUpdated& x);
+// An account record: from its business's BusinessRegistered and what changed since (`now`).
+std::string account(const Event& registered, const rows::AccountRow& now);
 
 std::string bank_account(const Event& e, const BeneficiarySaved& x);
 

@@ -1,6 +1,8 @@
 #include "projection/rows.h"
 
+#include "common/crypto.h"
 #include "common/varint.h"
+#include "events/limits.h"
 
 namespace kobo::rows {
 namespace {
@@ -14,16 +16,115 @@ class Reader : public VarintReader {
     if (v > static_cast<std::uint64_t>(last)) fail();
     return ok() ? static_cast<E>(v) : E{};
   }
+  bool flag() {
+    const unsigned char b = byte();
+    if (b > 1) fail();
+    return b == 1;
+  }
+  std::string_view fixed(std::size_t n) {
+    if (left() < n) {
+      fail();
+      return {};
+    }
+    std::string_view all = rest();
+    skip(n);
+    return all.substr(0, n);
+  }
+  std::string_view rest() {
+    const std::size_t n = left();
+    std::string_view out;
+    if (n > 0) out = std::string_view(end_ - n, n);
+    return out;
+  }
+  void set_end(const char* end) { end_ = end; }
+  void skip(std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) byte();
+  }
+
+ private:
+  const char* end_ = nullptr;
 };
+
+// A reader over `bytes` that knows where they end (for rest() and fixed()).
+Reader reader(std::string_view bytes) {
+  Reader r(bytes);
+  r.set_end(bytes.data() + bytes.size());
+  return r;
+}
+
+Status malformed(const char* what) {
+  return Status::error(std::string("a ") + what + " of the views is malformed");
+}
+
+void put_record_at(std::string& out, const RecordAt& at) {
+  KOBO_ASSERT(at.index < kRecordsPerEventMax, "a record past its event's");
+  put_varint(out, at.first);
+  put_varint(out, at.index);
+}
+
+RecordAt get_record_at(Reader& r) {
+  RecordAt at;
+  at.first = r.varint();
+  const std::uint64_t index = r.varint();
+  if (index >= kRecordsPerEventMax || at.first + index < at.first) r.fail();
+  at.index = static_cast<std::uint32_t>(index);
+  return at;
+}
+
+// Whether `to` may follow `from` in a payout's life: pending, processing, then success or failed.
+bool step_follows(TransactionStatus from, TransactionStatus to) {
+  using S = TransactionStatus;
+  return (from == S::pending && to == S::processing) ||
+         (from == S::processing && (to == S::success || to == S::failed));
+}
 
 }  // namespace
 
-std::string encode(const TransactionRow& row) {
+std::string encode(const RecordAt& at) {
   std::string out;
-  out.reserve(16 + 6 * row.steps.size());
-  put_varint(out, row.partition.value);
-  put_varint(out, row.seq.value);
-  put_varint(out, row.index);
+  put_record_at(out, at);
+  return out;
+}
+
+Result<RecordAt> decode_record_at(std::string_view bytes) {
+  Reader r = reader(bytes);
+  const RecordAt at = get_record_at(r);
+  if (!r.ok() || !r.done()) return malformed("reference row");
+  return at;
+}
+
+std::string encode_event(std::string_view hash, UnixMs delay, std::uint64_t webhooks, std::string_view fact) {
+  KOBO_ASSERT(hash.size() == kHashSize && delay >= 0,
+              "an event row's hash is 32 bytes and its delay not negative");
+  std::string out;
+  out.reserve(kHashSize + 8 + fact.size());
+  out += hash;
+  put_varint(out, static_cast<std::uint64_t>(delay));
+  put_varint(out, webhooks);
+  out += fact;
+  return out;
+}
+
+Result<EventRow> decode_event_row(std::string_view bytes) {
+  Reader r = reader(bytes);
+  EventRow row;
+  row.hash = r.fixed(kHashSize);
+  const std::uint64_t delay = r.varint();
+  row.webhooks = r.varint();
+  if (!r.ok() || delay > static_cast<std::uint64_t>(INT64_MAX) || r.done())
+    return malformed("transaction event");
+  row.delay = static_cast<UnixMs>(delay);
+  row.fact = r.rest();
+  return row;
+}
+
+std::string encode(const TransactionRow& row) {
+  KOBO_ASSERT(row.scope.size() == 17, "a transaction's scope is 17 bytes");
+  std::string out;
+  out.reserve(24 + 6 * row.steps.size());
+  out += row.scope;
+  put_record_at(out, row.at);
+  put_varint(out, row.webhook);
   for (const StatusStep& s : row.steps) {
     put_varint(out, static_cast<std::uint64_t>(s.status));
     put_signed_varint(out, s.time);
@@ -32,22 +133,27 @@ std::string encode(const TransactionRow& row) {
 }
 
 Result<TransactionRow> decode_transaction(std::string_view bytes) {
-  Reader r(bytes);
+  Reader r = reader(bytes);
   TransactionRow row;
-  row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
-  row.seq = Seq(r.varint());
-  row.index = static_cast<std::uint32_t>(r.varint());
+  row.scope.assign(r.fixed(17));
+  row.at = get_record_at(r);
+  row.webhook = r.varint();
+  TransactionStatus was = TransactionStatus::pending;
   while (r.ok() && !r.done()) {
     StatusStep s;
     s.status = r.enumerated(TransactionStatus::failed);
     s.time = r.signed_varint();
+    if (!step_follows(was, s.status)) r.fail();
+    was = s.status;
     row.steps.push_back(s);
   }
-  if (!r.ok() || !r.done()) return Status::error("a transaction row of the views is malformed");
+  if (!r.ok() || !r.done() || (row.scope.size() == 17 && row.scope[16] != '\0' && row.scope[16] != '\1'))
+    return malformed("transaction row");
   return row;
 }
 
 std::string encode(const WalletRow& row) {
+  KOBO_ASSERT(row.tier <= kKycTiers, "a wallet's tier past the tiers");
   std::string out;
   put_signed_varint(out, row.balance.value);
   put_signed_varint(out, row.updated);
@@ -63,6 +169,7 @@ std::string encode(const WalletRow& row) {
 }
 
 std::string encode(const TierLimits& limits) {
+  KOBO_ASSERT(check_tier_limits(limits).ok(), "tier limits the writer would not record");
   std::string out;
   for (const TierLimit& l : limits) {
     put_signed_varint(out, l.daily_debit.value);
@@ -73,20 +180,19 @@ std::string encode(const TierLimits& limits) {
 }
 
 Result<TierLimits> decode_tier_limits(std::string_view bytes) {
-  Reader r(bytes);
+  Reader r = reader(bytes);
   TierLimits limits;
   while (r.ok() && !r.done()) {
     TierLimit l{Kobo(r.signed_varint()), std::nullopt};
-    if (r.varint() == 1) l.max_balance = Kobo(r.signed_varint());
+    if (r.flag()) l.max_balance = Kobo(r.signed_varint());
     limits.push_back(l);
   }
-  if (!r.ok() || !check_tier_limits(limits).ok())
-    return Status::error("the tier limits of the views are malformed");
+  if (!r.ok() || !check_tier_limits(limits).ok()) return malformed("tier limits row");
   return limits;
 }
 
 Result<WalletRow> decode_wallet(std::string_view bytes) {
-  Reader r(bytes);
+  Reader r = reader(bytes);
   WalletRow row;
   row.balance = Kobo(r.signed_varint());
   row.updated = r.signed_varint();
@@ -99,17 +205,19 @@ Result<WalletRow> decode_wallet(std::string_view bytes) {
   if (row.tier > kKycTiers) r.fail();
   row.debits.day = r.signed_varint();
   row.debits.debited = Kobo(r.signed_varint());
-  if (!r.ok() || !r.done()) return Status::error("a wallet row of the views is malformed");
+  // A balance is never negative, nor what holds reserve (which may pass the balance within the
+  // apply of a capture, between its posting and its release).
+  if (row.balance.value < 0 || row.held.value < 0 || row.credited.value < 0) r.fail();
+  if (!r.ok() || !r.done()) return malformed("wallet row");
   return row;
 }
 
 std::string encode(const StatementRow& row) {
+  KOBO_ASSERT(row.balance.value >= 0 && row.amount.value != 0, "a movement moves money and leaves no debt");
   std::string out;
   out.reserve(32);
   put_signed_varint(out, row.time);
-  put_varint(out, row.partition.value);
-  put_varint(out, row.seq.value);
-  put_varint(out, row.index);
+  put_record_at(out, row.at);
   put_signed_varint(out, row.amount.value);
   put_signed_varint(out, row.balance.value);
   put_signed_varint(out, row.credited.value);
@@ -117,84 +225,106 @@ std::string encode(const StatementRow& row) {
 }
 
 Result<StatementRow> decode_statement(std::string_view bytes) {
-  Reader r(bytes);
+  Reader r = reader(bytes);
   StatementRow row;
   row.time = r.signed_varint();
-  row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
-  row.seq = Seq(r.varint());
-  row.index = static_cast<std::uint32_t>(r.varint());
+  row.at = get_record_at(r);
   row.amount = Kobo(r.signed_varint());
   row.balance = Kobo(r.signed_varint());
   row.credited = Kobo(r.signed_varint());
-  if (!r.ok() || !r.done()) return Status::error("a statement row of the views is malformed");
+  if (row.balance.value < 0 || row.credited.value < 0 || row.amount.value == 0) r.fail();
+  if (!r.ok() || !r.done()) return malformed("statement row");
+  return row;
+}
+
+std::string encode(const HoldRow& row) {
+  KOBO_ASSERT(row.captured.value >= 0, "a hold captured less than nothing");
+  std::string out;
+  out.reserve(24 + 4 * row.captures.size());
+  put_varint(out, row.number);
+  put_signed_varint(out, row.captured.value);
+  put_varint(out, static_cast<std::uint64_t>(row.status));
+  put_signed_varint(out, row.updated);
+  for (const std::uint64_t first : row.captures) put_varint(out, first);
+  return out;
+}
+
+Result<HoldRow> decode_hold(std::string_view bytes) {
+  Reader r = reader(bytes);
+  HoldRow row;
+  row.number = r.varint();
+  row.captured = Kobo(r.signed_varint());
+  row.status = r.enumerated(HoldStatus::expired);
+  row.updated = r.signed_varint();
+  while (r.ok() && !r.done()) {
+    const std::uint64_t first = r.varint();
+    if (!row.captures.empty() && first <= row.captures.back()) r.fail();  // in log order
+    row.captures.push_back(first);
+  }
+  if (row.captured.value < 0) r.fail();
+  if (!r.ok() || !r.done()) return malformed("hold row");
+  return row;
+}
+
+std::string encode(const BulkRow& row) {
+  KOBO_ASSERT(!row.accepted.empty(), "a bulk row holds its BulkTransferAccepted");
+  std::string out;
+  put_varint(out, row.first);
+  out += row.accepted;  // the rest
+  return out;
+}
+
+Result<BulkRow> decode_bulk(std::string_view bytes) {
+  Reader r = reader(bytes);
+  BulkRow row;
+  row.first = r.varint();
+  if (!r.ok() || r.done()) return malformed("bulk row");
+  row.accepted.assign(r.rest());
+  return row;
+}
+
+std::string encode(const ListRow& row) {
+  KOBO_ASSERT(row.displaced <= row.count, "a list displaces more records than it holds");
+  std::string out;
+  put_varint(out, row.count);
+  put_signed_varint(out, row.latest);
+  put_varint(out, row.displaced);
+  return out;
+}
+
+Result<ListRow> decode_list(std::string_view bytes) {
+  Reader r = reader(bytes);
+  ListRow row;
+  row.count = r.varint();
+  row.latest = r.signed_varint();
+  row.displaced = r.varint();
+  if (!r.ok() || !r.done() || row.displaced > row.count) return malformed("list row");
   return row;
 }
 
 std::string encode(const ListedRow& row) {
+  KOBO_ASSERT(row.delay >= 0 && !row.public_id.empty(),
+              "a listed record has an id and is not late by less than nothing");
   std::string out;
-  out.reserve(8 + row.public_id.size());
-  put_varint(out, static_cast<std::uint64_t>(row.entry));
-  put_varint(out, static_cast<std::uint64_t>(row.status));
-  put_signed_varint(out, row.amount);
+  put_signed_varint(out, row.time);
+  put_varint(out, static_cast<std::uint64_t>(row.delay));
   out += row.public_id;  // the rest
   return out;
 }
 
 Result<ListedRow> decode_listed(std::string_view bytes) {
-  Reader r(bytes);
+  Reader r = reader(bytes);
   ListedRow row;
-  row.entry = r.enumerated(Entry::credit);
-  row.status = r.enumerated(TransactionStatus::failed);
-  row.amount = r.signed_varint();
-  if (!r.ok()) return Status::error("a transaction listing of the views is malformed");
-  row.public_id.assign(bytes.substr(bytes.size() - r.left()));
-  return row;
-}
-
-std::string encode(const HoldRow& row) {
-  std::string out;
-  out.reserve(24 + 4 * row.captures.size());
-  put_varint(out, row.partition.value);
-  put_varint(out, row.placed.value);
-  put_signed_varint(out, row.captured.value);
-  put_varint(out, static_cast<std::uint64_t>(row.status));
-  put_signed_varint(out, row.updated);
-  for (const Seq s : row.captures) put_varint(out, s.value);
-  return out;
-}
-
-Result<HoldRow> decode_hold(std::string_view bytes) {
-  Reader r(bytes);
-  HoldRow row;
-  row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
-  row.placed = Seq(r.varint());
-  row.captured = Kobo(r.signed_varint());
-  row.status = r.enumerated(HoldStatus::expired);
-  row.updated = r.signed_varint();
-  while (r.ok() && !r.done()) row.captures.push_back(Seq(r.varint()));
-  if (!r.ok() || !r.done()) return Status::error("a hold row of the views is malformed");
-  return row;
-}
-
-std::string encode(const BulkRow& row) {
-  std::string out;
-  put_varint(out, row.partition.value);
-  put_varint(out, row.seq.value);
-  put_varint(out, row.events);
-  return out;
-}
-
-Result<BulkRow> decode_bulk(std::string_view bytes) {
-  Reader r(bytes);
-  BulkRow row;
-  row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
-  row.seq = Seq(r.varint());
-  row.events = static_cast<std::uint32_t>(r.varint());
-  if (!r.ok() || !r.done() || row.events == 0) return Status::error("a bulk row of the views is malformed");
+  row.time = r.signed_varint();
+  const std::uint64_t delay = r.varint();
+  if (!r.ok() || r.done() || delay > static_cast<std::uint64_t>(INT64_MAX)) return malformed("list row");
+  row.delay = static_cast<UnixMs>(delay);
+  row.public_id.assign(r.rest());
   return row;
 }
 
 std::string encode(const KeyRow& row) {
+  KOBO_ASSERT(!row.business.empty() && !row.account.empty(), "a key belongs to an account of a business");
   std::string out;
   out.push_back(row.live ? '\1' : '\0');
   put_length_prefixed(out, row.business);
@@ -203,19 +333,117 @@ std::string encode(const KeyRow& row) {
 }
 
 Result<KeyRow> decode_key(std::string_view bytes) {
-  Reader r(bytes);
+  Reader r = reader(bytes);
   KeyRow row;
-  const unsigned char live = r.byte();
+  row.live = r.flag();
   row.business.assign(r.length_prefixed());
-  if (!r.ok() || live > 1) return Status::error("a key row of the views is malformed");
-  row.live = live == 1;
-  row.account.assign(bytes.substr(bytes.size() - r.left()));
+  if (!r.ok() || r.done() || row.business.empty()) return malformed("key row");
+  row.account.assign(r.rest());
   return row;
 }
 
+namespace {
+
+void put_strings(std::string& out, const std::vector<std::string>& list) {
+  put_varint(out, list.size());
+  for (const std::string& s : list) put_length_prefixed(out, s);
+}
+
+std::vector<std::string> get_strings(Reader& r) {
+  const std::uint64_t n = r.varint();
+  std::vector<std::string> out;
+  if (n > r.left()) r.fail();  // each takes a byte at least
+  for (std::uint64_t i = 0; r.ok() && i < n; ++i) out.emplace_back(r.length_prefixed());
+  return out;
+}
+
+}  // namespace
+
+std::string encode(const AccountRow& row) {
+  KOBO_ASSERT(!row.business.empty(), "an account belongs to a business");
+  std::string out;
+  put_length_prefixed(out, row.business);
+  out.push_back(row.live ? '\1' : '\0');
+  put_strings(out, row.webhooks);
+  out.push_back(row.webhook_events ? '\1' : '\0');
+  if (row.webhook_events) put_strings(out, *row.webhook_events);
+  put_signed_varint(out, row.updated);
+  put_varint(out, row.version);
+  return out;
+}
+
+Result<AccountRow> decode_account(std::string_view bytes) {
+  Reader r = reader(bytes);
+  AccountRow row;
+  row.business.assign(r.length_prefixed());
+  row.live = r.flag();
+  row.webhooks = get_strings(r);
+  if (r.flag()) row.webhook_events = get_strings(r);
+  row.updated = r.signed_varint();
+  row.version = r.varint();
+  if (!r.ok() || !r.done() || row.business.empty()) return malformed("account row");
+  return row;
+}
+
+std::string hash_bytes(std::string_view hex) {
+  KOBO_ASSERT(hex.size() == 2 * kHashSize, "a hash is 64 hex digits");
+  std::string out;
+  out.reserve(kHashSize);
+  const auto digit = [](char c) {
+    const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    KOBO_ASSERT(v >= 0, "a hash is lower-case hex");
+    return v;
+  };
+  for (std::size_t i = 0; i < hex.size(); i += 2)
+    out.push_back(static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1])));
+  return out;
+}
+
+std::string hash_hex(std::string_view bytes) {
+  KOBO_ASSERT(bytes.size() == kHashSize, "a hash is 32 bytes");
+  return to_hex(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+}
+
+std::string encode(const PositionRow& row) {
+  std::string out;
+  put_varint(out, row.next_offset);
+  put_varint(out, row.seq);
+  out += hash_bytes(row.hash);
+  put_varint(out, row.epoch);
+  return out;
+}
+
+Result<PositionRow> decode_position(std::string_view bytes) {
+  Reader r = reader(bytes);
+  PositionRow row;
+  row.next_offset = r.varint();
+  row.seq = r.varint();
+  const std::string_view hash = r.fixed(kHashSize);
+  row.epoch = r.varint();
+  if (!r.ok() || !r.done()) return malformed("position row");
+  row.hash = hash_hex(hash);
+  return row;
+}
+
+std::string encode_balance(Kobo balance) {
+  std::string out;
+  put_signed_varint(out, balance.value);
+  KOBO_ASSERT(!out.empty(), "a balance takes a byte at least");
+  return out;
+}
+
+Result<Kobo> decode_balance(std::string_view bytes) {
+  Reader r = reader(bytes);
+  const Kobo balance(r.signed_varint());
+  if (!r.ok() || !r.done()) return malformed("system balance");
+  return balance;
+}
+
 std::string encode(const WebhookRow& row) {
+  KOBO_ASSERT(row.announced <= row.sequence, "more webhook events announced at creation than in all");
   std::string out;
   put_varint(out, row.sequence);
+  put_varint(out, row.announced);
   put_length_prefixed(out, row.secret);
   put_signed_varint(out, row.secret_at);
   out += row.previous;  // the rest
@@ -223,38 +451,44 @@ std::string encode(const WebhookRow& row) {
 }
 
 Result<WebhookRow> decode_webhook(std::string_view bytes) {
-  Reader r(bytes);
+  Reader r = reader(bytes);
   WebhookRow row;
   row.sequence = r.varint();
+  row.announced = r.varint();
   row.secret.assign(r.length_prefixed());
   row.secret_at = r.signed_varint();
-  if (!r.ok()) return Status::error("a webhook row of the views is malformed");
-  row.previous.assign(bytes.substr(bytes.size() - r.left()));
+  if (!r.ok() || row.announced > row.sequence) return malformed("webhook row");
+  row.previous.assign(r.rest());
   return row;
 }
 
 std::string encode(const WebhookEventRow& row) {
+  KOBO_ASSERT(!row.transaction.empty(), "a webhook event announces a transaction");
   std::string out;
-  out.reserve(48 + row.hash.size() + row.transaction.size());
+  out.reserve(64 + row.transaction.size());
   put_varint(out, static_cast<std::uint64_t>(row.type));
-  put_varint(out, row.partition.value);
-  put_varint(out, row.seq.value);
+  put_varint(out, row.position);
+  put_varint(out, row.ordinal);
+  put_record_at(out, row.at);
   put_signed_varint(out, row.time);
-  put_length_prefixed(out, row.hash);
+  out += hash_bytes(row.hash);
   out += row.transaction;  // the rest
   return out;
 }
 
 Result<WebhookEventRow> decode_webhook_event(std::string_view bytes) {
-  Reader r(bytes);
+  Reader r = reader(bytes);
   WebhookEventRow row;
   row.type = r.enumerated(WebhookEventType::account_debit_failed);
-  row.partition = Partition(static_cast<std::uint32_t>(r.varint()));
-  row.seq = Seq(r.varint());
+  row.position = r.varint();
+  row.ordinal = r.varint();
+  row.at = get_record_at(r);
   row.time = r.signed_varint();
-  row.hash.assign(r.length_prefixed());
-  if (!r.ok()) return Status::error("a webhook event row of the views is malformed");
-  row.transaction.assign(bytes.substr(bytes.size() - r.left()));
+  const std::string_view hash = r.fixed(kHashSize);
+  // The record it announces was created before the event that announced it.
+  if (!r.ok() || r.done() || row.at.number() >= row.position) return malformed("webhook event row");
+  row.hash = hash_hex(hash);
+  row.transaction.assign(r.rest());
   return row;
 }
 

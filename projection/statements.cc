@@ -142,11 +142,16 @@ Result<std::vector<StatementEntry>> Statements::lines(std::string_view wallet, s
     return Status::error("views: the statement of " + std::string(wallet) + " lacks line " +
                          std::to_string(first + out.size()));
   // The facts of the events the lines name, read at once; consecutive lines of one event (a
-  // sweep) share it.
+  // sweep) share it. They are in the wallet's scope's transaction list.
+  const auto opening = views_.fact(view_keys::wallet(wallet), nullptr);
+  if (!opening) return opening.status();
+  if (!opening.value())
+    return Status::error("views: a statement of a wallet they do not have: " + std::string(wallet));
+  const std::string scope = view_keys::scope17(opening.value()->business, opening.value()->live);
   std::vector<std::string> keys;
   std::vector<std::size_t> event_of(out.size());
   for (std::size_t i = 0; i < out.size(); ++i) {
-    std::string key = view_keys::event_fact(out[i].row.partition.value, out[i].row.seq.value);
+    std::string key = view_keys::event(scope, out[i].row.at.first);
     if (keys.empty() || keys.back() != key) keys.push_back(std::move(key));
     event_of[i] = keys.size() - 1;
   }
@@ -163,7 +168,9 @@ Result<std::vector<StatementEntry>> Statements::lines(std::string_view wallet, s
       if (statuses[k].IsNotFound())
         return Status::error("views: a statement line names an event they do not have");
       if (!statuses[k].ok()) return Status::error("views read: " + statuses[k].ToString());
-      auto e = decode_fact(std::string_view(values[k].data(), values[k].size()));
+      auto row = rows::decode_event_row(std::string_view(values[k].data(), values[k].size()));
+      if (!row) return row.status();
+      auto e = decode_fact(row.value().fact);
       if (!e) return e.status();
       events.push_back(std::move(e).value());
     }
@@ -173,7 +180,7 @@ Result<std::vector<StatementEntry>> Statements::lines(std::string_view wallet, s
     return records.status() ? Status::error("views: a statement line's event shows records they lack")
                             : records.status();
   for (std::size_t i = 0; i < out.size(); ++i)
-    out[i].line = render::statement_line(events[event_of[i]], out[i].row.index, records);
+    out[i].line = render::statement_line(events[event_of[i]], out[i].row.at.index, records);
   return out;
 }
 

@@ -1,50 +1,53 @@
 #pragma once
 // The key layout of the views database. Internal to projection/.
 //
-//   V                                            -> the layout's version (kFormat below)
-//   P<partition:4>                               -> position JSON {offset, seq, hash, epoch}
-//   B<business>                                  -> business JSON
-//   A<account>                                   -> account JSON
-//   a<business>|<id:8>                           -> account publicId (listing)
-//   K<secret key sha256 hex>                     -> KeyRow: business, account, live
-//   D<bank account publicId>                     -> the fact of its BeneficiarySaved (rows.h)
-//   W<wallet publicId>                           -> the fact of the event that opened it
-//   b<wallet publicId>                           -> WalletRow: balance, last change, status, movements
-//   h<wallet publicId>|<number:8>                -> StatementRow: the wallet's number-th movement
-//                                                   (from 1, log order), its time and balance after
-//   N<account number>                            -> wallet publicId
-//   S<partition:4><ledger account>               -> system account balance JSON
-//   Y<partition:4>                               -> TierLimits: the KYC tier limits in force (rows.h)
-//   E<partition:4><seq:8>                        -> the fact of an event that creates transactions
-//   T<transaction publicId>                      -> TransactionRow: its event, which one, status steps
-//   J<bulk publicId>                             -> BulkRow: its command's first event (its
-//                                                   BulkTransferAccepted, whose fact is under E) and size
-//   i<business>|<t|l>|<id:8>                     -> transaction publicId
-//   r<account>|<t|l>|<reference>                 -> transaction publicId
-//   t<business>|<t|l>|<createdAt ms:8>|<id:8>    -> ListedRow: entry, status, amount, publicId
-//   f<business>|<t|l>|<filter>|<createdAt ms:8>|<id:8> -> transaction publicId (listing by one filter)
-//   n<business>|<t|l>|<filter>                   -> how many transactions match it (decimal text)
-//   g<kind><business>|<t|l>|<filter>|<id:8>      -> publicId: wallets (kind w) and beneficiaries
-//                                                   (kind d) listed by one filter of their list
-//   m<kind><business>|<t|l>|<filter>             -> how many of them match it (decimal text)
-//   O<hold publicId>                             -> the fact of its HoldPlaced
-//   U<hold publicId>                             -> HoldRow: captured, status, its captures' events
-//   L<business>|<t|l>|<filter>|<createdAt ms:8>|<seq:8> -> hold publicId (listing by one filter)
-//   M<business>|<t|l>|<filter>                   -> how many holds match it (decimal text)
-//   w<account>|<t|l>                             -> WebhookRow: its webhook events so far, its secret
-//   e<account>|<t|l>|<sequence:8>                -> WebhookEventRow: its sequence-th webhook event
-//   x<transaction publicId>                      -> <sequence:8><account>: the webhook event it had
-// Records are rendered from these rows on read (render.h); businesses, accounts and keys, a few
-// per business, are stored as their records. Integers are big-endian so keys sort numerically. A transaction
-// <filter> is one of the list's single-value filters (transaction_filter below): the counters make totalCount
-// a read and the `f` listings page through matching transactions only, so no list of one filter scans. The
-// wallet and beneficiary lists do the same with `m` and `g` (record_filter below).
+// Ids inside keys are 16 bytes (id16 below), a scope (a business and a mode) 17 (scope17), and
+// integers big-endian so that keys sort numerically. A wallet transfer between wallets of one
+// account writes 7 keys that stay: its event under `L`, two `T`, two `r` and two `h`
+// (docs/architecture.md section 5); the rest it changes (wallet rows, list rows, bitmap chunks)
+// are rewritten in place.
+//
+//   V                                        -> the layout's version (kFormat below)
+//   P<partition:4>                           -> PositionRow: where the views are in the partition
+//   B<business16>                            -> the fact of its BusinessRegistered
+//   A<account16>                             -> AccountRow: what changed on the account since
+//   a<business16><id:8>                      -> account publicId (the business's accounts)
+//   K<secret key sha256:32>                  -> KeyRow: business, account, live
+//   N<account number>                        -> wallet publicId
+//   S<partition:4><ledger account>           -> a system account's balance (signed varint)
+//   Y<partition:4>                           -> TierLimits: the KYC tier limits in force
+//   W<wallet16>                              -> the fact of the event that opened it
+//   b<wallet16>                              -> WalletRow: balance, last change, status, movements
+//   h<wallet16><number:8>                    -> StatementRow: the wallet's number-th movement
+//   D<bank account16>                        -> the fact of its BeneficiarySaved
+//   L<scope17><first:8>                      -> EventRow: an event that creates transactions,
+//                                               records first.. of the scope's transaction list
+//   T<transaction16>                         -> TransactionRow: where its event is, status steps
+//   r<account16><mode><reference>            -> RecordAt: the transaction a reference names
+//   J<bulk16>                                -> BulkRow: its records and its BulkTransferAccepted
+//   O<hold16>                                -> the fact of its HoldPlaced
+//   U<hold16>                                -> HoldRow: its number in the hold list, what changed
+//   g<kind><scope17><number:8>               -> ListedRow: a wallet (kind w), beneficiary (d) or
+//                                               hold (h) of the scope's list of that kind
+//   C<kind><scope17>                         -> ListRow: how many the list holds, its latest time
+//   X<kind><scope17><field><value><chunk:4>  -> a chunk of the bitmap of the list's records whose
+//                                               `field` has `value` (bitmap.h; list_index.h)
+//   w<account16><mode>                       -> WebhookRow: its webhook events so far, its secret
+//   e<account16><mode><sequence:8>           -> WebhookEventRow: a webhook event that finalized
+//                                               a transaction created before (a payout's)
+//
+// Lists (list_index.h): each kind of record of a scope is numbered from 0 in log order, and a
+// filter value is a bitmap over those numbers, in chunks of bitmap::kChunkBits: a combination of
+// filters is an AND, totalCount a count, page N a select, a createdAt range a range of numbers.
+// The transaction list's numbers are its records' (an event of k records holds k numbers), and
+// its rows are the events themselves (`L`): a record is found from its event, with no index of
+// its own. Records are rendered from these rows on read (render.h).
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "events/ledger.h"
+#include "common/assert.h"
 
 namespace kobo::view_keys {
 
@@ -53,6 +56,7 @@ inline void put_be(std::string& out, std::uint64_t v, int bytes = 8) {
 }
 
 inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
+  KOBO_ASSERT(at + static_cast<std::size_t>(bytes) <= s.size(), "a big-endian integer past a key's end");
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i)
     v = (v << 8) | static_cast<unsigned char>(s[at + static_cast<std::size_t>(i)]);
@@ -61,58 +65,50 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 
 // The layout above, stored under kFormatKey; a layout changes kFormat, so that views of another
 // one are rebuilt from the log, never read as if their keys meant the same (Views::open refuses
-// them). Layout 1 had no marker; layout 2 writes the counters (`n`, `m`) as merge operands
-// (view_counter_merge in views.h), which a kobo of layout 1 cannot read; layout 3 stores rows of
-// facts instead of wallet, transaction and bank account records; layout 4 adds the wallets'
-// statements (`h`) and their movement counts in WalletRow; layout 5 adds holds (`O`, `U`, `L`,
-// `M`) and what they reserve in WalletRow, the KYC tiers (`Y`, and a wallet's tier and day
-// debits in WalletRow), the accounts' webhook events (`w`, `e`, `x`), facts of form 2 (transfers
-// name their bulk) and bulk transfers (`J`); layout 6 is 5 with a wallet's `updated` moved by its
-// holds too (placed, captured, voided, expired), as its availableBalance is.
+// them). Layout 1 had no marker; 2 wrote list counters as merge operands; 3 stored rows of facts
+// instead of records; 4 added statements; 5 holds, tiers, webhook events and bulk transfers; 6
+// moved a wallet's `updated` with its holds; 7 is the layout above: binary ids, the transaction
+// list as events numbered by record with bitmaps per filter value, typed accounts and positions.
 inline constexpr std::string_view kFormatKey = "V";
-inline constexpr std::string_view kFormat = "6";
+inline constexpr std::string_view kFormat = "7";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
 
-// The tags above by name, for showing a key to a person (describe_view_key in rebuild.h).
+// The tags above by name, for showing a key to a person (describe below).
 struct TagName {
   char tag;
   const char* name;
 };
 inline constexpr TagName kTagNames[] = {
-    {'V', "format"},
-    {'P', "positions"},
-    {'B', "businesses"},
-    {'A', "accounts"},
-    {'a', "account list"},
-    {'K', "keys"},
-    {'D', "bank accounts"},
-    {'W', "wallets"},
-    {'b', "wallet balances"},
-    {'h', "wallet statements"},
-    {'E', "transaction events"},
-    {'N', "account numbers"},
-    {'S', "system balances"},
-    {'Y', "tier limits"},
-    {'T', "transactions"},
-    {'J', "bulk transfers"},
-    {'i', "transaction ids"},
-    {'r', "transaction references"},
-    {'t', "transaction list"},
-    {'f', "transaction list by filter"},
-    {'n', "transaction counts"},
-    {'g', "record list by filter"},
-    {'m', "record counts"},
-    {'O', "holds"},
-    {'U', "hold rows"},
-    {'L', "hold list by filter"},
-    {'M', "hold counts"},
-    {'w', "account webhooks"},
-    {'e', "webhook events"},
-    {'x', "webhook events by transaction"},
+    {'V', "format"},           {'P', "positions"},
+    {'B', "businesses"},       {'A', "accounts"},
+    {'a', "account list"},     {'K', "keys"},
+    {'N', "account numbers"},  {'S', "system balances"},
+    {'Y', "tier limits"},      {'W', "wallets"},
+    {'b', "wallet balances"},  {'h', "wallet statements"},
+    {'D', "bank accounts"},    {'L', "transaction events"},
+    {'T', "transactions"},     {'r', "transaction references"},
+    {'J', "bulk transfers"},   {'O', "holds"},
+    {'U', "hold rows"},        {'g', "record lists"},
+    {'C', "list counts"},      {'X', "list bitmaps"},
+    {'w', "account webhooks"}, {'e', "webhook events"},
 };
 
-inline std::string scoped(char tag, std::string_view owner, bool live) {
-  return tag + scope_key(owner, live);
+// "wallets/\x12\x34…", "positions/\x00\x00\x00\x03": which view a raw key belongs to, with its
+// binary parts escaped.
+std::string describe(std::string_view key);
+
+// The 16 bytes an id is keyed by: the UUID of a publicId of the form <prefix>-<uuid> (every id
+// the service makes), else the first 16 bytes of the SHA-256 of the whole id (ids that tests and
+// older tools make). The prefix is not kept: a key's tag says what kind of record it names, and
+// a read checks the id it finds against the one it was asked for.
+std::string id16(std::string_view id);
+
+inline constexpr std::size_t kScopeSize = 17;
+// A business and a mode: the business's id16 and 0 (test) or 1 (live).
+inline std::string scope17(std::string_view business, bool live) {
+  std::string s = id16(business);
+  s.push_back(live ? '\1' : '\0');
+  return s;
 }
 
 inline std::string position(std::uint32_t p) {
@@ -121,32 +117,17 @@ inline std::string position(std::uint32_t p) {
   return k;
 }
 inline bool is_position(std::string_view key) { return key.size() == 5 && key.front() == 'P'; }
-inline std::string business(std::string_view id) { return "B" + std::string(id); }
-inline std::string account(std::string_view id) { return "A" + std::string(id); }
-inline std::string account_list_prefix(std::string_view business) {
-  return "a" + std::string(business) + "|";
-}
+inline std::string business(std::string_view id) { return "B" + id16(id); }
+inline std::string account(std::string_view id) { return "A" + id16(id); }
+inline std::string account_list_prefix(std::string_view business) { return "a" + id16(business); }
 inline std::string account_list(std::string_view business, std::uint64_t id) {
   std::string k = account_list_prefix(business);
   put_be(k, id);
   return k;
 }
-inline std::string key_owner(std::string_view hash) { return "K" + std::string(hash); }
-inline std::string wallet(std::string_view id) { return "W" + std::string(id); }
-inline std::string wallet_row(std::string_view id) { return "b" + std::string(id); }
-inline std::string statement_prefix(std::string_view wallet) { return "h" + std::string(wallet) + "|"; }
-inline std::string statement_line(std::string_view wallet, std::uint64_t number) {
-  std::string k = statement_prefix(wallet);
-  put_be(k, number);
-  return k;
-}
-inline std::string event_fact(std::uint32_t partition, std::uint64_t seq) {
-  std::string k("E");
-  put_be(k, partition, 4);
-  put_be(k, seq);
-  return k;
-}
-inline std::string bank_account(std::string_view id) { return "D" + std::string(id); }
+// `hash`: the hex SHA-256 of a secret key, as the log holds it; keyed by its 32 bytes (a hash
+// that is not 64 hex digits, which no caller makes, is keyed as its text).
+std::string key_owner(std::string_view hash);
 inline std::string account_number(std::string_view number) { return "N" + std::string(number); }
 inline std::string system_balance(std::uint32_t p, std::string_view ledger_account) {
   std::string k("S");
@@ -159,132 +140,115 @@ inline std::string tier_limits(std::uint32_t p) {
   put_be(k, p, 4);
   return k;
 }
-inline std::string transaction(std::string_view id) { return "T" + std::string(id); }
-inline std::string bulk(std::string_view id) { return "J" + std::string(id); }
-inline std::string transaction_id(std::string_view business, bool live, std::uint64_t id) {
-  std::string k = scoped('i', business, live);
-  put_be(k, id);
+inline std::string wallet(std::string_view id) { return "W" + id16(id); }
+inline std::string wallet_row(std::string_view id) { return "b" + id16(id); }
+inline std::string statement_prefix(std::string_view wallet) { return "h" + id16(wallet); }
+inline std::string statement_line(std::string_view wallet, std::uint64_t number) {
+  std::string k = statement_prefix(wallet);
+  put_be(k, number);
   return k;
 }
-inline std::string transaction_reference(std::string_view account, bool live, std::string_view reference) {
-  return scoped('r', account, live) + std::string(reference);
-}
-inline std::string transaction_list(std::string_view business, bool live, std::uint64_t created_ms,
-                                    std::uint64_t id) {
-  std::string k = scoped('t', business, live);
-  put_be(k, created_ms);
-  put_be(k, id);
-  return k;
-}
+inline std::string bank_account(std::string_view id) { return "D" + id16(id); }
 
-// The transaction list's single-value filters as keys spell them: every transaction is counted
-// under `all` and its day, and listed and counted under its entry, status and amount.
-namespace transaction_filter {
-inline std::string all() { return "*"; }
-inline std::string entry(std::string_view entry) { return "e" + std::string(entry); }
-inline std::string status(std::string_view status) { return "s" + std::string(status); }
-inline std::string amount(std::int64_t amount) {
-  std::string k("a");
-  put_be(k, static_cast<std::uint64_t>(amount));
+inline std::string event_prefix(std::string_view scope) {
+  KOBO_ASSERT(scope.size() == kScopeSize, "a scope of the views is 17 bytes");
+  return "L" + std::string(scope);
+}
+// The event whose first record in the scope's transaction list is number `first`.
+inline std::string event(std::string_view scope, std::uint64_t first) {
+  std::string k = event_prefix(scope);
+  put_be(k, first);
   return k;
 }
-inline std::string day(std::int64_t day) {
-  std::string k("d");
-  put_be(k, static_cast<std::uint64_t>(day));
-  return k;
-}
-}  // namespace transaction_filter
+inline std::string transaction(std::string_view id) { return "T" + id16(id); }
+// A transaction reference of an account and mode: references of the form ref-, rev- or swp-
+// followed by a uuid (those the service derives) as a marker byte and the uuid's 16 bytes, any
+// other after a zero byte as it is.
+std::string transaction_reference(std::string_view account, bool live, std::string_view reference);
+inline std::string bulk(std::string_view id) { return "J" + id16(id); }
+inline std::string hold(std::string_view id) { return "O" + id16(id); }
+inline std::string hold_row(std::string_view id) { return "U" + id16(id); }
 
-// The wallet and beneficiary lists' filters as keys spell them: every record is listed and
-// counted under `all` and under each of its filtered members (`member` names it: c category,
-// f isFavourite, b beneficiaryType, n accountName) with its value, length first, so that no
-// value's listing is a prefix of another's.
-namespace record_filter {
-inline std::string all() { return "*"; }
-inline std::string of(char member, std::string_view value) {
-  std::string k(1, member);
-  put_be(k, value.size(), 2);
+// The kinds of list (list_index.h) and their fields as keys spell them.
+namespace list {
+inline constexpr char kTransactions = 't';
+inline constexpr char kWallets = 'w';
+inline constexpr char kBeneficiaries = 'd';
+inline constexpr char kHolds = 'h';
+
+// Transactions: entry, status and amount, and `a`: the records whose creating event announced
+// them as webhook events of account <account16> (webhooks below).
+inline constexpr char kEntry = 'e';
+inline constexpr char kStatus = 's';
+inline constexpr char kAmount = 'm';
+inline constexpr char kAnnounced = 'a';
+// Wallets: category and isFavourite; beneficiaries: beneficiaryType and accountName; holds:
+// source and status.
+inline constexpr char kCategory = 'c';
+inline constexpr char kFavourite = 'f';
+inline constexpr char kBeneficiaryType = 'b';
+inline constexpr char kAccountName = 'n';
+inline constexpr char kSource = 'o';
+inline constexpr char kHoldStatus = 's';
+// Every list: the records whose time is earlier than a record's before them (a writer's clock
+// that went back), which the newest-first order places apart (list_index.h).
+inline constexpr char kDisplaced = 'z';
+
+// A field's value as keys spell it: its length in one byte, then its bytes (a value of 255
+// bytes or more: 255, then its SHA-256); so no value's chunks are a prefix of another's.
+std::string value(std::string_view bytes);
+std::string value(std::int64_t number);
+
+}  // namespace list
+
+inline std::string list_row(char kind, std::string_view scope) {
+  KOBO_ASSERT(scope.size() == kScopeSize, "a scope of the views is 17 bytes");
+  std::string k("C");
+  k.push_back(kind);
+  k += scope;
+  return k;
+}
+inline std::string listed_prefix(char kind, std::string_view scope) {
+  KOBO_ASSERT(scope.size() == kScopeSize, "a scope of the views is 17 bytes");
+  std::string k("g");
+  k.push_back(kind);
+  k += scope;
+  return k;
+}
+inline std::string listed(char kind, std::string_view scope, std::uint64_t number) {
+  std::string k = listed_prefix(kind, scope);
+  put_be(k, number);
+  return k;
+}
+// The bitmap of field `field` = `value` (list::value's spelling) of a list, without its chunk.
+inline std::string bitmap(char kind, std::string_view scope, char field, std::string_view value) {
+  KOBO_ASSERT(scope.size() == kScopeSize, "a scope of the views is 17 bytes");
+  std::string k("X");
+  k.push_back(kind);
+  k += scope;
+  k.push_back(field);
   k += value;
   return k;
 }
-}  // namespace record_filter
-
-inline std::string record_count(char kind, std::string_view business, bool live, std::string_view filter) {
-  std::string k = scoped('m', business, live);
-  k.insert(1, 1, kind);
-  k += filter;
-  return k;
-}
-inline std::string record_listed_prefix(char kind, std::string_view business, bool live,
-                                        std::string_view filter) {
-  std::string k = scoped('g', business, live);
-  k.insert(1, 1, kind);
-  k += filter;
-  k += '|';
-  return k;
-}
-inline std::string record_listed(char kind, std::string_view business, bool live, std::string_view filter,
-                                 std::uint64_t id) {
-  std::string k = record_listed_prefix(kind, business, live, filter);
-  put_be(k, id);
+inline std::string bitmap_chunk(std::string_view bitmap, std::uint32_t chunk) {
+  std::string k(bitmap);
+  put_be(k, chunk, 4);
   return k;
 }
 
-inline std::string hold(std::string_view id) { return "O" + std::string(id); }
-inline std::string hold_row(std::string_view id) { return "U" + std::string(id); }
-// The hold list's filters: every hold is listed and counted under `all`, its source, its status,
-// and its source and status together (record_filter's spelling).
-namespace hold_filter {
-inline std::string all() { return "*"; }
-inline std::string source(std::string_view wallet) { return record_filter::of('s', wallet); }
-inline std::string status(std::string_view status) { return record_filter::of('t', status); }
-inline std::string source_status(std::string_view wallet, std::string_view status) {
-  return source(wallet) + hold_filter::status(status);
-}
-}  // namespace hold_filter
-inline std::string hold_count(std::string_view business, bool live, std::string_view filter) {
-  return scoped('M', business, live) + std::string(filter);
-}
-inline std::string hold_listed_prefix(std::string_view business, bool live, std::string_view filter) {
-  std::string k = scoped('L', business, live);
-  k += filter;
-  k += '|';
+inline std::string webhook(std::string_view account, bool live) {
+  std::string k = "w" + id16(account);
+  k.push_back(live ? '\1' : '\0');
   return k;
 }
-inline std::string hold_listed(std::string_view business, bool live, std::string_view filter,
-                               std::uint64_t created_ms, std::uint64_t seq) {
-  std::string k = hold_listed_prefix(business, live, filter);
-  put_be(k, created_ms);
-  put_be(k, seq);
-  return k;
-}
-inline std::string webhook(std::string_view account, bool live) { return scoped('w', account, live); }
 inline std::string webhook_events_prefix(std::string_view account, bool live) {
-  return scoped('e', account, live) + "|";
+  std::string k = "e" + id16(account);
+  k.push_back(live ? '\1' : '\0');
+  return k;
 }
 inline std::string webhook_event(std::string_view account, bool live, std::uint64_t sequence) {
   std::string k = webhook_events_prefix(account, live);
   put_be(k, sequence);
-  return k;
-}
-inline std::string webhook_event_of(std::string_view transaction) { return "x" + std::string(transaction); }
-
-inline std::string transaction_count(std::string_view business, bool live, std::string_view filter) {
-  return scoped('n', business, live) + std::string(filter);
-}
-// The `f` listing of one filter: its prefix, and the key of one transaction in it.
-inline std::string transaction_filtered_prefix(std::string_view business, bool live,
-                                               std::string_view filter) {
-  std::string k = scoped('f', business, live);
-  k += filter;
-  k += '|';
-  return k;
-}
-inline std::string transaction_filtered(std::string_view business, bool live, std::string_view filter,
-                                        std::uint64_t created_ms, std::uint64_t id) {
-  std::string k = transaction_filtered_prefix(business, live, filter);
-  put_be(k, created_ms);
-  put_be(k, id);
   return k;
 }
 

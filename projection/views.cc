@@ -2,10 +2,13 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
-#include <rocksdb/merge_operator.h>
 #include <rocksdb/slice_transform.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/table.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <filesystem>
 #include <mutex>
@@ -14,13 +17,15 @@
 #include "events/fact_codec.h"
 #include "events/partitioner.h"
 #include "events/rocksdb_logger.h"
-#include "projection/rebuild.h"
+#include "projection/bitmap.h"
+#include "projection/list_index.h"
 #include "projection/rows.h"
 #include "projection/view_keys.h"
 
 namespace kobo {
 
 using nlohmann::json;
+namespace l = view_keys::list;
 
 Views::DbLock::DbLock() {
   pthread_rwlockattr_t attr;
@@ -33,39 +38,10 @@ Views::DbLock::~DbLock() { pthread_rwlock_destroy(&lock_); }
 
 Views::Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions, rocksdb::Env* env,
              ViewWrites writes)
-    : path_(std::move(path)), env_(env), writes_(writes), db_(std::move(db)), partitions_(partitions) {}
+    : path_(std::move(path)), env_(env), writes_(writes), db_(std::move(db)), partitions_(partitions) {
+  KOBO_ASSERT(partitions_ > 0, "views of a log with no partition");
+}
 Views::~Views() = default;
-
-namespace {
-
-std::optional<std::int64_t> decimal(const rocksdb::Slice& text) {
-  std::int64_t n = 0;
-  const char* end = text.data() + text.size();
-  const auto [p, ec] = std::from_chars(text.data(), end, n);
-  if (ec != std::errc() || p != end) return std::nullopt;
-  return n;
-}
-
-class CounterAdd final : public rocksdb::AssociativeMergeOperator {
- public:
-  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing, const rocksdb::Slice& delta,
-             std::string* sum, rocksdb::Logger*) const override {
-    const auto before = existing != nullptr ? decimal(*existing) : std::optional<std::int64_t>(0);
-    const auto change = decimal(delta);
-    std::int64_t after = 0;
-    if (!before || !change || __builtin_add_overflow(*before, *change, &after) || after < 0) return false;
-    *sum = std::to_string(after);
-    return true;
-  }
-  const char* Name() const override { return "kobo.CounterAdd"; }
-};
-
-}  // namespace
-
-std::shared_ptr<rocksdb::MergeOperator> view_counter_merge() {
-  static const auto op = std::make_shared<CounterAdd>();
-  return op;
-}
 
 namespace {
 
@@ -73,28 +49,25 @@ rocksdb::Options views_options(rocksdb::Env* env) {
   rocksdb::Options o;
   if (env != nullptr) o.env = env;
   o.create_if_missing = true;
-  o.merge_operator = view_counter_merge();
-  // Records are JSON that repeats its member names and ids: LZ4 while they are still being
-  // compacted, zstd where they come to rest (the log's choice, events/embedded_log.cc). A block
-  // holds only a few records, so zstd gets a dictionary trained on each file's records, and
-  // blocks of 16 KiB: on 205k transfers compacted, 838 B of views each instead of 1,678 B.
+  // Rows repeat ids and names: LZ4 while they are still being compacted, zstd where they come to
+  // rest (the log's choice, events/embedded_log.cc), with a dictionary trained on each file's
+  // rows in blocks of 16 KiB, at level 1 (on the views of 205k transfers, 35% less CPU than
+  // zstd's default level for 1.3% more bytes; compaction shares the two cores with everything).
   o.compression = rocksdb::kLZ4Compression;
   o.bottommost_compression = rocksdb::kZSTD;
   o.bottommost_compression_opts.enabled = true;
-  // Level 1, not zstd's default 3: on the views of 205k transfers compacted, 35% less CPU for
-  // 1.3% more bytes; compaction shares the two cores with everything else.
   o.bottommost_compression_opts.level = 1;
   o.bottommost_compression_opts.max_dict_bytes = 16 << 10;
   o.bottommost_compression_opts.zstd_max_train_bytes = 100 * (16 << 10);
-  // Most records in the last level, where zstd is: with the level sizes fixed from L1 down, a
+  // Most rows in the last level, where zstd is: with the level sizes fixed from L1 down, a
   // compaction leaves most of them in upper levels, in LZ4, for a long time.
   o.level_compaction_dynamic_level_bytes = true;
   rocksdb::BlockBasedTableOptions t;
   t.block_size = 16 << 10;
   t.block_cache = rocksdb::NewLRUCache(64 << 20);
-  // A Bloom filter per file: the projector asks for keys that do not exist yet (the counter of a
-  // transaction list's new filter value, an amount never seen) and, without one, reads and
-  // decompresses a block of every level to learn it.
+  // A Bloom filter per file: the projector asks for keys that do not exist yet (a list's first
+  // bitmap chunk of a value, a wallet's webhook row) and, without one, reads and decompresses a
+  // block of every level to learn it.
   t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   // The projector writes a flush's keys in key order. With a hint kept per key tag (view_keys.h),
@@ -134,6 +107,11 @@ Status check_format(rocksdb::DB& db, const std::string& path, ViewWrites writes)
                        ErrorKind::other_format);
 }
 
+Status write_error(const rocksdb::Status& s, const char* what) {
+  return Status::error(std::string(what) + ": " + s.ToString(),
+                       s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_t partitions,
@@ -145,33 +123,72 @@ Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_
   const auto s = rocksdb::DB::Open(views_options(env), path, &raw);
   if (!s.ok()) return Status::error("open views " + path + ": " + s.ToString());
   std::unique_ptr<rocksdb::DB> db(raw);
+  KOBO_ASSERT(db != nullptr, "RocksDB opened no database");
   if (auto f = check_format(*db, path, writes); !f) return f;
   return std::unique_ptr<Views>(new Views(std::move(db), path, partitions, env, writes));
 }
 
-Status Views::write(rocksdb::WriteBatch& batch) {
+Status Views::write(std::span<const ViewChange> changes) {
+  rocksdb::WriteBatch batch;
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    const ViewChange& c = changes[i];
+    KOBO_ASSERT(i == 0 || changes[i - 1].key < c.key, "a batch's changes in strict key order");
+    const auto s =
+        batch.Put(rocksdb::Slice(c.key.data(), c.key.size()), rocksdb::Slice(c.value.data(), c.value.size()));
+    KOBO_ASSERT(s.ok(), "WriteBatch put");
+  }
   std::shared_lock lock(db_lock_);
   rocksdb::WriteOptions options;
-  // A rebuild's write-ahead log would hold everything the memtables do, only to be thrown away
-  // at flush(): on 205k transfers, a tenth of the rebuild's time.
+  // A rebuild's write-ahead log would hold everything the memtables do, only to be thrown away.
   options.disableWAL = writes_ == ViewWrites::unlogged;
   const auto s = db_->Write(options, &batch);
-  if (!s.ok())
-    return Status::error("views write: " + s.ToString(),
-                         s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
+  if (!s.ok()) return write_error(s, "views write");
+  return {};
+}
+
+Status Views::ingest(std::span<const ViewChange> changes) {
+  if (changes.empty()) return {};
+  KOBO_ASSERT(writes_ == ViewWrites::unlogged, "only views being rebuilt ingest files");
+  static std::atomic<std::uint64_t> files{0};
+  const std::string file =
+      path_ + "/ingest-" + std::to_string(::getpid()) + "-" + std::to_string(files.fetch_add(1)) + ".sst";
+  {
+    // LZ4 as the upper levels have it: compaction moves the rows to rest in zstd later, off the
+    // rebuild's critical path.
+    rocksdb::Options options = views_options(env_);
+    options.compression = rocksdb::kLZ4Compression;
+    options.bottommost_compression = rocksdb::kLZ4Compression;
+    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options);
+    if (const auto s = writer.Open(file); !s.ok()) return write_error(s, "views ingest: open a file");
+    for (const ViewChange& c : changes)
+      if (const auto s = writer.Put(rocksdb::Slice(c.key.data(), c.key.size()),
+                                    rocksdb::Slice(c.value.data(), c.value.size()));
+          !s.ok())
+        return write_error(s, "views ingest: write a file");
+    if (const auto s = writer.Finish(); !s.ok()) return write_error(s, "views ingest: finish a file");
+  }
+  std::shared_lock lock(db_lock_);
+  rocksdb::IngestExternalFileOptions options;
+  options.move_files = true;
+  const auto s = db_->IngestExternalFile({file}, options);
+  if (!s.ok()) {
+    std::error_code ec;
+    std::filesystem::remove(file, ec);
+    return write_error(s, "views ingest");
+  }
   return {};
 }
 
 Status Views::flush() {
   std::shared_lock lock(db_lock_);
+  KOBO_ASSERT(db_ != nullptr, "views without a database");
   const auto s = db_->Flush(rocksdb::FlushOptions());  // waits
-  if (!s.ok())
-    return Status::error("views flush: " + s.ToString(),
-                         s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
+  if (!s.ok()) return write_error(s, "views flush");
   return {};
 }
 
 Result<std::optional<std::string>> Views::read(const std::string& key) const {
+  KOBO_ASSERT(!key.empty(), "a view key has a tag");
   std::shared_lock lock(db_lock_);
   std::string value;
   const auto s = db_->Get(rocksdb::ReadOptions(), key, &value);
@@ -194,18 +211,11 @@ Status Views::reopen() {
   const auto s = rocksdb::DB::Open(views_options(env_), path_, &raw);
   if (!s.ok()) {
     db_ = std::move(reader);
-    return Status::error("reopen views: " + s.ToString(),
-                         s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
+    return write_error(s, "reopen views");
   }
   db_.reset(raw);
+  KOBO_ASSERT(db_ != nullptr, "a reopen left no database");
   return {};
-}
-
-Result<std::optional<json>> Views::get_json(const std::string& key) const {
-  auto value = read(key);
-  if (!value) return value.status();
-  if (!value.value()) return std::optional<json>();
-  return std::optional<json>(json::parse(*value.value()));
 }
 
 namespace {
@@ -215,247 +225,24 @@ bool in_scope(const Event& e, const Scope& scope) {
   return e.business == scope.business && e.live == scope.live;
 }
 
-// Walks keys with `prefix` from the highest (newest) to the lowest, stopping at `lower` or when
-// `fn` returns false. An error is the iterator's (a read of the views that failed).
-template <typename Fn>
-Status scan_newest_first(rocksdb::DB& db, const std::string& prefix, const std::string& upper_exclusive,
-                         const std::string& lower_inclusive, Fn&& fn) {
-  std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
-  for (it->SeekForPrev(upper_exclusive); it->Valid(); it->Prev()) {
-    const auto key = it->key();
-    if (!key.starts_with(prefix)) break;
-    if (key.compare(upper_exclusive) >= 0) continue;
-    if (key.compare(lower_inclusive) < 0) break;
-    if (!fn(std::string_view(key.data(), key.size()),
-            std::string_view(it->value().data(), it->value().size())))
-      break;
-  }
-  if (!it->status().ok()) return Status::error("views scan: " + it->status().ToString());
-  return {};
-}
-
-std::uint64_t count_value(std::string_view text) {
-  std::uint64_t n = 0;
-  const auto parsed = std::from_chars(text.data(), text.data() + text.size(), n);
-  KOBO_ASSERT(parsed.ptr == text.data() + text.size(), "a view counter is not a number");
-  return n;
-}
-
 // The index of a page's first item; past the end of every list when it does not fit in 64 bits
 // (a page number far beyond the end, which the API allows up to 2^63 - 1).
 std::uint64_t first_index(const PageRequest& page) {
+  KOBO_ASSERT(page.page >= 1 && page.per_page >= 1, "pages and their sizes count from 1");
   std::uint64_t first = 0;
   if (__builtin_mul_overflow(page.page - 1, page.per_page, &first)) return UINT64_MAX;
   return first;
 }
 
-bool in_page(std::uint64_t index, const PageRequest& page) {
-  const std::uint64_t first = first_index(page);
-  return index >= first && index < first + page.per_page;
-}
-
-}  // namespace
-
-Result<std::optional<KeyOwner>> Views::key_owner(std::string_view secret_key_hash) const {
-  const auto read_owner = read(view_keys::key_owner(secret_key_hash));
-  if (!read_owner) return read_owner.status();
-  if (!read_owner.value()) return std::optional<KeyOwner>();
-  auto row = rows::decode_key(*read_owner.value());
-  if (!row) return row.status();
-  KeyOwner k{std::move(row.value().business), std::move(row.value().account), row.value().live, false};
-  // Only a live key needs the account's live flag; test keys, most requests, skip that read.
-  if (!k.live) return std::optional<KeyOwner>(std::move(k));
-  const auto account = get_json(view_keys::account(k.account));
-  if (!account) return account.status();
-  if (account.value()) k.account_live = account.value()->value("live", false);
-  return std::optional<KeyOwner>(std::move(k));
-}
-
-Result<std::optional<json>> Views::account(std::string_view business, std::string_view public_id) const {
-  auto a = get_json(view_keys::account(public_id));
-  if (!a || !a.value() || a.value()->value("business", "") == business) return a;
-  return std::optional<json>();
-}
-
-Result<std::optional<std::string>> Views::account_text(std::string_view business,
-                                                       std::string_view public_id) const {
-  auto text = read(view_keys::account(public_id));
-  if (!text || !text.value()) return text;
-  if (json::parse(*text.value()).value("business", "") != business) return std::optional<std::string>();
-  return text;
-}
-
-Result<Page> Views::accounts(std::string_view business, const AccountFilter& filter,
-                             const PageRequest& page) const {
-  Page out;
-  Status failed;
-  const std::string prefix = view_keys::account_list_prefix(business);
-  std::shared_lock lock(db_lock_);
-  const Status scanned = scan_newest_first(
-      *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
-        auto read_account = read(view_keys::account(id));
-        if (!read_account) {
-          failed = read_account.status();
-          return false;
-        }
-        auto& text = read_account.value();
-        KOBO_ASSERT(text.has_value(), "account index points at a missing account");
-        const json a = json::parse(*text);
-        if (filter.name && a.value("name", "") != *filter.name) return true;
-        if (filter.is_default && a.value("isDefault", false) != *filter.is_default) return true;
-        if (filter.live && a.value("live", false) != *filter.live) return true;
-        if (in_page(out.total_count, page)) out.items.push_back(std::move(*text));
-        ++out.total_count;
-        return true;
-      });
-  if (!failed) return failed;
-  if (!scanned) return scanned;
-  return out;
-}
-
-Result<std::optional<Event>> Views::fact(const std::string& key, const Scope* scope) const {
-  const auto bytes = read(key);
+template <typename T>
+Result<std::optional<T>> decoded_row(const Result<std::optional<std::string>>& bytes,
+                                     Result<T> (*decode)(std::string_view)) {
   if (!bytes) return bytes.status();
-  if (!bytes.value()) return std::optional<Event>();
-  auto e = decode_fact(*bytes.value());
-  if (!e) return Status::error("views read " + describe_view_key(key) + ": " + e.status().message());
-  if (scope != nullptr && !in_scope(e.value(), *scope)) return std::optional<Event>();
-  return std::optional<Event>(std::move(e).value());
-}
-
-Result<std::optional<std::string>> Views::render_wallet(std::string_view public_id,
-                                                        const Scope* scope) const {
-  const auto opening = fact(view_keys::wallet(public_id), scope);
-  if (!opening) return opening.status();
-  if (!opening.value()) return std::optional<std::string>();
-  const auto row_bytes = read(view_keys::wallet_row(public_id));
-  if (!row_bytes) return row_bytes.status();
-  if (!row_bytes.value())
-    return Status::error("views: wallet " + std::string(public_id) + " has no balance row");
-  const auto row = rows::decode_wallet(*row_bytes.value());
+  if (!bytes.value()) return std::optional<T>();
+  auto row = decode(*bytes.value());
   if (!row) return row.status();
-  const ViewRecords records(*this);
-  if (!render::can_render({*opening.value()}, records)) {
-    if (!records.status()) return records.status();
-    return Status::error("views: wallet " + std::string(public_id) + " names a wallet they do not have");
-  }
-  const auto limits = tier_limits(partition_for(opening.value()->business, partitions_));
-  if (!limits) return limits.status();
-  return std::optional<std::string>(
-      render::wallet(*opening.value(), row.value(), records, render::TierShown{&limits.value(), now_ms()}));
+  return std::optional<T>(std::move(row).value());
 }
-
-Result<TierLimits> Views::tier_limits(Partition p) const {
-  const auto bytes = read(view_keys::tier_limits(p.value));
-  if (!bytes) return bytes.status();
-  // Views of a log written before tiers: its wallets have none, and the writer decides with the CBN's.
-  if (!bytes.value()) return cbn_tier_limits();
-  return rows::decode_tier_limits(*bytes.value());
-}
-
-Result<std::optional<std::string>> Views::render_transaction(std::string_view public_id,
-                                                             const Scope* scope) const {
-  const auto row_bytes = read(view_keys::transaction(public_id));
-  if (!row_bytes) return row_bytes.status();
-  if (!row_bytes.value()) return std::optional<std::string>();
-  const auto row = rows::decode_transaction(*row_bytes.value());
-  if (!row) return row.status();
-  const auto e = fact(view_keys::event_fact(row.value().partition.value, row.value().seq.value), nullptr);
-  if (!e) return e.status();
-  if (!e.value())
-    return Status::error("views: transaction " + std::string(public_id) + " names an event they do not have");
-  if (scope != nullptr && !in_scope(*e.value(), *scope)) return std::optional<std::string>();
-  const ViewRecords records(*this);
-  if (!render::can_render({*e.value()}, records)) {
-    if (!records.status()) return records.status();
-    return Status::error("views: transaction " + std::string(public_id) + " names a record they do not have");
-  }
-  return std::optional<std::string>(
-      render::transaction(*e.value(), row.value().index, row.value().steps, records));
-}
-
-Result<WebhookEvent> Views::render_webhook_event(std::string_view account, std::uint64_t sequence,
-                                                 const rows::WebhookEventRow& row) const {
-  auto text = render_transaction(row.transaction, nullptr);
-  if (!text) return text.status();
-  if (!text.value())
-    return Status::error("views: webhook event " + std::to_string(sequence) + " names transaction " +
-                         row.transaction + ", which they do not have");
-  return WebhookEvent{sequence, render::webhook_event_id(row.hash, row.transaction),
-                      row.type, std::string(account),
-                      row.time, render::webhook_body(row.type, sequence, *text.value())};
-}
-
-Result<std::optional<WebhookEvent>> Views::webhook_event_of(const Scope& scope,
-                                                            std::string_view transaction) const {
-  // Whose it is: the event that created the transaction must be of `scope`.
-  const auto t = read(view_keys::transaction(transaction));
-  if (!t) return t.status();
-  if (!t.value()) return std::optional<WebhookEvent>();
-  const auto created_at = rows::decode_transaction(*t.value());
-  if (!created_at) return created_at.status();
-  const auto created =
-      fact(view_keys::event_fact(created_at.value().partition.value, created_at.value().seq.value), &scope);
-  if (!created) return created.status();
-  if (!created.value()) return std::optional<WebhookEvent>();
-  const auto numbered = read(view_keys::webhook_event_of(transaction));
-  if (!numbered) return numbered.status();
-  if (!numbered.value()) return std::optional<WebhookEvent>();
-  const std::string& n = *numbered.value();
-  if (n.size() <= 8) return Status::error("views: a webhook event index is malformed");
-  const std::uint64_t sequence = view_keys::get_be(n, 0);
-  const std::string_view account = std::string_view(n).substr(8);
-  const auto bytes = read(view_keys::webhook_event(account, scope.live, sequence));
-  if (!bytes) return bytes.status();
-  if (!bytes.value()) return Status::error("views: a webhook event index names an event they do not have");
-  const auto row = rows::decode_webhook_event(*bytes.value());
-  if (!row) return row.status();
-  auto event = render_webhook_event(account, sequence, row.value());
-  if (!event) return event.status();
-  return std::optional<WebhookEvent>(std::move(event).value());
-}
-
-Result<std::vector<WebhookEvent>> Views::webhook_events(std::string_view account, bool live,
-                                                        std::uint64_t after, std::uint64_t limit) const {
-  std::vector<WebhookEvent> out;
-  // The numbers are gapless from 1: point reads until the first one missing, no scan.
-  for (std::uint64_t n = after + 1; n - after <= limit && n > after; ++n) {
-    const auto bytes = read(view_keys::webhook_event(account, live, n));
-    if (!bytes) return bytes.status();
-    if (!bytes.value()) break;
-    const auto row = rows::decode_webhook_event(*bytes.value());
-    if (!row) return row.status();
-    auto event = render_webhook_event(account, n, row.value());
-    if (!event) return event.status();
-    out.push_back(std::move(event).value());
-  }
-  return out;
-}
-
-Result<rows::WebhookRow> Views::webhook(std::string_view account, bool live) const {
-  const auto bytes = read(view_keys::webhook(account, live));
-  if (!bytes) return bytes.status();
-  if (!bytes.value()) return rows::WebhookRow{};
-  return rows::decode_webhook(*bytes.value());
-}
-
-Result<std::optional<std::string>> Views::render_bank_account(std::string_view public_id,
-                                                              const Scope* scope) const {
-  const auto e = fact(view_keys::bank_account(public_id), scope);
-  if (!e) return e.status();
-  if (!e.value()) return std::optional<std::string>();
-  const auto* x = std::get_if<BeneficiarySaved>(&e.value()->data);
-  if (x == nullptr)
-    return Status::error("views: bank account " + std::string(public_id) + " is not a beneficiary");
-  return std::optional<std::string>(render::bank_account(*e.value(), *x));
-}
-
-Result<std::optional<std::string>> Views::bank_account_text(const Scope& scope,
-                                                            std::string_view public_id) const {
-  return render_bank_account(public_id, &scope);
-}
-
-namespace {
 
 Result<std::optional<json>> parsed(Result<std::optional<std::string>> text) {
   if (!text) return text.status();
@@ -465,131 +252,183 @@ Result<std::optional<json>> parsed(Result<std::optional<std::string>> text) {
 
 }  // namespace
 
-Result<Page> Views::listed_records(char kind, const Scope& scope, const std::string& filter,
+namespace {
+
+// The integer ids of the transactions an event creates (events/ledger.h: its `ids`, one per record).
+std::vector<std::uint64_t> transaction_numbers(const EventData& d) {
+  return std::visit(
+      [](const auto& x) -> std::vector<std::uint64_t> {
+        if constexpr (requires { x.ids; })
+          return x.ids;
+        else
+          return {};
+      },
+      d);
+}
+
+// An EventRow, decoded: where its records start, and what it holds.
+struct EventRead {
+  std::uint64_t first = 0;
+  std::string hash;  // raw
+  UnixMs delay = 0;
+  std::uint64_t webhooks = 0;
+  Event event;
+};
+
+Result<EventRead> event_read(std::string_view key, std::string_view bytes, std::uint64_t first) {
+  auto row = rows::decode_event_row(bytes);
+  if (!row) return row.status();
+  auto e = decode_fact(row.value().fact);
+  if (!e) return Status::error("views read " + view_keys::describe(key) + ": " + e.status().message());
+  return EventRead{first, std::string(row.value().hash), row.value().delay, row.value().webhooks,
+                   std::move(e).value()};
+}
+
+// The event whose records start at `first` in the transaction list of `scope`.
+Result<std::optional<EventRead>> read_event(const Views& views, const std::string& scope,
+                                            std::uint64_t first) {
+  const std::string key = view_keys::event(scope, first);
+  const auto bytes = views.read(key);
+  if (!bytes) return bytes.status();
+  if (!bytes.value()) return std::optional<EventRead>();
+  auto read = event_read(key, *bytes.value(), first);
+  if (!read) return read.status();
+  return std::optional<EventRead>(std::move(read).value());
+}
+
+// The event of record `number` of the transaction list of `scope`: the last one at or before it.
+Result<EventRead> event_of(rocksdb::DB& db, const std::string& scope, std::uint64_t number) {
+  std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
+  const std::string prefix = view_keys::event_prefix(scope);
+  it->SeekForPrev(view_keys::event(scope, number));
+  if (!it->status().ok()) return Status::error("views scan: " + it->status().ToString());
+  if (!it->Valid() || !it->key().starts_with(prefix))
+    return Status::error("views: a transaction list misses record " + std::to_string(number));
+  const std::string_view key(it->key().data(), it->key().size());
+  auto read = event_read(key, std::string_view(it->value().data(), it->value().size()),
+                         view_keys::get_be(key, prefix.size()));
+  if (!read) return read.status();
+  if (number - read.value().first >= transactions_created_count(read.value().event.data))
+    return Status::error("views: a transaction list misses record " + std::to_string(number));
+  return read;
+}
+
+}  // namespace
+
+// ---- keys and accounts -------------------------------------------------------------------------
+
+Result<std::optional<KeyOwner>> Views::key_owner(std::string_view secret_key_hash) const {
+  auto row = decoded_row(read(view_keys::key_owner(secret_key_hash)), &rows::decode_key);
+  if (!row) return row.status();
+  if (!row.value()) return std::optional<KeyOwner>();
+  KeyOwner k{std::move(row.value()->business), std::move(row.value()->account), row.value()->live, false};
+  KOBO_ASSERT(!k.business.empty() && !k.account.empty(), "a key row names its business and account");
+  // Only a live key needs the account's live flag; test keys, most requests, skip that read.
+  if (!k.live) return std::optional<KeyOwner>(std::move(k));
+  auto account = decoded_row(read(view_keys::account(k.account)), &rows::decode_account);
+  if (!account) return account.status();
+  if (account.value()) k.account_live = account.value()->live;
+  return std::optional<KeyOwner>(std::move(k));
+}
+
+Result<std::optional<std::string>> Views::account_text(std::string_view business, std::string_view public_id) const {
+  auto row = decoded_row(read(view_keys::account(public_id)), &rows::decode_account);
+  if (!row) return row.status();
+  if (!row.value() || row.value()->business != business) return std::optional<std::string>();
+  const auto registered = fact(view_keys::business(business), nullptr);
+  if (!registered) return registered.status();
+  if (!registered.value())
+    return Status::error("views: account " + std::string(public_id) + " has no business");
+  const auto* x = std::get_if<BusinessRegistered>(&registered.value()->data);
+  if (x == nullptr || x->account.value != public_id) return std::optional<std::string>();
+  KOBO_ASSERT(registered.value()->business == business, "an account's fact is of its business");
+  return std::optional<std::string>(render::account(*registered.value(), *row.value()));
+}
+
+Result<std::optional<json>> Views::account(std::string_view business, std::string_view public_id) const {
+  auto text = account_text(business, public_id);
+  if (!text) return text.status();
+  if (!text.value()) return std::optional<json>();
+  return std::optional<json>(json::parse(*text.value()));
+}
+
+// A business's accounts are few (a business has one today): a list reads them all, filtering
+// their rows, never rendered JSON.
+Result<Page> Views::accounts(std::string_view business, const AccountFilter& filter,
                                    const PageRequest& page) const {
   Page out;
   std::vector<std::string> ids;
   {
+    const std::string prefix = view_keys::account_list_prefix(business);
     std::shared_lock lock(db_lock_);
-    const auto n = read(view_keys::record_count(kind, scope.business, scope.live, filter));
-    if (!n) return n.status();
-    out.total_count = n.value() ? count_value(*n.value()) : 0;
-    const std::uint64_t first = first_index(page);
-    if (first < out.total_count) {
-      const std::string prefix = view_keys::record_listed_prefix(kind, scope.business, scope.live, filter);
-      std::uint64_t index = 0;
-      const Status scanned = scan_newest_first(*db_, prefix, prefix + std::string(9, '\xff'), prefix,
-                                               [&](std::string_view, std::string_view id) {
-                                                 if (index++ >= first) ids.emplace_back(id);
-                                                 return ids.size() < page.per_page;
-                                               });
-      if (!scanned) return scanned;
-    }
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    for (it->SeekForPrev(prefix + std::string(9, '\xff')); it->Valid() && it->key().starts_with(prefix);
+         it->Prev())
+      ids.emplace_back(it->value().data(), it->value().size());
+    if (!it->status().ok()) return Status::error("views scan: " + it->status().ToString());
   }
-  for (const auto& id : ids) {
-    auto record = kind == 'w' ? render_wallet(id, nullptr) : render_bank_account(id, nullptr);
-    if (!record) return record.status();
-    KOBO_ASSERT(record.value().has_value(), "a listing points at a missing record");
-    out.items.push_back(std::move(*record.value()));
+  const std::uint64_t first = first_index(page);
+  KOBO_ASSERT(std::adjacent_find(ids.begin(), ids.end()) == ids.end(), "a business lists an account once");
+  for (const std::string& id : ids) {
+    auto row = decoded_row(read(view_keys::account(id)), &rows::decode_account);
+    if (!row) return row.status();
+    const auto registered = fact(view_keys::business(business), nullptr);
+    if (!registered) return registered.status();
+    if (!row.value() || !registered.value())
+      return Status::error("views: account list names a missing account");
+    const auto* x = std::get_if<BusinessRegistered>(&registered.value()->data);
+    if (x == nullptr || x->account.value != id) return Status::error("views: an account of another business");
+    if (filter.name && x->account_name != *filter.name) continue;
+    if (filter.is_default && !*filter.is_default) continue;  // a business's one account is its default
+    if (filter.live && row.value()->live != *filter.live) continue;
+    if (out.total_count >= first && out.total_count - first < page.per_page)
+      out.items.push_back(render::account(*registered.value(), *row.value()));
+    ++out.total_count;
   }
   return out;
 }
 
-Result<std::optional<std::string>> Views::render_hold(std::string_view public_id, const Scope* scope) const {
-  const auto placement = fact(view_keys::hold(public_id), scope);
-  if (!placement) return placement.status();
-  if (!placement.value()) return std::optional<std::string>();
-  if (!std::holds_alternative<HoldPlaced>(placement.value()->data))
-    return Status::error("views: hold " + std::string(public_id) + " is not a hold's placement");
-  const auto row_bytes = read(view_keys::hold_row(public_id));
-  if (!row_bytes) return row_bytes.status();
-  if (!row_bytes.value()) return Status::error("views: hold " + std::string(public_id) + " has no row");
-  const auto row = rows::decode_hold(*row_bytes.value());
+Result<std::optional<Event>> Views::fact(const std::string& key, const Scope* scope) const {
+  const auto bytes = read(key);
+  if (!bytes) return bytes.status();
+  if (!bytes.value()) return std::optional<Event>();
+  auto e = decode_fact(*bytes.value());
+  if (!e) return Status::error("views read " + view_keys::describe(key) + ": " + e.status().message());
+  if (scope != nullptr && !in_scope(e.value(), *scope)) return std::optional<Event>();
+  KOBO_ASSERT(!e.value().business.empty(), "a fact names its business");
+  return std::optional<Event>(std::move(e).value());
+}
+
+// ---- wallets -----------------------------------------------------------------------------------
+
+Result<std::optional<std::string>> Views::render_wallet(std::string_view public_id,
+                                                        const Scope* scope) const {
+  const auto opening = fact(view_keys::wallet(public_id), scope);
+  if (!opening) return opening.status();
+  if (!opening.value()) return std::optional<std::string>();
+  const auto facts = render::wallet_facts(*opening.value());
+  if (!facts || facts->public_id != public_id) return std::optional<std::string>();  // another id's 16 bytes
+  auto row = decoded_row(read(view_keys::wallet_row(public_id)), &rows::decode_wallet);
   if (!row) return row.status();
-  std::vector<Event> captures;
-  captures.reserve(row.value().captures.size());
-  for (const Seq seq : row.value().captures) {
-    auto e = fact(view_keys::event_fact(row.value().partition.value, seq.value), nullptr);
-    if (!e) return e.status();
-    if (!e.value() || !std::holds_alternative<HoldCaptured>(e.value()->data))
-      return Status::error("views: hold " + std::string(public_id) + " names a capture they do not have");
-    captures.push_back(std::move(*e.value()));
+  if (!row.value()) return Status::error("views: wallet " + std::string(public_id) + " has no balance row");
+  const ViewRecords records(*this);
+  if (!render::can_render({*opening.value()}, records)) {
+    if (!records.status()) return records.status();
+    return Status::error("views: wallet " + std::string(public_id) + " names a wallet they do not have");
   }
-  return std::optional<std::string>(render::hold(*placement.value(), row.value(), captures));
+  const auto limits = tier_limits(partition_for(opening.value()->business, partitions_));
+  if (!limits) return limits.status();
+  return std::optional<std::string>(
+      render::wallet(*opening.value(), *row.value(), records, render::TierShown{&limits.value(), now_ms()}));
 }
 
-Result<std::optional<std::string>> Views::hold_text(const Scope& scope, std::string_view public_id) const {
-  return render_hold(public_id, &scope);
-}
-
-Result<Page> Views::holds(const Scope& scope, const HoldFilter& filter, const PageRequest& page) const {
-  namespace hf = view_keys::hold_filter;
-  const std::string key = filter.source && filter.status ? hf::source_status(*filter.source, *filter.status)
-                          : filter.source                ? hf::source(*filter.source)
-                          : filter.status                ? hf::status(*filter.status)
-                                                         : hf::all();
-  Page out;
-  std::vector<std::string> ids;
-  {
-    std::shared_lock lock(db_lock_);
-    const auto n = read(view_keys::hold_count(scope.business, scope.live, key));
-    if (!n) return n.status();
-    out.total_count = n.value() ? count_value(*n.value()) : 0;
-    const std::uint64_t first = first_index(page);
-    if (first < out.total_count) {
-      const std::string prefix = view_keys::hold_listed_prefix(scope.business, scope.live, key);
-      std::uint64_t index = 0;
-      const Status scanned = scan_newest_first(*db_, prefix, prefix + std::string(17, '\xff'), prefix,
-                                               [&](std::string_view, std::string_view id) {
-                                                 if (index++ >= first) ids.emplace_back(id);
-                                                 return ids.size() < page.per_page;
-                                               });
-      if (!scanned) return scanned;
-    }
-  }
-  for (const auto& id : ids) {
-    auto record = render_hold(id, nullptr);
-    if (!record) return record.status();
-    KOBO_ASSERT(record.value().has_value(), "a listing points at a missing hold");
-    out.items.push_back(std::move(*record.value()));
-  }
-  return out;
-}
-
-Result<Page> Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter,
-                                  const PageRequest& page) const {
-  namespace rf = view_keys::record_filter;
-  Page out;
-  if (filter.live && *filter.live != scope.live) return out;
-  if (!(filter.account_name && filter.beneficiary_type))
-    return listed_records('d', scope,
-                          filter.account_name       ? rf::of('n', *filter.account_name)
-                          : filter.beneficiary_type ? rf::of('b', *filter.beneficiary_type)
-                                                    : rf::all(),
-                          page);
-  const std::string prefix = view_keys::record_listed_prefix('d', scope.business, scope.live, rf::all());
-  Status failed;
-  std::shared_lock lock(db_lock_);
-  const Status scanned = scan_newest_first(
-      *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
-        auto read_record = render_bank_account(id, nullptr);
-        if (!read_record) {
-          failed = read_record.status();
-          return false;
-        }
-        auto& text = read_record.value();
-        KOBO_ASSERT(text.has_value(), "bank account index points at a missing record");
-        const json b = json::parse(*text);
-        if (filter.account_name && b.value("accountName", "") != *filter.account_name) return true;
-        if (filter.beneficiary_type && b.value("beneficiaryType", "") != *filter.beneficiary_type)
-          return true;
-        if (in_page(out.total_count, page)) out.items.push_back(std::move(*text));
-        ++out.total_count;
-        return true;
-      });
-  if (!failed) return failed;
-  if (!scanned) return scanned;
-  return out;
+Result<TierLimits> Views::tier_limits(Partition p) const {
+  const auto bytes = read(view_keys::tier_limits(p.value));
+  if (!bytes) return bytes.status();
+  // Views of a log written before tiers: its wallets have none, and the writer decides with the CBN's.
+  if (!bytes.value()) return cbn_tier_limits();
+  KOBO_ASSERT(p.value < partitions_, "tier limits of a partition the views lack");
+  return rows::decode_tier_limits(*bytes.value());
 }
 
 Result<std::optional<json>> Views::wallet_by_account_number(std::string_view number) const {
@@ -603,79 +442,312 @@ Result<std::optional<std::string>> Views::wallet_text(const Scope& scope, std::s
   return render_wallet(public_id, &scope);
 }
 
-Result<Page> Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRequest& page) const {
-  namespace rf = view_keys::record_filter;
+Result<Page> Views::wallets(const Scope& scope, const WalletFilter& filter,
+                                  const PageRequest& page) const {
+  if (filter.live && *filter.live != scope.live) return Page{};
+  std::vector<std::pair<char, std::string>> filters;
+  if (filter.category) filters.emplace_back(l::kCategory, *filter.category);
+  if (filter.is_favourite) filters.emplace_back(l::kFavourite, *filter.is_favourite ? "true" : "false");
+  KOBO_ASSERT(filters.size() <= 2, "a wallet list has two filters besides live");
+  return listed_records(l::kWallets, scope, filters, page);
+}
+
+// ---- beneficiaries and holds -------------------------------------------------------------------
+
+Result<std::optional<std::string>> Views::render_bank_account(std::string_view public_id,
+                                                              const Scope* scope) const {
+  const auto e = fact(view_keys::bank_account(public_id), scope);
+  if (!e) return e.status();
+  if (!e.value()) return std::optional<std::string>();
+  const auto* x = std::get_if<BeneficiarySaved>(&e.value()->data);
+  if (x == nullptr)
+    return Status::error("views: bank account " + std::string(public_id) + " is not a beneficiary");
+  if (x->bank_account.value != public_id) return std::optional<std::string>();
+  KOBO_ASSERT(scope == nullptr || in_scope(*e.value(), *scope), "a record of another scope");
+  return std::optional<std::string>(render::bank_account(*e.value(), *x));
+}
+
+Result<std::optional<std::string>> Views::bank_account_text(const Scope& scope,
+                                                            std::string_view public_id) const {
+  return render_bank_account(public_id, &scope);
+}
+
+Result<Page> Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter,
+                                        const PageRequest& page) const {
+  if (filter.live && *filter.live != scope.live) return Page{};
+  std::vector<std::pair<char, std::string>> filters;
+  if (filter.account_name) filters.emplace_back(l::kAccountName, *filter.account_name);
+  if (filter.beneficiary_type) filters.emplace_back(l::kBeneficiaryType, *filter.beneficiary_type);
+  KOBO_ASSERT(filters.size() <= 2, "a beneficiary list has two filters besides live");
+  return listed_records(l::kBeneficiaries, scope, filters, page);
+}
+
+Result<std::optional<std::string>> Views::render_hold(std::string_view public_id, const Scope* scope) const {
+  const auto placement = fact(view_keys::hold(public_id), scope);
+  if (!placement) return placement.status();
+  if (!placement.value()) return std::optional<std::string>();
+  const auto* x = std::get_if<HoldPlaced>(&placement.value()->data);
+  if (x == nullptr)
+    return Status::error("views: hold " + std::string(public_id) + " is not a hold's placement");
+  if (x->hold.value != public_id) return std::optional<std::string>();
+  auto row = decoded_row(read(view_keys::hold_row(public_id)), &rows::decode_hold);
+  if (!row) return row.status();
+  if (!row.value()) return Status::error("views: hold " + std::string(public_id) + " has no row");
+  const std::string scope17 = view_keys::scope17(placement.value()->business, placement.value()->live);
+  std::vector<Event> captures;
+  captures.reserve(row.value()->captures.size());
+  for (const std::uint64_t first : row.value()->captures) {
+    auto event = read_event(*this, scope17, first);
+    if (!event) return event.status();
+    if (!event.value())
+      return Status::error("views: hold " + std::string(public_id) + " names a capture they do not have");
+    if (!std::holds_alternative<HoldCaptured>(event.value()->event.data))
+      return Status::error("views: hold " + std::string(public_id) + " names a capture that is not one");
+    captures.push_back(std::move(event.value()->event));
+  }
+  KOBO_ASSERT(captures.size() == row.value()->captures.size(), "a hold rendered with every capture");
+  return std::optional<std::string>(render::hold(*placement.value(), *row.value(), captures));
+}
+
+Result<std::optional<std::string>> Views::hold_text(const Scope& scope, std::string_view public_id) const {
+  return render_hold(public_id, &scope);
+}
+
+Result<Page> Views::holds(const Scope& scope, const HoldFilter& filter, const PageRequest& page) const {
+  std::vector<std::pair<char, std::string>> filters;
+  if (filter.source) filters.emplace_back(l::kSource, view_keys::id16(*filter.source));
+  if (filter.status) filters.emplace_back(l::kHoldStatus, *filter.status);
+  KOBO_ASSERT(filters.size() <= 2, "a hold list has two filters");
+  return listed_records(l::kHolds, scope, filters, page);
+}
+
+// The times of a wallet, beneficiary or hold list: in its ListedRows.
+class Views::ListedTimes final : public list_index::Times {
+ public:
+  ListedTimes(const Views& views, char kind, std::string scope)
+      : views_(views), kind_(kind), scope_(std::move(scope)) {}
+  Result<UnixMs> time(std::uint64_t number) const override {
+    auto row = listed(number);
+    if (!row) return row.status();
+    return row.value().time;
+  }
+  Result<UnixMs> latest(std::uint64_t number) const override {
+    auto row = listed(number);
+    if (!row) return row.status();
+    return row.value().time + row.value().delay;
+  }
+
+ private:
+  Result<rows::ListedRow> listed(std::uint64_t number) const {
+    auto row = decoded_row(views_.read(view_keys::listed(kind_, scope_, number)), &rows::decode_listed);
+    if (!row) return row.status();
+    if (!row.value()) return Status::error("views: a list misses its record " + std::to_string(number));
+    return std::move(*row.value());
+  }
+  const Views& views_;
+  const char kind_;
+  const std::string scope_;
+};
+
+Result<Page> Views::listed_records(char kind, const Scope& scope,
+                                         const std::vector<std::pair<char, std::string>>& filters,
+                                         const PageRequest& page) const {
   Page out;
-  if (filter.live && *filter.live != scope.live) return out;
-  if (!(filter.category && filter.is_favourite))
-    return listed_records('w', scope,
-                          filter.category       ? rf::of('c', *filter.category)
-                          : filter.is_favourite ? rf::of('f', *filter.is_favourite ? "true" : "false")
-                                                : rf::all(),
-                          page);
-  const std::string prefix = view_keys::record_listed_prefix('w', scope.business, scope.live, rf::all());
-  Status failed;
-  std::shared_lock lock(db_lock_);
-  const Status scanned = scan_newest_first(
-      *db_, prefix, prefix + std::string(9, '\xff'), prefix, [&](std::string_view, std::string_view id) {
-        auto read_wallet = render_wallet(id, nullptr);
-        if (!read_wallet) {
-          failed = read_wallet.status();
-          return false;
-        }
-        auto& text = read_wallet.value();
-        KOBO_ASSERT(text.has_value(), "wallet index points at a missing wallet");
-        const json w = json::parse(*text);
-        if (filter.category && w.value("category", "") != *filter.category) return true;
-        if (filter.is_favourite && w.value("isFavourite", false) != *filter.is_favourite) return true;
-        if (in_page(out.total_count, page)) out.items.push_back(std::move(*text));
-        ++out.total_count;
-        return true;
-      });
-  if (!failed) return failed;
-  if (!scanned) return scanned;
+  const std::string scope17 = view_keys::scope17(scope.business, scope.live);
+  auto list = decoded_row(read(view_keys::list_row(kind, scope17)), &rows::decode_list);
+  if (!list) return list.status();
+  if (!list.value()) return out;
+  list_index::Query q;
+  q.kind = kind;
+  q.scope = scope17;
+  for (const auto& [field, value] : filters)
+    q.bitmaps.push_back(view_keys::bitmap(kind, scope17, field, l::value(value)));
+  q.offset = first_index(page);
+  q.limit = page.per_page;
+  const ListedTimes times(*this, kind, scope17);
+  KOBO_ASSERT(kind == l::kWallets || kind == l::kBeneficiaries || kind == l::kHolds,
+              "a list of records of another kind");
+  Result<list_index::Found> found = [&] {
+    std::shared_lock lock(db_lock_);
+    return list_index::find(*db_, q, *list.value(), &times);
+  }();
+  if (!found) return found.status();
+  out.total_count = found.value().total;
+  for (const std::uint64_t number : found.value().numbers) {
+    auto row = decoded_row(read(view_keys::listed(kind, scope17, number)), &rows::decode_listed);
+    if (!row) return row.status();
+    if (!row.value()) return Status::error("views: a list misses its record " + std::to_string(number));
+    const std::string& id = row.value()->public_id;
+    auto text = kind == l::kWallets ? render_wallet(id, nullptr)
+                : kind == l::kHolds ? render_hold(id, nullptr)
+                                    : render_bank_account(id, nullptr);
+    if (!text) return text.status();
+    if (!text.value()) return Status::error("views: a list names a record they do not have: " + id);
+    out.items.push_back(std::move(*text.value()));
+  }
+  KOBO_ASSERT(out.items.size() <= page.per_page, "a page longer than asked");
   return out;
+}
+
+// ---- transactions ------------------------------------------------------------------------------
+
+// The times of a transaction list: its records' events' (EventRow and fact).
+class Views::EventTimes final : public list_index::Times {
+ public:
+  EventTimes(const Views& views, std::string scope) : views_(views), scope_(std::move(scope)) {}
+  Result<UnixMs> time(std::uint64_t number) const override {
+    auto e = at(number);
+    if (!e) return e.status();
+    return e.value().first;
+  }
+  Result<UnixMs> latest(std::uint64_t number) const override {
+    auto e = at(number);
+    if (!e) return e.status();
+    return e.value().first + e.value().second;
+  }
+
+ private:
+  // The time of record `number`'s event, and its delay.
+  Result<std::pair<UnixMs, UnixMs>> at(std::uint64_t number) const {
+    std::shared_lock lock(views_.db_lock_);
+    std::unique_ptr<rocksdb::Iterator> it(views_.db_->NewIterator(rocksdb::ReadOptions()));
+    const std::string prefix = view_keys::event_prefix(scope_);
+    it->SeekForPrev(view_keys::event(scope_, number));
+    if (!it->status().ok()) return Status::error("views scan: " + it->status().ToString());
+    if (!it->Valid() || !it->key().starts_with(prefix))
+      return Status::error("views: a transaction list misses record " + std::to_string(number));
+    auto row = rows::decode_event_row(std::string_view(it->value().data(), it->value().size()));
+    if (!row) return row.status();
+    // Only the time is needed: the fact's head, not the whole fact.
+    const auto t = fact_time(row.value().fact);
+    if (!t) return t.status();
+    return std::pair{t.value(), row.value().delay};
+  }
+  const Views& views_;
+  const std::string scope_;
+};
+
+Result<std::optional<std::string>> Views::render_record(const std::string& scope, const rows::RecordAt& at,
+                                                        const ViewRecords& records) const {
+  auto read = read_event(*this, scope, at.first);
+  if (!read) return read.status();
+  if (!read.value()) return std::optional<std::string>();
+  const Event& e = read.value()->event;
+  if (at.index >= transactions_created_count(e.data))
+    return Status::error("views: a transaction names a record its event does not create");
+  // A payout's record shows the status steps since (its TransactionRow); no other record changes.
+  std::vector<rows::StatusStep> steps;
+  if (const auto* payout = std::get_if<BankTransferInitiated>(&e.data)) {
+    auto t =
+        decoded_row(this->read(view_keys::transaction(payout->transaction.value)), &rows::decode_transaction);
+    if (!t) return t.status();
+    if (!t.value()) return Status::error("views: a payout without its row");
+    steps = std::move(t.value()->steps);
+  }
+  if (!render::can_render({e}, records)) {
+    if (!records.status()) return records.status();
+    return Status::error("views: a transaction names a record they do not have");
+  }
+  KOBO_ASSERT(view_keys::scope17(e.business, e.live) == scope, "an event in another scope's list");
+  return std::optional<std::string>(render::transaction(e, at.index, steps, records));
+}
+
+Result<std::optional<std::string>> Views::render_transaction(std::string_view public_id,
+                                                             const Scope* scope) const {
+  auto row = decoded_row(read(view_keys::transaction(public_id)), &rows::decode_transaction);
+  if (!row) return row.status();
+  if (!row.value()) return std::optional<std::string>();
+  if (scope != nullptr && row.value()->scope != view_keys::scope17(scope->business, scope->live))
+    return std::optional<std::string>();
+  const ViewRecords records(*this);
+  KOBO_ASSERT(row.value()->scope.size() == view_keys::kScopeSize, "a transaction row's scope");
+  return render_record(row.value()->scope, row.value()->at, records);
+}
+
+Result<std::optional<rows::RecordAt>> Views::find_integer_id(const std::string& scope,
+                                                             std::uint64_t id) const {
+  using Found = std::optional<rows::RecordAt>;
+  auto list = decoded_row(read(view_keys::list_row(l::kTransactions, scope)), &rows::decode_list);
+  if (!list) return list.status();
+  if (!list.value() || list.value()->count == 0) return Found();
+  // Integer ids grow with the log within a partition, so with the list's numbers.
+  std::uint64_t lo = 0, hi = list.value()->count;  // the record, if any, is in [lo, hi)
+  std::shared_lock lock(db_lock_);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  const std::string prefix = view_keys::event_prefix(scope);
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    it->SeekForPrev(view_keys::event(scope, mid));
+    if (!it->status().ok()) return Status::error("views scan: " + it->status().ToString());
+    if (!it->Valid() || !it->key().starts_with(prefix))
+      return Status::error("views: a transaction list misses a record");
+    const std::uint64_t first =
+        view_keys::get_be(std::string_view(it->key().data(), it->key().size()), prefix.size());
+    auto row = rows::decode_event_row(std::string_view(it->value().data(), it->value().size()));
+    if (!row) return row.status();
+    auto e = decode_fact(row.value().fact);
+    if (!e) return e.status();
+    const auto created = transaction_numbers(e.value().data);
+    if (created.size() != transactions_created_count(e.value().data) || first + created.size() <= mid)
+      return Status::error("views: a transaction list misses a record");
+    const std::uint64_t here = created[mid - first];
+    KOBO_ASSERT(first <= mid, "a record before its event");
+    if (here == id) return Found(rows::RecordAt{first, static_cast<std::uint32_t>(mid - first)});
+    if (here < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return Found();
 }
 
 Result<std::optional<std::string>> Views::transaction_by_reference_text(const Scope& scope,
                                                                         std::string_view account,
                                                                         std::string_view reference) const {
-  const auto id = read(view_keys::transaction_reference(account, scope.live, reference));
-  if (!id) return id.status();
-  if (!id.value()) return std::optional<std::string>();
-  return render_transaction(*id.value(), &scope);
+  auto at = decoded_row(read(view_keys::transaction_reference(account, scope.live, reference)),
+                        &rows::decode_record_at);
+  if (!at) return at.status();
+  if (!at.value()) return std::optional<std::string>();
+  const ViewRecords records(*this);
+  KOBO_ASSERT(at.value()->index < rows::kRecordsPerEventMax, "a reference names a record past its event's");
+  return render_record(view_keys::scope17(scope.business, scope.live), *at.value(), records);
 }
 
 Result<std::optional<json>> Views::transaction(const Scope& scope, std::string_view account,
                                                std::string_view id_or_reference) const {
-  auto text = transaction_text(scope, account, id_or_reference);
-  if (!text) return text.status();
-  if (!text.value()) return std::optional<json>();
-  return std::optional<json>(json::parse(*text.value()));
+  return parsed(transaction_text(scope, account, id_or_reference));
 }
 
 Result<std::optional<std::vector<Event>>> Views::bulk_events(const Scope& scope, std::string_view id) const {
   using Found = std::optional<std::vector<Event>>;
-  const auto row_bytes = read(view_keys::bulk(id));
-  if (!row_bytes) return row_bytes.status();
-  if (!row_bytes.value()) return Found();
-  const auto row = rows::decode_bulk(*row_bytes.value());
+  auto row = decoded_row(read(view_keys::bulk(id)), &rows::decode_bulk);
   if (!row) return row.status();
-  std::vector<Event> events;
-  events.reserve(row.value().events);
-  for (std::uint32_t k = 0; k < row.value().events; ++k) {
-    auto e = fact(view_keys::event_fact(row.value().partition.value, row.value().seq.value + k), nullptr);
-    if (!e) return e.status();
-    if (!e.value()) {
-      if (k == 0)
-        return Status::error("views: bulk transfer " + std::string(id) + " names an event they do not have");
-      continue;  // a BeneficiarySaved of a bank item: its fact is under its bank account
-    }
-    if (k == 0 && !in_scope(*e.value(), scope)) return Found();
-    events.push_back(std::move(*e.value()));
-  }
-  if (!std::holds_alternative<BulkTransferAccepted>(events.front().data))
+  if (!row.value()) return Found();
+  auto accepted = decode_fact(row.value()->accepted);
+  if (!accepted) return accepted.status();
+  const auto* x = std::get_if<BulkTransferAccepted>(&accepted.value().data);
+  if (x == nullptr)
     return Status::error("views: bulk transfer " + std::string(id) + " names an event of another kind");
+  if (!in_scope(accepted.value(), scope) || x->batch.value != id) return Found();
+  std::vector<Event> events{std::move(accepted).value()};
+  // Its items' events follow it in the scope's transaction list, each naming it.
+  const std::string scope17 = view_keys::scope17(scope.business, scope.live);
+  const std::string prefix = view_keys::event_prefix(scope17);
+  std::shared_lock lock(db_lock_);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(view_keys::event(scope17, row.value()->first)); it->Valid() && it->key().starts_with(prefix);
+       it->Next()) {
+    auto event = rows::decode_event_row(std::string_view(it->value().data(), it->value().size()));
+    if (!event) return event.status();
+    auto e = decode_fact(event.value().fact);
+    if (!e) return e.status();
+    const BatchId* batch = batch_of(e.value().data);
+    if (batch == nullptr || batch->value != id) break;
+    events.push_back(std::move(e).value());
+  }
+  if (!it->status().ok()) return Status::error("views scan: " + it->status().ToString());
+  KOBO_ASSERT(std::holds_alternative<BulkTransferAccepted>(events.front().data),
+              "a bulk's events start with its acceptance");
   return Found(std::move(events));
 }
 
@@ -688,137 +760,314 @@ Result<std::optional<std::string>> Views::transaction_text(const Scope& scope, s
   std::uint64_t numeric = 0;
   const auto* end = id_or_reference.data() + id_or_reference.size();
   if (auto [p, ec] = std::from_chars(id_or_reference.data(), end, numeric); ec == std::errc() && p == end) {
-    const auto id = read(view_keys::transaction_id(scope.business, scope.live, numeric));
-    if (!id) return id.status();
-    if (id.value()) {
-      auto t = render_transaction(*id.value(), &scope);
+    const std::string scope17 = view_keys::scope17(scope.business, scope.live);
+    const auto at = find_integer_id(scope17, numeric);
+    if (!at) return at.status();
+    if (at.value()) {
+      const ViewRecords records(*this);
+      auto t = render_record(scope17, *at.value(), records);
       if (!t || t.value()) return t;
     }
   }
   return transaction_by_reference_text(scope, account, id_or_reference);
 }
 
-// A list of one filter, or none, never scans: totalCount is read from the filter's counter (the
-// counters of its days, for a createdAt range) and the page walks a listing of matching
-// transactions only (view_keys.h). A list of several filters scans the date range, as filters
-// combine in too many ways to keep a listing of each.
 Result<Page> Views::transactions(const Scope& scope, const TransactionFilter& filter,
-                                 const PageRequest& page) const {
-  namespace tf = view_keys::transaction_filter;
+                                       const PageRequest& page) const {
   Page out;
   if (filter.live && *filter.live != scope.live) return out;
-  const bool dated = filter.created_from || filter.created_until;
-  const int filters = static_cast<int>(filter.entry.has_value()) +
-                      static_cast<int>(filter.status.has_value()) +
-                      static_cast<int>(filter.amount.has_value()) + static_cast<int>(dated);
-  const auto whole_day = [](const std::optional<UnixMs>& t) {
-    return !t || (*t >= 0 && *t % kMsPerDay == 0);
-  };
-  const std::string list_prefix = view_keys::scoped('t', scope.business, scope.live);
-  std::string upper = list_prefix, lower = list_prefix;
-  view_keys::put_be(upper, filter.created_until
-                               ? static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_until, 0))
-                               : UINT64_MAX);
-  if (!filter.created_until) upper += std::string(8, '\xff');
-  if (filter.created_from)
-    view_keys::put_be(lower, static_cast<std::uint64_t>(std::max<UnixMs>(*filter.created_from, 0)));
-  const std::uint64_t first = first_index(page);
-  std::vector<std::string> ids;
-  Status failed;  // a listing row that does not decode
-  std::shared_lock lock(db_lock_);
-
-  if (filters <= 1 && whole_day(filter.created_from) && whole_day(filter.created_until)) {
-    std::optional<std::string> single;
-    if (filter.entry) single = tf::entry(*filter.entry);
-    if (filter.status) single = tf::status(*filter.status);
-    if (filter.amount) single = tf::amount(*filter.amount);
-    if (dated) {
-      const std::string from = view_keys::transaction_count(
-          scope.business, scope.live, tf::day(filter.created_from.value_or(0) / kMsPerDay));
-      const std::string until = view_keys::transaction_count(
-          scope.business, scope.live,
-          filter.created_until ? tf::day(*filter.created_until / kMsPerDay) : std::string("d\xff"));
-      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-      for (it->Seek(from); it->Valid() && it->key().compare(until) < 0; it->Next())
-        out.total_count += count_value(std::string_view(it->value().data(), it->value().size()));
-      if (!it->status().ok()) return Status::error("views scan: " + it->status().ToString());
-    } else {
-      const auto n =
-          read(view_keys::transaction_count(scope.business, scope.live, single.value_or(tf::all())));
-      if (!n) return n.status();
-      out.total_count = n.value() ? count_value(*n.value()) : 0;
+  const std::string scope17 = view_keys::scope17(scope.business, scope.live);
+  auto list = decoded_row(read(view_keys::list_row(l::kTransactions, scope17)), &rows::decode_list);
+  if (!list) return list.status();
+  if (!list.value()) return out;
+  list_index::Query q;
+  q.kind = l::kTransactions;
+  q.scope = scope17;
+  if (filter.entry)
+    q.bitmaps.push_back(view_keys::bitmap(l::kTransactions, scope17, l::kEntry, l::value(*filter.entry)));
+  if (filter.status)
+    q.bitmaps.push_back(view_keys::bitmap(l::kTransactions, scope17, l::kStatus, l::value(*filter.status)));
+  if (filter.amount)
+    q.bitmaps.push_back(view_keys::bitmap(l::kTransactions, scope17, l::kAmount, l::value(*filter.amount)));
+  q.from = filter.created_from;
+  q.until = filter.created_until;
+  q.offset = first_index(page);
+  q.limit = page.per_page;
+  const EventTimes times(*this, scope17);
+  KOBO_ASSERT(q.bitmaps.size() <= 3, "a transaction list has three filters by value");
+  Result<list_index::Found> found = [&] {
+    std::shared_lock lock(db_lock_);
+    return list_index::find(*db_, q, *list.value(), &times);
+  }();
+  if (!found) return found.status();
+  out.total_count = found.value().total;
+  // The page's records, from their events: one iterator, as numbers near each other share
+  // events and blocks; one RecordSource, as they name the same few wallets.
+  const ViewRecords records(*this);
+  std::optional<EventRead> current;
+  for (const std::uint64_t number : found.value().numbers) {
+    if (!current || number < current->first ||
+        number - current->first >= transactions_created_count(current->event.data)) {
+      std::shared_lock lock(db_lock_);
+      auto read = event_of(*db_, scope17, number);
+      if (!read) return read.status();
+      current = std::move(read).value();
     }
-    if (first < out.total_count) {
-      std::uint64_t index = 0;
-      const auto take = [&](std::string_view id) {
-        if (index++ >= first) ids.emplace_back(id);
-        return ids.size() < page.per_page;
-      };
-      Status scanned;
-      if (single) {
-        const std::string prefix =
-            view_keys::transaction_filtered_prefix(scope.business, scope.live, *single);
-        scanned = scan_newest_first(*db_, prefix, prefix + std::string(17, '\xff'), prefix,
-                                    [&](std::string_view, std::string_view id) { return take(id); });
-      } else {
-        scanned =
-            scan_newest_first(*db_, list_prefix, upper, lower, [&](std::string_view, std::string_view row) {
-              auto listed = rows::decode_listed(row);
-              if (!listed) {
-                failed = listed.status();
-                return false;
-              }
-              return take(listed.value().public_id);
-            });
-      }
-      if (!failed) return failed;
-      if (!scanned) return scanned;
+    const auto index = static_cast<std::size_t>(number - current->first);
+    std::vector<rows::StatusStep> steps;
+    if (const auto* payout = std::get_if<BankTransferInitiated>(&current->event.data)) {
+      auto t =
+          decoded_row(read(view_keys::transaction(payout->transaction.value)), &rows::decode_transaction);
+      if (!t) return t.status();
+      if (!t.value()) return Status::error("views: a payout without its row");
+      steps = std::move(t.value()->steps);
     }
-  } else {
-    const Status scanned =
-        scan_newest_first(*db_, list_prefix, upper, lower, [&](std::string_view, std::string_view value) {
-          auto listed = rows::decode_listed(value);
-          if (!listed) {
-            failed = listed.status();
-            return false;
-          }
-          const rows::ListedRow& row = listed.value();
-          if (filter.entry && to_string(row.entry) != *filter.entry) return true;
-          if (filter.status && to_string(row.status) != *filter.status) return true;
-          if (filter.amount && row.amount != *filter.amount) return true;
-          if (in_page(out.total_count, page)) ids.push_back(row.public_id);
-          ++out.total_count;
-          return true;
-        });
-    if (!failed) return failed;
-    if (!scanned) return scanned;
+    if (!render::can_render({current->event}, records)) {
+      if (!records.status()) return records.status();
+      return Status::error("views: a transaction names a record they do not have");
+    }
+    out.items.push_back(render::transaction(current->event, index, steps, records));
   }
-  for (const auto& id : ids) {
-    auto t = render_transaction(id, nullptr);
-    if (!t) return t.status();
-    KOBO_ASSERT(t.value().has_value(), "transaction index points at a missing transaction");
-    out.items.push_back(std::move(*t.value()));
+  KOBO_ASSERT(out.items.size() <= page.per_page, "a page longer than asked");
+  return out;
+}
+
+// ---- webhook events ----------------------------------------------------------------------------
+
+Result<WebhookEvent> Views::webhook_event(std::string_view account, std::uint64_t sequence,
+                                          WebhookEventType type, UnixMs time, std::string_view hash,
+                                          std::string_view transaction) const {
+  auto text = render_transaction(transaction, nullptr);
+  if (!text) return text.status();
+  if (!text.value())
+    return Status::error("views: webhook event " + std::to_string(sequence) + " names transaction " +
+                         std::string(transaction) + ", which they do not have");
+  KOBO_ASSERT(sequence > 0, "webhook events are numbered from 1");
+  return WebhookEvent{sequence, render::webhook_event_id(hash, transaction),
+                      type,     std::string(account),
+                      time,     render::webhook_body(type, sequence, *text.value())};
+}
+
+Result<std::string> Views::owner_account(const Event& e) const {
+  std::string account = std::visit(
+      [](const auto& x) -> std::string {
+        if constexpr (requires { x.account.value; })
+          return x.account.value;
+        else
+          return {};
+      },
+      e.data);
+  if (!account.empty()) return account;
+  const auto change = status_change(e.data);
+  if (!change) return Status::error("views: transactions of an event that names no account");
+  const ViewRecords records(*this);
+  const auto payout = records.payout(change->transaction.value);
+  if (!records.status()) return records.status();
+  const auto* x = payout ? std::get_if<BankTransferInitiated>(&payout->data) : nullptr;
+  if (x == nullptr) return Status::error("views: a status change of a payout they do not have");
+  KOBO_ASSERT(!x->account.value.empty(), "a payout of no account");
+  return x->account.value;
+}
+
+// Record `at` of `scope` as its own event announced it: its sequence is the event's count of
+// its account's webhook events before it, plus its place among what the event announced.
+Result<std::optional<WebhookEvent>> Views::announced_event(const std::string& scope,
+                                                           const rows::RecordAt& at) const {
+  using Found = std::optional<WebhookEvent>;
+  auto read = read_event(*this, scope, at.first);
+  if (!read) return read.status();
+  if (!read.value()) return Status::error("views: a record of an event they do not have");
+  const Event& e = read.value()->event;
+  const auto finalized = transactions_finalized(e.data);
+  const auto created = transactions_created(e.data);
+  if (at.index >= created.size()) return Status::error("views: a record its event does not create");
+  std::uint64_t sequence = read.value()->webhooks;
+  std::optional<WebhookEventType> type;
+  for (const FinalizedTransaction& f : finalized) {
+    const auto t = kobo::webhook_event_of(f);
+    if (!t) continue;
+    ++sequence;
+    if (f.id == created[at.index].id) {
+      type = t;
+      break;
+    }
+  }
+  if (!type) return Found();  // created pending (a payout): announced later, if at all
+  const auto account = owner_account(e);
+  if (!account) return account.status();
+  auto event = webhook_event(account.value(), sequence, *type, e.time, rows::hash_hex(read.value()->hash),
+                             created[at.index].id.value);
+  if (!event) return event.status();
+  return Found(std::move(event).value());
+}
+
+Result<WebhookEvent> Views::irregular_event(std::string_view account, bool live,
+                                            std::uint64_t sequence) const {
+  auto row =
+      decoded_row(read(view_keys::webhook_event(account, live, sequence)), &rows::decode_webhook_event);
+  if (!row) return row.status();
+  if (!row.value()) return Status::error("views: webhook event " + std::to_string(sequence) + " is missing");
+  KOBO_ASSERT(row.value()->ordinal < sequence,
+              "a webhook event counts fewer events before it than its sequence");
+  return webhook_event(account, sequence, row.value()->type, row.value()->time, row.value()->hash,
+                       row.value()->transaction);
+}
+
+Result<std::optional<WebhookEvent>> Views::webhook_event_of(const Scope& scope,
+                                                            std::string_view transaction) const {
+  using Found = std::optional<WebhookEvent>;
+  auto row = decoded_row(read(view_keys::transaction(transaction)), &rows::decode_transaction);
+  if (!row) return row.status();
+  if (!row.value() || row.value()->scope != view_keys::scope17(scope.business, scope.live)) return Found();
+  if (row.value()->webhook == 0) return announced_event(row.value()->scope, row.value()->at);
+  // Announced by a later event (a payout's end): its own row, under the payout's account.
+  auto read = read_event(*this, row.value()->scope, row.value()->at.first);
+  if (!read) return read.status();
+  if (!read.value()) return Status::error("views: a payout of an event they do not have");
+  const auto account = owner_account(read.value()->event);
+  if (!account) return account.status();
+  auto found = irregular_event(account.value(), scope.live, row.value()->webhook);
+  if (!found) return found.status();
+  return Found(std::move(found).value());
+}
+
+// GET /v1/events: the account's webhook events after `after`, in order. Those its transactions'
+// own events announced are its `announced` bitmap's records, in order; the others (a payout's
+// end) are rows numbered by sequence, each saying how many came before it (rows.h).
+Result<std::vector<WebhookEvent>> Views::webhook_events(std::string_view account, bool live,
+                                                        std::uint64_t after, std::uint64_t limit) const {
+  std::vector<WebhookEvent> out;
+  const auto w = webhook(account, live);
+  if (!w) return w.status();
+  const std::uint64_t total = w.value().sequence;
+  if (after >= total || limit == 0) return out;
+  auto account_row = decoded_row(read(view_keys::account(account)), &rows::decode_account);
+  if (!account_row) return account_row.status();
+  if (!account_row.value()) return Status::error("views: webhook events of an account they do not have");
+  const std::string scope = view_keys::scope17(account_row.value()->business, live);
+  // The webhook events of the account's later announcements, from the one after `after` on, and
+  // how many there were before it.
+  std::vector<rows::WebhookEventRow> later;
+  std::vector<std::uint64_t> later_sequence;
+  std::uint64_t later_before = 0;
+  {
+    const std::string prefix = view_keys::webhook_events_prefix(account, live);
+    std::shared_lock lock(db_lock_);
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    it->SeekForPrev(view_keys::webhook_event(account, live, after));
+    if (it->Valid() && it->key().starts_with(prefix)) {
+      auto row = rows::decode_webhook_event(std::string_view(it->value().data(), it->value().size()));
+      if (!row) return row.status();
+      later_before = row.value().ordinal + 1;
+    }
+    const std::uint64_t last = std::min(total, after + limit);
+    for (it->Seek(view_keys::webhook_event(account, live, after + 1));
+         it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      const std::uint64_t sequence =
+          view_keys::get_be(std::string_view(it->key().data(), it->key().size()), prefix.size());
+      if (sequence > last) break;
+      auto row = rows::decode_webhook_event(std::string_view(it->value().data(), it->value().size()));
+      if (!row) return row.status();
+      later.push_back(std::move(row).value());
+      later_sequence.push_back(sequence);
+    }
+    if (!it->status().ok()) return Status::error("views scan: " + it->status().ToString());
+  }
+  // The announced records from the (after - later_before)-th on (0-based), in order.
+  std::uint64_t skip = after - later_before;
+  const std::string bitmap =
+      view_keys::bitmap(l::kTransactions, scope, l::kAnnounced, l::value(view_keys::id16(account)));
+  std::vector<std::uint64_t> announced;
+  const std::uint64_t wanted = std::min(limit, total - after);
+  {
+    std::shared_lock lock(db_lock_);
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek(bitmap); it->Valid() && it->key().starts_with(bitmap) && announced.size() < wanted;
+         it->Next()) {
+      const std::string_view key(it->key().data(), it->key().size());
+      if (key.size() != bitmap.size() + 4) return Status::error("views: a list bitmap's key is malformed");
+      auto chunk = bitmap::decode(std::string_view(it->value().data(), it->value().size()));
+      if (!chunk) return chunk.status();
+      const std::uint32_t here = chunk.value().count();
+      if (skip >= here) {
+        skip -= here;
+        continue;
+      }
+      const std::uint64_t base =
+          bitmap::first_of(static_cast<std::uint32_t>(view_keys::get_be(key, bitmap.size(), 4)));
+      chunk.value().each([&](std::uint32_t bit) {
+        if (skip > 0) {
+          --skip;
+          return;
+        }
+        if (announced.size() < wanted) announced.push_back(base + bit);
+      });
+    }
+    if (!it->status().ok()) return Status::error("views scan: " + it->status().ToString());
+  }
+  // Merged in sequence order: a later announcement placed at `position` comes before the
+  // announced records numbered `position` and above.
+  std::size_t a = 0, k = 0;
+  for (std::uint64_t sequence = after + 1; sequence <= total && out.size() < limit; ++sequence) {
+    if (k < later.size() && later_sequence[k] == sequence) {
+      if (a < announced.size() && announced[a] < later[k].position)
+        return Status::error("views: webhook events out of order");
+      auto event =
+          webhook_event(account, sequence, later[k].type, later[k].time, later[k].hash, later[k].transaction);
+      if (!event) return event.status();
+      out.push_back(std::move(event).value());
+      ++k;
+      continue;
+    }
+    if (a == announced.size()) return Status::error("views: an account's webhook events are missing");
+    const std::uint64_t number = announced[a++];
+    std::uint64_t first = 0;
+    {
+      std::shared_lock lock(db_lock_);
+      auto read = event_of(*db_, scope, number);
+      if (!read) return read.status();
+      first = read.value().first;
+    }
+    auto event = announced_event(scope, rows::RecordAt{first, static_cast<std::uint32_t>(number - first)});
+    if (!event) return event.status();
+    if (!event.value() || event.value()->sequence != sequence)
+      return Status::error("views: an account's webhook events disagree on their sequence");
+    out.push_back(std::move(*event.value()));
   }
   return out;
 }
+
+Result<rows::WebhookRow> Views::webhook(std::string_view account, bool live) const {
+  const auto bytes = read(view_keys::webhook(account, live));
+  if (!bytes) return bytes.status();
+  if (!bytes.value()) return rows::WebhookRow{};
+  KOBO_ASSERT(!account.empty(), "the webhook row of no account");
+  return rows::decode_webhook(*bytes.value());
+}
+
+// ---- positions ---------------------------------------------------------------------------------
 
 Result<std::vector<ViewPosition>> Views::positions() const {
   std::vector<ViewPosition> out(partitions_);
+  KOBO_ASSERT(!out.empty(), "views of a log with no partition");
   for (std::uint32_t p = 0; p < partitions_; ++p) {
     out[p].last_hash = std::string(64, '0');
-    auto read_position = get_json(view_keys::position(p));
-    if (!read_position) return read_position.status();
-    if (const auto& j = read_position.value()) {
-      out[p].next_offset = Offset(j->at("offset").get<std::uint64_t>());
-      out[p].last_seq = Seq(j->at("seq").get<std::uint64_t>());
-      out[p].last_hash = j->at("hash").get<std::string>();
-      out[p].epoch = Epoch(j->at("epoch").get<std::uint64_t>());
+    auto row = decoded_row(read(view_keys::position(p)), &rows::decode_position);
+    if (!row) return row.status();
+    if (const auto& r = row.value()) {
+      out[p].next_offset = Offset(r->next_offset);
+      out[p].last_seq = Seq(r->seq);
+      out[p].last_hash = r->hash;
+      out[p].epoch = Epoch(r->epoch);
     }
   }
   return out;
 }
 
+// ---- the records rendering reads ---------------------------------------------------------------
+
 std::optional<std::string> ViewRecords::read(const std::string& key) const {
+  KOBO_ASSERT(!key.empty(), "a view key has a tag");
   if (const auto it = read_.find(key); it != read_.end()) return it->second;
   auto value = views_.read(key);
   if (!value) {
@@ -837,12 +1086,14 @@ std::optional<WalletFacts> ViewRecords::wallet(std::string_view public_id) const
 std::optional<Event> ViewRecords::payout(std::string_view public_id) const {
   const auto row_bytes = read(view_keys::transaction(public_id));
   if (!row_bytes) return std::nullopt;
-  return decoded(rows::decode_transaction(*row_bytes),
-                 [&](const rows::TransactionRow& row) -> std::optional<Event> {
-                   const auto fact = read(view_keys::event_fact(row.partition.value, row.seq.value));
-                   if (!fact) return std::nullopt;
-                   return decoded(decode_fact(*fact), [](const Event& e) { return std::optional<Event>(e); });
-                 });
+  return decoded(
+      rows::decode_transaction(*row_bytes), [&](const rows::TransactionRow& row) -> std::optional<Event> {
+        const auto bytes = read(view_keys::event(row.scope, row.at.first));
+        if (!bytes) return std::nullopt;
+        return decoded(rows::decode_event_row(*bytes), [&](const rows::EventRow& event) {
+          return decoded(decode_fact(event.fact), [](const Event& e) { return std::optional<Event>(e); });
+        });
+      });
 }
 
 }  // namespace kobo

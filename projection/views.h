@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ class WriteBatch;
 }  // namespace rocksdb
 
 namespace kobo {
+
+class ViewRecords;
 
 struct Scope {
   std::string business;
@@ -51,8 +54,7 @@ struct PageRequest {
   std::uint64_t per_page = 10;
 };
 
-// A page of a list: its records' texts, as the API shows them (render.h), and how many records the
-// whole list has. query-api splices the texts into its answer as they are.
+// A page of a list of the views: its records as the API shows them (render.h), newest first, and the exact count of the records the filters match.
 struct Page {
   std::vector<std::string> items;
   std::uint64_t total_count = 0;
@@ -109,6 +111,12 @@ struct ViewPosition {
   bool operator==(const ViewPosition&) const = default;
 };
 
+// A change the views are given: `key` gets `value`.
+struct ViewChange {
+  std::string_view key;
+  std::string_view value;
+};
+
 // How the views' writes reach the disk.
 enum class ViewWrites {
   logged,    // through RocksDB's write-ahead log: a write survives a crash once written
@@ -129,11 +137,11 @@ class Views {
   // Accounts belong to a business, not to a mode.
   [[nodiscard]] Result<std::optional<nlohmann::json>> account(std::string_view business,
                                                               std::string_view public_id) const;
-  // The account as the API shows it (its stored text); nullopt when `business` has none such.
+  // The account as the API shows it (render.h); nullopt when `business` has none such.
   [[nodiscard]] Result<std::optional<std::string>> account_text(std::string_view business,
                                                                 std::string_view public_id) const;
   [[nodiscard]] Result<Page> accounts(std::string_view business, const AccountFilter& filter,
-                                      const PageRequest& page) const;
+                                            const PageRequest& page) const;
 
   // Single records are answered as their text, rendered from the views' rows (rows.h) by
   // render.h: keys sorted, compact, UTF-8 as is.
@@ -141,7 +149,7 @@ class Views {
   [[nodiscard]] Result<std::optional<std::string>> bank_account_text(const Scope& scope,
                                                                      std::string_view public_id) const;
   [[nodiscard]] Result<Page> bank_accounts(const Scope& scope, const BankAccountFilter& filter,
-                                           const PageRequest& page) const;
+                                                 const PageRequest& page) const;
 
   [[nodiscard]] Result<std::optional<std::string>> wallet_text(const Scope& scope,
                                                                std::string_view public_id) const;
@@ -150,7 +158,7 @@ class Views {
   // the name.
   [[nodiscard]] Result<std::optional<nlohmann::json>> wallet_by_account_number(std::string_view number) const;
   [[nodiscard]] Result<Page> wallets(const Scope& scope, const WalletFilter& filter,
-                                     const PageRequest& page) const;
+                                           const PageRequest& page) const;
 
   // By publicId (trx-…), integer id, or the reference of the caller's account.
   [[nodiscard]] Result<std::optional<std::string>> transaction_text(const Scope& scope,
@@ -165,14 +173,16 @@ class Views {
                                                                   std::string_view id_or_reference) const;
   [[nodiscard]] Result<std::optional<std::string>> transaction_by_reference_text(
       const Scope& scope, std::string_view account, std::string_view reference) const;
+  // Any combination of the filters, page 1 or any later one, with the exact totalCount, from the
+  // list's bitmaps (list_index.h): no record is read but the page's.
   [[nodiscard]] Result<Page> transactions(const Scope& scope, const TransactionFilter& filter,
-                                          const PageRequest& page) const;
+                                                const PageRequest& page) const;
 
   // A hold (hld-…) of `scope`, rendered from its rows; the list, newest first.
   [[nodiscard]] Result<std::optional<std::string>> hold_text(const Scope& scope,
                                                              std::string_view public_id) const;
   [[nodiscard]] Result<Page> holds(const Scope& scope, const HoldFilter& filter,
-                                   const PageRequest& page) const;
+                                         const PageRequest& page) const;
 
   // The webhook event transaction `transaction` (trx-…) had, when it had one and the event is of
   // `scope`.
@@ -190,8 +200,12 @@ class Views {
   [[nodiscard]] Result<std::vector<ViewPosition>> positions() const;
   std::uint32_t partitions() const { return partitions_; }
 
-  // The projector's access: a batch written at once, and a key read for it.
-  [[nodiscard]] Status write(rocksdb::WriteBatch& batch);
+  // The projector's access: changes written at once (one WriteBatch), and a key read for them.
+  // `changes` in strict key order.
+  [[nodiscard]] Status write(std::span<const ViewChange> changes);
+  // The rebuild's: changes in strict key order written as a sorted file that the views ingest
+  // at once (RocksDB's SstFileWriter and IngestExternalFile), never through the memtable.
+  [[nodiscard]] Status ingest(std::span<const ViewChange> changes);
   // Everything written so far onto the disk, waited for (what ViewWrites::unlogged defers).
   [[nodiscard]] Status flush();
   // The value of `key`; nullopt when there is none. A read error is an error, never a crash.
@@ -227,7 +241,6 @@ class Views {
   const std::string path_;
   rocksdb::Env* const env_;  // null: the machine's own
   const ViewWrites writes_;
-  Result<std::optional<nlohmann::json>> get_json(const std::string& key) const;
   // The fact at `key` (rows.h), when there is one and it is of `scope` (any scope when null).
   Result<std::optional<Event>> fact(const std::string& key, const Scope* scope) const;
   // A record rendered from its rows, when there is one and it is of `scope` (any when null).
@@ -235,27 +248,37 @@ class Views {
   // The KYC tier limits in force in partition `p` (the last WriterStarted's).
   Result<TierLimits> tier_limits(Partition p) const;
   Result<std::optional<std::string>> render_transaction(std::string_view public_id, const Scope* scope) const;
-  Result<WebhookEvent> render_webhook_event(std::string_view account, std::uint64_t sequence,
-                                            const rows::WebhookEventRow& row) const;
+  // Webhook event `sequence` of `account` announcing transaction `transaction` (trx-…), finalized
+  // by the event of hash `hash` (hex) at `time`, with the transaction's record as it is now.
+  Result<WebhookEvent> webhook_event(std::string_view account, std::uint64_t sequence, WebhookEventType type,
+                                     UnixMs time, std::string_view hash, std::string_view transaction) const;
   Result<std::optional<std::string>> render_bank_account(std::string_view public_id,
                                                          const Scope* scope) const;
   Result<std::optional<std::string>> render_hold(std::string_view public_id, const Scope* scope) const;
-  // A page of the wallets (kind w) or beneficiaries (kind d) of `scope` listed under `filter`
-  // (view_keys.h): totalCount from its counter, the page from its listing, no scan.
-  Result<Page> listed_records(char kind, const Scope& scope, const std::string& filter,
-                              const PageRequest& page) const;
+  // A page of the wallets (kind w), beneficiaries (d) or holds (h) of `scope` whose values of
+  // the fields `filters` names are those given (list_index.h).
+  Result<Page> listed_records(char kind, const Scope& scope,
+                                    const std::vector<std::pair<char, std::string>>& filters,
+                                    const PageRequest& page) const;
+  class EventTimes;
+  class ListedTimes;
+  // The transaction record `at` of `scope` (a scope17), rendered with `records`.
+  Result<std::optional<std::string>> render_record(const std::string& scope, const rows::RecordAt& at,
+                                                   const ViewRecords& records) const;
+  // The transaction of integer id `id` in `scope`: a binary search of its events by their ids.
+  Result<std::optional<rows::RecordAt>> find_integer_id(const std::string& scope, std::uint64_t id) const;
+  // The account (acc-…) that owns the transactions of event `e` (its own, or its payout's).
+  Result<std::string> owner_account(const Event& e) const;
+  // The webhook event of the record `at` of `scope` that its own event announced, if any.
+  Result<std::optional<WebhookEvent>> announced_event(const std::string& scope,
+                                                      const rows::RecordAt& at) const;
+  Result<WebhookEvent> irregular_event(std::string_view account, bool live, std::uint64_t sequence) const;
 
   std::unique_ptr<rocksdb::DB> db_;  // guarded by db_lock_
   std::uint32_t partitions_;
   friend class ViewRecords;
   friend class Statements;  // projection/statements.h
 };
-
-// How the views' counters (view_keys.h: decimal text) add up. The projector writes a change of
-// one as a merge operand, a signed decimal delta, instead of reading the counter first; RocksDB
-// sums them when the counter is read and when files are compacted. A sum below zero, or a value
-// that is not a number, is a corruption. Whatever opens the views' database sets it.
-std::shared_ptr<rocksdb::MergeOperator> view_counter_merge();
 
 // The views as the facts rendering reads (projection/render.h). Unscoped: for rendering a record
 // a caller may see, never to answer a caller directly.

@@ -251,7 +251,7 @@ TEST_P(StorageFaults, OnTheViewsABatchWhoseWriteFailedAfterReachingTheLogIsAppli
 
   const Scope scope{kCaller.business, false};
   const Page all = s.views->transactions(scope, TransactionFilter{}, PageRequest{1, 100}).value();
-  EXPECT_EQ(all.total_count, all.items.size()) << "a counter counted the batch twice";
+  EXPECT_EQ(all.total_count, all.items.size()) << "a list counted the batch twice";
   s.expect_equal_to_a_rebuild(dir_);
 }
 

@@ -188,9 +188,8 @@ class ViewsReadErrors : public ::testing::Test {
     const std::string key = view_keys::key_owner(sha256_hex(creds_.test_secret_key));
     const auto record = views_->read(key);
     ASSERT_TRUE(record.ok() && record.value().has_value());
-    rocksdb::WriteBatch batch;
-    ASSERT_TRUE(batch.Put(key, *record.value()).ok());
-    ASSERT_TRUE(views_->write(batch).ok());
+    const ViewChange change{key, *record.value()};
+    ASSERT_TRUE(views_->write(std::span(&change, 1)).ok());
   }
 
   void caught_up() { ASSERT_TRUE(node_.caught_up(5s)); }

@@ -127,10 +127,11 @@ TEST(WebhookSecrets, SignWithTheCurrentSecretAndThePreviousForADayAfterARotation
   // Never issued: no signature.
   EXPECT_EQ(w.signatures(rows::WebhookRow{}, "acc-1", true, "evt-1", rotated, body), "");
   // Issued once: the one secret's.
-  EXPECT_EQ(w.signatures(rows::WebhookRow{3, "h1", rotated, ""}, "acc-1", true, "evt-1", rotated + 5, body),
-            sign("h1", rotated + 5));
+  EXPECT_EQ(
+      w.signatures(rows::WebhookRow{3, 3, "h1", rotated, ""}, "acc-1", true, "evt-1", rotated + 5, body),
+      sign("h1", rotated + 5));
   // Rotated: both for 24 hours, the current first, then the current alone.
-  const rows::WebhookRow row{3, "h2", rotated, "h1"};
+  const rows::WebhookRow row{3, 3, "h2", rotated, "h1"};
   const UnixMs day = 24LL * 3600 * 1000;
   EXPECT_EQ(w.signatures(row, "acc-1", true, "evt-1", rotated + day - 1, body),
             sign("h2", rotated + day - 1) + " " + sign("h1", rotated + day - 1));

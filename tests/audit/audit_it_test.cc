@@ -14,6 +14,7 @@
 
 #include "events/fact_codec.h"
 #include "projection/rows.h"
+#include "projection/view_keys.h"
 #include "projection/views.h"
 #include "tests/audit/log_surgery.h"
 #include "tests/audit/run_kobo.h"
@@ -218,7 +219,6 @@ TEST_F(AuditCommand, CannotRunWithoutALog) {
 void set_views_layout(const fs::path& views, const std::string& layout) {
   rocksdb::DB* raw = nullptr;
   rocksdb::Options options;
-  options.merge_operator = view_counter_merge();
   ASSERT_TRUE(rocksdb::DB::Open(options, views.string(), &raw).ok());
   std::unique_ptr<rocksdb::DB> db(raw);
   ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "V", layout).ok());
@@ -257,8 +257,8 @@ TEST_F(AuditCommand, ViewsOfAnotherKeyLayoutAreRebuiltByServeAndReplayAndNotComp
     const auto opening = decode_fact(value);
     ASSERT_TRUE(opening.ok()) << key;
     if (opening.value().live || opening.value().type() != EventType::wallet_opened) continue;
-    const std::string id = key.substr(1);
-    const auto row = rows::decode_wallet(served.at("b" + id));
+    const std::string id = std::get<WalletOpened>(opening.value().data).wallet.value;
+    const auto row = rows::decode_wallet(served.at(view_keys::wallet_row(id)));
     ASSERT_TRUE(row.ok()) << key;
     const HttpResult res = server.client().get("/v1/virtual-accounts/" + id, server.test_key());
     ASSERT_EQ(res.status, 200u) << id;

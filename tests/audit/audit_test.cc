@@ -15,9 +15,11 @@
 #include "command/ledger.h"
 #include "common/crypto.h"
 #include "events/embedded_log.h"
+#include "events/fact_codec.h"
 #include "events/memory_log.h"
 #include "projection/projector.h"
 #include "projection/rebuild.h"
+#include "projection/render.h"
 #include "projection/rows.h"
 #include "tests/audit/log_surgery.h"
 #include "tests/support/node.h"
@@ -250,7 +252,12 @@ TEST_F(AuditOfARealLog, ReportsAViewThatDiffersFromTheLogByKey) {
     ASSERT_TRUE(it->Valid() && it->key().starts_with("b"));
     auto wallet = rows::decode_wallet(it->value().ToString());
     ASSERT_TRUE(wallet.ok());
-    wallet_id = it->key().ToString().substr(1);
+    // The wallet's publicId, from its opening's fact: the same 16 bytes under W.
+    const auto opening = views.value()->read("W" + it->key().ToString().substr(1));
+    ASSERT_TRUE(opening.ok() && opening.value().has_value());
+    const auto facts = render::wallet_facts(decode_fact(*opening.value()).value());
+    ASSERT_TRUE(facts.has_value());
+    wallet_id = facts->public_id;
     rows::WalletRow edited = wallet.value();
     edited.balance = Kobo(edited.balance.value + 1);
     ASSERT_TRUE(views.value()->db().Put(rocksdb::WriteOptions(), it->key(), rows::encode(edited)).ok());
@@ -258,7 +265,8 @@ TEST_F(AuditOfARealLog, ReportsAViewThatDiffersFromTheLogByKey) {
   const AuditReport r = audit(dir);
   ASSERT_EQ(r.violation_count, 1u) << describe(r);
   EXPECT_EQ(r.violations[0].check, Check::views);
-  EXPECT_EQ(r.violations[0].key, "wallet balances/" + wallet_id) << "the key names the wallet by its id";
+  EXPECT_EQ(r.violations[0].key, "wallet balances/" + wallet_id.substr(wallet_id.find('-') + 1))
+      << "the key names the wallet by its id's UUID";
 }
 
 TEST_F(AuditOfARealLog, NamesAnAmountEditedWithoutItsHash) {

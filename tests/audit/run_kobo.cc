@@ -53,7 +53,6 @@ RunResult run_kobo(const std::filesystem::path& binary, const std::vector<std::s
 std::map<std::string, std::string> dump_db(const std::filesystem::path& dir) {
   rocksdb::DB* raw = nullptr;
   rocksdb::Options options;
-  options.merge_operator = view_counter_merge();  // the views' counters (projection/views.h)
   const auto s = rocksdb::DB::OpenForReadOnly(options, dir.string(), &raw);
   if (!s.ok()) throw std::runtime_error("dump_db " + dir.string() + ": " + s.ToString());
   std::unique_ptr<rocksdb::DB> db(raw);

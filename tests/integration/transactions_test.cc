@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <ctime>
+#include <functional>
+#include <utility>
 
 #include "tests/integration/harness.h"
 
@@ -297,6 +299,121 @@ TEST_F(Transactions, FindRejectsBadFilterValuesWith400ValidationError) {
 TEST_F(Transactions, TheLiveKeyOfANonLiveAccountCannotList) {
   expect_error(http().get("/v1/transactions", server().live_key()), 403,
                "Live mode is not enabled for this account");
+}
+
+// Every combination of the list's filters answers, page by page, what filtering the whole list
+// says, with the exact totalCount (projection/list_index.h: the filters are bitmaps ANDed): on a
+// server of its own, with transfers of several amounts and payouts that succeed and fail.
+class TransactionFilters : public ServerSuite {
+ public:
+  static void SetUpTestSuite() { start_server({"--rail-delay-ms", "20"}); }
+};
+
+TEST_F(TransactionFilters, EveryCombinationAgreesWithFilteringTheWholeList) {
+  std::vector<json> wallets;
+  for (int i = 0; i < 3; ++i) {
+    wallets.push_back(create_wallet(http(), key()));
+    fund(http(), key(), wallets.back(), 5'000'000);
+  }
+  const std::int64_t amounts[] = {10'000, 20'000, 30'000};
+  int payouts = 0;
+  for (int i = 0; i < 12; ++i) {
+    const json& source = wallets[static_cast<std::size_t>(i % 3)];
+    const json& destination = wallets[static_cast<std::size_t>((i + 1) % 3)];
+    data_or_throw(http().post("/v1/transactions/transfer",
+                              transfer_body(source["publicId"], destination["publicId"], amounts[i % 3],
+                                            unique_name("combination")),
+                              key()),
+                  200, "transfer");
+    if (i % 3 == 0) {
+      json payout{{"source", source["publicId"]},
+                  {"accountNumber", "0123456784"},
+                  {"bankCode", "044"},
+                  {"amount", amounts[(i / 3) % 3]},
+                  {"currency", "NGN"},
+                  {"narration", "combination payout"}};
+      if (i % 2 == 0) payout["metadata"] = json{{"sandboxOutcome", "failed"}};
+      data_or_throw(http().post("/v1/transactions/bank-transfer", payout, key()), 200, "bank transfer");
+      ++payouts;
+    }
+  }
+  // Fundings, two records a transfer, a payout each, and a reversal per failed payout: once every
+  // payout has ended.
+  const auto expected_records = static_cast<std::size_t>(3 + 2 * 12 + payouts + payouts / 2);
+  ASSERT_TRUE(wait_until([&] {
+    return total_count(http(), key(), "/v1/transactions", "status=processing") == 0 &&
+           total_count(http(), key(), "/v1/transactions", "status=pending") == 0 &&
+           list_all(http(), key(), "/v1/transactions").size() == expected_records;
+  }));
+
+  // The model: the whole list, newest first by (createdAt, id).
+  const std::vector<json> all = list_all(http(), key(), "/v1/transactions");
+  ASSERT_EQ(all.size(), expected_records);
+  for (std::size_t i = 1; i < all.size(); ++i)
+    EXPECT_GT(std::pair(all[i - 1]["createdAt"].get<std::string>(), all[i - 1]["id"].get<std::uint64_t>()),
+              std::pair(all[i]["createdAt"].get<std::string>(), all[i]["id"].get<std::uint64_t>()))
+        << "the list is newest first";
+  const std::time_t now = std::time(nullptr);
+  const std::string today = utc_day(now), yesterday = utc_day(now - 86'400), tomorrow = utc_day(now + 86'400);
+
+  struct Part {
+    std::string query;  // without the leading '&'
+    std::function<bool(const json&)> keeps;
+  };
+  const auto any = [](const json&) { return true; };
+  std::vector<Part> entries{{"", any}}, statuses{{"", any}}, amount_values{{"", any}}, lives{{"", any}},
+      days{{"", any}};
+  for (const std::string entry : {"credit", "debit"})
+    entries.push_back({"entry=" + entry, [entry](const json& t) { return t["entry"] == entry; }});
+  for (const std::string status : {"pending", "processing", "success", "failed"})
+    statuses.push_back({"status=" + status, [status](const json& t) { return t["status"] == status; }});
+  for (const std::int64_t amount : {amounts[0], amounts[1], std::int64_t{5'000'000}, std::int64_t{77}})
+    amount_values.push_back(
+        {"amount=" + std::to_string(amount), [amount](const json& t) { return t["amount"] == amount; }});
+  lives.push_back({"live=false", any});
+  lives.push_back({"live=true", [](const json&) { return false; }});
+  // createdAt ranges of whole days (UTC): every record was made today (or, across midnight, yesterday).
+  const auto made_on = [](const json& t, const std::string& from, const std::string& to) {
+    const std::string day = t["createdAt"].get<std::string>().substr(0, 10);
+    return day >= from && day <= to;
+  };
+  for (const auto& [from, to] :
+       {std::pair{yesterday, tomorrow}, std::pair{today, today}, std::pair{tomorrow, tomorrow}})
+    days.push_back({"createdAt%5BstartDate%5D=" + from + "&createdAt%5BendDate%5D=" + to,
+                    [=](const json& t) { return made_on(t, from, to); }});
+  days.push_back(
+      {"createdAt%5BstartDate%5D=" + today, [=](const json& t) { return made_on(t, today, "9999"); }});
+  days.push_back(
+      {"createdAt%5BendDate%5D=" + yesterday, [=](const json& t) { return made_on(t, "0000", yesterday); }});
+
+  int combinations = 0, nonempty = 0;
+  for (const Part& entry : entries)
+    for (const Part& status : statuses)
+      for (const Part& amount : amount_values)
+        for (const Part& live : lives)
+          for (const Part& day : days) {
+            std::string query;
+            for (const Part* part : {&entry, &status, &amount, &live, &day})
+              if (!part->query.empty()) query += (query.empty() ? "" : "&") + part->query;
+            std::vector<std::string> expected;
+            for (const json& t : all)
+              if (entry.keeps(t) && status.keeps(t) && amount.keeps(t) && live.keeps(t) && day.keeps(t))
+                expected.push_back(t["publicId"]);
+            ++combinations;
+            if (!expected.empty()) ++nonempty;
+            // The first page of 4 and the whole list: the page and its count, then every record.
+            HttpResult first = http().get("/v1/transactions?perPage=4&" + query, key());
+            expect_success(first, 200, Message::kAbsent, true);
+            ASSERT_EQ(first.json["meta"]["pagination"]["totalCount"], expected.size()) << query;
+            std::vector<std::string> got;
+            for (const json& t : list_all(http(), key(), "/v1/transactions", query))
+              got.push_back(t["publicId"]);
+            ASSERT_EQ(got, expected) << query;
+            for (std::size_t i = 0; i < first.json["data"].size(); ++i)
+              ASSERT_EQ(first.json["data"][i]["publicId"], expected.at(i)) << query;
+          }
+  EXPECT_EQ(combinations, 3 * 5 * 5 * 3 * 6);
+  EXPECT_GE(nonempty, 60) << "most combinations match nothing: the test tests little";
 }
 
 }  // namespace

@@ -1,0 +1,564 @@
+#include "projection/apply.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "events/fact_codec.h"
+#include "events/limits.h"
+#include "projection/render.h"
+#include "projection/view_keys.h"
+
+namespace kobo {
+
+namespace l = view_keys::list;
+
+namespace {
+
+// A read of the views that failed (or a row that did not decode) while an event was applied.
+// Thrown inside the batch, where rendering (render.h's RecordSource) has no error path, and
+// turned back into a Status by apply(), its one caller: it never leaves this file.
+class ViewsReadFailed : public std::runtime_error {
+ public:
+  explicit ViewsReadFailed(Status status)
+      : std::runtime_error(status.message()), status_(std::move(status)) {}
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+};
+
+template <typename T>
+T decoded(Result<T> r) {
+  if (!r) throw ViewsReadFailed(r.status());
+  return std::move(r).value();
+}
+
+bool final_status(TransactionStatus s) {
+  return s == TransactionStatus::success || s == TransactionStatus::failed;
+}
+
+}  // namespace
+
+// A transaction an event creates, as the lists see it (render::Listed) and where it is.
+struct ViewBatch::Created {
+  render::Listed t;
+  std::uint64_t number = 0;  // in its scope's transaction list
+};
+
+// The facts this batch sees, for what applying an event reads: what the batch wrote, else what
+// the views hold.
+class ViewBatch::Records final : public render::RecordSource {
+ public:
+  explicit Records(ViewBatch& batch) : batch_(batch) {}
+  std::optional<WalletFacts> wallet(std::string_view id) const override {
+    const auto fact = batch_.find(view_keys::wallet(id));
+    if (!fact) return std::nullopt;
+    return render::wallet_facts(decoded(decode_fact(*fact)));
+  }
+  std::optional<Event> payout(std::string_view id) const override {
+    const auto row = batch_.find(view_keys::transaction(id));
+    if (!row) return std::nullopt;
+    const auto t = decoded(rows::decode_transaction(*row));
+    return event_of(t.scope, t.at.first);
+  }
+  // The event of the EventRow L<scope><first>.
+  Event event_of(const std::string& scope, std::uint64_t first) const {
+    const auto bytes = batch_.find(view_keys::event(scope, first));
+    KOBO_ASSERT(bytes.has_value(), "a transaction row names an event the views do not have");
+    const auto row = decoded(rows::decode_event_row(*bytes));
+    return decoded(decode_fact(row.fact));
+  }
+
+ private:
+  ViewBatch& batch_;
+};
+
+std::optional<std::string> ViewBatch::find(const std::string& key) const {
+  if (auto it = writes_.find(key); it != writes_.end()) return it->second;
+  auto value = views_.read(key);
+  if (!value) throw ViewsReadFailed(value.status());
+  return std::move(value.value());
+}
+
+void ViewBatch::put(std::string key, std::string value) {
+  KOBO_ASSERT(!key.empty(), "a view key has a tag");
+  if (read_back(key)) {
+    held_bytes_ += key.size() + value.size() + 64;
+    writes_.insert_or_assign(std::move(key), std::move(value));
+    return;
+  }
+  appended_.push_back(Appended{bytes_.size(), static_cast<std::uint32_t>(key.size()),
+                               static_cast<std::uint32_t>(value.size())});
+  bytes_ += key;
+  bytes_ += value;
+}
+
+// The row at `key` as this batch sees it, to change in place (it is written with the batch).
+std::string& ViewBatch::edit(const std::string& key, const char* missing) {
+  KOBO_ASSERT(read_back(key), "a row edited in place is one the batch reads back");
+  auto it = writes_.find(key);
+  if (it == writes_.end()) {
+    auto value = views_.read(key);
+    if (!value) throw ViewsReadFailed(value.status());
+    KOBO_ASSERT(value.value().has_value(), missing);
+    held_bytes_ += key.size() + value.value()->size() + 64;
+    it = writes_.emplace(key, std::move(*value.value())).first;
+  }
+  return it->second;
+}
+
+bitmap::Chunk& ViewBatch::chunk(const std::string& bitmap, std::uint64_t number) {
+  std::string key = view_keys::bitmap_chunk(bitmap, bitmap::chunk_of(number));
+  auto it = chunks_.find(key);
+  if (it == chunks_.end()) {
+    auto stored = views_.read(key);
+    if (!stored) throw ViewsReadFailed(stored.status());
+    bitmap::Chunk c;
+    if (stored.value()) c = decoded(bitmap::decode(*stored.value()));
+    held_bytes_ += sizeof(bitmap::Chunk) + key.size() + 64;
+    it = chunks_.emplace(std::move(key), c).first;
+  }
+  return it->second;
+}
+
+void ViewBatch::mark(const std::string& bitmap, std::uint64_t number, bool on) {
+  bitmap::Chunk& c = chunk(bitmap, number);
+  const std::uint32_t bit = bitmap::bit_of(number);
+  KOBO_ASSERT(c.test(bit) != on,
+              on ? "a record put twice in a list's bitmap" : "a record taken from a bitmap it is not in");
+  if (on)
+    c.set(bit);
+  else
+    c.clear(bit);
+}
+
+rows::ListRow& ViewBatch::list(char kind, const std::string& scope) {
+  std::string key = view_keys::list_row(kind, scope);
+  auto it = lists_.find(key);
+  if (it == lists_.end()) {
+    auto stored = views_.read(key);
+    if (!stored) throw ViewsReadFailed(stored.status());
+    rows::ListRow row;
+    if (stored.value()) row = decoded(rows::decode_list(*stored.value()));
+    it = lists_.emplace(std::move(key), row).first;
+  }
+  return it->second;
+}
+
+std::pair<std::uint64_t, UnixMs> ViewBatch::add_to_list(char kind, const std::string& scope,
+                                                        std::uint32_t records, UnixMs time) {
+  rows::ListRow& row = list(kind, scope);
+  const std::uint64_t first = row.count;
+  // The records' latest time is the list's latest or theirs; a time before the list's latest is
+  // a clock that went back: the records are displaced (list_index.h).
+  const UnixMs delay = std::max<UnixMs>(0, row.latest - time);
+  if (row.count == 0 || time > row.latest) row.latest = time;
+  row.count += records;
+  if (delay > 0) {
+    row.displaced += records;
+    const std::string displaced = view_keys::bitmap(kind, scope, l::kDisplaced, l::value(""));
+    for (std::uint32_t k = 0; k < records; ++k) mark(displaced, first + k, true);
+  }
+  KOBO_ASSERT(row.count >= first + records && row.displaced <= row.count, "a list's count went back");
+  return {first, delay};
+}
+
+rows::WebhookRow& ViewBatch::webhook_row(const std::string& account, bool live) {
+  std::string key = view_keys::webhook(account, live);
+  if (auto it = webhooks_.find(key); it != webhooks_.end()) return it->second;
+  rows::WebhookRow row;
+  auto stored = views_.read(key);
+  if (!stored) throw ViewsReadFailed(stored.status());
+  if (stored.value()) row = decoded(rows::decode_webhook(*stored.value()));
+  return webhooks_.emplace(std::move(key), std::move(row)).first->second;
+}
+
+// The account an event's transactions are of: the one the event names, else (a payout's later
+// facts) the payout's.
+std::string ViewBatch::owner_account(const Event& e, const Records& records) const {
+  if (const AccountId* owner = kobo::owner_account(e.data)) return owner->value;
+  const auto change = status_change(e.data);
+  KOBO_ASSERT(change.has_value(), "transactions of an event that names no account");
+  const auto payout = records.payout(change->transaction.value);
+  KOBO_ASSERT(payout.has_value(), "a status change of a payout the views do not have");
+  const AccountId* payer = kobo::owner_account(payout->data);
+  KOBO_ASSERT(payer != nullptr, "a payout of no account");
+  return payer->value;
+}
+
+// The transactions `e` creates: its EventRow (under the number of its first record), a row per
+// transaction under its publicId, its reference, and its bits in the list's bitmaps.
+std::vector<ViewBatch::Created> ViewBatch::put_transactions(const Event& e, const std::string& scope,
+                                                            const Records& records) {
+  const auto listed = render::listed(e, records);
+  std::vector<Created> out;
+  if (listed.empty()) return out;
+  const std::string account = listed.front().account.value;
+  const std::uint64_t webhooks_before = webhook_row(account, e.live).sequence;
+  const auto [first, delay] =
+      add_to_list(l::kTransactions, scope, static_cast<std::uint32_t>(listed.size()), e.time);
+  put(view_keys::event(scope, first),
+      rows::encode_event(rows::hash_bytes(e.hash), delay, webhooks_before, encode_fact(e)));
+  for (std::uint32_t k = 0; k < listed.size(); ++k) {
+    const render::Listed& t = listed[k];
+    KOBO_ASSERT(t.account.value == account, "an event's transactions are of one account");
+    const std::uint64_t n = first + k;
+    const rows::RecordAt at{first, k};
+    put(view_keys::transaction(t.id.value), rows::encode(rows::TransactionRow{scope, at, {}, 0}));
+    put(view_keys::transaction_reference(t.account.value, e.live, t.reference), rows::encode(at));
+    mark(view_keys::bitmap(l::kTransactions, scope, l::kEntry, l::value(to_string(t.entry))), n, true);
+    mark(view_keys::bitmap(l::kTransactions, scope, l::kStatus, l::value(to_string(t.status))), n, true);
+    mark(view_keys::bitmap(l::kTransactions, scope, l::kAmount, l::value(t.amount)), n, true);
+    out.push_back(Created{t, n});
+  }
+  return out;
+}
+
+void ViewBatch::apply_postings(const Event& e, const std::vector<Posting>& postings,
+                               const std::vector<Created>& created) {
+  // Which of the event's transactions a wallet posting is (events/ledger.h: one per wallet posting).
+  std::uint32_t wallet_postings = 0;
+  const auto debit = tier_debit(e.data);  // counted toward the source's daily allowance
+  for (const Posting& p : postings) {
+    if (!is_wallet_account(p.account)) {
+      put(view_keys::system_balance(e.partition.value, p.account), rows::encode_balance(p.balance));
+      continue;
+    }
+    KOBO_ASSERT(wallet_postings < created.size(), "a wallet posting that creates no transaction");
+    std::string& bytes = edit(view_keys::wallet_row(p.account), "posting to a wallet the views do not have");
+    rows::WalletRow w = decoded(rows::decode_wallet(bytes));
+    const PostingResult r = post(w.balance, p);
+    KOBO_ASSERT(r.fault == PostingFault::none, "a posting the views cannot apply");
+    w.balance = r.balance;
+    w.updated = e.time;
+    // The wallet's statement: this posting is its next movement (rows.h StatementRow).
+    w.movements += 1;
+    if (p.amount.value > 0) w.credited = Kobo(w.credited.value + p.amount.value);
+    w.moved_at = std::max(w.moved_at, e.time);
+    if (debit && wallet_postings == 0 && p.account == debit->wallet)
+      w.debits = w.debits.plus(lagos_day(e.time), debit->amount);
+    const Created& t = created[wallet_postings];
+    put(view_keys::statement_line(p.account, w.movements),
+        rows::encode(rows::StatementRow{w.moved_at, rows::RecordAt{created.front().number, wallet_postings},
+                                        p.amount, w.balance, w.credited}));
+    KOBO_ASSERT(t.number == created.front().number + wallet_postings,
+                "an event's records are numbered in order");
+    ++wallet_postings;
+    bytes = rows::encode(w);
+  }
+  KOBO_ASSERT(wallet_postings == created.size(), "an event's transactions are its wallet postings");
+}
+
+// A payout moves to another status: its row gains the step, and its number moves from the old
+// status's bitmap to the new one's. The record and its event are not rewritten.
+void ViewBatch::advance_transaction(const Event& e, const StatusChange& change, const Records& records) {
+  std::string& bytes = edit(view_keys::transaction(change.transaction.value),
+                            "status change of a transaction the views do not have");
+  rows::TransactionRow row = decoded(rows::decode_transaction(bytes));
+  const Event created = records.event_of(row.scope, row.at.first);
+  const auto all = render::listed(created, records);
+  KOBO_ASSERT(row.at.index < all.size(), "a transaction row names a transaction its event does not create");
+  const TransactionStatus before = row.steps.empty() ? all[row.at.index].status : row.steps.back().status;
+  KOBO_ASSERT(before == change.from, "status change from a status the transaction is not in");
+  row.steps.push_back(rows::StatusStep{change.to, e.time});
+  bytes = rows::encode(row);
+  const std::uint64_t n = row.at.number();
+  mark(view_keys::bitmap(l::kTransactions, row.scope, l::kStatus, l::value(to_string(before))), n, false);
+  mark(view_keys::bitmap(l::kTransactions, row.scope, l::kStatus, l::value(to_string(change.to))), n, true);
+}
+
+// Every transaction the event finalizes is the next webhook event of its account in the event's
+// mode, whether any URL or subscription wants it (docs/webhooks.md, "Sequence"). A transaction
+// the event creates is announced by its event: its number joins the account's `announced`
+// bitmap, and its sequence is its EventRow's count before plus its place in the event. A payout
+// finalized later is announced by a WebhookEventRow of its own.
+void ViewBatch::number_webhook_events(const Event& e, const std::string& scope,
+                                      const std::vector<Created>& created, const Records& records) {
+  const auto change = status_change(e.data);
+  const bool ends_payout = change && final_status(change->to);
+  bool announces = ends_payout;
+  for (const Created& c : created) announces = announces || final_status(c.t.status);
+  if (!announces) return;
+  const std::string account = owner_account(e, records);
+  rows::WebhookRow& w = webhook_row(account, e.live);
+  if (ends_payout) {
+    const auto type = webhook_event_of(FinalizedTransaction{change->transaction, Entry::debit, change->to});
+    KOBO_ASSERT(type.has_value(), "a payout's end is a webhook event");
+    std::string& bytes =
+        edit(view_keys::transaction(change->transaction.value), "a payout the views do not have");
+    rows::TransactionRow row = decoded(rows::decode_transaction(bytes));
+    KOBO_ASSERT(row.scope == scope && row.webhook == 0, "a payout ends once, in its own scope");
+    const std::uint64_t position =
+        created.empty() ? list(l::kTransactions, scope).count : created.front().number;
+    const std::uint64_t ordinal = w.sequence - w.announced;
+    w.sequence += 1;
+    row.webhook = w.sequence;
+    bytes = rows::encode(row);
+    put(view_keys::webhook_event(account, e.live, w.sequence),
+        rows::encode(rows::WebhookEventRow{*type, position, ordinal, row.at, e.time, e.hash,
+                                           change->transaction.value}));
+  }
+  const std::string announced =
+      view_keys::bitmap(l::kTransactions, scope, l::kAnnounced, l::value(view_keys::id16(account)));
+  for (const Created& c : created) {
+    if (!final_status(c.t.status)) continue;
+    if (!webhook_event_of(FinalizedTransaction{c.t.id, c.t.entry, c.t.status})) continue;
+    w.sequence += 1;
+    w.announced += 1;
+    mark(announced, c.number, true);
+  }
+  KOBO_ASSERT(w.announced <= w.sequence, "more webhook events announced at creation than in all");
+}
+
+void ViewBatch::change_wallet(const WalletId& id, const std::function<void(rows::WalletRow&)>& change) {
+  std::string& bytes = edit(view_keys::wallet_row(id.value), "a change to a wallet the views do not have");
+  rows::WalletRow w = decoded(rows::decode_wallet(bytes));
+  change(w);
+  KOBO_ASSERT(w.balance.value >= 0, "a wallet changed into debt");
+  bytes = rows::encode(w);
+}
+
+void ViewBatch::open_wallet(const Event& e, const WalletId& id, const std::string& account_number) {
+  KOBO_ASSERT(!account_number.empty(), "a wallet opens with an account number");
+  put(view_keys::account_number(account_number), id.value);
+  put(view_keys::wallet(id.value), encode_fact(e));
+  put(view_keys::wallet_row(id.value), rows::encode(render::opened(e)));
+}
+
+void ViewBatch::close_collection(const WalletId& id, CollectionStatus status, UnixMs time) {
+  change_wallet(id, [&](rows::WalletRow& w) {
+    KOBO_ASSERT(w.status == CollectionStatus::pending, "collection status change out of order");
+    w.status = status;
+    w.updated = time;
+  });
+}
+
+// A new wallet or beneficiary (`kind` w or d) in its scope's list, in the bitmaps of its values
+// of the list's filters. Records of these kinds never change what they are filtered by; their
+// lists are ordered by number, which is their integer id's order.
+void ViewBatch::list_record(char kind, const Event& e, std::string_view public_id,
+                            std::initializer_list<std::pair<char, std::string>> filters) {
+  const std::string scope = view_keys::scope17(e.business, e.live);
+  const auto [number, delay] = add_to_list(kind, scope, 1, 0);
+  KOBO_ASSERT(delay == 0, "a list ordered by number displaces nothing");
+  put(view_keys::listed(kind, scope, number), rows::encode(rows::ListedRow{0, 0, std::string(public_id)}));
+  for (const auto& [field, value] : filters)
+    mark(view_keys::bitmap(kind, scope, field, l::value(value)), number, true);
+}
+
+// A hold placed (`delta` > 0) or releasing (< 0) at `time`: its source's availableBalance changes,
+// and so its updatedAt.
+void ViewBatch::add_held(const std::string& wallet, Kobo delta, UnixMs time) {
+  change_wallet(WalletId(wallet), [&](rows::WalletRow& w) {
+    w.held += delta;
+    KOBO_ASSERT(w.held.value >= 0 && w.held <= w.balance, "a wallet's holds reserve more than it has");
+    w.updated = time;
+  });
+}
+
+void ViewBatch::place_hold(const Event& e, const HoldPlaced& x) {
+  const std::string scope = view_keys::scope17(e.business, e.live);
+  const auto [number, delay] = add_to_list(l::kHolds, scope, 1, e.time);
+  put(view_keys::hold(x.hold.value), encode_fact(e));
+  put(view_keys::hold_row(x.hold.value),
+      rows::encode(rows::HoldRow{number, Kobo(0), HoldStatus::pending, e.time, {}}));
+  put(view_keys::listed(l::kHolds, scope, number),
+      rows::encode(rows::ListedRow{e.time, delay, x.hold.value}));
+  mark(view_keys::bitmap(l::kHolds, scope, l::kSource, l::value(view_keys::id16(x.source.value))), number,
+       true);
+  mark(view_keys::bitmap(l::kHolds, scope, l::kHoldStatus, l::value(to_string(HoldStatus::pending))), number,
+       true);
+  add_held(x.source.value, x.amount, e.time);
+}
+
+// A capture (`capture`: the transactions it created) or an end (`ended`: voided, expired) of a
+// pending hold. The capture's postings are applied as any transfer's; here the hold releases what
+// it captured, and an end releases what remains.
+void ViewBatch::change_hold(const Event& e, const HoldId& id, std::optional<HoldStatus> ended,
+                            const std::vector<Created>* capture) {
+  const Event placed =
+      decoded(decode_fact(edit(view_keys::hold(id.value), "a change of a hold the views do not have")));
+  const auto* x = std::get_if<HoldPlaced>(&placed.data);
+  KOBO_ASSERT(x != nullptr, "a hold's fact is its placement");
+  std::string& bytes = edit(view_keys::hold_row(id.value), "a change of a hold the views do not have");
+  rows::HoldRow row = decoded(rows::decode_hold(bytes));
+  KOBO_ASSERT(row.status == HoldStatus::pending, "a change of a hold that has ended");
+  Kobo released;
+  if (capture != nullptr) {
+    const auto* c = std::get_if<HoldCaptured>(&e.data);
+    KOBO_ASSERT(c != nullptr && !capture->empty(), "a capture is a HoldCaptured that creates transactions");
+    const Kobo amount = c->legs().amount();
+    row.captured += amount;
+    released = amount;
+    row.captures.push_back(capture->front().number);
+    if (c->final.value_or(false) || row.captured == x->amount) ended = HoldStatus::captured;
+  }
+  KOBO_ASSERT(row.captured <= x->amount, "a hold's captures sum above its amount");
+  if (ended) {
+    released += x->amount - row.captured;
+    const std::string scope = view_keys::scope17(placed.business, placed.live);
+    mark(view_keys::bitmap(l::kHolds, scope, l::kHoldStatus, l::value(to_string(HoldStatus::pending))),
+         row.number, false);
+    mark(view_keys::bitmap(l::kHolds, scope, l::kHoldStatus, l::value(to_string(*ended))), row.number, true);
+    row.status = *ended;
+  }
+  row.updated = e.time;
+  bytes = rows::encode(row);
+  add_held(x->source.value, -released, e.time);
+}
+
+void ViewBatch::register_business(const Event& e, const BusinessRegistered& x) {
+  KOBO_ASSERT(!x.account.value.empty(), "a business registers with an account");
+  put(view_keys::business(e.business), encode_fact(e));
+  put(view_keys::account(x.account.value),
+      rows::encode(rows::AccountRow{e.business, false, {}, std::nullopt, e.time, 0}));
+  put(view_keys::account_list(e.business, x.id), x.account.value);
+  put(view_keys::key_owner(x.test_secret_key_hash),
+      rows::encode(rows::KeyRow{e.business, x.account.value, false}));
+  put(view_keys::key_owner(x.live_secret_key_hash),
+      rows::encode(rows::KeyRow{e.business, x.account.value, true}));
+}
+
+void ViewBatch::update_account(const Event& e, const AccountUpdated& x) {
+  std::string& bytes =
+      edit(view_keys::account(x.account.value), "update of an account the views do not have");
+  rows::AccountRow row = decoded(rows::decode_account(bytes));
+  if (x.webhooks) row.webhooks = *x.webhooks;
+  if (x.webhook_events) row.webhook_events = *x.webhook_events;
+  if (x.live) row.live = *x.live;
+  row.updated = e.time;
+  row.version += 1;
+  bytes = rows::encode(row);
+}
+
+Status ViewBatch::apply(const Event& e) {
+  try {
+    apply_event(e);
+  } catch (const ViewsReadFailed& failed) {
+    return failed.status();
+  }
+  times_.push_back(e.time);
+  return {};
+}
+
+void ViewBatch::apply_event(const Event& e) {
+  const Records records(*this);
+  const std::string scope = view_keys::scope17(e.business, e.live);
+  std::vector<Created> created;
+  if (const auto* postings = postings_of(e.data)) {
+    created = put_transactions(e, scope, records);
+    apply_postings(e, *postings, created);  // counts a transfer's debit toward its source's day too
+  } else if (const auto debit = tier_debit(e.data)) {  // a debit that moves no money yet: a hold's
+    change_wallet(WalletId(debit->wallet),
+                  [&](rows::WalletRow& w) { w.debits = w.debits.plus(lagos_day(e.time), debit->amount); });
+  }
+  if (const auto change = status_change(e.data)) advance_transaction(e, *change, records);
+  number_webhook_events(e, scope, created, records);
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, WriterStarted>) {
+          if (x.tier_limits) put(view_keys::tier_limits(e.partition.value), rows::encode(*x.tier_limits));
+        } else if constexpr (std::is_same_v<T, WalletTierChanged>) {
+          change_wallet(x.wallet, [&](rows::WalletRow& w) {
+            w.tier = static_cast<std::uint8_t>(x.kyc_tier.value_or(0));
+            w.updated = e.time;
+          });
+        } else if constexpr (std::is_same_v<T, BusinessRegistered>) {
+          register_business(e, x);
+        } else if constexpr (std::is_same_v<T, AccountUpdated>) {
+          update_account(e, x);
+        } else if constexpr (std::is_same_v<T, WalletOpened>) {
+          open_wallet(e, x.wallet, x.account_number);
+          list_record(l::kWallets, e, x.wallet.value,
+                      {{l::kCategory, std::string(to_string(x.category))},
+                       {l::kFavourite, "false"}});  // no wallet is a favourite yet
+        } else if constexpr (std::is_same_v<T, TransitWalletOpened> ||
+                             std::is_same_v<T, CollectionWalletOpened>) {
+          // Transit and collection wallets are fetched by id (they share the wallets' key space)
+          // but not listed with the wallets of GET /virtual-accounts.
+          open_wallet(e, x.wallet, x.account_number);
+        } else if constexpr (std::is_same_v<T, CollectionWalletExpired>) {
+          close_collection(x.wallet, CollectionStatus::expired, e.time);
+        } else if constexpr (std::is_same_v<T, IncomingCreditReceived>) {
+          if (x.collection) close_collection(*x.collection, CollectionStatus::success, e.time);
+        } else if constexpr (std::is_same_v<T, HoldPlaced>) {
+          place_hold(e, x);
+        } else if constexpr (std::is_same_v<T, HoldCaptured>) {
+          change_hold(e, x.hold, std::nullopt, &created);
+        } else if constexpr (std::is_same_v<T, HoldVoided>) {
+          change_hold(e, x.hold, HoldStatus::voided, nullptr);
+        } else if constexpr (std::is_same_v<T, HoldExpired>) {
+          change_hold(e, x.hold, HoldStatus::expired, nullptr);
+        } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
+          list_record(l::kBeneficiaries, e, x.bank_account.value,
+                      {{l::kBeneficiaryType, std::string(to_string(x.beneficiary_type))},
+                       {l::kAccountName, x.account_name}});
+          put(view_keys::bank_account(x.bank_account.value), encode_fact(e));
+        } else if constexpr (std::is_same_v<T, WebhookSecretRotated>) {
+          rows::WebhookRow& row = webhook_row(x.account.value, e.live);
+          row.previous = std::move(row.secret);
+          row.secret = e.hash;
+          row.secret_at = e.time;
+        } else if constexpr (std::is_same_v<T, BulkTransferAccepted>) {
+          // Its items' records follow in the scope's transaction list (rows.h BulkRow).
+          put(view_keys::bulk(x.batch.value),
+              rows::encode(rows::BulkRow{list(l::kTransactions, scope).count, encode_fact(e)}));
+        }
+      },
+      e.data);
+}
+
+void ViewBatch::put_position(std::uint32_t p, const ViewPosition& position) {
+  KOBO_ASSERT(position.last_hash.size() == 64, "a position names its chain's head");
+  put(view_keys::position(p),
+      rows::encode(rows::PositionRow{position.next_offset.value, position.last_seq.value, position.last_hash,
+                                     position.epoch.value}));
+}
+
+std::vector<ViewBatch::Change> ViewBatch::changes() {
+  encoded_.clear();
+  encoded_.reserve(chunks_.size() + lists_.size() + webhooks_.size());
+  std::vector<std::pair<const std::string*, std::size_t>> decoded_rows;  // key, index in encoded_
+  for (const auto& [key, c] : chunks_)
+    decoded_rows.emplace_back(&key, (encoded_.push_back(bitmap::encode(c)), encoded_.size() - 1));
+  for (const auto& [key, row] : lists_)
+    decoded_rows.emplace_back(&key, (encoded_.push_back(rows::encode(row)), encoded_.size() - 1));
+  for (const auto& [key, row] : webhooks_)
+    decoded_rows.emplace_back(&key, (encoded_.push_back(rows::encode(row)), encoded_.size() - 1));
+  std::vector<Change> out;
+  out.reserve(writes_.size() + appended_.size() + decoded_rows.size());
+  for (const auto& [key, value] : writes_) out.push_back({key, value});
+  for (const auto& [key, i] : decoded_rows) out.push_back({*key, encoded_[i]});
+  for (const Appended& a : appended_)
+    out.push_back({std::string_view(bytes_).substr(a.at, a.key_size),
+                   std::string_view(bytes_).substr(a.at + a.key_size, a.value_size)});
+  // Stable: of the changes of one key (only appended keys repeat), the last is written.
+  std::stable_sort(out.begin(), out.end(), [](const Change& a, const Change& b) { return a.key < b.key; });
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (i + 1 < out.size() && out[i + 1].key == out[i].key) continue;
+    out[kept++] = out[i];
+  }
+  out.resize(kept);
+  KOBO_ASSERT(
+      std::adjacent_find(out.begin(), out.end(),
+                         [](const Change& a, const Change& b) { return a.key >= b.key; }) == out.end(),
+      "a batch's changes are in strict key order");
+  return out;
+}
+
+void ViewBatch::clear() {
+  writes_.clear();
+  chunks_.clear();
+  lists_.clear();
+  webhooks_.clear();
+  appended_.clear();
+  bytes_.clear();
+  encoded_.clear();
+  times_.clear();
+  held_bytes_ = 0;
+  KOBO_ASSERT(empty(), "a cleared batch holds nothing");
+}
+
+}  // namespace kobo

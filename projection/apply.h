@@ -1,0 +1,113 @@
+#pragma once
+// ViewBatch: the view changes of whole commands, not written yet. Internal to projection/: the
+// Projector writes a batch as one RocksDB WriteBatch with the log positions it reflects (the
+// live views), and a rebuild writes it as a sorted file that RocksDB ingests (rebuild.h). Either
+// way the batch is the one pure function from events to rows (docs/architecture.md section 5),
+// so views rebuilt from the log are byte-identical to the ones kept up to date event by event.
+//
+// Rows that a later event of the batch may read back (wallet rows, transaction rows, event rows,
+// accounts, hold rows, list rows, bitmap chunks, webhook rows) are kept by key, decoded where
+// they change often; everything else is appended, key and value, to one buffer. changes() gives
+// every change once, in key order, which makes RocksDB's inserts (or the file's writing) cheap.
+// Not thread-safe: one batch per thread; its reads go to the Views it was made for.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "events/event.h"
+#include "events/ledger.h"
+#include "projection/bitmap.h"
+#include "projection/rows.h"
+#include "projection/views.h"
+
+namespace kobo {
+
+class ViewBatch {
+ public:
+  explicit ViewBatch(Views& views) : views_(views) {}
+  ViewBatch(const ViewBatch&) = delete;
+  ViewBatch& operator=(const ViewBatch&) = delete;
+
+  // Applies `e`. A read of the views that fails, or a row that does not decode, is an error: the
+  // batch is then half applied and must be dropped (clear()).
+  [[nodiscard]] Status apply(const Event& e);
+  // The position of partition `p` the batch's changes bring the views to.
+  void put_position(std::uint32_t p, const ViewPosition& position);
+
+  bool empty() const { return times_.empty() && writes_.empty() && appended_.empty(); }
+  std::size_t events() const { return times_.size(); }
+  // About how many bytes the batch holds: a rebuild writes a file when it is large enough.
+  std::size_t bytes() const { return bytes_.size() + held_bytes_; }
+  // Event::time of each event applied since the last clear(), in order (the projection's lag).
+  const std::vector<UnixMs>& times() const { return times_; }
+
+  using Change = ViewChange;
+  // Every change of the batch, each key once, in key order: valid until the batch changes.
+  std::vector<Change> changes();
+  void clear();
+
+ private:
+  class Records;
+  struct Created;
+  void put(std::string key, std::string value);
+  std::string& edit(const std::string& key, const char* missing);
+  std::optional<std::string> find(const std::string& key) const;
+  bitmap::Chunk& chunk(const std::string& bitmap, std::uint64_t number);
+  void mark(const std::string& bitmap, std::uint64_t number, bool on);
+  rows::ListRow& list(char kind, const std::string& scope);
+  // Numbers `records` new records of list `kind` of `scope` at time `time` (0 for the lists not
+  // ordered by time): the first one's number, and how much earlier `time` is than the list's latest.
+  std::pair<std::uint64_t, UnixMs> add_to_list(char kind, const std::string& scope, std::uint32_t records,
+                                               UnixMs time);
+  rows::WebhookRow& webhook_row(const std::string& account, bool live);
+  std::string owner_account(const Event& e, const Records& records) const;
+
+  std::vector<Created> put_transactions(const Event& e, const std::string& scope, const Records& records);
+  void apply_postings(const Event& e, const std::vector<Posting>& postings,
+                      const std::vector<Created>& created);
+  void advance_transaction(const Event& e, const StatusChange& change, const Records& records);
+  void number_webhook_events(const Event& e, const std::string& scope, const std::vector<Created>& created,
+                             const Records& records);
+  void change_wallet(const WalletId& id, const std::function<void(rows::WalletRow&)>& change);
+  void open_wallet(const Event& e, const WalletId& id, const std::string& account_number);
+  void close_collection(const WalletId& id, CollectionStatus status, UnixMs time);
+  void list_record(char kind, const Event& e, std::string_view public_id,
+                   std::initializer_list<std::pair<char, std::string>> filters);
+  void place_hold(const Event& e, const HoldPlaced& x);
+  void change_hold(const Event& e, const HoldId& id, std::optional<HoldStatus> ended,
+                   const std::vector<Created>* capture);
+  void add_held(const std::string& wallet, Kobo delta, UnixMs time);
+  void register_business(const Event& e, const BusinessRegistered& x);
+  void update_account(const Event& e, const AccountUpdated& x);
+  void apply_event(const Event& e);
+
+  // The view tags (view_keys.h) of rows a later event of a batch may read back.
+  static bool read_back(std::string_view key) {
+    return !key.empty() && std::string_view("bTLAWPOUB").find(key.front()) != std::string_view::npos;
+  }
+
+  Views& views_;
+  std::unordered_map<std::string, std::string> writes_;  // rows read back: key -> value
+  std::size_t held_bytes_ = 0;                           // about what writes_ and the decoded rows hold
+  // Decoded rows changed by the batch, encoded into the changes at changes().
+  std::map<std::string, bitmap::Chunk> chunks_;
+  std::unordered_map<std::string, rows::ListRow> lists_;
+  std::unordered_map<std::string, rows::WebhookRow> webhooks_;
+  struct Appended {
+    std::size_t at;  // in bytes_: the key, then the value
+    std::uint32_t key_size, value_size;
+  };
+  std::vector<Appended> appended_;    // everything else, in the order changed
+  std::string bytes_;                 // appended_'s keys and values
+  std::vector<std::string> encoded_;  // what changes() encoded, which its changes point into
+  std::vector<UnixMs> times_;
+};
+
+}  // namespace kobo

@@ -1,0 +1,210 @@
+#include "projection/bitmap.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/varint.h"
+
+namespace kobo::bitmap {
+
+void Chunk::set(std::uint32_t bit) {
+  KOBO_ASSERT(bit < kChunkBits, "a bit past its chunk");
+  words_[bit / 64] |= std::uint64_t{1} << (bit % 64);
+}
+
+void Chunk::clear(std::uint32_t bit) {
+  KOBO_ASSERT(bit < kChunkBits, "a bit past its chunk");
+  words_[bit / 64] &= ~(std::uint64_t{1} << (bit % 64));
+}
+
+bool Chunk::test(std::uint32_t bit) const {
+  KOBO_ASSERT(bit < kChunkBits, "a bit past its chunk");
+  return (words_[bit / 64] >> (bit % 64)) & 1;
+}
+
+std::uint32_t Chunk::count() const {
+  std::uint32_t n = 0;
+  for (const std::uint64_t w : words_) n += static_cast<std::uint32_t>(__builtin_popcountll(w));
+  KOBO_ASSERT(n <= kChunkBits, "a chunk counts more bits than it has");
+  return n;
+}
+
+std::uint32_t Chunk::count_below(std::uint32_t bit) const {
+  KOBO_ASSERT(bit <= kChunkBits, "a rank past its chunk");
+  std::uint32_t n = 0;
+  for (std::uint32_t w = 0; w < bit / 64; ++w)
+    n += static_cast<std::uint32_t>(__builtin_popcountll(words_[w]));
+  if (bit % 64 != 0)
+    n += static_cast<std::uint32_t>(
+        __builtin_popcountll(words_[bit / 64] & ((std::uint64_t{1} << (bit % 64)) - 1)));
+  return n;
+}
+
+std::uint32_t Chunk::select(std::uint32_t rank) const {
+  for (std::uint32_t w = 0; w < kWords; ++w) {
+    std::uint64_t bits = words_[w];
+    const auto here = static_cast<std::uint32_t>(__builtin_popcountll(bits));
+    if (rank >= here) {
+      rank -= here;
+      continue;
+    }
+    for (; rank > 0; --rank) bits &= bits - 1;
+    return w * 64 + static_cast<std::uint32_t>(__builtin_ctzll(bits));
+  }
+  KOBO_ASSERT(false, "a select past a chunk's count");
+  return kChunkBits;
+}
+
+bool Chunk::empty() const {
+  for (const std::uint64_t w : words_)
+    if (w != 0) return false;
+  return true;
+}
+
+void Chunk::and_with(const Chunk& other) {
+  for (std::uint32_t w = 0; w < kWords; ++w) words_[w] &= other.words_[w];
+  KOBO_ASSERT(count() <= other.count(), "an AND holds more than one side");
+}
+
+void Chunk::and_not(const Chunk& other) {
+  for (std::uint32_t w = 0; w < kWords; ++w) words_[w] &= ~other.words_[w];
+  KOBO_ASSERT(disjoint(other), "an AND NOT kept a bit of the other side");
+}
+
+void Chunk::keep(std::uint32_t from, std::uint32_t to) {
+  KOBO_ASSERT(from <= to && to <= kChunkBits, "a range past its chunk");
+  and_with(range(from, to));
+}
+
+Chunk Chunk::range(std::uint32_t from, std::uint32_t to) {
+  Chunk c;
+  c.set_range(from, to);
+  return c;
+}
+
+void Chunk::set_range(std::uint32_t from, std::uint32_t to) {
+  KOBO_ASSERT(from <= to && to <= kChunkBits, "a range past its chunk");
+  for (std::uint32_t w = from / 64; w < kWords && w * 64 < to; ++w) {
+    const std::uint32_t lo = std::max(from, w * 64) - w * 64;
+    const std::uint32_t hi = std::min(to, w * 64 + 64) - w * 64;  // 1..64
+    const std::uint64_t upto = hi == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << hi) - 1;
+    words_[w] |= upto & ~((std::uint64_t{1} << lo) - 1);
+  }
+}
+
+bool Chunk::disjoint(const Chunk& other) const {
+  for (std::uint32_t w = 0; w < kWords; ++w)
+    if ((words_[w] & other.words_[w]) != 0) return false;
+  return true;
+}
+
+namespace {
+
+enum Encoding : unsigned char { kDeltas = 0, kRuns = 1, kBitset = 2 };
+
+std::size_t varint_size(std::uint64_t v) {
+  std::size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
+}  // namespace
+
+std::string encode(const Chunk& c) {
+  // The runs of set bits, and what each encoding would take.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> runs;  // [start, end)
+  std::size_t deltas = 1;
+  std::int64_t previous = -1;
+  c.each([&](std::uint32_t bit) {
+    deltas += varint_size(static_cast<std::uint64_t>(static_cast<std::int64_t>(bit) - previous));
+    previous = bit;
+    if (!runs.empty() && runs.back().second == bit)
+      runs.back().second = bit + 1;
+    else
+      runs.emplace_back(bit, bit + 1);
+  });
+  std::size_t run_bytes = 1;
+  std::uint32_t end = 0;
+  for (const auto& [start, stop] : runs) {
+    run_bytes += varint_size(start - end) + varint_size(stop - start - 1);
+    end = stop;
+  }
+  const std::size_t bitset = 1 + kChunkBits / 8;
+  std::string out;
+  if (deltas <= run_bytes && deltas <= bitset) {
+    out.reserve(deltas);
+    out.push_back(static_cast<char>(kDeltas));
+    previous = -1;
+    c.each([&](std::uint32_t bit) {
+      put_varint(out, static_cast<std::uint64_t>(static_cast<std::int64_t>(bit) - previous));
+      previous = bit;
+    });
+  } else if (run_bytes <= bitset) {
+    out.reserve(run_bytes);
+    out.push_back(static_cast<char>(kRuns));
+    end = 0;
+    for (const auto& [start, stop] : runs) {
+      put_varint(out, start - end);
+      put_varint(out, stop - start - 1);
+      end = stop;
+    }
+  } else {
+    out.resize(bitset);
+    out[0] = static_cast<char>(kBitset);
+    for (std::uint32_t w = 0; w < kWords; ++w)
+      for (int b = 0; b < 8; ++b)
+        out[1 + w * 8 + static_cast<std::uint32_t>(b)] = static_cast<char>((c.words_[w] >> (8 * b)) & 0xff);
+  }
+  KOBO_ASSERT(out.size() == std::min({deltas, run_bytes, bitset}),
+              "a chunk encoded in more bytes than planned");
+  return out;
+}
+
+Result<Chunk> decode(std::string_view bytes) {
+  const auto malformed = [] { return Status::error("a bitmap chunk of the views is malformed"); };
+  if (bytes.empty()) return malformed();
+  Chunk c;
+  const auto kind = static_cast<unsigned char>(bytes[0]);
+  VarintReader r(bytes.substr(1));
+  if (kind == kDeltas) {
+    std::int64_t bit = -1;
+    while (r.ok() && !r.done()) {
+      const std::uint64_t delta = r.varint();
+      if (delta == 0 || delta > kChunkBits || bit + static_cast<std::int64_t>(delta) >= kChunkBits)
+        return malformed();
+      bit += static_cast<std::int64_t>(delta);
+      c.set(static_cast<std::uint32_t>(bit));
+    }
+  } else if (kind == kRuns) {
+    std::uint64_t end = 0;
+    bool first = true;
+    while (r.ok() && !r.done()) {
+      const std::uint64_t gap = r.varint();
+      const std::uint64_t length = r.varint() + 1;
+      // Runs are maximal: two runs never touch (a gap of 0 is only allowed before the first).
+      if (!r.ok() || (gap == 0 && !first) || gap > kChunkBits || length > kChunkBits ||
+          end + gap + length > kChunkBits)
+        return malformed();
+      const std::uint64_t start = end + gap;
+      end = start + length;
+      c.set_range(static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(end));
+      first = false;
+    }
+  } else if (kind == kBitset) {
+    if (bytes.size() != 1 + kChunkBits / 8) return malformed();
+    for (std::uint32_t w = 0; w < kWords; ++w) {
+      std::uint64_t word = 0;
+      for (int b = 7; b >= 0; --b)
+        word = (word << 8) | static_cast<unsigned char>(bytes[1 + w * 8 + static_cast<std::uint32_t>(b)]);
+      c.words_[w] = word;
+    }
+  } else {
+    return malformed();
+  }
+  if (!r.ok()) return malformed();
+  // Whether the bytes are canonical (what encode() writes of them) is not checked here, on every
+  // read of a list; the tests and the rebuild's comparison of views hold encode() to it.
+  return c;
+}
+
+}  // namespace kobo::bitmap
