@@ -131,7 +131,7 @@ Partition Ledger::route(const Command& c) const {
         if constexpr (std::is_same_v<T, CreateBusiness>)
           return partition_of(cmd.business_id);
         else if constexpr (std::is_same_v<T, AdvancePayout> || std::is_same_v<T, ExpireCollection> ||
-                           std::is_same_v<T, ExpireHold>)
+                           std::is_same_v<T, ExpireHold> || std::is_same_v<T, EndWebhookDeliveries>)
           return cmd.partition;
         else
           return partition_of(cmd.caller.business);

@@ -369,6 +369,8 @@ struct Applier {
   void operator()(const HoldExpired& x) const { end_hold(s, x.hold); }
   // A bulk transfer's own event moves nothing: its items' events that follow do.
   void operator()(const BulkTransferAccepted&) const {}
+  // Webhook deliveries are the webhooks' business (docs/webhooks.md): nothing to decide with.
+  void operator()(const WebhookDeliveriesEnded&) const {}
 
   void change_status() const {
     const auto c = status_change(e.data);

@@ -14,7 +14,7 @@
 namespace kobo {
 namespace {
 
-constexpr NameTable<EventType, 21> kTypeNames{{
+constexpr NameTable<EventType, 22> kTypeNames{{
     {EventType::writer_started, "WriterStarted"},
     {EventType::business_registered, "BusinessRegistered"},
     {EventType::account_updated, "AccountUpdated"},
@@ -36,8 +36,14 @@ constexpr NameTable<EventType, 21> kTypeNames{{
     {EventType::hold_expired, "HoldExpired"},
     {EventType::webhook_secret_rotated, "WebhookSecretRotated"},
     {EventType::bulk_transfer_accepted, "BulkTransferAccepted"},
+    {EventType::webhook_deliveries_ended, "WebhookDeliveriesEnded"},
 }};
 static_assert(std::variant_size_v<EventData> == kTypeNames.size(), "every event type has a name");
+
+// An event of the partition rather than of a business: its `business` is empty.
+bool is_partition_level(EventType t) {
+  return t == EventType::writer_started || t == EventType::webhook_deliveries_ended;
+}
 
 constexpr NameTable<TransactionStatus, 4> kTransactionStatusNames{
     {{TransactionStatus::pending, "pending"},
@@ -403,8 +409,9 @@ Result<Event> decode(std::string_view bytes, bool verify) {
     return Status::error("event outside its command");
   const std::size_t capacity = padded.size() - static_cast<std::size_t>(data_text.data() - padded.data());
   if (auto s = read_data(parser, *type, data_text, capacity, e.data); !s) return s;
-  if ((*type == EventType::writer_started) != e.business.empty())
-    return malformed("business must be empty exactly for WriterStarted");
+  if (is_partition_level(*type) != e.business.empty())
+    return malformed(
+        "business must be empty exactly for a partition-level event (WriterStarted, WebhookDeliveriesEnded)");
   if (verify) {
     if (!hash_covers_bytes(bytes, e)) return Status::error("hash mismatch");
     if (auto s = validate(e); !s) return s;
@@ -465,11 +472,25 @@ Status validate_bulk(const BulkTransferAccepted& x) {
   return {};
 }
 
+// Deliveries that ended: some, at most the named limit, each a delivery's id, in a partition-level
+// event.
+Status validate_deliveries_ended(const Event& e, const WebhookDeliveriesEnded& x) {
+  if (!e.business.empty()) return Status::error("webhook deliveries ended in an event of one business");
+  if (x.deliveries.empty() || x.deliveries.size() > kWebhookDeliveriesPerEventMax)
+    return Status::error("webhook deliveries ended: 1 to " + std::to_string(kWebhookDeliveriesPerEventMax) +
+                         " per event");
+  for (const WebhookDeliveryEnded& d : x.deliveries)
+    if (!d.delivery.starts_with("whd-")) return Status::error("a webhook delivery id is not whd-…");
+  return {};
+}
+
 }  // namespace
 
 Status validate(const Event& e) {
   if (auto s = validate_tiers(e.data); !s) return s;
   if (const auto* bulk = std::get_if<BulkTransferAccepted>(&e.data)) return validate_bulk(*bulk);
+  if (const auto* ended = std::get_if<WebhookDeliveriesEnded>(&e.data))
+    return validate_deliveries_ended(e, *ended);
   const auto* postings = postings_of(e.data);
   if (postings == nullptr) return {};
   Kobo sum;
