@@ -42,6 +42,8 @@ enum class Rejection {
                            // first: this guards the writer from any other caller)
   bank_not_found,          // a bank item of a bulk whose bank code names no bank (name enquiry)
   invalid_account_number,  // ... whose account number fails the bank's check (name enquiry)
+  not_owner,               // a cluster node that does not write the command's partition: not
+                           // decided here (the HTTP layer waits for an owner or answers 503)
 };
 
 std::string_view to_string(Rejection r);
