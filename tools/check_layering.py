@@ -30,11 +30,12 @@ ALLOWED = {
     "common": set(),
     "events": {"common"},
     "command": {"events", "common"},
+    "cluster": {"command", "events", "common"},
     "projection": {"events", "common"},
     "webhooks": {"projection", "events", "common"},
-    "query-api": {"command", "projection", "webhooks", "events", "common"},
+    "query-api": {"cluster", "command", "projection", "webhooks", "events", "common"},
     "audit": {"events", "projection", "common"},
-    "app": {"query-api", "audit", "webhooks", "command", "projection", "events", "common"},
+    "app": {"query-api", "audit", "webhooks", "cluster", "command", "projection", "events", "common"},
 }
 HARNESSES = {"tests", "bench", "fuzz"}
 SOURCE_SUFFIXES = (".h", ".hpp", ".cc", ".cpp", ".cc.in")
