@@ -24,6 +24,7 @@
 #include "common/metrics.h"
 #include "events/ledger.h"
 #include "events/log_follower.h"
+#include "events/partitioner.h"
 #include "events/rocksdb_logger.h"
 #include "webhooks/http_post.h"
 
@@ -40,7 +41,10 @@ namespace {
 //   D<delivery id>                            -> delivery JSON (the API's fields plus body,
 //                                                business and dueMs)
 //   l<business>|<t|l>|<createdAt ms:8><id>    -> "" (listing, newest first)
-//   q<due ms:8><id>                           -> "" (pending deliveries by next attempt time)
+//   Q<partition:4><due ms:8><id>              -> "" (pending deliveries by partition, then next
+//                                                attempt time: a cluster node sends only its
+//                                                partitions'; docs/webhooks.md "In a cluster")
+//   q<due ms:8><id>                           -> (before clusters; moved to Q at open)
 void put_be(std::string& out, std::uint64_t v, int bytes = 8) {
   for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
@@ -56,11 +60,17 @@ std::string list_key(std::string_view business, bool live, UnixMs created, std::
   put_be(k, static_cast<std::uint64_t>(created));
   return k + std::string(id);
 }
-std::string due_key(UnixMs due, std::string_view id) {
-  std::string k("q");
+std::string due_prefix(Partition p) {
+  std::string k("Q");
+  put_be(k, p.value, 4);
+  return k;
+}
+std::string due_key(Partition p, UnixMs due, std::string_view id) {
+  std::string k = due_prefix(p);
   put_be(k, static_cast<std::uint64_t>(std::max<UnixMs>(due, 0)));
   return k + std::string(id);
 }
+constexpr std::size_t kDueKeyIdAt = 1 + 4 + 8;
 
 constexpr std::size_t kDueScanMax = 1024;  // due deliveries examined per scheduling pass
 constexpr auto kTickInterval = std::chrono::milliseconds(50);
@@ -117,7 +127,8 @@ class Webhooks::Impl {
         tls_(webhooks_detail::make_tls_context()) {}
 
   Status open_follower();
-  Status skip_to_end();  // a new delivery database starts at the log's end
+  Status move_due_index();  // a database from before clusters: q keys become Q keys
+  Status skip_to_end();     // a new delivery database starts at the log's end
   Status start();
   void stop();
   bool healthy() const { return healthy_.load(); }
@@ -130,6 +141,12 @@ class Webhooks::Impl {
   void consume();
   [[nodiscard]] Status step(std::chrono::milliseconds wait);
   std::optional<json> get(const std::string& id) const;
+  Partition partition_of(const json& delivery) const {
+    return partition_for(delivery.at("business").get<std::string>(), log_.partitions());
+  }
+  bool sends(Partition p) const { return !options_.sends || options_.sends(p); }
+  void end_delivery(const Event& e, const WebhookDeliveryEnded& ended, rocksdb::WriteBatch& wb);
+  void report_ended();
   [[nodiscard]] Status write(rocksdb::WriteBatch& wb);
   void put_positions(rocksdb::WriteBatch& wb) const;
 
@@ -166,6 +183,9 @@ class Webhooks::Impl {
   mutable std::mutex mu_;
   std::set<std::string> in_flight_;                    // delivery ids
   std::map<std::string, std::uint32_t> per_endpoint_;  // host:port -> attempts in flight
+  // Deliveries that ended here and are still to be reported (WebhookOptions::ended), by partition.
+  std::map<std::uint32_t, std::vector<WebhookDeliveryEnded>> ended_;
+  std::uint32_t next_partition_ = 0;  // sender only: where the next scheduling pass starts
 
   asio::io_context io_;  // last: destroyed first, with the attempts it still holds
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
@@ -181,6 +201,11 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
   std::size_t recorded() const { return recorded_; }
 
   Status accepted(const Event& e) override {
+    // What the partition's writer delivered: not sent again here, should this node write it next.
+    if (const auto* ended = std::get_if<WebhookDeliveriesEnded>(&e.data)) {
+      for (const WebhookDeliveryEnded& d : ended->deliveries) impl_.end_delivery(e, d, wb_);
+      return {};
+    }
     // An account's URLs are read once and kept until an account changes.
     if (std::holds_alternative<AccountUpdated>(e.data)) impl_.wanted_of_account_.clear();
     const auto finalized = transactions_finalized(e.data);
@@ -281,7 +306,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
                    {"body", event->body}};
       KOBO_ASSERT(wb_.Put(delivery_key(id), d.dump()).ok(), "WriteBatch put");
       KOBO_ASSERT(wb_.Put(list_key(e.business, e.live, now, id), "").ok(), "WriteBatch put");
-      KOBO_ASSERT(wb_.Put(due_key(now, id), "").ok(), "WriteBatch put");
+      KOBO_ASSERT(wb_.Put(due_key(e.partition, now, id), "").ok(), "WriteBatch put");
       ++recorded_;
     }
     return {};
@@ -316,6 +341,26 @@ Status Webhooks::Impl::open_follower() {
   if (auto s = follower_->open(std::move(cursors)); !s) return s;
   skip_to_end_ = !stored;  // by start(): it needs the log's end, which open() must not ask for
   return {};
+}
+
+Status Webhooks::Impl::move_due_index() {
+  rocksdb::WriteBatch wb;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek("q"); it->Valid() && it->key().starts_with("q"); it->Next()) {
+    const auto key = it->key();
+    if (key.size() <= 9) continue;
+    const std::string id(key.data() + 9, key.size() - 9);
+    const auto d = get(id);
+    if (!d) continue;
+    std::uint64_t due = 0;
+    for (int i = 1; i <= 8; ++i)
+      due = (due << 8) | static_cast<unsigned char>(key[static_cast<std::size_t>(i)]);
+    if (!wb.Put(due_key(partition_of(*d), static_cast<UnixMs>(due), id), "").ok() || !wb.Delete(key).ok())
+      return Status::error("webhooks: moving the due index");
+  }
+  if (!it->status().ok()) return Status::error("webhooks read: " + it->status().ToString());
+  if (wb.Count() == 0) return {};
+  return write(wb);
 }
 
 Status Webhooks::Impl::skip_to_end() {
@@ -427,31 +472,89 @@ asio::awaitable<void> Webhooks::Impl::tick_forever() {
 // A delivery whose endpoint is busy is passed over, so a hung endpoint holds its own slots only.
 void Webhooks::Impl::tick() {
   if (stopping_.load()) return;
+  report_ended();
   std::vector<json> start;
+  std::vector<std::string> stale;
   {
     std::lock_guard lock(mu_);
-    std::string upper("q");
-    put_be(upper, static_cast<std::uint64_t>(now_ms()) + 1);
+    const auto now = static_cast<std::uint64_t>(now_ms());
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
     std::size_t scanned = 0;
-    for (it->Seek("q"); it->Valid() && scanned < kDueScanMax; it->Next(), ++scanned) {
-      if (in_flight_.size() >= options_.concurrency_max) break;
-      const auto key = it->key();
-      if (!key.starts_with("q") || key.compare(upper) >= 0) break;
-      const std::string id(key.data() + 9, key.size() - 9);
-      if (in_flight_.contains(id)) continue;
-      auto d = get(id);
-      KOBO_ASSERT(d.has_value(), "a due entry points at a missing delivery");
-      auto& busy = per_endpoint_[endpoint_of(d->at("url").get<std::string>())];
-      if (busy >= options_.endpoint_concurrency_max) continue;
-      ++busy;
-      in_flight_.insert(id);
-      start.push_back(std::move(*d));
+    // The partitions this node sends, from a different one each pass.
+    const std::uint32_t partitions = log_.partitions();
+    const std::uint32_t first = next_partition_++ % partitions;
+    for (std::uint32_t k = 0; k < partitions && scanned < kDueScanMax; ++k) {
+      const Partition p((first + k) % partitions);
+      if (!sends(p)) continue;
+      const std::string prefix = due_prefix(p);
+      std::string upper = prefix;
+      put_be(upper, now + 1);
+      for (it->Seek(prefix); it->Valid() && scanned < kDueScanMax; it->Next(), ++scanned) {
+        if (in_flight_.size() >= options_.concurrency_max) break;
+        const auto key = it->key();
+        if (!key.starts_with(prefix) || key.compare(upper) >= 0) break;
+        const std::string id(key.data() + kDueKeyIdAt, key.size() - kDueKeyIdAt);
+        if (in_flight_.contains(id)) continue;
+        auto d = get(id);
+        KOBO_ASSERT(d.has_value(), "a due entry points at a missing delivery");
+        if (d->at("status") != to_string(DeliveryStatus::pending)) {
+          // Ended meanwhile by its partition's writer's report (a takeover): nothing is due.
+          stale.emplace_back(key.data(), key.size());
+          continue;
+        }
+        auto& busy = per_endpoint_[endpoint_of(d->at("url").get<std::string>())];
+        if (busy >= options_.endpoint_concurrency_max) continue;
+        ++busy;
+        in_flight_.insert(id);
+        start.push_back(std::move(*d));
+      }
     }
     KOBO_ASSERT(it->status().ok(), "webhooks scan failed");
     webhook_metrics().in_flight.set(static_cast<double>(in_flight_.size()));
+    if (!stale.empty()) {
+      rocksdb::WriteBatch wb;
+      for (const std::string& key : stale) KOBO_ASSERT(wb.Delete(key).ok(), "WriteBatch delete");
+      if (auto s = write(wb); !s)
+        log::warn("webhooks: a stale due entry cannot be removed", {{"error", s.message()}});
+    }
   }
   for (auto& d : start) asio::co_spawn(io_, attempt(std::move(d)), asio::detached);
+}
+
+// Reports the deliveries that ended here since the last pass, for the log (a cluster node).
+void Webhooks::Impl::report_ended() {
+  if (!options_.ended) return;
+  std::map<std::uint32_t, std::vector<WebhookDeliveryEnded>> ended;
+  {
+    std::lock_guard lock(mu_);
+    ended.swap(ended_);
+  }
+  for (auto& [p, deliveries] : ended)
+    for (std::size_t at = 0; at < deliveries.size(); at += kWebhookDeliveriesPerEventMax) {
+      const auto end = std::min(deliveries.size(), at + kWebhookDeliveriesPerEventMax);
+      options_.ended(Partition(p), std::vector<WebhookDeliveryEnded>(
+                                       deliveries.begin() + static_cast<std::ptrdiff_t>(at),
+                                       deliveries.begin() + static_cast<std::ptrdiff_t>(end)));
+    }
+}
+
+// A delivery the partition's writer reports as ended (WebhookDeliveriesEnded): a pending one
+// here ends too, so this node never sends it, whichever partitions it writes later. One in
+// flight here (a takeover while its report was on its way) ends as its attempt says.
+void Webhooks::Impl::end_delivery(const Event& e, const WebhookDeliveryEnded& ended,
+                                  rocksdb::WriteBatch& wb) {
+  std::lock_guard lock(mu_);
+  auto d = get(ended.delivery);
+  if (!d || in_flight_.contains(ended.delivery)) return;
+  if (d->at("status") != to_string(DeliveryStatus::pending)) return;
+  if (!d->at("dueMs").is_null())
+    KOBO_ASSERT(wb.Delete(due_key(partition_of(*d), d->at("dueMs").get<UnixMs>(), ended.delivery)).ok(),
+                "WriteBatch delete");
+  (*d)["status"] = to_string(ended.succeeded ? DeliveryStatus::succeeded : DeliveryStatus::failed);
+  (*d)["nextAttemptAt"] = nullptr;
+  (*d)["dueMs"] = nullptr;
+  (*d)["updatedAt"] = format_iso8601(e.time);
+  KOBO_ASSERT(wb.Put(delivery_key(ended.delivery), d->dump()).ok(), "WriteBatch put");
 }
 
 asio::awaitable<void> Webhooks::Impl::attempt(json record) {
@@ -503,7 +606,9 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
   const auto attempts = static_cast<std::uint32_t>(d->at("attempts").size());
   const UnixMs now = now_ms();
   rocksdb::WriteBatch wb;
-  KOBO_ASSERT(wb.Delete(due_key(d->at("dueMs").get<UnixMs>(), id)).ok(), "WriteBatch delete");
+  const Partition partition = partition_of(*d);
+  if (!d->at("dueMs").is_null())
+    KOBO_ASSERT(wb.Delete(due_key(partition, d->at("dueMs").get<UnixMs>(), id)).ok(), "WriteBatch delete");
   const DeliveryState next = next_delivery_state(
       options_.schedule, parse_iso8601(d->at("createdAt").get<std::string>()).value_or(now), attempts,
       result.ok(), d->at("manual").get<bool>(), now);
@@ -514,7 +619,10 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
   (*d)["updatedAt"] = format_iso8601(now);
   (*d)["nextAttemptAt"] = next.next_attempt ? json(format_iso8601(*next.next_attempt)) : json(nullptr);
   (*d)["dueMs"] = next.next_attempt ? json(*next.next_attempt) : json(nullptr);
-  if (next.next_attempt) KOBO_ASSERT(wb.Put(due_key(*next.next_attempt, id), "").ok(), "WriteBatch put");
+  if (next.next_attempt)
+    KOBO_ASSERT(wb.Put(due_key(partition, *next.next_attempt, id), "").ok(), "WriteBatch put");
+  if (next.status != DeliveryStatus::pending && options_.ended)
+    ended_[partition.value].push_back({id, next.status == DeliveryStatus::succeeded});
   KOBO_ASSERT(wb.Put(delivery_key(id), d->dump()).ok(), "WriteBatch put");
   // Unrecorded, the attempt is made again when the delivery is next due: at least once.
   if (auto s = write(wb); !s)
@@ -563,15 +671,16 @@ Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_vie
   rocksdb::WriteBatch wb;
   const auto status = delivery_status_from_string(d->at("status").get<std::string>());
   KOBO_ASSERT(status.has_value(), "a delivery of an unknown status");
-  if (*status == DeliveryStatus::pending)
-    KOBO_ASSERT(wb.Delete(due_key(d->at("dueMs").get<UnixMs>(), id)).ok(), "WriteBatch delete");
+  const Partition partition = partition_of(*d);
+  if (*status == DeliveryStatus::pending && !d->at("dueMs").is_null())
+    KOBO_ASSERT(wb.Delete(due_key(partition, d->at("dueMs").get<UnixMs>(), id)).ok(), "WriteBatch delete");
   const RetriedState retried = retried_delivery_state(*status, d->at("manual").get<bool>(), now);
   (*d)["status"] = to_string(retried.state.status);
   (*d)["manual"] = retried.manual;
   (*d)["dueMs"] = now;
   (*d)["nextAttemptAt"] = format_iso8601(now);
   (*d)["updatedAt"] = format_iso8601(now);
-  KOBO_ASSERT(wb.Put(due_key(now, id), "").ok(), "WriteBatch put");
+  KOBO_ASSERT(wb.Put(due_key(partition, now, id), "").ok(), "WriteBatch put");
   KOBO_ASSERT(wb.Put(delivery_key(id), d->dump()).ok(), "WriteBatch put");
   if (auto s = write(wb); !s) {
     log::warn("a webhook retry cannot be recorded", {{"delivery", std::string(id)}, {"error", s.message()}});
@@ -601,6 +710,7 @@ Result<std::unique_ptr<Webhooks>> Webhooks::open(const std::string& path, EventL
   if (!s.ok()) return Status::error("open webhooks " + path + ": " + s.ToString());
   auto impl = std::make_unique<Impl>(std::unique_ptr<rocksdb::DB>(raw), log, views, projector, keys, secrets,
                                      std::move(options));
+  if (auto st = impl->move_due_index(); !st) return st;
   if (auto st = impl->open_follower(); !st) return st;
   return std::unique_ptr<Webhooks>(new Webhooks(std::move(impl)));
 }
