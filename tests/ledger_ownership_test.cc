@@ -12,6 +12,7 @@
 
 #include "command/ledger.h"
 #include "events/memory_log.h"
+#include "tests/support/commands.h"
 
 namespace kobo {
 namespace {
@@ -296,6 +297,44 @@ TEST(LedgerOwnership, AHoldExpiresOnceAcrossATakeoverEvenWithAZombie) {
     EXPECT_EQ(expired()[first.id], 1);
     EXPECT_EQ(expired()[second.id], 1);
     EXPECT_EQ(expired().size(), 2u);
+  }
+}
+
+// Payout progress (the rail's steps) is a duty of the partition's owner too: a payout the old
+// owner moved to processing is settled by the new one, once.
+TEST(LedgerOwnership, APayoutInFlightIsSettledOnceByTheNewOwner) {
+  for (const bool zombie : {false, true}) {
+    SCOPED_TRACE(zombie ? "the old owner is fenced, not released" : "the old owner releases");
+    SharedLog shared;
+    TestClock clock;
+    NodeLog log_a(shared, 1), log_b(shared, 2);
+    LedgerOptions o = cluster_options(&clock);
+    o.config.rail_delay = 60s;
+    Ledger a(log_a, o), b(log_b, o);
+    ASSERT_TRUE(a.start().ok());
+    ASSERT_TRUE(b.start().ok());
+    const Partition p = a.partition_of(kCaller.business);
+    a.take(p);
+    ASSERT_TRUE(wait_for([&] { return a.owns(p); }));
+    const Outcome src = create_wallet(a, "src");
+    ASSERT_TRUE(fund(a, src, 5'000'000).ok());
+    const Outcome paid = a.execute(testing::bank_transfer(kCaller, src.id, Kobo(100'000)));
+    ASSERT_TRUE(paid.ok()) << to_string(paid.rejection);
+    const auto count = [&](EventType t) {
+      int n = 0;
+      for (const Event& e : events_of(shared.log, p)) n += e.type() == t ? 1 : 0;
+      return n;
+    };
+    ASSERT_TRUE(wait_for([&] { return count(EventType::payout_processing) == 1; }));
+    ASSERT_TRUE(wait_for([&] { return b.durable_seq(p) == a.durable_seq(p); }));
+    if (!zombie) a.release({p});
+    b.take(p);
+    ASSERT_TRUE(wait_for([&] { return b.owns(p); }));
+    clock.now += 61'000;
+    ASSERT_TRUE(wait_for([&] { return count(EventType::payout_succeeded) == 1; }));
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(count(EventType::payout_processing), 1);
+    EXPECT_EQ(count(EventType::payout_succeeded), 1);
   }
 }
 
