@@ -7,7 +7,7 @@ LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./data
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test kafka kafka-cluster-test asan tsan bench fuzz sim format format-check tidy clean
+.PHONY: all deps build run test kafka kafka-cluster-test cluster cluster-test asan tsan bench fuzz sim format format-check tidy clean
 
 all: build
 
@@ -36,6 +36,16 @@ test: build kafka
 # (about 4 minutes on 2 cores); its figures are printed at the end.
 kafka-cluster-test: build kafka
 	./build/tests/it_kafka_faults_test --gtest_filter='KafkaCluster.*'
+
+# A Kobo cluster on loopback: a broker and three nodes (tools/cluster.sh; docs/architecture.md
+# section 8a). `tools/cluster.sh stop $(CLUSTER_DIR)` stops it.
+CLUSTER_DIR ?= ./cluster-data
+cluster: build kafka
+	tools/cluster.sh start $(CLUSTER_DIR)
+
+# The three-node suite alone (ctest label `cluster`; `make test` runs it too, in its Kafka run).
+cluster-test: build kafka
+	ctest --test-dir build --output-on-failure -L cluster --timeout 900
 
 # The seeded simulation for many seeds (make test runs a few): SEEDS seeds from FIRST_SEED, each
 # SIM_STEPS commands; a failing seed prints how to reproduce it.

@@ -19,6 +19,7 @@
 #include "app/data_dir.h"
 #include "app/events_cli.h"
 #include "app/kafka_flags.h"
+#include "cluster/cluster.h"
 #include "command/ledger.h"
 #include "common/crypto.h"
 #include "common/file.h"
@@ -31,6 +32,7 @@
 #include "query-api/api.h"
 #include "query-api/credentials.h"
 #include "query-api/http_server.h"
+#include "query-api/owner_wait.h"
 #include "query-api/router.h"
 #include "webhooks/webhooks.h"
 
@@ -63,6 +65,11 @@ struct ServeOptions {
   KafkaFlags kafka;  // brokers empty: the embedded log
   int kafka_append_timeout_ms = 5'000;
   std::vector<std::string> roles{"command", "projector", "query"};
+  // A cluster on Kafka (docs/architecture.md, "Cluster"): empty name, a single node.
+  std::string cluster;
+  std::string node_id;
+  std::string advertise;  // empty: http://<--listen>
+  int failover_wait_ms = 10'000;
   // Webhooks (docs/webhooks.md).
   bool webhook_allow_private = false;
   int webhook_timeout_ms = 10'000;
@@ -148,6 +155,7 @@ Result<std::unique_ptr<EventLog>> open_serve_log(const ServeOptions& o, const fs
   ko.partitions = known.value_or(o.partitions);
   ko.connect_in_background = known.has_value();
   ko.writer = writer;
+  ko.acquire_partitions = !o.cluster.empty();  // a cluster node writes what it is assigned
   ko.append_timeout = std::chrono::milliseconds(o.kafka_append_timeout_ms);
   return open_kafka_log(ko);
 }
@@ -343,6 +351,10 @@ int serve(const ServeOptions& o) {
 
   const auto roles = parse_roles(o.roles);
   if (!roles) return fail(roles.status().message());
+  if (!o.cluster.empty() && o.kafka.brokers.empty())
+    return fail("--cluster runs on Kafka: give --kafka-brokers (the embedded log is a single node's)");
+  if (!o.cluster.empty() && !roles->command)
+    return fail("--cluster is for nodes that take commands; a projector node follows the log without it");
   auto log = open_serve_log(o, data_dir, roles->command);
   if (!log) return fail(log.status().message());
   const std::uint32_t partitions = log.value()->partitions();  // an existing topic decides
@@ -373,6 +385,7 @@ int serve(const ServeOptions& o) {
   lo.snapshot_every_events = o.snapshot_every_events;
   lo.history_dir = data_dir / "history";
   lo.history_cache_bytes = o.writer_cache_mb << 20;
+  lo.cluster = !o.cluster.empty();
   Ledger ledger(*log.value(), lo);
   Projector projector(*log.value(), *views.value(), projector_options(o));
   auto signing_keys = SigningKeyStore::open((data_dir / "signing-keys").string());
@@ -385,6 +398,22 @@ int serve(const ServeOptions& o) {
   wo.allow_private = o.webhook_allow_private;
   wo.concurrency_max = o.webhook_concurrency;
   wo.endpoint_concurrency_max = o.webhook_endpoint_concurrency;
+  if (!o.cluster.empty()) {
+    // A cluster node sends the deliveries of the partitions it writes, and records in the log
+    // the ones that ended, so that a partition's next writer sends only what was not delivered
+    // (docs/webhooks.md, "In a cluster").
+    wo.sends = [&ledger](Partition p) { return ledger.owns(p); };
+    wo.ended = [&ledger](Partition p, std::vector<WebhookDeliveryEnded> deliveries) {
+      const std::size_t n = deliveries.size();
+      ledger.submit(EndWebhookDeliveries{p, std::move(deliveries)}, [p, n](const Outcome& done) {
+        if (!done.ok())
+          log::info(
+              "webhook deliveries that ended were not recorded; the partition's next writer may send them "
+              "again",
+              {{"partition", p.value}, {"deliveries", n}, {"why", to_string(done.rejection)}});
+      });
+    };
+  }
   auto webhook_secrets = WebhookSecrets::open(
       (data_dir / "webhook-master-secret").string(),
       o.webhook_master_secret.empty() ? std::nullopt : std::optional<std::string>(o.webhook_master_secret));
@@ -404,12 +433,35 @@ int serve(const ServeOptions& o) {
   Api api(ledger, *views.value(), projector, ao);
   http::Router router;
   api.add_routes(router);
+  // A cluster node: its membership, and commands of partitions it does not write wait for one.
+  std::unique_ptr<Cluster> cluster;
+  std::unique_ptr<OwnerWait> owner_wait;
+  http::Handler handler = router.handler();
+  if (!o.cluster.empty()) {
+    ClusterOptions co;
+    co.name = o.cluster;
+    co.node_id = o.node_id;
+    co.advertise = o.advertise.empty() ? "http://" + o.listen : o.advertise;
+    auto kafka = o.kafka.log_options();
+    if (!kafka) return fail(kafka.status().message());
+    co.kafka = std::move(kafka).value();
+    auto opened = Cluster::open(std::move(co), ledger, *log.value());
+    if (!opened) return fail(opened.status().message());
+    cluster = std::move(opened).value();
+    cluster->set_views_position([&projector](Partition p) { return projector.applied_seq(p); });
+    owner_wait = std::make_unique<OwnerWait>(
+        ledger, *views.value(),
+        OwnerWaitOptions{std::chrono::milliseconds(o.failover_wait_ms), std::chrono::milliseconds(20),
+                         [c = cluster.get()](Partition p) { return c->owned_elsewhere(p); },
+                         [c = cluster.get()] { return c->leaving(); }});
+    handler = owner_wait->wrap(std::move(handler));
+  }
   http::ServerOptions so;
   so.address = listen->first;
   so.port = listen->second;
   so.threads = o.http_threads > 0 ? o.http_threads : static_cast<int>(cores_available());
   so.path_body_limits = router.body_limits();
-  http::Server server(so, router.handler());
+  http::Server server(so, std::move(handler));
   if (auto s = server.start(); !s) return fail("listen " + o.listen + ": " + s.message());
   log::info("serving", {{"address", so.address},
                         {"port", server.port()},
@@ -422,15 +474,20 @@ int serve(const ServeOptions& o) {
   // What needs the log follows, in this order: the webhooks' new delivery database skips to the
   // log's end before the writer can take a command, and the first business is made once the
   // writer has read the log (and knows whether there is one).
+  // A cluster node joins its cluster once its writer has read the log (its standby is warm); it
+  // makes no first business: a cluster's businesses are made with the admin API.
+  std::vector<StartStep> steps{{"projector", [&] { return projector.start(); }},
+                               {"webhooks", [&] { return webhooks.value()->start(); }},
+                               {"writer", [&] { return ledger.start(); }}};
+  if (cluster)
+    steps.push_back({"cluster", [&] { return cluster->start(); }});
+  else
+    steps.push_back({"bootstrap", [&] { return bootstrap(ledger, data_dir, *signing_keys.value()); }});
+  steps.push_back({"data dir", [&] { return record_partitions(data_dir, log_source(o), partitions); }});
   int sig = 0;
-  const Started started =
-      run_start_steps({{"projector", [&] { return projector.start(); }},
-                       {"webhooks", [&] { return webhooks.value()->start(); }},
-                       {"writer", [&] { return ledger.start(); }},
-                       {"bootstrap", [&] { return bootstrap(ledger, data_dir, *signing_keys.value()); }},
-                       {"data dir", [&] { return record_partitions(data_dir, log_source(o), partitions); }}},
-                      signals, sig);
+  const Started started = run_start_steps(steps, signals, sig);
   if (started == Started::failed) {
+    if (cluster) cluster->stop();
     server.stop();
     webhooks.value()->stop();
     ledger.stop();
@@ -443,6 +500,9 @@ int serve(const ServeOptions& o) {
     sigwait(&signals, &sig);
   }
   log::info("stopping", {{"signal", sig}});
+  // A cluster node hands its partitions over first (the others take them within moments), while
+  // HTTP still answers: a command of a partition it let go is answered 503 with Retry-After.
+  if (cluster) cluster->stop();
   server.stop();
   webhooks.value()->stop();
   ledger.stop();
@@ -549,6 +609,24 @@ int main(int argc, char** argv) {
                 "Kafka: an append not committed within this is answered 503")
       ->envname("KOBO_KAFKA_APPEND_TIMEOUT_MS")
       ->check(CLI::Range(100, 120'000))
+      ->capture_default_str();
+  s->add_option("--cluster", serve.cluster,
+                "Run as a node of the cluster NAME on Kafka: nodes with the same name on one topic share its "
+                "partitions, each written by one node; a node that dies has its partitions taken over "
+                "within seconds (docs/architecture.md, \"Cluster\")")
+      ->envname("KOBO_CLUSTER");
+  s->add_option("--node-id", serve.node_id, "This node's id in its cluster (letters, digits, '.', '_', '-')")
+      ->envname("KOBO_NODE_ID");
+  s->add_option(
+       "--advertise", serve.advertise,
+       "The URL other nodes of the cluster reach this one at, http://HOST:PORT (default: http:// and "
+       "--listen)")
+      ->envname("KOBO_ADVERTISE");
+  s->add_option("--failover-wait-ms", serve.failover_wait_ms,
+                "In a cluster, how long a command whose partition no node writes (a takeover) waits for one "
+                "before it is answered 503 with Retry-After")
+      ->envname("KOBO_FAILOVER_WAIT_MS")
+      ->check(CLI::Range(0, 120'000))
       ->capture_default_str();
   s->add_option("--roles", serve.roles, "command,projector,query (default: all in one process) or projector")
       ->envname("KOBO_ROLES")

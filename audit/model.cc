@@ -296,6 +296,14 @@ void LogAuditor::apply(Model& m, const Event& e) {
     violation(Check::epoch, e,
               "epoch " + std::to_string(e.epoch.value) + ", but the partition's writer has epoch " +
                   std::to_string(m.epoch.value));
+  // What a cluster's webhooks delivered (docs/webhooks.md, "In a cluster"): partition-level,
+  // like WriterStarted, and it moves nothing.
+  if (std::holds_alternative<WebhookDeliveriesEnded>(e.data)) {
+    if (!e.business.empty()) violation(Check::record, e, "WebhookDeliveriesEnded names a business");
+    if (e.command_size != 1)
+      violation(Check::command, e, "WebhookDeliveriesEnded is not a command of its own");
+    return;
+  }
   if (e.type() != EventType::business_registered && !m.businesses.contains(e.business))
     violation(Check::record, e, "business '" + e.business + "' does not exist in this partition");
   check_bulk(m, e);

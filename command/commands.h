@@ -42,6 +42,8 @@ enum class Rejection {
                            // first: this guards the writer from any other caller)
   bank_not_found,          // a bank item of a bulk whose bank code names no bank (name enquiry)
   invalid_account_number,  // ... whose account number fails the bank's check (name enquiry)
+  not_owner,               // a cluster node that does not write the command's partition: not
+                           // decided here (the HTTP layer waits for an owner or answers 503)
 };
 
 std::string_view to_string(Rejection r);
@@ -244,10 +246,18 @@ struct BulkTransfer {
   std::vector<BulkItem> items;
 };
 
+// Webhook deliveries of partition `partition` that ended on this node (docs/webhooks.md, "In a
+// cluster"): recorded in the log so that the partition's next writer does not send them again.
+// The webhooks of the node that writes the partition submit it; nobody is answered.
+struct EndWebhookDeliveries {
+  Partition partition{0};
+  std::vector<WebhookDeliveryEnded> deliveries;  // 1 to kWebhookDeliveriesPerEventMax
+};
+
 using Command = std::variant<CreateBusiness, UpdateAccount, AddBankAccount, CreateWallet, CreateCollection,
                              CreateTransitWallet, WalletTransfer, BankTransfer, IncomingCredit, AdvancePayout,
                              ExpireCollection, SetWalletTier, PlaceHold, CaptureHold, VoidHold, ExpireHold,
-                             RotateWebhookSecret, BulkTransfer>;
+                             RotateWebhookSecret, BulkTransfer, EndWebhookDeliveries>;
 
 // What the writer answers once the command's events are durable (or it was rejected). The
 // writer renders nothing: query-api shows the record from the events, through projection/.

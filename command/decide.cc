@@ -613,6 +613,16 @@ Decision decide_void_hold(const PartitionState& s, const History& h, const VoidH
   return one_event(c.caller, HoldVoided{HoldId(c.hold)}, c.hold);
 }
 
+// The webhooks' record of what they delivered: one partition-level event, nothing to check
+// against the state (a delivery's id names its event; a repeat is harmless).
+Decision decide_end_webhook_deliveries(const EndWebhookDeliveries& c) {
+  Decision d;
+  if (c.deliveries.empty() || c.deliveries.size() > kWebhookDeliveriesPerEventMax)
+    return reject(Rejection::out_of_range);
+  d.events.push_back({"", false, WebhookDeliveriesEnded{c.deliveries}});
+  return d;
+}
+
 Decision decide_expire_hold(const PartitionState& s, const ExpireHold& c) {
   Decision d;
   d.id = c.hold;
@@ -708,6 +718,8 @@ Decision decide(const PartitionState& state, const History& history, const Comma
           return decide_void_hold(state, history, c, now);
         else if constexpr (std::is_same_v<T, ExpireHold>)
           return decide_expire_hold(state, c);
+        else if constexpr (std::is_same_v<T, EndWebhookDeliveries>)
+          return decide_end_webhook_deliveries(c);
         else if constexpr (std::is_same_v<T, BulkTransfer>) {
           KOBO_ASSERT(false, "a bulk transfer is decided by decide_bulk()");
           return reject(Rejection::out_of_range);

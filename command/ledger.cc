@@ -30,6 +30,21 @@ struct LedgerMetrics {
   metrics::Counter& rejected_full = metrics::registry().counter(
       "kobo_writer_queue_full_total", "Commands refused because the queue was full");
   metrics::Gauge& queue_depth = metrics::registry().gauge("kobo_writer_queue_depth", "Commands waiting");
+  // A cluster node's takeovers (docs/architecture.md, "Cluster").
+  metrics::Counter& takeovers =
+      metrics::registry().counter("kobo_partition_takeovers_total",
+                                  "Partitions this node took over (fenced, read to the end, WriterStarted)");
+  metrics::Histogram& takeover_ready_seconds = metrics::registry().histogram(
+      "kobo_partition_takeover_ready_seconds",
+      "From a partition's assignment to its WriterStarted appended: fencing plus the log's tail");
+  metrics::Histogram& takeover_seconds = metrics::registry().histogram(
+      "kobo_partition_takeover_seconds", "From a partition's assignment to its first command answered");
+  metrics::Counter& fenced = metrics::registry().counter(
+      "kobo_partition_fenced_total", "Partitions this node lost because another writer fenced it");
+  metrics::Gauge& owned(Partition p) {
+    return metrics::registry().gauge("kobo_partition_owned", "1 while this node writes the partition",
+                                     "partition=\"" + std::to_string(p.value) + "\"");
+  }
 };
 
 LedgerMetrics& ledger_metrics() {
@@ -99,26 +114,53 @@ std::string_view to_string(Rejection r) {
       return "bank_not_found";
     case Rejection::invalid_account_number:
       return "invalid_account_number";
+    case Rejection::not_owner:
+      return "not_owner";
   }
   return "unknown";
 }
 
 std::optional<Rejection> rejection_from_string(std::string_view name) {
-  for (int k = 0; k <= static_cast<int>(Rejection::invalid_account_number); ++k) {
+  for (int k = 0; k <= static_cast<int>(Rejection::not_owner); ++k) {
     const auto r = static_cast<Rejection>(k);
     if (to_string(r) == name) return r;
   }
   return std::nullopt;
 }
 
+std::string_view to_string(Ownership o) {
+  switch (o) {
+    case Ownership::standby:
+      return "standby";
+    case Ownership::taking:
+      return "taking";
+    case Ownership::owned:
+      return "owned";
+  }
+  return "unknown";
+}
+
 Ledger::Ledger(EventLog& log, LedgerOptions options)
     : log_(log),
       options_(std::move(options)),
       ids_(options_.ids ? options_.ids : std::make_shared<RandomIds>()),
-      durable_seq_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())) {
+      durable_seq_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())),
+      epoch_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())),
+      followed_offset_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())),
+      ownership_(std::make_unique<std::atomic<std::uint8_t>[]>(log.partitions())) {
   KOBO_ASSERT(log.partitions() == options_.config.partitions, "ledger and log disagree on partitions");
   KOBO_ASSERT(ids_ != nullptr && options_.batch_max > 0 && options_.queue_max > 0,
               "a writer draws ids and takes a command at least");
+  const std::uint32_t n = log.partitions();
+  released_.assign(n, 0);
+  take_asked_.assign(n, {});
+  awaiting_first_.assign(n, false);
+  // A single node's writer owns every partition; a cluster node's none until take().
+  for (std::uint32_t p = 0; p < n; ++p) {
+    const Ownership o = options_.cluster ? Ownership::standby : Ownership::owned;
+    ownership_[p].store(static_cast<std::uint8_t>(o), std::memory_order_release);
+    if (options_.cluster) ledger_metrics().owned(Partition(p)).set(0);
+  }
 }
 
 Ledger::~Ledger() { stop(); }
@@ -136,7 +178,7 @@ Partition Ledger::route(const Command& c) const {
         if constexpr (std::is_same_v<T, CreateBusiness>)
           return partition_of(cmd.business_id);
         else if constexpr (std::is_same_v<T, AdvancePayout> || std::is_same_v<T, ExpireCollection> ||
-                           std::is_same_v<T, ExpireHold>)
+                           std::is_same_v<T, ExpireHold> || std::is_same_v<T, EndWebhookDeliveries>)
           return cmd.partition;
         else
           return partition_of(cmd.caller.business);
@@ -272,8 +314,10 @@ Status Ledger::replay_after(Snapshot from) {
 
 void Ledger::publish_durable() {
   KOBO_ASSERT(states_.size() == options_.config.partitions, "a durable position per partition");
-  for (std::uint32_t p = 0; p < states_.size(); ++p)
+  for (std::uint32_t p = 0; p < states_.size(); ++p) {
     durable_seq_[p].store(states_[p].chain.last_seq().value, std::memory_order_release);
+    epoch_[p].store(states_[p].chain.epoch().value, std::memory_order_release);
+  }
 }
 
 namespace {
@@ -322,10 +366,11 @@ std::vector<WalletFacts> facts_shown(const PartitionState& st, const std::vector
 
 }  // namespace
 
-Status Ledger::append_writer_started() {
+Status Ledger::append_writer_started(const std::vector<Partition>& partitions) {
   std::vector<EncodedEvent> batch;
   const UnixMs now = this->now();
-  for (auto& st : states_) {
+  for (const Partition p : partitions) {
+    PartitionState& st = states_[p.value];
     // Each writer generation takes the partition with the next epoch.
     const Epoch next(st.chain.epoch().value + 1);
     Event e;
@@ -371,7 +416,12 @@ Status Ledger::start() {
   Status s = start_failed_ ? log_.reset_writer() : Status{};
   if (s) s = replay();
   if (s && !options_.snapshot_dir.empty()) replayed = Snapshot{replayed_events_, replayed_cursors_, states_};
-  if (s) s = append_writer_started();
+  if (s && options_.cluster) s = open_standby();  // owns nothing until take()
+  if (s && !options_.cluster) {
+    std::vector<Partition> all;
+    for (std::uint32_t p = 0; p < options_.config.partitions; ++p) all.emplace_back(p);
+    s = append_writer_started(all);
+  }
   if (!s) {
     start_failed_ = true;
     std::lock_guard lock(fault_mu_);
@@ -406,6 +456,7 @@ void Ledger::stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  released_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   KOBO_ASSERT(!thread_.joinable(), "a stopped writer holds no thread");
   std::deque<Pending> left;
@@ -453,11 +504,12 @@ void Ledger::resume_scheduled() {
   scheduled_.clear();
   std::size_t owed = 0;
   for (const auto& st : states_) {
+    if (!owns(st.partition)) continue;  // a standby's duties are its owner's
     for (auto& s : resume_schedule(st, options_.config)) scheduled_.emplace(s.due, std::move(s.command));
     owed += st.payouts.size() + st.collections.size() + st.holds.size();
   }
   KOBO_ASSERT(scheduled_.size() == owed,
-              "a follow-up per payout in flight, open collection wallet and pending hold");
+              "a follow-up per payout in flight, open collection wallet and pending hold it owns");
 }
 
 void Ledger::take_due(std::vector<Pending>& batch) {
@@ -498,6 +550,16 @@ void Ledger::set_fault(const Status& s) {
 
 void Ledger::recover() {
   healthy_.store(false);
+  // A cluster node fenced on a partition lets that one go and writes the others on: another
+  // node was given it (this one may have been paused past its session), and only a new
+  // take() brings it back.
+  if (options_.cluster) {
+    for (std::uint32_t p = 0; p < options_.config.partitions; ++p)
+      if (ownership(Partition(p)) != Ownership::standby && log_.fenced(Partition(p))) {
+        ledger_metrics().fenced.inc();
+        let_go(Partition(p), "another writer has fenced this one");
+      }
+  }
   if (log_.fenced()) {
     set_fault(Status::error("another writer has taken the log"));
     log::error("another writer has taken the log; this writer stops accepting commands");
@@ -523,6 +585,13 @@ void Ledger::recover() {
     log::warn("the log cannot be re-read yet; retrying", {{"error", s.message()}});
     return retry_later();
   }
+  if (options_.cluster) {
+    if (auto s = open_standby(); !s) {
+      set_fault(s);
+      log::warn("the log cannot be followed yet; retrying", {{"error", s.message()}});
+      return retry_later();
+    }
+  }
   resume_scheduled();
   healthy_.store(true);
   log::info("the writer is writing again");
@@ -535,9 +604,16 @@ void Ledger::run() {
     batch.clear();
     {
       std::unique_lock lock(mu_);
-      auto ready = [&] { return stopping_ || !queue_.empty(); };
+      auto ready = [&] { return stopping_ || !queue_.empty() || !ownership_requests_.empty(); };
       if (!healthy_.load() && !log_.fenced()) {
         cv_.wait_until(lock, next_recovery_, ready);
+      } else if (options_.cluster) {
+        // A cluster node also reads what other nodes append, at least every standby_poll.
+        auto wait = options_.standby_poll;
+        if (!scheduled_.empty())
+          wait = std::min(wait,
+                          std::chrono::milliseconds(std::max<UnixMs>(0, scheduled_.begin()->first - now())));
+        cv_.wait_for(lock, wait, ready);
       } else if (scheduled_.empty() || options_.clock) {
         // Under a virtual clock time moves only when its driver says, and the driver submits
         // after moving it: what fell due is taken then, never on a timer of its own.
@@ -548,6 +624,7 @@ void Ledger::run() {
       }
       if (stopping_) return;
     }
+    if (options_.cluster) handle_ownership_requests();
     // What is due goes before what is queued: whatever woke the writer, a command submitted at
     // time T is decided after everything scheduled up to T, so a run under a virtual clock is
     // the same run every time.
@@ -568,6 +645,10 @@ void Ledger::run() {
       ledger_metrics().queue_depth.set(static_cast<double>(queue_.size()));
     }
     if (!batch.empty()) process(batch);  // while unhealthy: answers every command unavailable at once
+    if (options_.cluster && healthy_.load()) {
+      follow_standby();
+      if (healthy_.load()) complete_takes();
+    }
     if (!healthy_.load() && !log_.fenced() && std::chrono::steady_clock::now() >= next_recovery_) recover();
   }
 }
@@ -594,6 +675,14 @@ void Ledger::process(std::vector<Pending>& batch) {
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Partition p = route(batch[i].command);
+    if (!owns(p)) {
+      // A cluster node decides only for the partitions it writes; a duty of one it let go is
+      // its new owner's (resumed from the log there).
+      outcomes[i].partition = p;
+      outcomes[i].rejection = Rejection::not_owner;
+      outcomes[i].detail = "partition " + std::to_string(p.value) + " is not written by this node";
+      continue;
+    }
     PartitionState& st = states_[p.value];
     const auto* bulk = std::get_if<BulkTransfer>(&batch[i].command);
     Decision d = bulk != nullptr ? decide_bulk(st, *history_, *bulk, options_.config, now, *ids_)
@@ -649,10 +738,244 @@ void Ledger::process(std::vector<Pending>& batch) {
 
   // The batch is durable, so it is answered as decided, before and whatever the history index
   // says next: the index is the writer's, read only by the commands after this batch.
+  if (options_.cluster) note_first_commands(batch, outcomes);
   for (std::size_t i = 0; i < batch.size(); ++i)
     if (batch[i].done) batch[i].done(std::move(outcomes[i]));
   if (appended && !write_history().ok()) follow_ups.clear();  // recover() schedules them again from the log
   for (auto& f : follow_ups) scheduled_.emplace(f.due, std::move(f.command));
+}
+
+}  // namespace kobo
+
+namespace kobo {
+
+// ---- ownership (a cluster node) ---------------------------------------------------------------
+
+void Ledger::take(Partition p) {
+  KOBO_ASSERT(options_.cluster, "only a cluster node's writer is handed partitions");
+  KOBO_ASSERT(p.value < options_.config.partitions, "no such partition");
+  {
+    std::lock_guard lock(mu_);
+    ownership_requests_.push_back({p, true});
+  }
+  cv_.notify_one();
+}
+
+void Ledger::release(const std::vector<Partition>& partitions) {
+  KOBO_ASSERT(options_.cluster, "only a cluster node's writer is handed partitions");
+  std::unique_lock lock(mu_);
+  std::vector<std::uint64_t> before;
+  for (const Partition p : partitions) {
+    KOBO_ASSERT(p.value < options_.config.partitions, "no such partition");
+    ownership_requests_.push_back({p, false});
+    before.push_back(released_[p.value]);
+  }
+  if (!started_ || stopping_) return;  // handled, in order, once the writer runs (or never)
+  cv_.notify_one();
+  const auto all_released = [&] {
+    for (std::size_t i = 0; i < partitions.size(); ++i)
+      if (released_[partitions[i].value] <= before[i]) return false;
+    return true;
+  };
+  if (!released_cv_.wait_for(lock, options_.release_wait, [&] { return all_released() || stopping_; }))
+    log::warn("the writer did not let its partitions go in time; going on (fencing keeps them safe)",
+              {{"partitions", partitions.size()}});
+}
+
+void Ledger::set_ownership(Partition p, Ownership o) {
+  ownership_[p.value].store(static_cast<std::uint8_t>(o), std::memory_order_release);
+  ledger_metrics().owned(p).set(o == Ownership::owned ? 1 : 0);
+}
+
+Status Ledger::open_standby() {
+  standby_ = std::make_unique<LogFollower>(log_);
+  if (auto s = standby_->open(replayed_cursors_); !s) {
+    standby_.reset();
+    return s;
+  }
+  for (std::uint32_t p = 0; p < options_.config.partitions; ++p)
+    followed_offset_[p].store(standby_->cursor(Partition(p)).next_offset.value, std::memory_order_release);
+  return {};
+}
+
+// Requests in the order they were made, so a release that follows a take of the same partition
+// wins, and the other way round.
+void Ledger::handle_ownership_requests() {
+  std::vector<OwnershipRequest> requests;
+  {
+    std::lock_guard lock(mu_);
+    requests.swap(ownership_requests_);
+  }
+  for (const OwnershipRequest& r : requests) {
+    const Partition p = r.partition;
+    if (!r.take) {
+      let_go(p, "released");
+      {
+        std::lock_guard lock(mu_);
+        ++released_[p.value];
+      }
+      released_cv_.notify_all();
+      continue;
+    }
+    if (ownership(p) != Ownership::standby) continue;  // taken already, or being taken
+    set_ownership(p, Ownership::taking);
+    taking_.push_back({p, false});
+    take_asked_[p.value] = std::chrono::steady_clock::now();
+    next_take_attempt_ = {};  // at once
+  }
+}
+
+void Ledger::let_go(Partition p, std::string_view why) {
+  const Ownership was = ownership(p);
+  if (was == Ownership::standby) return;
+  std::erase_if(taking_, [p](const Taking& t) { return t.partition == p; });
+  set_ownership(p, Ownership::standby);
+  log_.release(p);
+  // Its duties are its next owner's, resumed there from the log.
+  std::erase_if(scheduled_, [&](const auto& entry) { return route(entry.second) == p; });
+  awaiting_first_[p.value] = false;
+  log::info("this node no longer writes the partition",
+            {{"partition", p.value}, {"was", to_string(was)}, {"why", why}});
+}
+
+// One read of what the log has past the standby's position: every event of a partition this
+// writer does not own (standby, or being taken) is applied to its state and noted in the
+// history index, as a replay does. An event of a partition it owns is its own, already applied;
+// one beyond its state means another writer has appended to it, so this one was fenced: it
+// lets the partition go and follows it as a standby from there.
+Result<std::size_t> Ledger::standby_step(std::chrono::milliseconds wait) {
+  KOBO_ASSERT(standby_ != nullptr, "a cluster node's writer follows the log once started");
+  class Standby final : public LogVisitor {
+   public:
+    explicit Standby(Ledger& ledger) : l(ledger) {}
+    Status accepted(const Event& e) override {
+      PartitionState& st = l.states_[e.partition.value];
+      if (e.seq <= st.chain.last_seq()) {
+        if (e.seq == st.chain.last_seq() && e.hash != st.chain.last_hash())
+          return Status::error("partition " + std::to_string(e.partition.value) + " seq " +
+                               std::to_string(e.seq.value) + " is not the event the writer's state holds");
+        return {};  // in the state already: this writer's own, or applied before a re-read
+      }
+      if (l.owns(e.partition)) {
+        ledger_metrics().fenced.inc();
+        l.let_go(e.partition, "another writer has appended to it");
+      }
+      if (st.chain.follow(e) != ChainVerdict::accept)
+        return Status::error("partition " + std::to_string(e.partition.value) + " seq " +
+                             std::to_string(e.seq.value) + " does not extend the writer's state");
+      apply(st, e);
+      l.history_->note(e);
+      ++applied;
+      return {};
+    }
+    Ledger& l;
+    std::size_t applied = 0;
+  };
+  Standby visitor(*this);
+  auto n = standby_->step(visitor, wait);
+  for (std::uint32_t p = 0; p < options_.config.partitions; ++p)
+    followed_offset_[p].store(standby_->cursor(Partition(p)).next_offset.value, std::memory_order_release);
+  if (visitor.applied > 0) {
+    publish_durable();
+    std::size_t businesses = 0;
+    for (const auto& st : states_) businesses += st.businesses.size();
+    business_count_.store(businesses);
+    if (n && !write_history().ok()) return Status::error("the history index cannot be written");
+  }
+  return n;
+}
+
+void Ledger::follow_standby() {
+  if (auto n = standby_step(std::chrono::milliseconds(0)); !n) {
+    // Like a failed append: nothing is decided on a state that may not be the log's.
+    set_fault(n.status());
+    log::error("the writer cannot follow the log; re-reading it", {{"error", n.status().message()}});
+    recover();
+  }
+}
+
+// A takeover, on the writer thread: fence the partitions' previous writers, read them to the end
+// the log has after that, append WriterStarted with the next epoch, and only then decide their
+// commands and resume their duties. While the log cannot be written it is tried again every
+// recovery_retry.
+void Ledger::complete_takes() {
+  using Clock = std::chrono::steady_clock;
+  if (taking_.empty() || Clock::now() < next_take_attempt_) return;
+  const auto later = [this](const Status& s, std::string_view step) {
+    log::warn("a takeover cannot go on yet; retrying", {{"step", step}, {"error", s.message()}});
+    next_take_attempt_ = Clock::now() + options_.recovery_retry;
+  };
+  const auto started = Clock::now();
+  for (Taking& t : taking_) {
+    if (t.acquired) continue;
+    if (auto s = log_.acquire(t.partition); !s) return later(s, "fencing the previous writer");
+    t.acquired = true;
+  }
+  const auto fenced = Clock::now();
+  auto ends = log_.end_offsets();
+  if (!ends) return later(ends.status(), "the log's end");
+  const auto deadline = Clock::now() + options_.takeover_read_max;
+  const auto read_to_end = [&] {
+    for (const Taking& t : taking_)
+      if (standby_->cursor(t.partition).next_offset < ends.value()[t.partition.value]) return false;
+    return true;
+  };
+  while (!read_to_end()) {
+    if (Clock::now() > deadline)
+      return later(Status::error("the log's tail was not read in time"), "reading");
+    if (auto n = standby_step(std::chrono::milliseconds(50)); !n) {
+      set_fault(n.status());
+      log::error("the writer cannot follow the log; re-reading it", {{"error", n.status().message()}});
+      return recover();
+    }
+  }
+  const auto read = Clock::now();
+  std::vector<Partition> partitions;
+  for (const Taking& t : taking_) partitions.push_back(t.partition);
+  if (auto s = append_writer_started(partitions); !s) {
+    ledger_metrics().append_failures.inc();
+    set_fault(s);
+    log::error("WriterStarted could not be appended; re-reading the log", {{"error", s.message()}});
+    return recover();  // the partitions stay being taken; the next attempt appends it again
+  }
+  const auto now = Clock::now();
+  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  for (const Partition p : partitions) {
+    set_ownership(p, Ownership::owned);
+    for (auto& s : resume_schedule(states_[p.value], options_.config))
+      scheduled_.emplace(s.due, std::move(s.command));
+    awaiting_first_[p.value] = true;
+    ledger_metrics().takeovers.inc();
+    ledger_metrics().takeover_ready_seconds.observe(seconds(now - take_asked_[p.value]));
+    log::info(
+        "this node writes the partition",
+        {{"partition", p.value},
+         {"epoch", states_[p.value].chain.epoch().value},
+         {"seq", states_[p.value].chain.last_seq().value},
+         {"since_assigned_ms",
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - take_asked_[p.value]).count()},
+         {"fence_ms", std::chrono::duration_cast<std::chrono::milliseconds>(fenced - started).count()},
+         {"tail_ms", std::chrono::duration_cast<std::chrono::milliseconds>(read - fenced).count()},
+         {"writer_started_ms", std::chrono::duration_cast<std::chrono::milliseconds>(now - read).count()}});
+  }
+  taking_.clear();
+}
+
+// The takeover histogram: from a partition's assignment to the first command of a client
+// answered after it (decided, not refused as not_owner or unavailable).
+void Ledger::note_first_commands(const std::vector<Pending>& batch, const std::vector<Outcome>& outcomes) {
+  const auto now = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    const std::uint32_t p = o.partition.value;
+    if (!batch[i].done || !awaiting_first_[p] ||
+        std::holds_alternative<EndWebhookDeliveries>(batch[i].command) ||
+        o.rejection == Rejection::not_owner || o.rejection == Rejection::unavailable ||
+        o.rejection == Rejection::storage_full)
+      continue;
+    awaiting_first_[p] = false;
+    ledger_metrics().takeover_seconds.observe(std::chrono::duration<double>(now - take_asked_[p]).count());
+  }
 }
 
 }  // namespace kobo

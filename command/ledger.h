@@ -20,6 +20,22 @@
 // answering `unavailable` and joins the threads. A start() that failed may be called again (a
 // node started in a broker outage tries until the log answers); until one succeeds, submit()
 // answers `unavailable` at once and fault() says why.
+//
+// Ownership (docs/architecture.md, "Cluster"). A single node's writer owns every partition. A
+// cluster node's (LedgerOptions::cluster) owns none until take() hands it one, and decides
+// commands only for the partitions it owns: any other is answered Rejection::not_owner, never
+// decided. Meanwhile it keeps the state of every partition warm from the log (a standby: its
+// writer thread follows the log, applying what other nodes append, snapshots and the history
+// index included), so that a takeover costs fencing plus the log's tail, not a replay. Per
+// partition (Ownership): standby -> taking (take()) -> owned, once the writer has fenced the
+// previous writer (EventLog::acquire), read the partition to the end the log has after that,
+// and appended WriterStarted with the next epoch; owned -> standby on release() (the batch in
+// flight is appended or fails first, what is queued is answered not_owner, the partition's
+// duties are dropped) or when another writer fenced this one (it then waits for the next
+// take()); taking -> standby on release(). The duties of a partition (payout rail steps,
+// collection and hold expiries) run on its owner only and are resumed from its state by the
+// next owner: what the old owner did is in the log the new one read to its end, so nothing is
+// done twice.
 
 #include <atomic>
 #include <chrono>
@@ -38,6 +54,7 @@
 #include "command/snapshot.h"
 #include "command/state.h"
 #include "events/event_log.h"
+#include "events/log_follower.h"
 
 namespace kobo {
 
@@ -65,7 +82,21 @@ struct LedgerOptions {
   std::size_t history_cache_bytes = std::size_t{64} << 20;
   std::uint64_t snapshot_every_events = 100'000;
   std::chrono::milliseconds snapshot_poll{1'000};  // how often the Snapshotter reads the log's new events
+  // A cluster node: owns no partition until take(), keeps every other one warm from the log
+  // (see Ownership above). false: owns every partition from start() on.
+  bool cluster = false;
+  // A cluster node: how long release() waits for the writer to let a partition go, and how long
+  // a takeover may read the log's tail before it is tried again.
+  std::chrono::milliseconds release_wait{10'000};
+  std::chrono::milliseconds takeover_read_max{10'000};
+  // A cluster node: while no command arrives, how often the writer reads what other nodes
+  // appended to the partitions it does not own.
+  std::chrono::milliseconds standby_poll{10};
 };
+
+// A partition's place in a writer (see "Ownership" above).
+enum class Ownership : std::uint8_t { standby, taking, owned };
+std::string_view to_string(Ownership o);
 
 class Ledger {
  public:
@@ -101,6 +132,26 @@ class Ledger {
   // while it is.
   std::string fault() const;
 
+  // ---- ownership (a cluster node; see above). Thread-safe.
+  // Hands partition p to this writer: it fences the previous writer, reads p to its end and
+  // appends WriterStarted, retrying while the log cannot be written, until p is owned or
+  // release()d. Returns at once.
+  void take(Partition p);
+  // Takes partitions away: returns once the writer has let them go (the batch in flight appended
+  // or failed, the producers closed), or after LedgerOptions::release_wait.
+  void release(const std::vector<Partition>& partitions);
+  bool owns(Partition p) const { return ownership(p) == Ownership::owned; }
+  Ownership ownership(Partition p) const {
+    return static_cast<Ownership>(ownership_[p.value].load(std::memory_order_acquire));
+  }
+  // The epoch of partition p's last writer as this writer's state has it (its own once owned).
+  Epoch epoch(Partition p) const { return Epoch(epoch_[p.value].load(std::memory_order_acquire)); }
+  // The next offset this writer reads of partition p: how far its state has followed the log
+  // (the log's end offset less this is the standby's lag). 0 on a single node.
+  Offset followed_offset(Partition p) const {
+    return Offset(followed_offset_[p.value].load(std::memory_order_acquire));
+  }
+
  private:
   struct Pending {
     Command command;
@@ -111,8 +162,17 @@ class Ledger {
   [[nodiscard]] Status replay_newest();
   [[nodiscard]] Status replay_after(Snapshot from);
   [[nodiscard]] Status write_history();
-  [[nodiscard]] Status append_writer_started();
+  [[nodiscard]] Status append_writer_started(const std::vector<Partition>& partitions);
   void run();
+  // Ownership, on the writer thread (a cluster node).
+  [[nodiscard]] Status open_standby();
+  void handle_ownership_requests();
+  void let_go(Partition p, std::string_view why);
+  void follow_standby();
+  [[nodiscard]] Result<std::size_t> standby_step(std::chrono::milliseconds wait);
+  void complete_takes();
+  void set_ownership(Partition p, Ownership o);
+  void note_first_commands(const std::vector<Pending>& batch, const std::vector<Outcome>& outcomes);
   void recover();
   void resume_scheduled();
   void take_due(std::vector<Pending>& batch);
@@ -132,6 +192,9 @@ class Ledger {
   std::vector<FollowCursor> replayed_cursors_;
   std::unique_ptr<Snapshotter> snapshotter_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> durable_seq_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> epoch_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> followed_offset_;
+  std::unique_ptr<std::atomic<std::uint8_t>[]> ownership_;  // Ownership, written by the writer thread
   std::atomic<std::size_t> business_count_{0};
   std::atomic<bool> healthy_{false};
   bool start_failed_ = false;  // start() only: an earlier attempt may have appended part of WriterStarted
@@ -147,6 +210,27 @@ class Ledger {
   bool started_ = false;       // guarded by mu_: start() succeeded, the writer thread takes the queue
   // Writer thread only: internal commands (payout rail steps, collection expiries) by due time.
   std::multimap<UnixMs, Command> scheduled_;
+  // Ownership requests (a cluster node), guarded by mu_; released_[p] counts the releases of p
+  // the writer has done, which release() waits on (released_cv_).
+  struct OwnershipRequest {
+    Partition partition;
+    bool take = false;  // else a release
+  };
+  std::vector<OwnershipRequest> ownership_requests_;
+  std::vector<std::uint64_t> released_;
+  std::condition_variable released_cv_;
+  // Writer thread only (a cluster node): the standby's reader of the log, the partitions being
+  // taken (acquired: their previous writer is fenced) and when each take() was asked, and the
+  // partitions whose first command after a takeover is still to be answered (for metrics).
+  std::unique_ptr<LogFollower> standby_;
+  struct Taking {
+    Partition partition;
+    bool acquired = false;
+  };
+  std::vector<Taking> taking_;
+  std::vector<std::chrono::steady_clock::time_point> take_asked_;
+  std::vector<bool> awaiting_first_;
+  std::chrono::steady_clock::time_point next_take_attempt_{};
   std::chrono::steady_clock::time_point next_recovery_{};  // writer thread only
   std::thread thread_;
 };

@@ -421,6 +421,8 @@ struct Applier {
         e.seq == e.command_seq && e.command_size <= 1 + 2 * (x.items - x.rejected.size()),
         "a bulk transfer opens its command, which holds its accepted items' events (and beneficiaries)");
   }
+  // Webhook deliveries are the webhooks' business (docs/webhooks.md): nothing to decide with.
+  void operator()(const WebhookDeliveriesEnded&) const {}
 
   void change_status() const {
     const auto c = status_change(e.data);

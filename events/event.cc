@@ -13,7 +13,7 @@
 namespace kobo {
 namespace {
 
-constexpr NameTable<EventType, 21> kTypeNames{{
+constexpr NameTable<EventType, 22> kTypeNames{{
     {EventType::writer_started, "WriterStarted"},
     {EventType::business_registered, "BusinessRegistered"},
     {EventType::account_updated, "AccountUpdated"},
@@ -35,8 +35,14 @@ constexpr NameTable<EventType, 21> kTypeNames{{
     {EventType::hold_expired, "HoldExpired"},
     {EventType::webhook_secret_rotated, "WebhookSecretRotated"},
     {EventType::bulk_transfer_accepted, "BulkTransferAccepted"},
+    {EventType::webhook_deliveries_ended, "WebhookDeliveriesEnded"},
 }};
 static_assert(std::variant_size_v<EventData> == kTypeNames.size(), "every event type has a name");
+
+// An event of the partition rather than of a business: its `business` is empty.
+bool is_partition_level(EventType t) {
+  return t == EventType::writer_started || t == EventType::webhook_deliveries_ended;
+}
 
 constexpr NameTable<TransactionStatus, 4> kTransactionStatusNames{
     {{TransactionStatus::pending, "pending"},
@@ -397,8 +403,9 @@ Result<Event> decode(std::string_view bytes, bool verify) {
               "the data's text lies inside the record it was read from");
   const std::size_t capacity = padded.size() - static_cast<std::size_t>(data_text.data() - padded.data());
   if (auto s = read_data(parser, *type, data_text, capacity, e.data); !s) return s;
-  if ((*type == EventType::writer_started) != e.business.empty())
-    return malformed("business must be empty exactly for WriterStarted");
+  if (is_partition_level(*type) != e.business.empty())
+    return malformed(
+        "business must be empty exactly for a partition-level event (WriterStarted, WebhookDeliveriesEnded)");
   if (verify) {
     if (!hash_covers_bytes(bytes, e)) return Status::error("hash mismatch");
     if (auto s = validate(e); !s) return s;
@@ -463,6 +470,18 @@ Status validate_bulk(const BulkTransferAccepted& x) {
   return {};
 }
 
+// Deliveries that ended: some, at most the named limit, each a delivery's id, in a partition-level
+// event.
+Status validate_deliveries_ended(const Event& e, const WebhookDeliveriesEnded& x) {
+  if (!e.business.empty()) return Status::error("webhook deliveries ended in an event of one business");
+  if (x.deliveries.empty() || x.deliveries.size() > kWebhookDeliveriesPerEventMax)
+    return Status::error("webhook deliveries ended: 1 to " + std::to_string(kWebhookDeliveriesPerEventMax) +
+                         " per event");
+  for (const WebhookDeliveryEnded& d : x.deliveries)
+    if (!d.delivery.starts_with("whd-")) return Status::error("a webhook delivery id is not whd-…");
+  return {};
+}
+
 // What validate() checks of a money event `x`: its postings, its legs, its record ids.
 template <typename Money>
 Status validate_money(const Money& x) {
@@ -508,6 +527,8 @@ const std::vector<Posting>* postings_of(const EventData& d) {
 Status validate(const Event& e) {
   if (auto s = validate_tiers(e.data); !s) return s;
   if (const auto* bulk = std::get_if<BulkTransferAccepted>(&e.data)) return validate_bulk(*bulk);
+  if (const auto* ended = std::get_if<WebhookDeliveriesEnded>(&e.data))
+    return validate_deliveries_ended(e, *ended);
   return std::visit(
       [](const auto& x) -> Status {
         if constexpr (requires { x.legs(); })
@@ -520,8 +541,8 @@ Status validate(const Event& e) {
 
 std::string seal(Event& e) {
   KOBO_ASSERT(validate(e).ok(), "the writer appends only valid events");
-  KOBO_ASSERT((e.type() == EventType::writer_started) == e.business.empty(),
-              "only WriterStarted is of no business (the decoder refuses others)");
+  KOBO_ASSERT(is_partition_level(e.type()) == e.business.empty(),
+              "only a partition-level event is of no business (the decoder refuses others)");
   return seal_unvalidated(e);
 }
 

@@ -578,13 +578,39 @@ struct BulkTransferAccepted {
   }
 };
 
+// A webhook delivery that ended: delivered (a 2xx), or failed for good (its retries ran out).
+struct WebhookDeliveryEnded {
+  std::string delivery;  // whd-…
+  bool succeeded = false;
+  auto operator<=>(const WebhookDeliveryEnded&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("delivery", x.delivery);
+    f("succeeded", x.succeeded);
+  }
+};
+
+// Webhook deliveries of the partition's events ended on the node that writes the partition
+// (docs/webhooks.md, "In a cluster"). Every node follows the log, so whichever node writes the
+// partition next knows what was delivered and sends only what was not. Partition-level (no
+// business), appended in batches of at most kWebhookDeliveriesPerEventMax. Moves no money.
+struct WebhookDeliveriesEnded {
+  std::vector<WebhookDeliveryEnded> deliveries;
+  auto operator<=>(const WebhookDeliveriesEnded&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("deliveries", x.deliveries);
+  }
+};
+inline constexpr std::size_t kWebhookDeliveriesPerEventMax = 1'000;
+
 // The alternatives of EventData, in the order of EventType.
 using EventData =
     std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
                  CollectionWalletOpened, CollectionWalletExpired, BeneficiarySaved, WalletTransferSettled,
                  BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed,
                  IncomingCreditReceived, WalletTierChanged, HoldPlaced, HoldCaptured, HoldVoided, HoldExpired,
-                 WebhookSecretRotated, BulkTransferAccepted>;
+                 WebhookSecretRotated, BulkTransferAccepted, WebhookDeliveriesEnded>;
 
 enum class EventType {
   writer_started,
@@ -608,6 +634,7 @@ enum class EventType {
   hold_expired,
   webhook_secret_rotated,
   bulk_transfer_accepted,
+  webhook_deliveries_ended,
 };
 
 inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }

@@ -79,6 +79,19 @@ class EventLog {
   // this process must never write to the log again.
   virtual bool fenced() const { return false; }
 
+  // A cluster's writers share the partitions (docs/architecture.md, "Cluster"): a node writes
+  // a partition only between acquire() and release(). acquire(p) fences every earlier writer of
+  // p, on this node or another (Kafka: a new transactional producer for p, whose
+  // init_transactions settles the previous instance's open transaction, committed or aborted),
+  // so that once it returns nobody else can append to p. release(p) lets go (what a failed
+  // append left open is settled by the next acquire()). fenced(p): another writer has taken p
+  // since this one acquired it, and this one must not append to p before acquiring it again.
+  // The embedded and memory logs have one writer, which holds every partition from the start.
+  // Called by the writer thread, as append().
+  [[nodiscard]] virtual Status acquire(Partition) { return {}; }
+  virtual void release(Partition) {}
+  virtual bool fenced(Partition) const { return fenced(); }
+
   // Thread-safe. Why the log cannot be used now, or "" (Kafka: the brokers it has not reached
   // yet, or what they refused), for /readyz while a node waits for its log.
   virtual std::string fault() const { return {}; }

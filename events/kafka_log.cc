@@ -134,6 +134,8 @@ bool is_transient(rd_kafka_resp_err_t err) {
 }
 
 constexpr const char* kReaderGroup = "kobo.readers.unused";
+// The most partitions a log serves (kobo serve's --partitions allows as many).
+constexpr std::uint32_t kPartitionsMax = 1024;
 
 Properties reader_properties(const std::string& name) {
   KOBO_ASSERT(!name.empty(), "a reader's handle has a client id");
@@ -230,6 +232,8 @@ class KafkaLogImpl final : public EventLog {
 
   Status open() {
     KOBO_ASSERT(meta_ == nullptr && !connector_.joinable(), "a log opens once");
+    if (options_.partitions > kPartitionsMax)
+      return Status::error("kafka: at most " + std::to_string(kPartitionsMax) + " partitions");
     auto meta = new_handle(RD_KAFKA_CONSUMER, options_, reader_properties("kobo-meta"), sink_.get());
     if (!meta) return meta.status();
     meta_ = std::move(meta).value();
@@ -263,8 +267,12 @@ class KafkaLogImpl final : public EventLog {
       slice.push_back(&e);
     }
     for (const auto& [p, events] : slices) {
+      if (fenced_partition_[p].load())
+        return Status::error("kafka partition " + std::to_string(p) + ": another writer has taken it");
       if (writers_[p].in_doubt)
         return Status::error("kafka partition " + std::to_string(p) + ": writer not reset");
+      if (!writers_[p].rk)
+        return Status::error("kafka partition " + std::to_string(p) + ": this writer has not acquired it");
     }
     // Every partition's transaction is produced before any commits, so their flushes overlap.
     for (const auto& [p, events] : slices) {
@@ -353,7 +361,9 @@ class KafkaLogImpl final : public EventLog {
     // Within the append budget: the writer thread waits on this while commands queue up.
     const auto deadline = Clock::now() + std::min(options_.append_timeout, options_.connect_timeout);
     for (std::uint32_t p = 0; p < partitions_; ++p) {
-      if (!writers_[p].in_doubt) continue;
+      // A partition another writer has taken stays theirs: re-initialising its producer would
+      // fence them back. Only acquire() (a new assignment) takes it again.
+      if (!writers_[p].in_doubt || fenced_partition_[p].load()) continue;
       writers_[p].rk.reset();
       if (auto s = init_writer(p, deadline); !s) return s;
       KOBO_ASSERT(!writers_[p].in_doubt && writers_[p].rk != nullptr, "a reset writer can write");
@@ -362,6 +372,32 @@ class KafkaLogImpl final : public EventLog {
   }
 
   bool fenced() const override { return fenced_.load(); }
+
+  Status acquire(Partition partition) override {
+    if (!options_.writer) return Status::error("kafka: this log was opened to read only");
+    if (!connected_.load(std::memory_order_acquire)) return not_connected();
+    const std::uint32_t p = partition.value;
+    if (p >= partitions_) return Status::error("kafka: no partition " + std::to_string(p));
+    std::lock_guard lock(write_mu_);
+    if (fenced_.load()) return Status::error("kafka: another writer has taken the partitions");
+    writers_[p].rk.reset();  // an earlier producer of ours: the new one fences it anyway
+    fenced_partition_[p].store(false);
+    return init_writer(p, Clock::now() + options_.connect_timeout);
+  }
+
+  void release(Partition partition) override {
+    const std::uint32_t p = partition.value;
+    if (!options_.writer || p >= partitions_) return;
+    std::lock_guard lock(write_mu_);
+    if (p >= writers_.size()) return;  // not connected yet: nothing was acquired
+    // No transaction of ours is open between appends (each commits or fails before append()
+    // returns). One left open by a failed append is aborted by the next owner's acquire().
+    writers_[p] = Writer{};
+  }
+
+  bool fenced(Partition p) const override {
+    return fenced_.load() || (p.value < partitions_ && fenced_partition_[p.value].load());
+  }
 
   std::string fault() const override {
     if (connected_.load(std::memory_order_acquire)) return {};
@@ -430,6 +466,9 @@ class KafkaLogImpl final : public EventLog {
     } else {
       warn_on_retention(deadline);
     }
+    if (n.value() > kPartitionsMax)
+      return Status::error("kafka: topic " + options_.topic + " has " + std::to_string(n.value()) +
+                           " partitions; at most " + std::to_string(kPartitionsMax) + " are served");
     if (options_.connect_in_background && n.value() != partitions_)
       return Status::error("kafka: topic " + options_.topic + " has " + std::to_string(n.value()) +
                            " partitions, but this data dir's views are of " + std::to_string(partitions_) +
@@ -446,6 +485,9 @@ class KafkaLogImpl final : public EventLog {
     std::lock_guard lock(write_mu_);
     writers_.clear();
     writers_.resize(partitions_);
+    // A cluster node writes only the partitions it is assigned, each acquire()d when it is:
+    // initialising every producer here would fence the other nodes' writers.
+    if (options_.acquire_partitions) return {};
     for (std::uint32_t p = 0; p < partitions_; ++p) {
       if (auto s = init_writer(p, deadline); !s) return s;
     }
@@ -654,6 +696,16 @@ class KafkaLogImpl final : public EventLog {
       return Status::error(what + ": " + rd_kafka_error_string(e.get()),
                            retry ? ErrorKind::unavailable : ErrorKind::other);
     }
+    // The topic's metadata now, not at the first produce: a producer that meets a topic it does
+    // not know asks for it only at its next one-second scan, so the first transaction (a
+    // takeover's WriterStarted) would wait about a second. A failure only leaves that wait.
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk.value().get(), options_.topic.c_str(), nullptr);
+    const rd_kafka_metadata_t* md = nullptr;
+    if (rd_kafka_metadata(rk.value().get(), 0, rkt, &md, std::clamp(ms_left(deadline), 1, 5'000)) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR &&
+        md != nullptr)
+      rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
     writers_[p] = Writer{std::move(rk).value(), false};
     return {};
   }
@@ -664,7 +716,7 @@ class KafkaLogImpl final : public EventLog {
     rd_kafka_t* rk = writers_[p].rk.get();
     KOBO_ASSERT(rk != nullptr, "a partition's producer exists while its writer is connected");
     if (Error e(rd_kafka_begin_transaction(rk)); e) {
-      note_fatal(e.get());
+      note_fatal(p, e.get());
       return error_status("begin_transaction", e.get());
     }
     for (const EncodedEvent* e : events) {
@@ -690,7 +742,7 @@ class KafkaLogImpl final : public EventLog {
     for (;;) {
       Error e(rd_kafka_commit_transaction(rk, std::max(ms_left(deadline), 1)));
       if (!e) return {};
-      note_fatal(e.get());
+      note_fatal(p, e.get());
       if (rd_kafka_error_is_fatal(e.get()) || ms_left(deadline) == 0)
         return error_status("commit_transaction", e.get());
       if (rd_kafka_error_txn_requires_abort(e.get())) {
@@ -712,11 +764,11 @@ class KafkaLogImpl final : public EventLog {
     KOBO_ASSERT(rk != nullptr && writers_[p].in_doubt, "only a transaction in doubt is aborted");
     for (;;) {
       if (Error a(rd_kafka_abort_transaction(rk, std::max(ms_left(deadline), 1))); a) {
-        note_fatal(a.get());
+        note_fatal(p, a.get());
         return error_status("abort_transaction", a.get());
       }
       auto s = produce(p, events);
-      if (s || fenced_.load() || ms_left(deadline) == 0) return s;
+      if (s || fenced_partition_[p].load() || ms_left(deadline) == 0) return s;
       std::this_thread::sleep_for(milliseconds(std::min(100, ms_left(deadline))));
     }
   }
@@ -736,14 +788,22 @@ class KafkaLogImpl final : public EventLog {
     return h;
   }
 
-  void note_fatal(const rd_kafka_error_t* e) {
+  // A fatal error of partition p's producer (fenced: another writer initialised its
+  // transactional.id). One log writing every partition stops writing for good; a cluster node's
+  // stops writing that partition until it acquire()s it again.
+  void note_fatal(std::uint32_t p, const rd_kafka_error_t* e) {
     KOBO_ASSERT(e != nullptr, "a fatal error is one librdkafka returned");
     const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
     if (rd_kafka_error_is_fatal(e) || code == RD_KAFKA_RESP_ERR__FENCED ||
         code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED || code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH) {
-      if (!fenced_.exchange(true))
+      if (options_.acquire_partitions) {
+        if (!fenced_partition_[p].exchange(true))
+          log::warn("kafka: another writer has taken the partition; this one writes nothing more to it",
+                    {{"partition", p}, {"error", rd_kafka_error_string(e)}});
+      } else if (!fenced_.exchange(true)) {
         log::error("kafka: the writer is fenced or failed fatally; it writes nothing more",
                    {{"error", rd_kafka_error_string(e)}});
+      }
     }
   }
 
@@ -767,6 +827,9 @@ class KafkaLogImpl final : public EventLog {
   std::mutex write_mu_;
   std::vector<Writer> writers_;  // guarded by write_mu_
   std::atomic<bool> fenced_{false};
+  // With acquire_partitions: which partitions another writer has taken since they were acquired.
+  std::unique_ptr<std::atomic<bool>[]> fenced_partition_ =
+      std::make_unique<std::atomic<bool>[]>(kPartitionsMax);
 };
 
 }  // namespace

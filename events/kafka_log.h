@@ -21,7 +21,8 @@
 //   "<prefix>.<topic>.<partition>"), so a second writer's init_transactions fences the first.
 //   An append is one Kafka transaction per partition it touches. An abortable error aborts and
 //   retries that partition's events within the append's time budget; a fatal one (fenced)
-//   makes every later append fail and fenced() true. An append that fails may still have
+//   makes every later append fail and fenced() true (with acquire_partitions: every later append
+//   to that partition, and fenced(p) true, until acquire(p)). An append that fails may still have
 //   committed some partitions: the caller re-reads the log after reset_writer().
 // - Reading: consumers with `isolation.level=read_committed` and explicit offsets (no consumer
 //   group; projectors keep their offsets in RocksDB beside their views). end_offsets() is the
@@ -55,6 +56,11 @@ struct KafkaLogOptions {
   // connects in the background (see above); a topic with another count is a permanent error.
   // For `kobo serve` on a data dir that knows its topic's partition count.
   bool connect_in_background = false;
+  // A cluster node (docs/architecture.md, "Cluster"): no producer is made when the log connects,
+  // and a partition is written only after acquire() made its producer, which fences the
+  // partition's previous writer; a fatal error (fenced) stops the writes of that partition
+  // alone. false: every partition's producer is made as the log connects (one writer for all).
+  bool acquire_partitions = false;
   // Extra librdkafka properties for every handle, applied last: security (TLS, SASL), any
   // property of `--kafka-config`, and in tests the mock cluster and shorter timeouts.
   std::vector<std::pair<std::string, std::string>> config;

@@ -57,6 +57,8 @@ RejectionAnswer rejection_answer(Rejection r) {
       return {400, "Bank not found"};
     case Rejection::invalid_account_number:
       return {400, "Invalid account number"};
+    case Rejection::not_owner:  // a cluster node that does not write the partition (yet)
+      return {503, "Service unavailable"};
   }
   KOBO_ASSERT(false, "no HTTP answer for an accepted command");
   return {500, "Internal server error"};
@@ -64,7 +66,10 @@ RejectionAnswer rejection_answer(Rejection r) {
 
 http::Response rejection_response(Rejection r) {
   const RejectionAnswer a = rejection_answer(r);
-  return http::error(a.status, a.message);
+  http::Response res = http::error(a.status, a.message);
+  // Another node writes the partition, or will within moments (a takeover): try again soon.
+  if (r == Rejection::not_owner) res.headers.emplace_back("Retry-After", "1");
+  return res;
 }
 
 }  // namespace kobo

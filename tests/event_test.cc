@@ -117,6 +117,31 @@ TEST(EventV2, RoundTripsEveryKindOfFactInCanonicalForm) {
   }
 }
 
+// What a cluster's webhooks delivered (docs/webhooks.md, "In a cluster"): a partition-level
+// event that names some deliveries, round-tripped in canonical form; anything else is refused.
+TEST(EventV2, WebhookDeliveriesEndedIsPartitionLevelAndNamesSomeDeliveries) {
+  Event e = envelope(WebhookDeliveriesEnded{{{"whd-1", true}, {"whd-2", false}}});
+  e.business.clear();
+  const std::string wire = seal(e);
+  auto decoded = decode_event(wire);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  EXPECT_EQ(decoded.value().data, e.data);
+  EXPECT_TRUE(in_canonical_form(decoded.value(), wire));
+  Event of_a_business = e;
+  of_a_business.business = kBusiness;
+  EXPECT_FALSE(validate(of_a_business).ok());
+  Event none = e;
+  none.data = WebhookDeliveriesEnded{};
+  EXPECT_FALSE(validate(none).ok());
+  Event too_many = e;
+  too_many.data = WebhookDeliveriesEnded{std::vector<WebhookDeliveryEnded>(
+      kWebhookDeliveriesPerEventMax + 1, WebhookDeliveryEnded{"whd-1", true})};
+  EXPECT_FALSE(validate(too_many).ok());
+  Event not_a_delivery = e;
+  not_a_delivery.data = WebhookDeliveriesEnded{{{"trx-1", true}}};
+  EXPECT_FALSE(validate(not_a_delivery).ok());
+}
+
 // The views' binary form of a fact (events/fact_codec.h): business, mode, time and data survive
 // for every kind, in far fewer bytes than the wire form; anything cut short or with a byte out of
 // range is an error, never a crash or a different fact.

@@ -25,6 +25,7 @@
 #include "common/metrics.h"
 #include "events/ledger.h"
 #include "events/log_follower.h"
+#include "events/partitioner.h"
 #include "events/rocksdb_logger.h"
 #include "webhooks/http_post.h"
 
@@ -41,7 +42,10 @@ namespace {
 //   D<delivery id>                            -> delivery JSON (the API's fields plus body,
 //                                                business and dueMs)
 //   l<business>|<t|l>|<createdAt ms:8><id>    -> "" (listing, newest first)
-//   q<due ms:8><id>                           -> "" (pending deliveries by next attempt time)
+//   Q<partition:4><due ms:8><id>              -> "" (pending deliveries by partition, then next
+//                                                attempt time: a cluster node sends only its
+//                                                partitions'; docs/webhooks.md "In a cluster")
+//   q<due ms:8><id>                           -> (before clusters; moved to Q at open)
 void put_be(std::string& out, std::uint64_t v, int bytes = 8) {
   for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
@@ -57,11 +61,17 @@ std::string list_key(std::string_view business, bool live, UnixMs created, std::
   put_be(k, static_cast<std::uint64_t>(created));
   return k + std::string(id);
 }
-std::string due_key(UnixMs due, std::string_view id) {
-  std::string k("q");
+std::string due_prefix(Partition p) {
+  std::string k("Q");
+  put_be(k, p.value, 4);
+  return k;
+}
+std::string due_key(Partition p, UnixMs due, std::string_view id) {
+  std::string k = due_prefix(p);
   put_be(k, static_cast<std::uint64_t>(std::max<UnixMs>(due, 0)));
   return k + std::string(id);
 }
+constexpr std::size_t kDueKeyIdAt = 1 + 4 + 8;
 
 constexpr std::size_t kDueScanMax = 1024;  // due deliveries examined per scheduling pass
 constexpr auto kTickInterval = std::chrono::milliseconds(50);
@@ -148,7 +158,8 @@ class Webhooks::Impl {
         tls_(webhooks_detail::make_tls_context()) {}
 
   [[nodiscard]] Status open_follower();
-  [[nodiscard]] Status skip_to_end();  // a new delivery database starts at the log's end
+  [[nodiscard]] Status move_due_index();  // a database from before clusters: q keys become Q keys
+  [[nodiscard]] Status skip_to_end();     // a new delivery database starts at the log's end
   [[nodiscard]] Status start();
   void stop();
   bool healthy() const { return healthy_.load(); }
@@ -168,6 +179,12 @@ class Webhooks::Impl {
   // The delivery `id` as stored, nullopt when there is none; an error when it cannot be read or
   // is not a delivery record.
   Result<std::optional<json>> get(const std::string& id) const;
+  Partition partition_of(const json& delivery) const {
+    return partition_for(delivery.at("business").get<std::string>(), log_.partitions());
+  }
+  bool sends(Partition p) const { return !options_.sends || options_.sends(p); }
+  [[nodiscard]] Status end_delivery(const Event& e, const WebhookDeliveryEnded& ended, rocksdb::WriteBatch& wb);
+  void report_ended();
   [[nodiscard]] Status write(rocksdb::WriteBatch& wb);
   [[nodiscard]] Status put_positions(rocksdb::WriteBatch& wb) const;
   // What the consumer (`consumer` true) or the sender found it cannot read, "" once it can.
@@ -210,6 +227,9 @@ class Webhooks::Impl {
   mutable std::mutex mu_;
   std::set<std::string> in_flight_;                    // delivery ids
   std::map<std::string, std::uint32_t> per_endpoint_;  // host:port -> attempts in flight
+  // Deliveries that ended here and are still to be reported (WebhookOptions::ended), by partition.
+  std::map<std::uint32_t, std::vector<WebhookDeliveryEnded>> ended_;
+  std::uint32_t next_partition_ = 0;  // sender only: where the next scheduling pass starts
 
   asio::io_context io_;  // last: destroyed first, with the attempts it still holds
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
@@ -232,6 +252,12 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
   }
 
   Status accepted(const Event& e) override {
+    // What the partition's writer delivered: not sent again here, should this node write it next.
+    if (const auto* ended = std::get_if<WebhookDeliveriesEnded>(&e.data)) {
+      for (const WebhookDeliveryEnded& d : ended->deliveries)
+        if (auto st = impl_.end_delivery(e, d, wb_); !st) return st;
+      return {};
+    }
     // An account's URLs are read once and kept until an account changes.
     if (std::holds_alternative<AccountUpdated>(e.data)) impl_.wanted_of_account_.clear();
     const auto finalized = transactions_finalized(e.data);
@@ -330,7 +356,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
       KOBO_ASSERT(well_formed_delivery(d), "a delivery is recorded with every member the sender reads");
       if (auto st = batched(wb_.Put(delivery_key(id), d.dump())); !st) return st;
       if (auto st = batched(wb_.Put(list_key(e.business, e.live, now, id), "")); !st) return st;
-      if (auto st = batched(wb_.Put(due_key(now, id), "")); !st) return st;
+      if (auto st = batched(wb_.Put(due_key(e.partition, now, id), "")); !st) return st;
       ++recorded_;
     }
     return {};
@@ -368,6 +394,27 @@ Status Webhooks::Impl::open_follower() {
   if (auto s = follower_->open(std::move(cursors)); !s) return s;
   skip_to_end_ = !stored;  // by start(): it needs the log's end, which open() must not ask for
   return {};
+}
+
+Status Webhooks::Impl::move_due_index() {
+  rocksdb::WriteBatch wb;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek("q"); it->Valid() && it->key().starts_with("q"); it->Next()) {
+    const auto key = it->key();
+    if (key.size() <= 9) continue;
+    const std::string id(key.data() + 9, key.size() - 9);
+    const auto d = get(id);
+    if (!d) return d.status();
+    if (!d.value()) continue;
+    std::uint64_t due = 0;
+    for (int i = 1; i <= 8; ++i)
+      due = (due << 8) | static_cast<unsigned char>(key[static_cast<std::size_t>(i)]);
+    if (!wb.Put(due_key(partition_of(*d.value()), static_cast<UnixMs>(due), id), "").ok() || !wb.Delete(key).ok())
+      return Status::error("webhooks: moving the due index");
+  }
+  if (!it->status().ok()) return Status::error("webhooks read: " + it->status().ToString());
+  if (wb.Count() == 0) return {};
+  return write(wb);
 }
 
 Status Webhooks::Impl::skip_to_end() {
@@ -521,43 +568,104 @@ asio::awaitable<void> Webhooks::Impl::tick_forever() {
 // A delivery whose endpoint is busy is passed over, so a hung endpoint holds its own slots only.
 void Webhooks::Impl::tick() {
   if (stopping_.load()) return;
+  report_ended();
   std::vector<json> start;
+  std::vector<std::string> stale;
   {
     std::lock_guard lock(mu_);
-    std::string upper("q");
-    put_be(upper, static_cast<std::uint64_t>(now_ms()) + 1);
+    const auto now = static_cast<std::uint64_t>(now_ms());
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
     std::size_t scanned = 0;
-    // A read that fails pauses the attempts (fault() says why) until a later tick reads again.
+    // The partitions this node sends, from a different one each pass. A read that fails pauses
+    // the attempts (fault() says why) until a later tick reads again.
     Status read;
-    for (it->Seek("q"); it->Valid() && scanned < kDueScanMax; it->Next(), ++scanned) {
-      if (in_flight_.size() >= options_.concurrency_max) break;
-      const auto key = it->key();
-      if (!key.starts_with("q") || key.compare(upper) >= 0) break;
-      if (key.size() <= 9) {
-        read = Status::error("webhooks read: a due entry without a delivery id");
-        break;
+    const std::uint32_t partitions = log_.partitions();
+    const std::uint32_t first = next_partition_++ % partitions;
+    for (std::uint32_t k = 0; k < partitions && scanned < kDueScanMax && read; ++k) {
+      const Partition p((first + k) % partitions);
+      if (!sends(p)) continue;
+      const std::string prefix = due_prefix(p);
+      std::string upper = prefix;
+      put_be(upper, now + 1);
+      for (it->Seek(prefix); it->Valid() && scanned < kDueScanMax; it->Next(), ++scanned) {
+        if (in_flight_.size() >= options_.concurrency_max) break;
+        const auto key = it->key();
+        if (!key.starts_with(prefix) || key.compare(upper) >= 0) break;
+        if (key.size() <= kDueKeyIdAt) {
+          read = Status::error("webhooks read: a due entry without a delivery id");
+          break;
+        }
+        const std::string id(key.data() + kDueKeyIdAt, key.size() - kDueKeyIdAt);
+        if (in_flight_.contains(id)) continue;
+        auto d = get(id);
+        if (!d || !d.value()) {
+          read = d ? Status::error("webhooks read: a due entry names delivery " + id + ", which is missing")
+                   : d.status();
+          break;
+        }
+        json& delivery = *d.value();
+        if (delivery.at("status") != to_string(DeliveryStatus::pending)) {
+          // Ended meanwhile by its partition's writer's report (a takeover): nothing is due.
+          stale.emplace_back(key.data(), key.size());
+          continue;
+        }
+        auto& busy = per_endpoint_[endpoint_of(delivery.at("url").get<std::string>())];
+        if (busy >= options_.endpoint_concurrency_max) continue;
+        ++busy;
+        in_flight_.insert(id);
+        start.push_back(std::move(delivery));
       }
-      const std::string id(key.data() + 9, key.size() - 9);
-      if (in_flight_.contains(id)) continue;
-      auto d = get(id);
-      if (!d || !d.value()) {
-        read = d ? Status::error("webhooks read: a due entry names delivery " + id + ", which is missing")
-                 : d.status();
-        break;
-      }
-      auto& busy = per_endpoint_[endpoint_of(d.value()->at("url").get<std::string>())];
-      if (busy >= options_.endpoint_concurrency_max) continue;
-      ++busy;
-      in_flight_.insert(id);
-      start.push_back(std::move(*d.value()));
     }
     if (read && !it->status().ok()) read = Status::error("webhooks scan: " + it->status().ToString());
     set_fault(false, read ? std::string() : "webhooks paused: " + read.message());
     KOBO_ASSERT(in_flight_.size() <= options_.concurrency_max, "attempts in flight within their limit");
     webhook_metrics().in_flight.set(static_cast<double>(in_flight_.size()));
+    if (!stale.empty()) {
+      rocksdb::WriteBatch wb;
+      for (const std::string& key : stale) KOBO_ASSERT(wb.Delete(key).ok(), "WriteBatch delete");
+      if (auto s = write(wb); !s)
+        log::warn("webhooks: a stale due entry cannot be removed", {{"error", s.message()}});
+    }
   }
   for (auto& d : start) asio::co_spawn(io_, attempt(std::move(d)), asio::detached);
+}
+
+// Reports the deliveries that ended here since the last pass, for the log (a cluster node).
+void Webhooks::Impl::report_ended() {
+  if (!options_.ended) return;
+  std::map<std::uint32_t, std::vector<WebhookDeliveryEnded>> ended;
+  {
+    std::lock_guard lock(mu_);
+    ended.swap(ended_);
+  }
+  for (auto& [p, deliveries] : ended)
+    for (std::size_t at = 0; at < deliveries.size(); at += kWebhookDeliveriesPerEventMax) {
+      const auto end = std::min(deliveries.size(), at + kWebhookDeliveriesPerEventMax);
+      options_.ended(Partition(p), std::vector<WebhookDeliveryEnded>(
+                                       deliveries.begin() + static_cast<std::ptrdiff_t>(at),
+                                       deliveries.begin() + static_cast<std::ptrdiff_t>(end)));
+    }
+}
+
+// A delivery the partition's writer reports as ended (WebhookDeliveriesEnded): a pending one
+// here ends too, so this node never sends it, whichever partitions it writes later. One in
+// flight here (a takeover while its report was on its way) ends as its attempt says.
+Status Webhooks::Impl::end_delivery(const Event& e, const WebhookDeliveryEnded& ended,
+                                    rocksdb::WriteBatch& wb) {
+  std::lock_guard lock(mu_);
+  auto read = get(ended.delivery);
+  if (!read) return read.status();
+  auto& d = read.value();
+  if (!d || in_flight_.contains(ended.delivery)) return {};
+  if (d->at("status") != to_string(DeliveryStatus::pending)) return {};
+  if (!d->at("dueMs").is_null())
+    if (auto s = batched(wb.Delete(due_key(partition_of(*d), d->at("dueMs").get<UnixMs>(), ended.delivery))); !s)
+      return s;
+  (*d)["status"] = to_string(ended.succeeded ? DeliveryStatus::succeeded : DeliveryStatus::failed);
+  (*d)["nextAttemptAt"] = nullptr;
+  (*d)["dueMs"] = nullptr;
+  (*d)["updatedAt"] = format_iso8601(e.time);
+  return batched(wb.Put(delivery_key(ended.delivery), d->dump()));
 }
 
 asio::awaitable<void> Webhooks::Impl::attempt(json record) {
@@ -628,8 +736,10 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
   const UnixMs now = now_ms();
   rocksdb::WriteBatch wb;
   Status batch;
+  const Partition partition = partition_of(*d);
   // A delivery a manual retry made due again while this attempt ran has its new due entry.
-  if (!d->at("dueMs").is_null()) batch = batched(wb.Delete(due_key(d->at("dueMs").get<UnixMs>(), id)));
+  if (!d->at("dueMs").is_null())
+    batch = batched(wb.Delete(due_key(partition, d->at("dueMs").get<UnixMs>(), id)));
   const DeliveryState next = next_delivery_state(
       options_.schedule, parse_iso8601(d->at("createdAt").get<std::string>()).value_or(now), attempts,
       result.ok(), d->at("manual").get<bool>(), now);
@@ -641,7 +751,9 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
   (*d)["nextAttemptAt"] = next.next_attempt ? json(format_iso8601(*next.next_attempt)) : json(nullptr);
   (*d)["dueMs"] = next.next_attempt ? json(*next.next_attempt) : json(nullptr);
   KOBO_ASSERT(next.status == DeliveryStatus::pending || !next.next_attempt, "only a pending delivery is due");
-  if (batch && next.next_attempt) batch = batched(wb.Put(due_key(*next.next_attempt, id), ""));
+  if (batch && next.next_attempt) batch = batched(wb.Put(due_key(partition, *next.next_attempt, id), ""));
+  if (batch && next.status != DeliveryStatus::pending && options_.ended)
+    ended_[partition.value].push_back({id, next.status == DeliveryStatus::succeeded});
   if (batch) batch = batched(wb.Put(delivery_key(id), d->dump()));
   // Unrecorded, the attempt is made again when the delivery is next due: at least once.
   if (batch) batch = write(wb);
@@ -703,15 +815,16 @@ Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_vie
   const auto status = delivery_status_from_string(d->at("status").get<std::string>());
   KOBO_ASSERT(status.has_value(), "get() hands on deliveries of a known status only");
   Status batch;
+  const Partition partition = partition_of(*d);
   if (*status == DeliveryStatus::pending && !d->at("dueMs").is_null())
-    batch = batched(wb.Delete(due_key(d->at("dueMs").get<UnixMs>(), id)));
+    batch = batched(wb.Delete(due_key(partition, d->at("dueMs").get<UnixMs>(), id)));
   const RetriedState retried = retried_delivery_state(*status, d->at("manual").get<bool>(), now);
   (*d)["status"] = to_string(retried.state.status);
   (*d)["manual"] = retried.manual;
   (*d)["dueMs"] = now;
   (*d)["nextAttemptAt"] = format_iso8601(now);
   (*d)["updatedAt"] = format_iso8601(now);
-  if (batch) batch = batched(wb.Put(due_key(now, id), ""));
+  if (batch) batch = batched(wb.Put(due_key(partition, now, id), ""));
   if (batch) batch = batched(wb.Put(delivery_key(id), d->dump()));
   if (batch) batch = write(wb);
   if (!batch) {
@@ -743,6 +856,7 @@ Result<std::unique_ptr<Webhooks>> Webhooks::open(const std::string& path, EventL
   if (!s.ok()) return Status::error("open webhooks " + path + ": " + s.ToString());
   auto impl = std::make_unique<Impl>(std::unique_ptr<rocksdb::DB>(raw), log, views, projector, keys, secrets,
                                      std::move(options));
+  if (auto st = impl->move_due_index(); !st) return st;
   if (auto st = impl->open_follower(); !st) return st;
   return std::unique_ptr<Webhooks>(new Webhooks(std::move(impl)));
 }

@@ -28,6 +28,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -141,6 +142,13 @@ struct WebhookOptions {
   std::uint32_t concurrency_max = 64;          // attempts in flight overall
   std::uint32_t endpoint_concurrency_max = 4;  // attempts in flight per host:port
   std::size_t poll_records_max = 4096;         // log records per consumer step
+  // A cluster node (docs/webhooks.md, "In a cluster"): whether this node sends the deliveries of
+  // partition p's events, which it does while it writes p; null: every partition's (one node).
+  std::function<bool(Partition)> sends;
+  // Where deliveries that ended here (succeeded, or failed for good) are reported, at most every
+  // scheduling pass, for the log (command EndWebhookDeliveries), so that the partition's next
+  // writer does not send them again; null: not reported (one node).
+  std::function<void(Partition, std::vector<WebhookDeliveryEnded>)> ended;
 };
 
 // Delivery statuses. pending -> succeeded | failed (the schedule ran out); a manual retry moves

@@ -16,7 +16,8 @@ The committed file was written while `kobo serve` was still moving to v2: by the
 driven through the writer itself (command/ledger.h's Ledger over a MemoryLog, 2 partitions,
 rail delay 100 ms), each record's bytes as appended, and checked with decode_event() and
 in_canonical_form(). Once `kobo serve` and `kobo events` are on v2, this script writes the
-same kinds of events.
+same kinds of events. `WebhookDeliveriesEnded` is appended by a cluster's nodes only: its sample
+(the last line) was appended by the writer over a MemoryLog (command EndWebhookDeliveries).
 """
 
 import argparse

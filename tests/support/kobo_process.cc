@@ -194,6 +194,7 @@ void KoboProcess::wait_healthy() {
       HttpResult res = probe.get("/healthz");
       // HTTP serves before the first business is made (a node starts in a broker outage): its
       // keys are written a moment later.
+      if (res.status == 200 && !options_.bootstrap) return;
       if (res.status == 200 && fs::exists(data_dir_ / "credentials.json")) {
         read_credentials();
         return;

@@ -50,6 +50,9 @@ struct KoboOptions {
   bool embedded_only = false;
   // In a Kafka run, the topic; empty: one named after the data dir.
   std::string kafka_topic;
+  // false: a node that makes no first business (a cluster's, whose businesses are made with the
+  // admin API): healthy means GET /healthz answers 200, and credentials() stays empty.
+  bool bootstrap = true;
 };
 
 // The Kafka run of the integration suites (ctest label `kafka`): KOBO_TEST_KAFKA_DIR names the
