@@ -176,14 +176,9 @@ rows::WebhookRow& ViewBatch::webhook_row(const std::string& account, bool live) 
 // The account an event's transactions are of: the one the event names, else (a payout's later
 // facts) the payout's.
 std::string ViewBatch::owner_account(const Event& e, const Records& records) const {
-  if (const AccountId* owner = kobo::owner_account(e.data)) return owner->value;
-  const auto change = status_change(e.data);
-  KOBO_ASSERT(change.has_value(), "transactions of an event that names no account");
-  const auto payout = records.payout(change->transaction.value);
-  KOBO_ASSERT(payout.has_value(), "a status change of a payout the views do not have");
-  const AccountId* payer = kobo::owner_account(payout->data);
-  KOBO_ASSERT(payer != nullptr, "a payout of no account");
-  return payer->value;
+  auto owner = render::transactions_owner(e, records);
+  KOBO_ASSERT(owner.has_value(), "transactions of an event with an account, or of a payout the views have");
+  return std::move(*owner);
 }
 
 // The transactions `e` creates: its EventRow (under the number of its first record), a row per

@@ -390,7 +390,7 @@ Object sweep(const Event& e, const IncomingCreditReceived& x, const std::vector<
   return r;
 }
 
-// A wallet's KYC tier and its limits for the day `tiers` is shown at (extensions.md section 1).
+// A wallet's KYC tier and its limits for the day `tiers` is shown at (docs/api/extensions.md section 1).
 void tier_members(Object& w, const rows::WalletRow& now, const TierShown& tiers) {
   static const TierLimits kCbn = cbn_tier_limits();
   const TierLimit* limit = tier_limit(tiers.limits != nullptr ? *tiers.limits : kCbn, now.tier);
@@ -565,6 +565,17 @@ std::string collection_wallet(const Event& e, const CollectionWalletOpened& x, c
 }
 
 }  // namespace
+
+std::optional<std::string> transactions_owner(const Event& e, const RecordSource& records) {
+  if (const AccountId* owner = owner_account(e.data)) return owner->value;
+  const auto change = status_change(e.data);
+  if (!change) return std::nullopt;
+  const auto payout = records.payout(change->transaction.value);
+  const AccountId* payer = payout ? owner_account(payout->data) : nullptr;
+  if (payer == nullptr) return std::nullopt;
+  KOBO_ASSERT(!payer->value.empty(), "a payout names its account");
+  return payer->value;
+}
 
 std::optional<WalletFacts> wallet_facts(const Event& opening) {
   return std::visit(

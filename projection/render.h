@@ -1,9 +1,8 @@
 #pragma once
-// Render: the API's records (API document sections 2.x, docs/architecture.md section 7) from the
-// ledger's facts. The one place a record's shape is written: the views render what they return
-// from their rows (projection/rows.h) on every read, webhooks send what the views render, and
-// query-api answers a write with the record its command's events render, so an answer, a GET and
-// a webhook cannot disagree.
+// Render: the API's records (docs/api/wallet-service-api.md section 2, docs/architecture.md section 7) from
+// the ledger's facts. The one place a record's shape is written: the views render what they return from their
+// rows (projection/rows.h) on every read, webhooks send what the views render, and query-api answers a write
+// with the record its command's events render, so an answer, a GET and a webhook cannot disagree.
 //
 // A record is a function of the event that created it (`_id`, derived references and session ids
 // are functions of the event too: events/ledger.h), of what changed since (a wallet's balance, a
@@ -51,6 +50,11 @@ class RecordSource {
   virtual std::optional<Event> payout(std::string_view public_id) const = 0;
 };
 
+// The account (acc-…) whose transactions `e` creates or finalizes: the one the event names
+// (owner_account(), events/ledger.h), else, for a payout's later facts, the payout's. nullopt when
+// `e` names none and is no payout's status change, or `records` lacks the payout.
+std::optional<std::string> transactions_owner(const Event& e, const RecordSource& records);
+
 // The facts an answer is rendered from besides its events: the wallets the writer read them from
 // as it decided (Outcome::wallets), which it holds by reference. No answer renders a payout's
 // reversal, so it has no payouts.
@@ -90,7 +94,7 @@ std::string bank_account(const Event& e, const BeneficiarySaved& x);
 
 // ---- wallets ---------------------------------------------------------------------------------
 
-// What a wallet record shows of its KYC tier besides its row (extensions.md section 1): the
+// What a wallet record shows of its KYC tier besides its row (docs/api/extensions.md section 1): the
 // limits in force in its partition, and the time it is shown at, whose Lagos day `dailyDebitUsed`
 // is of.
 struct TierShown {

@@ -331,7 +331,8 @@ Result<std::optional<KeyOwner>> Views::key_owner(std::string_view secret_key_has
   return std::optional<KeyOwner>(std::move(k));
 }
 
-Result<std::optional<std::string>> Views::account_text(std::string_view business, std::string_view public_id) const {
+Result<std::optional<std::string>> Views::account_text(std::string_view business,
+                                                       std::string_view public_id) const {
   auto row = decoded_row(read(view_keys::account(public_id)), &rows::decode_account);
   if (!row) return row.status();
   if (!row.value() || row.value()->business != business) return std::optional<std::string>();
@@ -355,7 +356,7 @@ Result<std::optional<json>> Views::account(std::string_view business, std::strin
 // A business's accounts are few (a business has one today): a list reads them all, filtering
 // their rows, never rendered JSON.
 Result<Page> Views::accounts(std::string_view business, const AccountFilter& filter,
-                                   const PageRequest& page) const {
+                             const PageRequest& page) const {
   Page out;
   std::vector<std::string> ids;
   {
@@ -442,8 +443,7 @@ Result<std::optional<std::string>> Views::wallet_text(const Scope& scope, std::s
   return render_wallet(public_id, &scope);
 }
 
-Result<Page> Views::wallets(const Scope& scope, const WalletFilter& filter,
-                                  const PageRequest& page) const {
+Result<Page> Views::wallets(const Scope& scope, const WalletFilter& filter, const PageRequest& page) const {
   if (filter.live && *filter.live != scope.live) return Page{};
   std::vector<std::pair<char, std::string>> filters;
   if (filter.category) filters.emplace_back(l::kCategory, *filter.category);
@@ -473,7 +473,7 @@ Result<std::optional<std::string>> Views::bank_account_text(const Scope& scope,
 }
 
 Result<Page> Views::bank_accounts(const Scope& scope, const BankAccountFilter& filter,
-                                        const PageRequest& page) const {
+                                  const PageRequest& page) const {
   if (filter.live && *filter.live != scope.live) return Page{};
   std::vector<std::pair<char, std::string>> filters;
   if (filter.account_name) filters.emplace_back(l::kAccountName, *filter.account_name);
@@ -550,8 +550,8 @@ class Views::ListedTimes final : public list_index::Times {
 };
 
 Result<Page> Views::listed_records(char kind, const Scope& scope,
-                                         const std::vector<std::pair<char, std::string>>& filters,
-                                         const PageRequest& page) const {
+                                   const std::vector<std::pair<char, std::string>>& filters,
+                                   const PageRequest& page) const {
   Page out;
   const std::string scope17 = view_keys::scope17(scope.business, scope.live);
   auto list = decoded_row(read(view_keys::list_row(kind, scope17)), &rows::decode_list);
@@ -773,7 +773,7 @@ Result<std::optional<std::string>> Views::transaction_text(const Scope& scope, s
 }
 
 Result<Page> Views::transactions(const Scope& scope, const TransactionFilter& filter,
-                                       const PageRequest& page) const {
+                                 const PageRequest& page) const {
   Page out;
   if (filter.live && *filter.live != scope.live) return out;
   const std::string scope17 = view_keys::scope17(scope.business, scope.live);
@@ -849,24 +849,11 @@ Result<WebhookEvent> Views::webhook_event(std::string_view account, std::uint64_
 }
 
 Result<std::string> Views::owner_account(const Event& e) const {
-  std::string account = std::visit(
-      [](const auto& x) -> std::string {
-        if constexpr (requires { x.account.value; })
-          return x.account.value;
-        else
-          return {};
-      },
-      e.data);
-  if (!account.empty()) return account;
-  const auto change = status_change(e.data);
-  if (!change) return Status::error("views: transactions of an event that names no account");
   const ViewRecords records(*this);
-  const auto payout = records.payout(change->transaction.value);
+  auto owner = render::transactions_owner(e, records);
   if (!records.status()) return records.status();
-  const auto* x = payout ? std::get_if<BankTransferInitiated>(&payout->data) : nullptr;
-  if (x == nullptr) return Status::error("views: a status change of a payout they do not have");
-  KOBO_ASSERT(!x->account.value.empty(), "a payout of no account");
-  return x->account.value;
+  if (!owner) return Status::error("views: transactions of an event with no account, nor a payout they have");
+  return std::move(*owner);
 }
 
 // Record `at` of `scope` as its own event announced it: its sequence is the event's count of
