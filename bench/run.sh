@@ -39,7 +39,7 @@ fsync=$(python3 "$here/fsync_probe.py" "${TMPDIR:-/tmp}" 200)
 
 measure peers "$here/peers.sh" "$seconds"
 measure http "$here/http_bench.sh" "$build" "$seconds" transfers,get,lag,memory
-# The same transfers between wallets of KYC tier 1 (extensions.md section 3) under limits that never
+# The same transfers between wallets of KYC tier 1 (docs/api/extensions.md section 3) under limits that never
 # refuse: every transfer counts its debit and checks the daily allowance and the balance cap.
 KOBO_KYC_TIER=1 measure tiers "$here/http_bench.sh" "$build" "$seconds" transfers -- --limits "$here/limits_bench.json"
 # A bulk of 1,000 wallet transfers on one connection (extensions section 5).
@@ -49,7 +49,7 @@ measure render "$build/bench/kobo_engine_bench" render
 measure replay "$here/replay_speed.sh" "$build" "${EVENTS:-1000000}"
 # Lists at a million transaction records in one business: every combination of the filters.
 measure lists "$here/list_bench.sh" "$build" "${LIST_RECORDS:-1000000}"
-# Statements on a wallet with a million movements (issue 25).
+# Statements on a wallet with a million movements.
 measure statement "$here/statement_bench.sh" "$build" "${EVENTS:-1000000}"
 # The HTTP transfer figure again on the Kafka backend, against the test broker (a fresh one).
 kafka_broker="$here/../tools/kafka/broker.sh"
@@ -62,7 +62,7 @@ BUSINESSES=6 PARTITIONS=6 measure kafka6 "$here/http_bench.sh" "$build" "$second
 "$kafka_broker" stop "$scratch/kafka"
 "$build/bench/kobo_engine_bench" make-wallets --data-dir "$scratch/memory" --wallets "${WALLETS:-1000000}" >&2
 measure memory "$build/bench/kobo_engine_bench" writer-memory --data-dir "$scratch/memory"
-# The writer against its history (issue 22): kill -9 and restart on 1M and 10M transfers.
+# The writer against its history: kill -9 and restart on 1M and 10M transfers.
 measure history1m "$here/memory_bench.sh" "$build" 1000000
 measure history10m "$here/memory_bench.sh" "$build" 10000000
 
@@ -71,7 +71,7 @@ ngx=${R[peers.nginx_rps]:-0}
 row "HTTP wallet transfers (embedded log, fsync per group commit, 64 connections)" \
     "$(n "${R[http.http_tps]}")/s; p50 ${R[http.http_p50_ms]} ms, p99 ${R[http.http_p99_ms]} ms, max ${R[http.http_max_ms]} ms" \
     "$(ratio "${R[http.http_tps]}" "$pg") pgbench" \
-    ">= 4x pgbench, p99 <= 20 ms (issue 23)" \
+    ">= 4x pgbench, p99 <= 20 ms" \
     "$( [ "$(meets "${R[http.http_tps]}" '>=' "$(python3 -c "print(4 * float('$pg'))")")" = yes ] && [ "$(meets "${R[http.http_p99_ms]}" '<=' 20)" = yes ] && echo yes || echo no)"
 row "HTTP wallet transfers between KYC tier-1 wallets (limits checked on every transfer)" \
     "$(n "${R[tiers.http_tps]}")/s; p50 ${R[tiers.http_p50_ms]} ms, p99 ${R[tiers.http_p99_ms]} ms" \
@@ -125,10 +125,10 @@ row "Balance at a time, wallet with $(n "${R[statement.statement_movements]}") m
 row "Events per settled wallet transfer, as kobo events prints them" \
     "${R[replay.transfer_event_bytes]} bytes" "-" "<= 800 bytes" "$(meets "${R[replay.transfer_event_bytes]}" '<=' 800)"
 row "Disk per wallet transfer: log / views (compressed, WAL included; views as replayed, and at rest)" \
-    "${R[replay.log_bytes_per_transfer]} B / ${R[replay.views_bytes_per_transfer]} B, ${R[replay.views_rest_bytes_per_transfer]} B at rest" "-" "<= 400 B / <= 600 B at rest (issue 23)" \
+    "${R[replay.log_bytes_per_transfer]} B / ${R[replay.views_bytes_per_transfer]} B, ${R[replay.views_rest_bytes_per_transfer]} B at rest" "-" "<= 400 B / <= 600 B at rest" \
     "$( [ "$(meets "${R[replay.log_bytes_per_transfer]}" '<=' 400)" = yes ] && [ "$(meets "${R[replay.views_rest_bytes_per_transfer]}" '<=' 600)" = yes ] && echo yes || echo no)"
 row "Projection lag p99 at ${R[http.lag_pct]}% of peak ($(n "${R[http.lag_tps]}") transfers/s)" \
-    "${R[http.lag_p99_ms]} ms" "-" "<= 20 ms (issue 23)" "$(meets "${R[http.lag_p99_ms]}" '<=' 20)"
+    "${R[http.lag_p99_ms]} ms" "-" "<= 20 ms" "$(meets "${R[http.lag_p99_ms]}" '<=' 20)"
 row "Writer after a kill -9 on 1M / 10M transfers over 10,000 wallets: resident memory" \
     "${R[history1m.rss_mib]} / ${R[history10m.rss_mib]} MiB ($(ratio "${R[history10m.rss_mib]}" "${R[history1m.rss_mib]}"))" "-" \
     "<= 512 MiB at 10M, <= 1.2x the 1M figure" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Statements on a wallet with a long history (issue 25): kobo_make_log writes EVENTS wallet
+# Statements on a wallet with a long history: kobo_make_log writes EVENTS wallet
 # transfers between the two wallets of one business (each wallet gets about EVENTS movements),
 # `kobo replay` builds the views, `kobo_restart_bench statements` times a statement page of 100
 # of a random window, the last page of the whole history and the balance at a random time (in

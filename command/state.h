@@ -24,7 +24,7 @@
 namespace kobo {
 
 // A wallet as the writer needs it to decide. A partition holds up to millions of these, so the
-// fields are compact (issue 7): the owner is an index into Wallets' table of owners, the
+// fields are compact: the owner is an index into Wallets' table of owners, the
 // account number an integer.
 struct WalletState {
   std::uint64_t id = 0;

@@ -127,7 +127,7 @@ class EmbeddedLogImpl final : public EventLog {
 
   // Clears a failed write (a full disk that has room again, an I/O error that passed) by
   // reopening the database: RocksDB's own Resume() after a failed WAL write trips an assertion
-  // in the WAL writer (the SIGABRT of issue 14), while a reopen starts a new WAL and recovers
+  // in the WAL writer (a SIGABRT the simulation found), while a reopen starts a new WAL and recovers
   // from the old one exactly what was durable. Readers wait out the swap; while the database
   // cannot be opened they read nothing.
   Status reset_writer() override {

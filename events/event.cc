@@ -106,7 +106,7 @@ void write(JsonWriter& w, const T& v) {
     // The decoder reads it back only as an object.
     KOBO_ASSERT(v.text.size() >= 2 && v.text.front() == '{' && v.text.back() == '}', "raw JSON is an object");
     w.raw(v.text);
-  }  else if constexpr (std::is_enum_v<T>)
+  } else if constexpr (std::is_enum_v<T>)
     w.string(to_string(v));
   else if constexpr (IsOptional<T>::value)
     write(w, *v);

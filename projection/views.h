@@ -54,7 +54,8 @@ struct PageRequest {
   std::uint64_t per_page = 10;
 };
 
-// A page of a list of the views: its records as the API shows them (render.h), newest first, and the exact count of the records the filters match.
+// A page of a list of the views: its records as the API shows them (render.h), newest first, and the exact
+// count of the records the filters match.
 struct Page {
   std::vector<std::string> items;
   std::uint64_t total_count = 0;
@@ -141,7 +142,7 @@ class Views {
   [[nodiscard]] Result<std::optional<std::string>> account_text(std::string_view business,
                                                                 std::string_view public_id) const;
   [[nodiscard]] Result<Page> accounts(std::string_view business, const AccountFilter& filter,
-                                            const PageRequest& page) const;
+                                      const PageRequest& page) const;
 
   // Single records are answered as their text, rendered from the views' rows (rows.h) by
   // render.h: keys sorted, compact, UTF-8 as is.
@@ -149,7 +150,7 @@ class Views {
   [[nodiscard]] Result<std::optional<std::string>> bank_account_text(const Scope& scope,
                                                                      std::string_view public_id) const;
   [[nodiscard]] Result<Page> bank_accounts(const Scope& scope, const BankAccountFilter& filter,
-                                                 const PageRequest& page) const;
+                                           const PageRequest& page) const;
 
   [[nodiscard]] Result<std::optional<std::string>> wallet_text(const Scope& scope,
                                                                std::string_view public_id) const;
@@ -158,7 +159,7 @@ class Views {
   // the name.
   [[nodiscard]] Result<std::optional<nlohmann::json>> wallet_by_account_number(std::string_view number) const;
   [[nodiscard]] Result<Page> wallets(const Scope& scope, const WalletFilter& filter,
-                                           const PageRequest& page) const;
+                                     const PageRequest& page) const;
 
   // By publicId (trx-…), integer id, or the reference of the caller's account.
   [[nodiscard]] Result<std::optional<std::string>> transaction_text(const Scope& scope,
@@ -176,13 +177,13 @@ class Views {
   // Any combination of the filters, page 1 or any later one, with the exact totalCount, from the
   // list's bitmaps (list_index.h): no record is read but the page's.
   [[nodiscard]] Result<Page> transactions(const Scope& scope, const TransactionFilter& filter,
-                                                const PageRequest& page) const;
+                                          const PageRequest& page) const;
 
   // A hold (hld-…) of `scope`, rendered from its rows; the list, newest first.
   [[nodiscard]] Result<std::optional<std::string>> hold_text(const Scope& scope,
                                                              std::string_view public_id) const;
   [[nodiscard]] Result<Page> holds(const Scope& scope, const HoldFilter& filter,
-                                         const PageRequest& page) const;
+                                   const PageRequest& page) const;
 
   // The webhook event transaction `transaction` (trx-…) had, when it had one and the event is of
   // `scope`.
@@ -258,8 +259,8 @@ class Views {
   // A page of the wallets (kind w), beneficiaries (d) or holds (h) of `scope` whose values of
   // the fields `filters` names are those given (list_index.h).
   Result<Page> listed_records(char kind, const Scope& scope,
-                                    const std::vector<std::pair<char, std::string>>& filters,
-                                    const PageRequest& page) const;
+                              const std::vector<std::pair<char, std::string>>& filters,
+                              const PageRequest& page) const;
   class EventTimes;
   class ListedTimes;
   // The transaction record `at` of `scope` (a scope17), rendered with `records`.

@@ -1,7 +1,7 @@
 #pragma once
-// The response envelopes of the API (spec section 1), built in one place so every endpoint
-// answers the same shape. Bodies are compact JSON with `meta` first; inside `meta` the keys
-// come in the spec's order (statusCode, success, message or pagination / error).
+// The response envelopes of the API (docs/api/wallet-service-api.md section 1), built in one place so every
+// endpoint answers the same shape. Bodies are compact JSON with `meta` first; inside `meta` the keys come in
+// the spec's order (statusCode, success, message or pagination / error).
 //
 // Success:   {"meta":{"statusCode":S,"success":true[,"message":M]},"data":D}
 // List:      {"meta":{"statusCode":S,"success":true,"pagination":{...}},"data":[...]}

@@ -183,7 +183,8 @@ class Webhooks::Impl {
     return partition_for(delivery.at("business").get<std::string>(), log_.partitions());
   }
   bool sends(Partition p) const { return !options_.sends || options_.sends(p); }
-  [[nodiscard]] Status end_delivery(const Event& e, const WebhookDeliveryEnded& ended, rocksdb::WriteBatch& wb);
+  [[nodiscard]] Status end_delivery(const Event& e, const WebhookDeliveryEnded& ended,
+                                    rocksdb::WriteBatch& wb);
   void report_ended();
   [[nodiscard]] Status write(rocksdb::WriteBatch& wb);
   [[nodiscard]] Status put_positions(rocksdb::WriteBatch& wb) const;
@@ -409,7 +410,8 @@ Status Webhooks::Impl::move_due_index() {
     std::uint64_t due = 0;
     for (int i = 1; i <= 8; ++i)
       due = (due << 8) | static_cast<unsigned char>(key[static_cast<std::size_t>(i)]);
-    if (!wb.Put(due_key(partition_of(*d.value()), static_cast<UnixMs>(due), id), "").ok() || !wb.Delete(key).ok())
+    if (!wb.Put(due_key(partition_of(*d.value()), static_cast<UnixMs>(due), id), "").ok() ||
+        !wb.Delete(key).ok())
       return Status::error("webhooks: moving the due index");
   }
   if (!it->status().ok()) return Status::error("webhooks read: " + it->status().ToString());
@@ -659,7 +661,8 @@ Status Webhooks::Impl::end_delivery(const Event& e, const WebhookDeliveryEnded& 
   if (!d || in_flight_.contains(ended.delivery)) return {};
   if (d->at("status") != to_string(DeliveryStatus::pending)) return {};
   if (!d->at("dueMs").is_null())
-    if (auto s = batched(wb.Delete(due_key(partition_of(*d), d->at("dueMs").get<UnixMs>(), ended.delivery))); !s)
+    if (auto s = batched(wb.Delete(due_key(partition_of(*d), d->at("dueMs").get<UnixMs>(), ended.delivery)));
+        !s)
       return s;
   (*d)["status"] = to_string(ended.succeeded ? DeliveryStatus::succeeded : DeliveryStatus::failed);
   (*d)["nextAttemptAt"] = nullptr;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The analysts' path, tested (docs/analytics.md, issue 25): a real log into DuckDB, three queries
+"""The analysts' path, tested (docs/analytics.md): a real log into DuckDB, three queries
 checked against the API on the same log.
 
 Starts `kobo serve` on a free loopback port with a fresh data dir, makes traffic of every kind

@@ -1,4 +1,4 @@
-// `kobo events` on the log of a running server (issue 15 item 5): it reads beside the writer
+// `kobo events` on the log of a running server (docs/events.md): it reads beside the writer
 // without stopping it, prints every event exactly as stored, --from skips a partition's earlier
 // events, and --follow prints new events as they are appended until it is stopped. On the
 // Kafka run (ctest -L kafka) the same tests read the topic with --kafka-brokers/--kafka-topic.

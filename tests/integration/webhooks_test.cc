@@ -1,8 +1,8 @@
-// Webhooks (issue 6, docs/webhooks.md): signed deliveries to a receiver in this process,
+// Webhooks (docs/webhooks.md): signed deliveries to a receiver in this process,
 // retries with a stable event id, delivery across a kill -9, a hung receiver that delays no
 // other, the private-address guard, and GET /v1/webhook-deliveries + POST .../retry.
 //
-// Every delivery these tests check also verifies as Standard Webhooks (issue 26): each test's
+// Every delivery these tests check also verifies as Standard Webhooks: each test's
 // business is issued a webhook secret first, and at the end of each test every delivery checked
 // is handed to tests/webhooks/verify_deliveries.py, which verifies it with the `standardwebhooks`
 // package from PyPI, not with our code. (tests/webhooks/run_standard_webhooks.py covers what

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""schemathesis against a live `kobo serve`, with every check and every phase (issue 15).
+"""schemathesis against a live `kobo serve`, with every check and every phase.
 
 Starts the real server on a free loopback port with a fresh data dir and an admin key, waits for
 /readyz, and runs schemathesis (from the virtualenv tools/venv.sh makes) over

@@ -1,5 +1,5 @@
 #pragma once
-// A seeded simulation of the ledger in the style of TigerBeetle's VOPR (issue 14).
+// A seeded simulation of the ledger in the style of TigerBeetle's VOPR (docs/architecture.md section 6).
 //
 // One seed drives everything: a random stream of every command kind, valid and invalid, from
 // several businesses in both modes, through the real writer (command/ Ledger) on the in-memory
