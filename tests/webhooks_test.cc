@@ -295,11 +295,11 @@ class WebhookStore : public ::testing::Test {
 
 TEST_F(WebhookStore, ADeliveryThatDoesNotReadBackIsAnErrorNeverAnAbort) {
   const std::string id = "whd-corrupt";
-  // A listing entry and a due entry naming a record that is not a delivery (the key layout of
-  // webhooks/webhooks.cc).
+  // A listing entry and a due entry (of partition 0: the log has one) naming a record that is not
+  // a delivery (the key layout of webhooks/webhooks.cc).
   write_raw({{"D" + id, "not a delivery"},
              {"l" + scope_key("biz-1", false) + be8(1) + id, ""},
-             {"q" + be8(1) + id, ""}});
+             {"Q" + std::string(4, '\0') + be8(1) + id, ""}});
   ASSERT_TRUE(open().ok());
   const Scope scope{"biz-1", false};
   const auto page = webhooks_->deliveries(scope, {}, PageRequest{1, 10});

@@ -16,7 +16,7 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/url/parse.hpp>
 
-#include "webhooks/webhooks.h"
+#include "webhooks/policy.h"
 
 namespace kobo::webhooks_detail {
 

@@ -1,8 +1,8 @@
-// RetrySchedule and forbidden_address_reason (webhooks.h): the pure rules of delivery.
+// RetrySchedule and forbidden_address_reason (policy.h): the pure rules of delivery.
 #include <boost/asio/ip/address.hpp>
 #include <charconv>
 
-#include "webhooks/webhooks.h"
+#include "webhooks/policy.h"
 
 namespace kobo {
 
