@@ -130,7 +130,7 @@ if [[ ,$phases, == *,memory,* ]]; then
        "$((rss_after / 1024)) MiB after the restart, ready in $ready_s s" >&2
   # The views at rest after the run: their keys by tag and their bytes on disk (the restart wrote
   # what the write-ahead log held into files), over the wallet transfers they hold (every phase's).
-  views=$("$build/bench/kobo_restart_bench" keys --data-dir "$data" | tee /dev/fd/2 | grep '^RESULT ')
+  views=$("$build/bench/kobo_restart_bench" keys --data-dir "$data" | tee >(cat >&2) | grep '^RESULT ')
   echo "RESULT mem_transfers=$transfers mem_rss_before_mib=$((rss_before / 1024)) mem_rss_after_mib=$((rss_after / 1024))" \
        "mem_ready_s=$ready_s ${views#RESULT }"
 fi

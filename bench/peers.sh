@@ -28,7 +28,7 @@ free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0)
 # and no script (a Lua script costs wrk, not the server, and would flatter the ratio).
 port=$(free_port)
 mkdir -p "$scratch/nginx/logs"
-body='{"status":true,"message":"ok","data":{"balance":1000,"id":1}}'
+body='{"status":true,"message":"ok","data":{"balance":100,"id":1}}'
 [ ${#body} -eq 60 ] || { echo "peers.sh: the body is ${#body} bytes, not 60" >&2; exit 1; }
 cat >"$scratch/nginx/nginx.conf" <<CONF
 daemon off;

@@ -6,7 +6,9 @@
 #
 #   bench/run.sh [BUILD_DIR] [SECONDS]     SECONDS per HTTP run (default 10)
 #   WALLETS=N (default 1000000) sets the wallets of the memory row; EVENTS=N (default 1000000)
-#   the size of the replayed log.
+#   the size of the replayed log. ONLY=peers,http,... runs only those benchmarks (the names given
+#   to `measure` below; `memory` also makes its wallets, `kafka`/`kafka6` start the broker): the
+#   table then has every row, the others empty.
 set -euo pipefail
 build=${1:-build-bench}
 seconds=${2:-10}
@@ -15,9 +17,11 @@ scratch=$(mktemp -d "${TMPDIR:-/tmp}/kobo-bench-run.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 
 declare -A R
+wanted() { [ -z "${ONLY:-}" ] || [[ ,$ONLY, == *,$1,* ]]; }
 measure() {  # NAME COMMAND...
   local name=$1 line kv
   shift
+  wanted "$name" || return 0
   echo "== $name: $*" >&2
   while read -r line; do
     echo "$line" >&2
@@ -53,19 +57,20 @@ measure lists "$here/list_bench.sh" "$build" "${LIST_RECORDS:-1000000}"
 measure statement "$here/statement_bench.sh" "$build" "${EVENTS:-1000000}"
 # The HTTP transfer figure again on the Kafka backend, against the test broker (a fresh one).
 kafka_broker="$here/../tools/kafka/broker.sh"
-bootstrap=$("$kafka_broker" start "$scratch/kafka")
-measure kafka "$here/http_bench.sh" "$build" "$seconds" transfers -- --kafka-brokers "$bootstrap" --kafka-topic "bench.$$"
+if wanted kafka || wanted kafka6; then bootstrap=$("$kafka_broker" start "$scratch/kafka"); fi
+measure kafka "$here/http_bench.sh" "$build" "$seconds" transfers -- --kafka-brokers "${bootstrap:-}" --kafka-topic "bench.$$"
 # And with six businesses, one in each of the topic's six partitions: their transactions commit
 # side by side (events/kafka_log.cc).
 BUSINESSES=6 PARTITIONS=6 measure kafka6 "$here/http_bench.sh" "$build" "$seconds" transfers -- \
-  --kafka-brokers "$bootstrap" --kafka-topic "bench.six.$$"
-"$kafka_broker" stop "$scratch/kafka"
-"$build/bench/kobo_engine_bench" make-wallets --data-dir "$scratch/memory" --wallets "${WALLETS:-1000000}" >&2
+  --kafka-brokers "${bootstrap:-}" --kafka-topic "bench.six.$$"
+if wanted kafka || wanted kafka6; then "$kafka_broker" stop "$scratch/kafka"; fi
+wanted memory && "$build/bench/kobo_engine_bench" make-wallets --data-dir "$scratch/memory" --wallets "${WALLETS:-1000000}" >&2
 measure memory "$build/bench/kobo_engine_bench" writer-memory --data-dir "$scratch/memory"
 # The writer against its history: kill -9 and restart on 1M and 10M transfers.
 measure history1m "$here/memory_bench.sh" "$build" 1000000
 measure history10m "$here/memory_bench.sh" "$build" 10000000
 
+set +u  # a row of a benchmark that ONLY left out is printed empty
 pg=${R[peers.pgbench_tps]:-0}
 ngx=${R[peers.nginx_rps]:-0}
 row "HTTP wallet transfers (embedded log, fsync per group commit, 64 connections)" \
