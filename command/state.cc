@@ -113,6 +113,7 @@ std::optional<std::string> Wallets::id_with_number(std::string_view number) cons
   if (!n) return std::nullopt;
   const auto it = by_number_.find(*n);
   if (it == by_number_.end()) return std::nullopt;
+  KOBO_ASSERT(by_key_.contains(it->second), "an account number names a wallet that exists");
   return id_of(it->second);
 }
 

@@ -71,6 +71,7 @@ Status LogFollower::take(LogVisitor& v, FollowCursor& c, const Event& e) {
               "the event handed on is its partition's head");
   c.mid_command = !e.last_of_command();
   ++events_accepted_;
+  KOBO_ASSERT(events_accepted_ <= records_read_, "an event is handed on once, of a record read");
   return v.accepted(e);
 }
 

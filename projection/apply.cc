@@ -437,6 +437,7 @@ void ViewBatch::update_account(const Event& e, const AccountUpdated& x) {
   std::string& bytes =
       edit(view_keys::account(x.account.value), "update of an account the views do not have");
   rows::AccountRow row = decoded(rows::decode_account(bytes));
+  KOBO_ASSERT(row.business == e.business, "an account is updated by an event of its business");
   if (x.webhooks) row.webhooks = *x.webhooks;
   if (x.webhook_events) row.webhook_events = *x.webhook_events;
   if (x.live) row.live = *x.live;

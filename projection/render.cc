@@ -968,6 +968,8 @@ std::int64_t statement_amount(const StatementLine& line, const rows::StatementRo
 }
 
 void statement_line_json(JsonWriter& w, const StatementLine& line, const rows::StatementRow& row) {
+  KOBO_ASSERT(!line.transaction.empty() && row.balance.value >= 0,
+              "a statement line of a transaction, no debt after it");
   const auto& c = line.counterparty;
   w.begin_object()
       .member("amount", statement_amount(line, row))
@@ -989,6 +991,8 @@ void statement_line_json(JsonWriter& w, const StatementLine& line, const rows::S
 }
 
 void statement_line_csv(std::string& out, const StatementLine& line, const rows::StatementRow& row) {
+  KOBO_ASSERT(!line.transaction.empty() && row.balance.value >= 0,
+              "a statement line of a transaction, no debt after it");
   out += iso(line.created);
   out += ',';
   csv_text(out, {line.reference});
@@ -1030,6 +1034,7 @@ std::string statement_page(std::string_view wallet, const StatementTotals& total
 }
 
 std::string balance(std::string_view wallet, UnixMs at, Kobo balance) {
+  KOBO_ASSERT(balance.value >= 0 && !wallet.empty(), "a wallet's balance at a time is no debt");
   std::string out;
   JsonWriter(out)
       .begin_object()

@@ -542,6 +542,7 @@ class Views::ListedTimes final : public list_index::Times {
   Result<UnixMs> time(std::uint64_t number) const override {
     auto row = listed(number);
     if (!row) return row.status();
+    KOBO_ASSERT(!row.value().public_id.empty(), "a listed record read names its record");
     return row.value().time;
   }
   Result<UnixMs> latest(std::uint64_t number) const override {
@@ -633,6 +634,8 @@ class Views::EventTimes final : public list_index::Times {
       return Status::error("views: a transaction list misses record " + std::to_string(number));
     auto row = rows::decode_event_row(std::string_view(it->value().data(), it->value().size()));
     if (!row) return row.status();
+    KOBO_ASSERT(row.value().delay >= 0 && !row.value().fact.empty(),
+                "an event row read holds a fact, on time or late");
     // Only the time is needed: the fact's head, not the whole fact.
     const auto t = fact_time(row.value().fact);
     if (!t) return t.status();
