@@ -45,6 +45,8 @@ class Checkpoint {
     }
     for (const std::string_view id : named)
       if (const WalletState* w = s.wallets.find(id)) wallets_.emplace_back(std::string(id), *w);
+    KOBO_ASSERT(wallets_.size() <= named.size() && total_.value == 0,
+                "a checkpoint at a command boundary keeps each named wallet once");
   }
 
   void restore() {
@@ -68,6 +70,8 @@ class Checkpoint {
  private:
   // The sizes of what no item changes: a sentinel for an item that would.
   static std::array<std::size_t, 8> sizes(const PartitionState& s) {
+    KOBO_ASSERT(s.collections.size() == s.collection_numbers.size(),
+                "each open collection wallet has its number");
     return {s.businesses.size(),
             s.account_business.size(),
             s.transit_settlement.size(),
@@ -117,6 +121,7 @@ class Trial {
     KOBO_ASSERT(validate(e).ok(), "the writer decides only valid events");
     apply(s_, e);
     h_.note(e);
+    KOBO_ASSERT(h_.noted_seq(s_.partition) == seq_, "the history notes each draft tried, in order");
   }
 
  private:
@@ -227,9 +232,11 @@ Decision decide_bulk(PartitionState& s, History& h, const BulkTransfer& c, const
       for (Scheduled& f : one.schedule) d.schedule.push_back(std::move(f));
     }
   }
+  KOBO_ASSERT(s.total.value == 0, "a bulk's trial leaves the partition as it found it");
   d.events.reserve(accepted.size() + 1);
   d.events.push_back({c.caller.business, c.caller.live, std::move(bulk)});
   for (EventDraft& e : accepted) d.events.push_back(std::move(e));
+  KOBO_ASSERT(d.events.size() == accepted.size() + 1, "a bulk's event, then its items'");
   return d;
 }
 

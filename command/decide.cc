@@ -108,6 +108,7 @@ Decision decide_create_business(const PartitionState& s, const CreateBusiness& c
   x.account = AccountId(c.account_id);
   x.account_name = c.account_name;
   x.id = interleaved_id(s.accounts_created, s.partition, config.partitions);
+  KOBO_ASSERT(x.id >= 1, "an account's integer id counts from 1");
   x.live_public_key = c.live_public_key;
   x.live_secret_key_hash = c.live_secret_key_hash;
   x.name = c.name;
@@ -284,6 +285,7 @@ std::optional<Decision> check_reference(const History& h, const Caller& caller,
   const auto used = h.transfer_reference(caller.account, caller.live, *reference);
   if (!used) return unavailable(used.status());
   if (!used.value()) return std::nullopt;
+  KOBO_ASSERT(!used.value()->transaction.empty(), "a reference seen names what it made");
   if (used.value()->fingerprint != request_fingerprint(request))
     return reject(Rejection::duplicate_reference);
   return replay_of(used.value()->transaction);
@@ -329,6 +331,7 @@ Decision decide_wallet_transfer(const PartitionState& s, const History& h, const
   const auto credit = check_credit(s, *dst, c.amount);
   if (const auto* r = std::get_if<Rejection>(&credit)) return reject(*r);
   const auto dst_after = std::get<Kobo>(credit);
+  KOBO_ASSERT(dst_after > dst->balance, "a credit raises its wallet's balance");
   if (!src_after) return reject(Rejection::out_of_range);
   KOBO_ASSERT(src_after->value >= 0, "a transfer never overdraws its source (check_debit)");
 
@@ -553,6 +556,7 @@ std::variant<const HoldState*, Decision> pending_hold(const PartitionState& s, c
                                                       UnixMs now) {
   if (const auto it = s.holds.find(id); it != s.holds.end()) {
     const HoldState& hs = it->second;
+    KOBO_ASSERT(hs.remaining().value > 0, "a pending hold has something left to capture");
     if (hs.business != caller.business || hs.live != caller.live) return reject(Rejection::hold_not_found);
     if (now >= hs.expires_at) return reject(Rejection::hold_not_pending);
     return &hs;

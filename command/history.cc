@@ -74,6 +74,7 @@ std::optional<IndexPosition> decode_position(std::string_view text) {
   if (ec != std::errc() || end != text.data() + space) return std::nullopt;
   // encode_position() writes an event's position: seq from 1, the event's hash.
   if (seq == 0 || text.size() - space - 1 != kGenesisHash.size()) return std::nullopt;
+  KOBO_ASSERT(seq >= 1 && text.size() == space + 1 + kGenesisHash.size(), "a position read is an event's");
   return IndexPosition{Seq(seq), std::string(text.substr(space + 1))};
 }
 
@@ -86,6 +87,8 @@ int hex_digit(char c) {
 // A fingerprint is 64 hex digits; the index keeps its 32 bytes.
 std::string encode_reference(const ReferenceState& r) {
   KOBO_ASSERT(r.fingerprint.size() == 2 * kFingerprintBytes, "a fingerprint is a hex SHA-256");
+  KOBO_ASSERT(!r.transaction.empty(),
+              "a reference names its record (the decoder refuses one that names none)");
   std::string out;
   out.reserve(kFingerprintBytes + r.transaction.size());
   for (std::size_t i = 0; i < kFingerprintBytes; ++i) {
@@ -95,6 +98,8 @@ std::string encode_reference(const ReferenceState& r) {
     out.push_back(static_cast<char>(hi << 4 | lo));
   }
   out.append(r.transaction);
+  KOBO_ASSERT(out.size() == kFingerprintBytes + r.transaction.size(),
+              "a reference is 32 bytes, then its record");
   return out;
 }
 
@@ -139,6 +144,7 @@ class MemoryStore final : public History::Store {
     return std::optional<std::string>(it->second);
   }
   Status write(const std::unordered_map<std::string, std::string>& entries) override {
+    KOBO_ASSERT(!entries.empty(), "a write of the tail writes something");
     for (const auto& [k, v] : entries) map_[k] = v;
     return {};
   }
@@ -350,6 +356,7 @@ Result<std::optional<std::uint64_t>> History::bank_account(std::string_view id) 
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
   if (ec != std::errc() || end != text.data() + text.size() || n == 0)
     return Status::error("history index: a bank account entry does not decode");
+  KOBO_ASSERT(n >= 1, "a bank account's integer id counts from 1");
   return std::optional<std::uint64_t>(n);
 }
 
@@ -379,6 +386,7 @@ Result<std::optional<CollectionOwner>> History::owner(const std::string& key) co
   // note() writes a mode byte and the business: anything else is not an owner entry.
   if (text.size() < 2 || (text[0] != 'l' && text[0] != 't'))
     return Status::error("history index: an owner entry does not decode");
+  KOBO_ASSERT(text.size() >= 2, "an owner entry read is a mode byte and a business");
   return std::optional<CollectionOwner>(CollectionOwner{text.substr(1), text[0] == 'l'});
 }
 
@@ -433,6 +441,7 @@ Status History::write_tail() {
   tail_.clear();
   position_ = tail_position_;
   publish_position();
+  KOBO_ASSERT(tail_.empty() && position_.size() == tail_position_.size(), "a tail written is empty");
   return {};
 }
 
@@ -473,6 +482,7 @@ void History::drop_tail() {
   KOBO_ASSERT(!in_trial_, "a trial is undone before the tail is dropped");
   tail_.clear();
   tail_position_ = position_;
+  KOBO_ASSERT(tail_position_.size() == position_.size(), "a tail position per partition");
 }
 
 Status History::clear() {
@@ -485,6 +495,8 @@ Status History::clear() {
   position_.assign(position_.size(), IndexPosition{});
   tail_position_ = position_;
   publish_position();
+  KOBO_ASSERT(tail_.empty() && !position_.empty(),
+              "a cleared index has no tail, and a position per partition");
   return {};
 }
 

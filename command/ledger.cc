@@ -264,6 +264,7 @@ Status Ledger::replay_after(Snapshot from) {
    public:
     Replayer(std::vector<PartitionState>& into, History& index) : states(into), history(index) {
       for (const auto& st : states) applied.push_back(st.chain.last_seq());
+      KOBO_ASSERT(applied.size() == states.size(), "a replay knows where each partition's state stands");
     }
     Status accepted(const Event& e) override {
       const std::uint32_t p = e.partition.value;
@@ -294,6 +295,8 @@ Status Ledger::replay_after(Snapshot from) {
   if (!written) return written;
   for (std::uint32_t p = 0; p < n; ++p) {
     states_[p].chain = follower.cursor(Partition(p)).chain;
+    KOBO_ASSERT(states_[p].partition.value == p && states_[p].total.value == 0,
+                "a partition's state is its own, and its balances sum to zero");
     // An index ahead of the log holds facts the log does not (another log, or one that lost its end).
     if (history_->position()[p].seq > states_[p].chain.last_seq()) return index_of_another_log();
   }
@@ -361,6 +364,7 @@ std::vector<WalletFacts> facts_shown(const PartitionState& st, const std::vector
           out.push_back(std::move(*facts));
           shown.insert(std::move(id));
         }
+  KOBO_ASSERT(out.size() == shown.size(), "each wallet shown once");
   return out;
 }
 
@@ -388,6 +392,7 @@ Status Ledger::append_writer_started(const std::vector<Partition>& partitions) {
     history_->note(e);
     KOBO_ASSERT(st.chain.epoch() == next, "each writer takes its partitions with the next epoch");
   }
+  KOBO_ASSERT(batch.size() == partitions.size(), "a WriterStarted per partition taken");
   if (auto s = log_.append(batch); !s) return s;
   publish_durable();
   return history_->write_tail();
@@ -513,6 +518,7 @@ void Ledger::resume_scheduled() {
 }
 
 void Ledger::take_due(std::vector<Pending>& batch) {
+  KOBO_ASSERT(batch.empty(), "what is due opens the batch, before anything queued");
   const UnixMs now = this->now();
   while (!scheduled_.empty() && scheduled_.begin()->first <= now) {
     batch.push_back(Pending{std::move(scheduled_.begin()->second), nullptr});
@@ -593,6 +599,7 @@ void Ledger::recover() {
     }
   }
   resume_scheduled();
+  KOBO_ASSERT(states_.size() == options_.config.partitions, "a recovered writer has every partition's state");
   healthy_.store(true);
   log::info("the writer is writing again");
 }
@@ -673,6 +680,7 @@ void Ledger::process(std::vector<Pending>& batch) {
     return;
   }
 
+  KOBO_ASSERT(states_.size() == options_.config.partitions, "a healthy writer has every partition's state");
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Partition p = route(batch[i].command);
     if (!owns(p)) {
@@ -700,6 +708,8 @@ void Ledger::process(std::vector<Pending>& batch) {
       o.events.reserve(d.events.size());
       for (auto& draft : d.events)
         events.push_back(place(st, *history_, draft, command_seq, size, now, o.events));
+      KOBO_ASSERT(st.chain.last_seq().value == command_seq.value + size - 1,
+                  "a command's events take consecutive seqs");
       // What nobody is answered (a command the writer ran on its own: a settlement, a payout's
       // step) needs no wallet's facts.
       if (batch[i].done) o.wallets = facts_shown(st, o.events);
@@ -783,6 +793,7 @@ void Ledger::release(const std::vector<Partition>& partitions) {
 }
 
 void Ledger::set_ownership(Partition p, Ownership o) {
+  KOBO_ASSERT(p.value < options_.config.partitions, "the ownership of one of the log's partitions");
   ownership_[p.value].store(static_cast<std::uint8_t>(o), std::memory_order_release);
   ledger_metrics().owned(p).set(o == Ownership::owned ? 1 : 0);
 }
@@ -793,6 +804,7 @@ Status Ledger::open_standby() {
     standby_.reset();
     return s;
   }
+  KOBO_ASSERT(standby_->partitions() == options_.config.partitions, "a standby follows every partition");
   for (std::uint32_t p = 0; p < options_.config.partitions; ++p)
     followed_offset_[p].store(standby_->cursor(Partition(p)).next_offset.value, std::memory_order_release);
   return {};
@@ -819,6 +831,8 @@ void Ledger::handle_ownership_requests() {
     }
     if (ownership(p) != Ownership::standby) continue;  // taken already, or being taken
     set_ownership(p, Ownership::taking);
+    KOBO_ASSERT(std::ranges::count_if(taking_, [p](const Taking& t) { return t.partition == p; }) == 0,
+                "a partition is taken once at a time");
     taking_.push_back({p, false});
     take_asked_[p.value] = std::chrono::steady_clock::now();
     next_take_attempt_ = {};  // at once
@@ -834,6 +848,7 @@ void Ledger::let_go(Partition p, std::string_view why) {
   // Its duties are its next owner's, resumed there from the log.
   std::erase_if(scheduled_, [&](const auto& entry) { return route(entry.second) == p; });
   awaiting_first_[p.value] = false;
+  KOBO_ASSERT(ownership(p) == Ownership::standby, "a partition let go is followed as a standby");
   log::info("this node no longer writes the partition",
             {{"partition", p.value}, {"was", to_string(was)}, {"why", why}});
 }
@@ -849,6 +864,7 @@ Result<std::size_t> Ledger::standby_step(std::chrono::milliseconds wait) {
    public:
     explicit Standby(Ledger& ledger) : l(ledger) {}
     Status accepted(const Event& e) override {
+      KOBO_ASSERT(e.partition.value < l.states_.size(), "an event of one of the log's partitions");
       PartitionState& st = l.states_[e.partition.value];
       if (e.seq <= st.chain.last_seq()) {
         if (e.seq == st.chain.last_seq() && e.hash != st.chain.last_hash())
@@ -864,6 +880,7 @@ Result<std::size_t> Ledger::standby_step(std::chrono::milliseconds wait) {
         return Status::error("partition " + std::to_string(e.partition.value) + " seq " +
                              std::to_string(e.seq.value) + " does not extend the writer's state");
       apply(st, e);
+      KOBO_ASSERT(st.chain.last_seq() == e.seq, "a standby's state is at the event it applied");
       l.history_->note(e);
       ++applied;
       return {};
@@ -932,6 +949,7 @@ void Ledger::complete_takes() {
   const auto read = Clock::now();
   std::vector<Partition> partitions;
   for (const Taking& t : taking_) partitions.push_back(t.partition);
+  KOBO_ASSERT(!partitions.empty(), "a takeover takes a partition at least");
   if (auto s = append_writer_started(partitions); !s) {
     ledger_metrics().append_failures.inc();
     set_fault(s);
@@ -964,6 +982,7 @@ void Ledger::complete_takes() {
 // The takeover histogram: from a partition's assignment to the first command of a client
 // answered after it (decided, not refused as not_owner or unavailable).
 void Ledger::note_first_commands(const std::vector<Pending>& batch, const std::vector<Outcome>& outcomes) {
+  KOBO_ASSERT(batch.size() == outcomes.size(), "an outcome per command");
   const auto now = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Outcome& o = outcomes[i];

@@ -67,6 +67,7 @@ class Reader {
   bool boolean() {
     const std::uint8_t b = u8();
     if (b > 1) refuse();  // Writer::boolean writes 0 or 1
+    KOBO_ASSERT(failed_ || b <= 1, "a boolean read is 0 or 1, or the snapshot is refused");
     return b == 1;
   }
   std::string str() {
@@ -123,6 +124,7 @@ ChainFollower get_chain(Reader& r) {
   std::string hash = r.str();
   const Epoch epoch(r.u64());
   if (hash.size() != kGenesisHash.size()) r.refuse();  // a chain's head hash is 64 hex digits
+  KOBO_ASSERT(r.failed() || hash.size() == kGenesisHash.size(), "a chain read whole has a 64-digit head");
   return ChainFollower(seq, std::move(hash), epoch);
 }
 
@@ -139,6 +141,7 @@ void get_strings(Reader& r, Set& set) {
   const std::uint64_t count = r.count();
   for (std::uint64_t n = count; n > 0 && !r.failed(); --n) set.insert(r.str());
   if (set.size() != count) r.refuse();  // a set the writer wrote holds no repeats
+  KOBO_ASSERT(r.failed() || set.size() == count, "a set read whole holds every string it counts");
 }
 
 // Writes a map's entries, each value through `put`.
@@ -162,6 +165,7 @@ void get_map(Reader& r, Map& map, Get get) {
     map.emplace(std::move(key), get());
   }
   if (map.size() != count) r.refuse();  // a map the writer wrote holds no repeated key
+  KOBO_ASSERT(r.failed() || map.size() == count, "a map read whole holds every entry it counts");
 }
 
 std::filesystem::path snapshot_path(const std::filesystem::path& dir, std::uint64_t events) {
@@ -234,10 +238,13 @@ class SnapshotCodec {
     }
     if (held != s.held) return bad("what pending holds reserve is not what their wallets have held");
     if (auto t = check_tier_limits(s.tier_limits); !t) return bad(t.message());
+    KOBO_ASSERT(sum == s.total && held.size() == s.held.size(),
+                "a consistent state's balances sum to its total");
     return {};
   }
 
   static void put(Writer& w, const PartitionState& s) {
+    KOBO_ASSERT(s.tier_limits.size() == kKycTiers, "get() reads a limit per tier");
     KOBO_ASSERT(s.chain.last_seq().value == 0 || s.chain.last_hash() != kGenesisHash,
                 "a head that is an event");
     w.u32(s.partition.value);
@@ -422,6 +429,8 @@ class SnapshotCodec {
     const std::uint64_t odd_ids = r.count();
     for (std::uint64_t n = odd_ids; n > 0 && !r.failed(); --n) ws.odd_ids_.intern(r.str());
     if (ws.owners_.size() != owners || ws.banks_.size() != banks || ws.odd_ids_.size() != odd_ids) r.refuse();
+    KOBO_ASSERT(r.failed() || (ws.owners_.size() == owners && ws.banks_.size() == banks),
+                "interned tables read whole sit at the indexes they were written at");
     const std::uint64_t wallets = r.count();
     ws.by_key_.reserve(wallets);
     for (std::uint64_t n = wallets; n > 0 && !r.failed(); --n) {
@@ -449,6 +458,8 @@ class SnapshotCodec {
       const std::uint64_t number = r.u64();
       if (!ws.by_number_.emplace(number, WalletKey{r.u64(), r.u64()}).second) r.refuse();
     }
+    KOBO_ASSERT(r.failed() || (ws.by_key_.size() == wallets && ws.by_number_.size() == numbers),
+                "wallets read whole are each written once, with their account numbers");
   }
 };
 
@@ -471,6 +482,8 @@ std::string encode_snapshot(const Snapshot& s) {
   }
   const Sha256 hash = sha256(w.bytes());
   w.bytes().append(reinterpret_cast<const char*>(hash.data()), hash.size());
+  KOBO_ASSERT(w.bytes().starts_with(kMagic) && w.bytes().size() > kMagic.size() + kHashSize,
+              "a snapshot is its magic, a body and the body's hash");
   return std::move(w.bytes());
 }
 
@@ -505,6 +518,8 @@ Result<Snapshot> decode_snapshot(std::string_view bytes, std::uint32_t partition
     if (c.mid_command) return Status::error("partition " + std::to_string(p) + " is inside a command");
     if (auto st = SnapshotCodec::check(s.states[p]); !st)
       return Status::error("partition " + std::to_string(p) + ": " + st.message());
+    KOBO_ASSERT(!c.mid_command && s.states[p].chain.last_seq() == c.chain.last_seq(),
+                "the writer resumes from a state at a command boundary, at its position");
   }
   if (r.failed() || !r.at_end()) return Status::error("its body does not decode");
   KOBO_ASSERT(s.cursors.size() == partitions && s.states.size() == partitions, "a state per partition");
@@ -535,6 +550,7 @@ Status check_position(EventLog& log, const Snapshot& s) {
   KOBO_ASSERT(s.cursors.size() == log.partitions(), "a decoded snapshot has the log's partitions");
   auto ends = log.end_offsets();
   if (!ends) return ends.status();
+  KOBO_ASSERT(ends.value().size() == s.cursors.size(), "the log has an end offset per partition");
   for (std::uint32_t p = 0; p < s.cursors.size(); ++p) {
     const FollowCursor& c = s.cursors[p];
     if (ends.value()[p] < c.next_offset)
@@ -678,6 +694,7 @@ void Snapshotter::run() {
       continue;
     }
     state_.cursors = follower_->cursors();
+    KOBO_ASSERT(state_.cursors.size() == state_.states.size(), "a snapshot's cursors and states agree");
     for (std::uint32_t p = 0; p < state_.states.size(); ++p) state_.states[p].chain = state_.cursors[p].chain;
     const Status s = write_snapshot(options_.dir, state_);
     // After a failure too, the next try waits for as many events again: a full disk is not

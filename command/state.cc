@@ -26,6 +26,7 @@ std::optional<WalletKey> pack_uuid(std::string_view uuid) {
     k.hi = k.hi << 8 | (*bytes)[i];
     k.lo = k.lo << 8 | (*bytes)[8 + i];
   }
+  KOBO_ASSERT(((k.hi >> 12) & 0xf) == 4, "a uuid v4 keeps its version nibble in `hi`");
   return k;
 }
 
@@ -35,7 +36,10 @@ std::string unpack_uuid(const WalletKey& k) {
     b[i] = static_cast<std::uint8_t>(k.hi >> (8 * (7 - i)));
     b[8 + i] = static_cast<std::uint8_t>(k.lo >> (8 * (7 - i)));
   }
-  return format_uuid(b);
+  std::string uuid = format_uuid(b);
+  KOBO_ASSERT(uuid.size() == 36 && uuid[kUuidVersion] == '4',
+              "a wallet key unpacks to the uuid v4 it packed");
+  return uuid;
 }
 
 // The name index's key, kept in snapshots, so stable_hash. A collision only costs a comparison:
@@ -109,6 +113,7 @@ std::optional<std::string> Wallets::id_with_number(std::string_view number) cons
   if (!n) return std::nullopt;
   const auto it = by_number_.find(*n);
   if (it == by_number_.end()) return std::nullopt;
+  KOBO_ASSERT(by_key_.contains(it->second), "an account number names a wallet that exists");
   return id_of(it->second);
 }
 
@@ -144,6 +149,7 @@ void Wallets::add(std::string_view id, const Caller& owner, const WalletBank& ba
   w.owner = owners_.intern(owner);
   w.bank = banks_.intern(bank);
   by_key_.emplace(*key, std::move(w));
+  KOBO_ASSERT(by_number_.size() == by_key_.size(), "every wallet has its account number, once");
 }
 
 Kobo PartitionState::balance_of(std::string_view ledger_account) const {
@@ -170,6 +176,7 @@ namespace {
 
 // Moves the balances of an event's postings, each through the one posting rule.
 void post_all(PartitionState& s, const std::vector<Posting>& postings) {
+  KOBO_ASSERT(!postings.empty(), "a money event posts something");
   for (const Posting& p : postings) {
     Kobo* balance = nullptr;
     if (WalletState* w = s.wallets.find(p.account)) {
@@ -193,6 +200,7 @@ void count_transactions(PartitionState& s, const EventData& d) {
   const std::size_t created = transactions_created_count(d);
   KOBO_ASSERT(created >= 1 && created <= 3, "a money event creates 1 to 3 transaction records");
   s.transactions_created += created;
+  KOBO_ASSERT(s.transactions_created >= created, "the count of records never wraps");
 }
 
 // Whether a payout's metadata asks the sandbox rail to fail it: read once, when it is accepted.
@@ -230,6 +238,8 @@ void close_collection(PartitionState& s, const WalletId& collection) {
   const std::size_t closed = s.collections.erase(number->second);
   KOBO_ASSERT(closed == 1, "an open collection wallet has its number");
   s.collection_numbers.erase(number);
+  KOBO_ASSERT(s.collection_numbers.size() == s.collections.size(),
+              "each open collection wallet has its number");
 }
 
 // Adds `delta` to what wallet `source`'s pending holds reserve; the entry leaves at zero.
@@ -238,6 +248,7 @@ void add_held(PartitionState& s, const std::string& source, Kobo delta) {
   h += delta;
   KOBO_ASSERT(h.value >= 0, "a wallet's holds reserve a negative amount");
   if (h.value == 0) s.held.erase(source);
+  KOBO_ASSERT(s.held.size() <= s.holds.size(), "a wallet holds money only for pending holds of it");
 }
 
 // A pending hold ends: what remains of it is released and it leaves the hot state.
@@ -255,6 +266,7 @@ struct Applier {
 
   void operator()(const WriterStarted& x) const {
     KOBO_ASSERT(x.epoch == e.epoch, "a writer starts with the epoch it appends with");
+    KOBO_ASSERT(e.business.empty(), "a writer starts a partition, not a business");
     if (x.tier_limits) s.tier_limits = *x.tier_limits;
   }
 
@@ -262,6 +274,7 @@ struct Applier {
     WalletState* w = s.wallets.find(x.wallet.value);
     KOBO_ASSERT(w != nullptr, "the tier of an unknown wallet changed");
     w->tier = static_cast<std::uint8_t>(x.kyc_tier.value_or(0));
+    KOBO_ASSERT(w->tier <= kKycTiers, "a wallet's tier is one of the tiers, or none");
   }
 
   void operator()(const BusinessRegistered& x) const {
@@ -307,6 +320,8 @@ struct Applier {
     const bool number_new = s.collections.emplace(x.account_number, std::move(cs)).second;
     KOBO_ASSERT(number_new, "collection account number reused");
     ++s.account_numbers_issued;
+    KOBO_ASSERT(s.collection_numbers.size() == s.collections.size(),
+                "each open collection wallet has its number");
   }
 
   void operator()(const CollectionWalletExpired& x) const { close_collection(s, x.wallet); }
@@ -337,6 +352,7 @@ struct Applier {
     p.sandbox_fails = sandbox_fails(x.metadata);
     p.business = e.business;
     p.live = e.live;
+    KOBO_ASSERT(p.amount.value > 0 && p.fee.value > 0, "a payout in flight has an amount and a fee");
     const bool payout_new = s.payouts.emplace(x.transaction.value, std::move(p)).second;
     KOBO_ASSERT(payout_new, "a payout initiated twice");
   }
@@ -422,7 +438,9 @@ struct Applier {
         "a bulk transfer opens its command, which holds its accepted items' events (and beneficiaries)");
   }
   // Webhook deliveries are the webhooks' business (docs/webhooks.md): nothing to decide with.
-  void operator()(const WebhookDeliveriesEnded&) const {}
+  void operator()(const WebhookDeliveriesEnded& x) const {
+    KOBO_ASSERT(e.business.empty() && !x.deliveries.empty(), "deliveries end in a partition-level event");
+  }
 
   void change_status() const {
     const auto c = status_change(e.data);
@@ -448,6 +466,7 @@ void apply(PartitionState& s, const Event& e) {
   if (const auto debit = tier_debit(e.data)) {
     WalletState* w = s.wallets.find(debit->wallet);
     KOBO_ASSERT(w != nullptr, "a debit of an unknown wallet");
+    KOBO_ASSERT(debit->amount.value > 0, "a counted debit moves money");
     w->debits = w->debits.plus(lagos_day(e.time), debit->amount);
   }
   // Each event's postings sum to zero (validate()): so do the partition's balances after it.

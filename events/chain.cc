@@ -20,6 +20,7 @@ ChainFollower::ChainFollower(Seq last_seq, std::string last_hash, Epoch epoch)
     : last_seq_(last_seq), last_hash_(std::move(last_hash)), epoch_(epoch) {}
 
 ChainVerdict ChainFollower::follow(const Event& e) {
+  KOBO_ASSERT(e.seq.value >= 1 && recent_.size() <= kRecentMax, "a chain's events count from 1");
   const bool extends = e.seq.value == last_seq_.value + 1 && e.prev_hash == last_hash_;
   if (extends && e.epoch >= epoch_) {
     if (e.type() == EventType::writer_started && !(e.epoch > epoch_)) return ChainVerdict::broken;
@@ -29,6 +30,7 @@ ChainVerdict ChainFollower::follow(const Event& e) {
     recent_.emplace_back(e.seq, e.hash);
     if (recent_.size() > kRecentMax) recent_.pop_front();
     KOBO_ASSERT(recent_.size() <= kRecentMax, "the duplicates a follower recognises are bounded");
+    KOBO_ASSERT(last_seq_ == e.seq && recent_.back().first == e.seq, "an accepted event is the chain's head");
     return ChainVerdict::accept;
   }
   if (e.seq <= last_seq_) {

@@ -228,7 +228,10 @@ class EmbeddedReader final : public LogReader {
     return {};
   }
 
-  Offset position(Partition p) const override { return pos_.at(p.value); }
+  Offset position(Partition p) const override {
+    KOBO_ASSERT(p.value < pos_.size(), "the position of one of the reader's partitions");
+    return pos_[p.value];
+  }
 
  private:
   void read_available(std::size_t max_records, std::vector<LogRecord>& out) {
@@ -247,6 +250,7 @@ class EmbeddedReader final : public LogReader {
           out.push_back(LogRecord{Partition(p), Offset(offset), it->value().ToString()});
           pos_[p] = Offset(offset + 1);
           --budget;
+          KOBO_ASSERT(pos_[p].value <= end, "a reader reads no further than its partition's end");
         }
       });
     }
@@ -334,6 +338,7 @@ Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& op
   auto log = std::make_unique<EmbeddedLogImpl>(std::move(db), o, options.path, partitions, options.sync,
                                                std::move(secondary_dir));
   if (auto s = log->scan_ends(); !s) return s;
+  KOBO_ASSERT(log->partitions() == partitions, "the log opened has the partitions it says");
   return std::unique_ptr<EventLog>(std::move(log));
 }
 

@@ -442,6 +442,7 @@ namespace {
 
 Status check_kyc_tier(const std::optional<std::uint64_t>& tier) {
   if (tier && (*tier < 1 || *tier > kKycTiers)) return Status::error("a kycTier other than 1, 2 or 3");
+  KOBO_ASSERT(!tier || (*tier >= 1 && *tier <= kKycTiers), "a tier checked is one of the tiers");
   return {};
 }
 
@@ -466,6 +467,7 @@ Status validate_bulk(const BulkTransferAccepted& x) {
       return Status::error("a bulk transfer's refused items are not in order");
   }
   if (x.atomic && !x.rejected.empty()) return Status::error("an atomic bulk transfer with a refused item");
+  KOBO_ASSERT(x.rejected.empty() || x.rejected.back().index < x.items, "a bulk's refused items are its own");
   KOBO_ASSERT(x.rejected.size() <= x.items, "a bulk refuses no more items than it has");
   return {};
 }
@@ -479,6 +481,8 @@ Status validate_deliveries_ended(const Event& e, const WebhookDeliveriesEnded& x
                          " per event");
   for (const WebhookDeliveryEnded& d : x.deliveries)
     if (!d.delivery.starts_with("whd-")) return Status::error("a webhook delivery id is not whd-…");
+  KOBO_ASSERT(!x.deliveries.empty() && x.deliveries.size() <= kWebhookDeliveriesPerEventMax,
+              "an event ends 1 to the named limit of deliveries");
   return {};
 }
 
@@ -498,6 +502,7 @@ Status validate_money(const Money& x) {
   }
   if (x.postings.empty()) return Status::error("a money event without postings");
   if (sum.value != 0) return Status::error("the postings sum to " + std::to_string(sum.value) + ", not 0");
+  KOBO_ASSERT(!x.postings.empty() && sum.value == 0, "the legs read are of postings that balance");
   using Legs = decltype(x.legs());
   if (auto legs = Legs::read(x.postings); !legs) return legs.status();
   // created() (events/ledger.h) keeps references into a vector of at most 3 records.
@@ -579,6 +584,7 @@ Result<int> stated_schema_version(std::string_view bytes) {
   const char* first = bytes.data() + at + kMember.size();
   const auto [end, ec] = std::from_chars(first, bytes.data() + bytes.size(), version);
   if (ec != std::errc() || end == first) return Status::error("event with a malformed schemaVersion");
+  KOBO_ASSERT(end > first && end <= bytes.data() + bytes.size(), "a version read lies inside the record");
   return version;
 }
 

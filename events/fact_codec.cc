@@ -72,6 +72,7 @@ class Reader : public VarintReader {
   bool flag() {
     const unsigned char b = byte();
     if (b > 1) fail();
+    KOBO_ASSERT(b <= 1 || !ok(), "a flag read is 0 or 1, or the read failed");
     return b == 1;
   }
 
@@ -167,6 +168,7 @@ Result<UnixMs> fact_time(std::string_view bytes) {
   r.flag();  // live
   const UnixMs time = r.signed_varint();
   if (!r.ok()) return Status::error("a views row holds a malformed fact");
+  KOBO_ASSERT(r.ok() && r.left() < bytes.size(), "a fact's time is read from its head");
   return time;
 }
 

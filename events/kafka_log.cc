@@ -193,6 +193,8 @@ class KafkaReader final : public LogReader {
         return Status::error("kafka reader: a record of partition " + std::to_string(p) +
                              " without its payload");
       const auto offset = static_cast<std::uint64_t>(m->offset);
+      KOBO_ASSERT(p < pos_.size() && offset >= pos_[p].value,
+                  "a record handed on is of one of the log's partitions, at or past the reader's position");
       out.push_back(
           LogRecord{Partition(p), Offset(offset),
                     m->len == 0 ? std::string() : std::string(static_cast<const char*>(m->payload), m->len)});
@@ -228,6 +230,7 @@ class KafkaLogImpl final : public EventLog {
     }
     connect_cv_.notify_all();
     if (connector_.joinable()) connector_.join();
+    KOBO_ASSERT(!connector_.joinable(), "the connector ends before the log it connects");
   }
 
   Status open() {
@@ -243,6 +246,8 @@ class KafkaLogImpl final : public EventLog {
     }
     if (auto s = connect(Clock::now() + options_.connect_timeout); !s) return s;
     connected_.store(true, std::memory_order_release);
+    KOBO_ASSERT(partitions_ > 0 && (!options_.writer || writers_.size() == partitions_),
+                "a connected log knows its partitions, and a writer has a producer's place for each");
     return {};
   }
 
@@ -285,6 +290,8 @@ class KafkaLogImpl final : public EventLog {
       writers_[p].in_doubt = false;
     }
     for (const auto& [p, events] : slices) rd_kafka_poll(writers_[p].rk.get(), 0);  // serve its callbacks
+    KOBO_ASSERT(std::ranges::none_of(slices, [&](const auto& s) { return writers_[s.first].in_doubt; }),
+                "every transaction of an append that succeeded committed");
     return {};
   }
 
@@ -340,6 +347,7 @@ class KafkaLogImpl final : public EventLog {
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
           out[static_cast<std::size_t>(tp.partition)] = Offset(static_cast<std::uint64_t>(tp.offset));
       }
+      KOBO_ASSERT(out.size() == partitions_, "an end offset per partition");
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return out;
       const bool moving = err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
                           err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
@@ -380,6 +388,7 @@ class KafkaLogImpl final : public EventLog {
     if (p >= partitions_) return Status::error("kafka: no partition " + std::to_string(p));
     std::lock_guard lock(write_mu_);
     if (fenced_.load()) return Status::error("kafka: another writer has taken the partitions");
+    KOBO_ASSERT(writers_.size() == partitions_, "a connected writer has a producer's place per partition");
     writers_[p].rk.reset();  // an earlier producer of ours: the new one fences it anyway
     fenced_partition_[p].store(false);
     return init_writer(p, Clock::now() + options_.connect_timeout);
@@ -658,6 +667,7 @@ class KafkaLogImpl final : public EventLog {
 
   std::string transactional_id(std::uint32_t p) const {
     KOBO_ASSERT(p < partitions_, "a producer of one of the topic's partitions");
+    KOBO_ASSERT(!options_.transactional_id_prefix.empty(), "a writer's transactional ids are its own");
     return options_.transactional_id_prefix + "." + options_.topic + "." + std::to_string(p);
   }
 
@@ -707,6 +717,7 @@ class KafkaLogImpl final : public EventLog {
       rd_kafka_metadata_destroy(md);
     rd_kafka_topic_destroy(rkt);
     writers_[p] = Writer{std::move(rk).value(), false};
+    KOBO_ASSERT(writers_[p].rk != nullptr && !writers_[p].in_doubt, "a producer made is ready to write");
     return {};
   }
 
@@ -785,6 +796,7 @@ class KafkaLogImpl final : public EventLog {
     add("ce_source", "/kobo/ledger/partitions/" + std::to_string(e.partition.value));
     add("ce_time", format_iso8601(e.time));
     add("content-type", "application/json");
+    KOBO_ASSERT(h != nullptr, "an event's CloudEvents headers");
     return h;
   }
 
@@ -839,6 +851,7 @@ Result<std::unique_ptr<EventLog>> open_kafka_log(const KafkaLogOptions& options)
   if (options.partitions == 0) return Status::error("kafka: a topic needs at least one partition");
   auto log = std::make_unique<KafkaLogImpl>(options);
   if (auto s = log->open(); !s) return s;
+  KOBO_ASSERT(log->partitions() > 0, "an open log has a partition at least");
   return std::unique_ptr<EventLog>(std::move(log));
 }
 

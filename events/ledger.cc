@@ -278,7 +278,10 @@ std::string request_fingerprint(const WalletTransferRequest& r) {
   canonical += std::to_string(r.amount.value);
   append_json_string(canonical, r.narration);
   if (r.name_enquiry_ref) append_json_string(canonical, *r.name_enquiry_ref);
-  return sha256_hex(canonical);
+  std::string fingerprint = sha256_hex(canonical);
+  KOBO_ASSERT(fingerprint.size() == 64,
+              "a request's fingerprint is a hex SHA-256 (the history index keeps its bytes)");
+  return fingerprint;
 }
 
 std::string request_fingerprint(const BankTransferRequest& r) {
@@ -290,7 +293,10 @@ std::string request_fingerprint(const BankTransferRequest& r) {
   append_json_string(canonical, r.narration);
   canonical += r.metadata;
   canonical += r.save_beneficiary ? "|save" : "|";
-  return sha256_hex(canonical);
+  std::string fingerprint = sha256_hex(canonical);
+  KOBO_ASSERT(fingerprint.size() == 64,
+              "a request's fingerprint is a hex SHA-256 (the history index keeps its bytes)");
+  return fingerprint;
 }
 
 std::string request_fingerprint(const HoldRequest& r) {
@@ -301,7 +307,10 @@ std::string request_fingerprint(const HoldRequest& r) {
   if (r.narration) append_json_string(canonical, *r.narration);
   canonical += r.metadata;
   canonical += '|' + std::to_string(r.expires_in_s);
-  return sha256_hex(canonical);
+  std::string fingerprint = sha256_hex(canonical);
+  KOBO_ASSERT(fingerprint.size() == 64,
+              "a request's fingerprint is a hex SHA-256 (the history index keeps its bytes)");
+  return fingerprint;
 }
 
 std::string request_fingerprint(const HoldCaptureRequest& r) {
@@ -312,7 +321,10 @@ std::string request_fingerprint(const HoldCaptureRequest& r) {
   canonical += r.narration ? "|n" : "|";
   if (r.narration) append_json_string(canonical, *r.narration);
   canonical += r.final ? "|final" : "|";
-  return sha256_hex(canonical);
+  std::string fingerprint = sha256_hex(canonical);
+  KOBO_ASSERT(fingerprint.size() == 64,
+              "a request's fingerprint is a hex SHA-256 (the history index keeps its bytes)");
+  return fingerprint;
 }
 
 HoldRequest request_of(const HoldPlaced& e, UnixMs placed_at) {

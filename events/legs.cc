@@ -51,6 +51,7 @@ Status check_shape(std::string_view what, const std::vector<Posting>& postings,
     const bool sign_ok = leg.credit ? p.amount.value > 0 : p.amount.value < 0;
     if (!account_ok || !sign_ok) return wrong();
   }
+  KOBO_ASSERT(i == postings.size(), "every posting is one of the shape's legs");
   return {};
 }
 
@@ -67,6 +68,7 @@ bool balanced(std::initializer_list<Kobo> amounts) {
 }
 
 Status unbalanced(std::string_view what) {
+  KOBO_ASSERT(!what.empty(), "a refusal names what does not balance");
   return Status::error(std::string(what) + "'s postings do not balance");
 }
 
@@ -115,6 +117,7 @@ Result<TransferLegs> TransferLegs::read(const std::vector<Posting>& postings) {
   if (legs.source.account == legs.destination.account)
     return Status::error("a transfer's source is its destination");
   KOBO_ASSERT(legs.amount().value > 0, "a transfer moves a positive amount");
+  KOBO_ASSERT(legs.source.amount == -legs.destination.amount, "a transfer debits its source what it credits");
   return legs;
 }
 
@@ -128,6 +131,8 @@ Result<PayoutLegs> PayoutLegs::read(const std::vector<Posting>& postings) {
   PayoutLegs legs{postings[0], postings[1], postings[2]};
   if (!balanced({legs.source.amount, legs.suspense.amount, legs.fee.amount})) return unbalanced(kWhat);
   KOBO_ASSERT(legs.debited() == legs.amount() + legs.fee.amount, "a payout debits its amount and its fee");
+  KOBO_ASSERT(legs.amount().value > 0 && legs.fee.amount.value > 0,
+              "a payout pays an amount and charges a fee");
   return legs;
 }
 
@@ -141,6 +146,7 @@ Result<PayoutSettledLegs> PayoutSettledLegs::read(const std::vector<Posting>& po
   PayoutSettledLegs legs{postings[0], postings[1]};
   if (!balanced({legs.suspense.amount, legs.outbound.amount})) return unbalanced(kWhat);
   KOBO_ASSERT(legs.amount() == -legs.suspense.amount, "what leaves suspense settles outbound");
+  KOBO_ASSERT(legs.amount().value > 0, "a settled payout moves a positive amount");
   return legs;
 }
 
@@ -155,6 +161,7 @@ Result<ReversalLegs> ReversalLegs::read(const std::vector<Posting>& postings) {
   if (!balanced({legs.suspense.amount, legs.fee.amount, legs.source.amount})) return unbalanced(kWhat);
   KOBO_ASSERT(legs.credited() == -(legs.suspense.amount + legs.fee.amount),
               "a reversal gives back amount and fee");
+  KOBO_ASSERT(legs.credited().value > 0, "a reversal credits its source");
   return legs;
 }
 
@@ -175,6 +182,8 @@ Result<IncomingLegs> IncomingLegs::read(const std::vector<Posting>& postings) {
         !balanced({legs.wallet.amount, legs.sweep->debit.amount}) ||
         !balanced({legs.sweep->debit.amount, legs.sweep->credit.amount}))
       return Status::error("an incoming credit's sweep does not move on what its transit wallet received");
+    KOBO_ASSERT(legs.sweep->credit.amount == legs.wallet.amount,
+                "a sweep moves on all its transit wallet received");
   }
   KOBO_ASSERT(legs.amount() == -legs.inbound.amount, "a wallet is credited what inbound settlement pays");
   return legs;

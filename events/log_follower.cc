@@ -46,7 +46,10 @@ LogFollower::LogFollower(EventLog& log, LogFollowerOptions options) : log_(log),
   KOBO_ASSERT(options_.poll_records_max > 0, "a follower must read something per poll");
 }
 
-Status LogFollower::open() { return open(std::vector<FollowCursor>(log_.partitions())); }
+Status LogFollower::open() {
+  KOBO_ASSERT(log_.partitions() > 0, "a follower of a log of one partition at least");
+  return open(std::vector<FollowCursor>(log_.partitions()));
+}
 
 Status LogFollower::open(std::vector<FollowCursor> cursors) {
   if (cursors.size() != log_.partitions()) return Status::error("a follower needs one cursor per partition");
@@ -68,6 +71,7 @@ Status LogFollower::take(LogVisitor& v, FollowCursor& c, const Event& e) {
               "the event handed on is its partition's head");
   c.mid_command = !e.last_of_command();
   ++events_accepted_;
+  KOBO_ASSERT(events_accepted_ <= records_read_, "an event is handed on once, of a record read");
   return v.accepted(e);
 }
 
@@ -157,6 +161,7 @@ Result<std::size_t> LogFollower::step(LogVisitor& v, std::chrono::milliseconds w
     const Offset passed = held != held_.end() ? held->offset : reader_->position(Partition(p));
     cursors_[p].next_offset = std::max(cursors_[p].next_offset, passed);
   }
+  KOBO_ASSERT(consumed <= records_.size(), "a step hands on no more records than it read");
   return consumed;
 }
 
@@ -187,6 +192,7 @@ Status LogFollower::follow_to(LogVisitor& v, const std::vector<Offset>& until,
   while (!reached(until)) {
     auto n = step(v, std::chrono::milliseconds(100), &until);
     if (!n) return n.status();
+    KOBO_ASSERT(n.value() <= records_.size(), "a step takes no more records than it read");
     if (after_step) after_step();
   }
   KOBO_ASSERT(
@@ -198,6 +204,7 @@ Status LogFollower::follow_to(LogVisitor& v, const std::vector<Offset>& until,
 Status LogFollower::follow_to_end(LogVisitor& v, const std::function<void()>& after_step) {
   auto ends = log_.end_offsets();
   if (!ends) return ends.status();
+  KOBO_ASSERT(ends.value().size() == cursors_.size(), "the log has an end per partition the follower reads");
   return follow_to(v, ends.value(), after_step);
 }
 

@@ -18,7 +18,9 @@ namespace {
 class MemoryReader final : public LogReader {
  public:
   MemoryReader(std::shared_ptr<MemoryLog::State> state, std::vector<Offset> start)
-      : state_(std::move(state)), pos_(std::move(start)) {}
+      : state_(std::move(state)), pos_(std::move(start)) {
+    KOBO_ASSERT(state_ != nullptr && !pos_.empty(), "a reader of a log, with a position per partition");
+  }
 
   Status poll(std::size_t max_records, std::chrono::milliseconds timeout,
               std::vector<LogRecord>& out) override {
@@ -33,7 +35,10 @@ class MemoryReader final : public LogReader {
     return {};
   }
 
-  Offset position(Partition p) const override { return pos_.at(p.value); }
+  Offset position(Partition p) const override {
+    KOBO_ASSERT(p.value < pos_.size(), "the position of one of the reader's partitions");
+    return pos_[p.value];
+  }
 
  private:
   void read_available(std::size_t budget, std::vector<LogRecord>& out) {
@@ -46,6 +51,7 @@ class MemoryReader final : public LogReader {
         pos_[p] = Offset(pos_[p].value + 1);
         --budget;
       }
+      KOBO_ASSERT(pos_[p].value <= recs.size(), "a reader reads no further than its partition's end");
     }
   }
 
@@ -84,6 +90,7 @@ Status MemoryLog::append(std::span<const EncodedEvent> batch) {
 
 Result<std::unique_ptr<LogReader>> MemoryLog::open_reader(std::vector<Offset> start) {
   if (start.size() != partitions()) return Status::error("reader needs one start offset per partition");
+  KOBO_ASSERT(!start.empty(), "a log has a partition at least");
   return std::unique_ptr<LogReader>(std::make_unique<MemoryReader>(state_, std::move(start)));
 }
 
@@ -103,6 +110,8 @@ void MemoryLog::fail_next_appends(int n) {
 
 void MemoryLog::overwrite(Partition p, Offset o, std::string bytes) {
   std::lock_guard lock(state_->mu);
+  KOBO_ASSERT(p.value < state_->records.size() && o.value < state_->records[p.value].size(),
+              "a test overwrites a record the log has");
   state_->records.at(p.value).at(o.value) = std::move(bytes);
 }
 

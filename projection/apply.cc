@@ -59,6 +59,7 @@ class ViewBatch::Records final : public render::RecordSource {
     const auto row = batch_.find(view_keys::transaction(id));
     if (!row) return std::nullopt;
     const auto t = decoded(rows::decode_transaction(*row));
+    KOBO_ASSERT(t.scope.size() == view_keys::kScopeSize, "a transaction row names its event's scope");
     return event_of(t.scope, t.at.first);
   }
   // The event of the EventRow L<scope><first>.
@@ -74,6 +75,7 @@ class ViewBatch::Records final : public render::RecordSource {
 };
 
 std::optional<std::string> ViewBatch::find(const std::string& key) const {
+  KOBO_ASSERT(!key.empty(), "a view key has a tag");
   if (auto it = writes_.find(key); it != writes_.end()) return it->second;
   auto value = views_.read(key);
   if (!value) throw ViewsReadFailed(value.status());
@@ -91,6 +93,8 @@ void ViewBatch::put(std::string key, std::string value) {
                                static_cast<std::uint32_t>(value.size())});
   bytes_ += key;
   bytes_ += value;
+  KOBO_ASSERT(bytes_.size() == appended_.back().at + appended_.back().key_size + appended_.back().value_size,
+              "an appended change ends the batch's bytes");
 }
 
 // The row at `key` as this batch sees it, to change in place (it is written with the batch).
@@ -142,11 +146,13 @@ rows::ListRow& ViewBatch::list(char kind, const std::string& scope) {
     if (stored.value()) row = decoded(rows::decode_list(*stored.value()));
     it = lists_.emplace(std::move(key), row).first;
   }
+  KOBO_ASSERT(it->second.displaced <= it->second.count, "a list displaces no more records than it holds");
   return it->second;
 }
 
 std::pair<std::uint64_t, UnixMs> ViewBatch::add_to_list(char kind, const std::string& scope,
                                                         std::uint32_t records, UnixMs time) {
+  KOBO_ASSERT(records >= 1 && records <= rows::kRecordsPerEventMax, "an event adds 1 to 3 records to a list");
   rows::ListRow& row = list(kind, scope);
   const std::uint64_t first = row.count;
   // The records' latest time is the list's latest or theirs; a time before the list's latest is
@@ -170,6 +176,7 @@ rows::WebhookRow& ViewBatch::webhook_row(const std::string& account, bool live) 
   auto stored = views_.read(key);
   if (!stored) throw ViewsReadFailed(stored.status());
   if (stored.value()) row = decoded(rows::decode_webhook(*stored.value()));
+  KOBO_ASSERT(row.announced <= row.sequence, "an account announces no more webhook events than it has");
   return webhooks_.emplace(std::move(key), std::move(row)).first->second;
 }
 
@@ -206,6 +213,8 @@ std::vector<ViewBatch::Created> ViewBatch::put_transactions(const Event& e, cons
     mark(view_keys::bitmap(l::kTransactions, scope, l::kAmount, l::value(t.amount)), n, true);
     out.push_back(Created{t, n});
   }
+  KOBO_ASSERT(out.size() == listed.size() && out.size() <= rows::kRecordsPerEventMax,
+              "every record of the event is in its list");
   return out;
 }
 
@@ -256,6 +265,7 @@ void ViewBatch::advance_transaction(const Event& e, const StatusChange& change, 
   const TransactionStatus before = row.steps.empty() ? all[row.at.index].status : row.steps.back().status;
   KOBO_ASSERT(before == change.from, "status change from a status the transaction is not in");
   row.steps.push_back(rows::StatusStep{change.to, e.time});
+  KOBO_ASSERT(row.steps.size() <= 2, "a payout's status changes twice at most");
   bytes = rows::encode(row);
   const std::uint64_t n = row.at.number();
   mark(view_keys::bitmap(l::kTransactions, row.scope, l::kStatus, l::value(to_string(before))), n, false);
@@ -333,6 +343,8 @@ void ViewBatch::close_collection(const WalletId& id, CollectionStatus status, Un
 // lists are ordered by number, which is their integer id's order.
 void ViewBatch::list_record(char kind, const Event& e, std::string_view public_id,
                             std::initializer_list<std::pair<char, std::string>> filters) {
+  KOBO_ASSERT(!public_id.empty() && (kind == l::kWallets || kind == l::kBeneficiaries),
+              "a wallet or a beneficiary, listed by its id");
   const std::string scope = view_keys::scope17(e.business, e.live);
   const auto [number, delay] = add_to_list(kind, scope, 1, 0);
   KOBO_ASSERT(delay == 0, "a list ordered by number displaces nothing");
@@ -352,6 +364,7 @@ void ViewBatch::add_held(const std::string& wallet, Kobo delta, UnixMs time) {
 }
 
 void ViewBatch::place_hold(const Event& e, const HoldPlaced& x) {
+  KOBO_ASSERT(x.amount.value > 0, "a hold reserves a positive amount");
   const std::string scope = view_keys::scope17(e.business, e.live);
   const auto [number, delay] = add_to_list(l::kHolds, scope, 1, e.time);
   put(view_keys::hold(x.hold.value), encode_fact(e));
@@ -398,6 +411,7 @@ void ViewBatch::change_hold(const Event& e, const HoldId& id, std::optional<Hold
     row.status = *ended;
   }
   row.updated = e.time;
+  KOBO_ASSERT(released.value >= 0 && released <= x->amount, "a hold releases no more than it reserved");
   bytes = rows::encode(row);
   add_held(x->source.value, -released, e.time);
 }
@@ -418,6 +432,7 @@ void ViewBatch::update_account(const Event& e, const AccountUpdated& x) {
   std::string& bytes =
       edit(view_keys::account(x.account.value), "update of an account the views do not have");
   rows::AccountRow row = decoded(rows::decode_account(bytes));
+  KOBO_ASSERT(row.business == e.business, "an account is updated by an event of its business");
   if (x.webhooks) row.webhooks = *x.webhooks;
   if (x.webhook_events) row.webhook_events = *x.webhook_events;
   if (x.live) row.live = *x.live;
@@ -437,6 +452,7 @@ Status ViewBatch::apply(const Event& e) {
 }
 
 void ViewBatch::apply_event(const Event& e) {
+  KOBO_ASSERT(e.seq.value >= 1 && !e.hash.empty(), "the views apply events the chain accepted");
   const Records records(*this);
   const std::string scope = view_keys::scope17(e.business, e.live);
   std::vector<Created> created;

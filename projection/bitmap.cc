@@ -37,6 +37,7 @@ std::uint32_t Chunk::count_below(std::uint32_t bit) const {
   if (bit % 64 != 0)
     n += static_cast<std::uint32_t>(
         __builtin_popcountll(words_[bit / 64] & ((std::uint64_t{1} << (bit % 64)) - 1)));
+  KOBO_ASSERT(n <= bit, "no more bits below `bit` than there are bits below it");
   return n;
 }
 
@@ -49,6 +50,7 @@ std::uint32_t Chunk::select(std::uint32_t rank) const {
       continue;
     }
     for (; rank > 0; --rank) bits &= bits - 1;
+    KOBO_ASSERT(bits != 0, "the word that holds the rank-th set bit still holds it");
     return w * 64 + static_cast<std::uint32_t>(__builtin_ctzll(bits));
   }
   KOBO_ASSERT(false, "a select past a chunk's count");
@@ -79,6 +81,7 @@ void Chunk::keep(std::uint32_t from, std::uint32_t to) {
 Chunk Chunk::range(std::uint32_t from, std::uint32_t to) {
   Chunk c;
   c.set_range(from, to);
+  KOBO_ASSERT(c.count() == to - from, "a range sets every bit in it and no other");
   return c;
 }
 
@@ -90,6 +93,7 @@ void Chunk::set_range(std::uint32_t from, std::uint32_t to) {
     const std::uint64_t upto = hi == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << hi) - 1;
     words_[w] |= upto & ~((std::uint64_t{1} << lo) - 1);
   }
+  KOBO_ASSERT(from == to || (test(from) && test(to - 1)), "a range set holds its ends");
 }
 
 bool Chunk::disjoint(const Chunk& other) const {
@@ -105,6 +109,7 @@ enum Encoding : unsigned char { kDeltas = 0, kRuns = 1, kBitset = 2 };
 std::size_t varint_size(std::uint64_t v) {
   std::size_t n = 1;
   for (; v >= 0x80; v >>= 7) ++n;
+  KOBO_ASSERT(n <= 10, "a 64-bit varint takes 10 bytes at most");
   return n;
 }
 
@@ -130,6 +135,8 @@ std::string encode(const Chunk& c) {
     end = stop;
   }
   const std::size_t bitset = 1 + kChunkBits / 8;
+  KOBO_ASSERT(runs.size() <= c.count() && deltas <= 1 + 3 * static_cast<std::size_t>(c.count()),
+              "each run holds a bit at least, and a bit's delta takes 3 bytes at most");
   std::string out;
   if (deltas <= run_bytes && deltas <= bitset) {
     out.reserve(deltas);
@@ -155,6 +162,7 @@ std::string encode(const Chunk& c) {
       for (int b = 0; b < 8; ++b)
         out[1 + w * 8 + static_cast<std::uint32_t>(b)] = static_cast<char>((c.words_[w] >> (8 * b)) & 0xff);
   }
+  KOBO_ASSERT(static_cast<unsigned char>(out[0]) <= kBitset, "a chunk opens with its encoding");
   KOBO_ASSERT(out.size() == std::min({deltas, run_bytes, bitset}),
               "a chunk encoded in more bytes than planned");
   return out;
@@ -187,6 +195,7 @@ Result<Chunk> decode(std::string_view bytes) {
         return malformed();
       const std::uint64_t start = end + gap;
       end = start + length;
+      KOBO_ASSERT(start < end && end <= kChunkBits, "a run read lies inside its chunk");
       c.set_range(static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(end));
       first = false;
     }
@@ -202,6 +211,7 @@ Result<Chunk> decode(std::string_view bytes) {
     return malformed();
   }
   if (!r.ok()) return malformed();
+  KOBO_ASSERT(r.done() || kind == kBitset, "a chunk's varints are read whole");
   // Whether the bytes are canonical (what encode() writes of them) is not checked here, on every
   // read of a list; the tests and the rebuild's comparison of views hold encode() to it.
   return c;

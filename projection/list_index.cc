@@ -39,6 +39,8 @@ Result<Parts> read_parts(const rocksdb::DB& db, const std::string& prefix, std::
     auto bits = bitmap::decode(std::string_view(it->value().data(), it->value().size()));
     if (!bits)
       return Status::error("views read " + view_keys::describe(key) + ": " + bits.status().message());
+    KOBO_ASSERT(chunk >= first && (out.empty() || out.back().chunk < chunk),
+                "a bitmap's chunks are read from the first asked for, in ascending order");
     out.push_back(Part{chunk, std::move(bits).value()});
   }
   if (!it->status().ok()) return Status::error("views scan: " + it->status().ToString());
@@ -62,6 +64,7 @@ void intersect(Parts& into, const Parts& other) {
 
 // Keeps numbers [from, to) of `parts`.
 void keep_range(Parts& parts, std::uint64_t from, std::uint64_t to) {
+  KOBO_ASSERT(from <= to, "a range of numbers that ends before it starts");
   std::size_t kept = 0;
   for (Part& p : parts) {
     const std::uint64_t base = bitmap::first_of(p.chunk);
@@ -90,6 +93,7 @@ Parts every(std::uint64_t from, std::uint64_t to) {
 std::uint64_t count(const Parts& parts) {
   std::uint64_t n = 0;
   for (const Part& p : parts) n += p.bits.count();
+  KOBO_ASSERT(n <= parts.size() * std::uint64_t{bitmap::kChunkBits}, "more numbers than the chunks hold");
   return n;
 }
 
@@ -106,12 +110,14 @@ class Downward {
       skip -= here;
       --chunk_;
     }
+    KOBO_ASSERT(chunk_ == 0 || left_ > 0, "a walk not done has a number left in its chunk");
   }
   bool done() const { return chunk_ == 0; }
   std::uint64_t next() {
     KOBO_ASSERT(!done() && left_ > 0, "walked past the lowest number");
     const Part& p = parts_[chunk_ - 1];
     const std::uint64_t n = bitmap::first_of(p.chunk) + p.bits.select(--left_);
+    KOBO_ASSERT(bitmap::chunk_of(n) == p.chunk, "a number walked lies in its chunk");
     if (left_ == 0) {
       --chunk_;
       while (chunk_ > 0 && (left_ = parts_[chunk_ - 1].bits.count()) == 0) --chunk_;
@@ -137,6 +143,7 @@ std::uint64_t at_or_above(const Parts& parts, std::uint64_t n) {
     if (base + bitmap::kChunkBits > n) out += it->bits.count() - it->bits.count_below(bitmap::bit_of(n));
     break;
   }
+  KOBO_ASSERT(out <= count(parts), "more numbers at or above n than in all");
   return out;
 }
 
@@ -175,6 +182,7 @@ Result<Found> find(const rocksdb::DB& db, const Query& q, const rows::ListRow& l
     if (!first) return first.status();
     hi = first.value();
   }
+  KOBO_ASSERT(lo <= hi && hi <= n, "a time range's records lie in the list, in order");
   const bool displaced = list.displaced > 0;
   // A displaced record in the range may lie anywhere from lo on: its latest time is past its own.
   const std::uint64_t end = displaced ? n : hi;
@@ -244,6 +252,7 @@ Result<Found> find(const rocksdb::DB& db, const Query& q, const rows::ListRow& l
   if (late.empty()) {
     Downward walk(matched, q.offset);
     for (std::uint64_t p = q.offset; p < page_end; ++p) out.numbers.push_back(walk.next());
+    KOBO_ASSERT(out.numbers.size() <= q.limit && out.total >= page_end, "a page holds its limit at most");
     return out;
   }
 
@@ -268,6 +277,8 @@ Result<Found> find(const rocksdb::DB& db, const Query& q, const rows::ListRow& l
     else
       out.numbers.push_back(walk.next());
   }
+  KOBO_ASSERT(d <= late.size() && out.numbers.size() == page_end - q.offset,
+              "a page holds the records of its positions, displaced or not");
   return out;
 }
 

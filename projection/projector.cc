@@ -52,6 +52,7 @@ class Projector::Lane {
   Lane(Projector& owner, std::uint32_t index) : owner_(owner), index_(index), batch_(owner.views_) {}
 
   void start() {
+    KOBO_ASSERT(!thread_.joinable(), "a lane starts once");
     thread_ = std::thread([this] { run(); });
   }
   void stop() {
@@ -91,6 +92,7 @@ class Projector::Lane {
     cv_.notify_all();
     space_.notify_all();
     done_.wait(lock, [&] { return !drop_ || stopping_ || exited_; });
+    KOBO_ASSERT(queue_.empty() && held_ == 0, "a dropped lane holds nothing handed to it");
   }
   // Waits until everything handed so far is applied and written; the lane's error, if any.
   Status sync() {
@@ -151,6 +153,7 @@ class Projector::Lane {
         }
         work.swap(queue_);
         held_ = 0;
+        KOBO_ASSERT(queue_.empty(), "the lane takes all it was handed");
         space_.notify_all();
         if (!failed_.ok()) {  // a batch half applied waits to be dropped
           work.clear();
@@ -190,6 +193,7 @@ class Projector::Lane {
   }
 
   void fail(const Status& s) {
+    KOBO_ASSERT(!s.ok(), "a lane fails for a reason");
     std::lock_guard lock(mu_);
     if (failed_.ok()) failed_ = s;
     done_.notify_all();
@@ -263,12 +267,15 @@ class Projector::Lane {
     projector_metrics().batch_events.observe(static_cast<double>(events));
     batch_.clear();
     for (const auto& [p, position] : pending_) written_[p] = position;
+    KOBO_ASSERT(written_.size() >= pending_.size() && moved.size() <= pending_.size(),
+                "the views hold where the batch brought each of its partitions");
     last_flush_ = std::chrono::steady_clock::now();
     for (const auto& [p, seq] : moved) owner_.publish(p, seq);
     return true;
   }
 
   Status write() {
+    KOBO_ASSERT(!batch_.empty(), "a write of a batch that holds something");
     const auto changes = batch_.changes();
     return owner_.options_.ingest_bytes > 0 ? owner_.views_.ingest(changes) : owner_.views_.write(changes);
   }
@@ -309,7 +316,9 @@ class Projector::Lane {
 // Hands each event the follower accepts to its partition's lane.
 class Projector::Dispatcher final : public LogVisitor {
  public:
-  explicit Dispatcher(Projector& p) : p_(p), handed_(p.lanes_.size()) {}
+  explicit Dispatcher(Projector& p) : p_(p), handed_(p.lanes_.size()) {
+    KOBO_ASSERT(!handed_.empty(), "a projector hands events to a lane at least");
+  }
   Status accepted(const Event& e) override {
     KOBO_ASSERT(!handed_.empty() && e.partition.value < p_.log_.partitions(),
                 "an event of a partition the log lacks");
@@ -327,6 +336,7 @@ class Projector::Dispatcher final : public LogVisitor {
   // Hands the lanes what the step read, with their partitions' positions.
   void hand_over(const LogFollower& follower) {
     const auto& cursors = follower.cursors();
+    KOBO_ASSERT(cursors.size() == p_.log_.partitions(), "a position per partition of the log");
     std::vector<bool> moved(handed_.size(), false);
     p_.handed_.resize(cursors.size());
     for (std::uint32_t p = 0; p < cursors.size(); ++p) {
@@ -363,6 +373,8 @@ Projector::Projector(EventLog& log, Views& views, ProjectorOptions options)
   lanes = std::min(lanes, log.partitions());
   for (std::uint32_t i = 0; i < lanes; ++i) lanes_.push_back(std::make_unique<Lane>(*this, i));
   for (auto& lane : lanes_) lane->start();
+  KOBO_ASSERT(!lanes_.empty() && lanes_.size() <= log.partitions(),
+              "a lane at least, none without a partition");
 }
 
 Projector::~Projector() { stop(); }
@@ -378,6 +390,7 @@ void Projector::stop() {
   stopping_.store(true);
   for (auto& lane : lanes_) lane->wake();  // a reader waiting for a lane's room sees it
   if (thread_.joinable()) thread_.join();
+  KOBO_ASSERT(!thread_.joinable(), "the reader stops before its lanes");
   stop_lanes();
   answer_waiters(/*all=*/true);
 }
@@ -456,6 +469,7 @@ void Projector::set_fault(std::string fault) {
 }
 
 void Projector::publish(std::uint32_t p, Seq seq) {
+  KOBO_ASSERT(p < log_.partitions(), "a seq applied of a partition the log has");
   {
     std::lock_guard lock(mu_);
     KOBO_ASSERT(seq.value >= applied_[p].load(), "a partition's applied seq went back");
@@ -484,6 +498,7 @@ void Projector::run() {
 }
 
 void Projector::stopped(std::string_view what, const std::string& error) {
+  KOBO_ASSERT(!what.empty(), "a projection stops saying why");
   log::error(what, {{"error", error}});
   dead_.store(true);
   halt(error);
@@ -560,12 +575,14 @@ Status Projector::open_follower() {
   auto follower = std::make_unique<LogFollower>(log_, LogFollowerOptions{options_.poll_records_max});
   if (auto s = follower->open(std::move(cursors)); !s) return s;
   follower_ = std::move(follower);
+  KOBO_ASSERT(handed_.size() == log_.partitions(), "a position handed per partition of the log");
   return {};
 }
 
 Status Projector::catch_up() {
   auto ends = log_.end_offsets();
   if (!ends) return ends.status();
+  KOBO_ASSERT(ends.value().size() == log_.partitions(), "an end offset per partition of the log");
   return catch_up_to(ends.value());
 }
 
@@ -606,6 +623,7 @@ Status Projector::catch_up_to(const std::vector<Offset>& until) {
     return failed(Status::error("catch_up_to stopped in the middle of a command"));
   if (Status s = sync_lanes(); !s) return failed(s);
   if (dead_.load()) return failed(Status::error(fault()));
+  KOBO_ASSERT(follower_ != nullptr && follower_->reached(until), "a catch-up reaches where it was asked");
   return {};
 }
 

@@ -34,6 +34,7 @@ Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const fs::path& path
   // write-ahead log; they are flushed to disk before the views are handed over.
   auto views = Views::open(path.string(), log.partitions(), nullptr, ViewWrites::unlogged);
   if (!views) return views.status();
+  KOBO_ASSERT(views.value()->partitions() == log.partitions(), "views rebuilt of the log's partitions");
   std::vector<Offset> target = until;
   if (target.empty()) {
     auto ends = log.end_offsets();
@@ -115,6 +116,8 @@ ViewsDiff compare_views(const Views& expected, const Views& actual, std::size_t 
     }
   }
   KOBO_ASSERT(e->status().ok() && a->status().ok(), "views scan failed");
+  KOBO_ASSERT(diff.listed.size() <= listed_max && diff.listed.size() <= diff.differences,
+              "a diff lists no more differences than it found, nor than asked");
   return diff;
 }
 

@@ -35,6 +35,7 @@ class Object {
 
   // A value given as its JSON text (another record's member, a nested Object's text()).
   Object& raw(std::string_view key, std::string_view text) {
+    KOBO_ASSERT(!text.empty(), "a member's value is JSON text");
     const std::size_t begin = values_.size();
     values_ += text;
     return set(key, begin);
@@ -100,6 +101,7 @@ class Object {
       w.raw_member(m->key, std::string_view(values_).substr(m->begin, m->end - m->begin));
     }
     w.end_object();
+    KOBO_ASSERT(w.done() && size >= 2, "a record is one whole object");
   }
 
  private:
@@ -111,6 +113,8 @@ class Object {
   // appended again: get() and text() take its last value (the old text stays in values_,
   // unreferenced).
   Object& set(std::string_view key, std::size_t begin) {
+    KOBO_ASSERT(!key.empty() && begin < values_.size(),
+                "a member is named, and its value takes a byte at least");
     members_.push_back(Member{key, begin, values_.size()});
     return *this;
   }

@@ -35,6 +35,7 @@ std::string external_source_id(const TransactionId& credit) {
 }
 
 Object rate(Kobo amount) {
+  KOBO_ASSERT(amount.value > 0, "a rate converts an amount that moved");
   Object r;
   r.number("rateId", 1)
       .number("rate", 1)
@@ -50,17 +51,20 @@ std::string t_ref(const TransactionId& id) { return to_hex(sha256("tref|" + id.v
 // A NIP-style session id: sender institution, yymmddHHmmss, 12 digits derived from `seed`.
 std::string session_id(std::string_view institution, UnixMs time, std::string_view seed) {
   const std::string t = iso(time);  // 2026-11-21T07:02:00.000Z
+  KOBO_ASSERT(t.size() == 24, "a time shows as yyyy-mm-ddTHH:MM:SS.mmmZ");
   std::string id(institution.substr(0, 6));
   id.insert(0, 6 - id.size(), '0');
   id +=
       t.substr(2, 2) + t.substr(5, 2) + t.substr(8, 2) + t.substr(11, 2) + t.substr(14, 2) + t.substr(17, 2);
   const std::string h = to_hex(sha256("session|" + std::string(seed)));
   for (std::size_t i = 0; i < 12; ++i) id += static_cast<char>('0' + (h[i] % 10));
+  KOBO_ASSERT(id.size() == 30, "a session id is 6 digits of institution, 12 of time and 12 derived");
   return id;
 }
 
 // How a transaction shows a wallet it moves money from or to.
 Object snapshot(const WalletFacts& w) {
+  KOBO_ASSERT(!w.public_id.empty(), "a wallet shown has its id");
   Object s;
   s.string("accountName", w.account_name)
       .string("accountNumber", w.account_number)
@@ -82,6 +86,7 @@ WalletFacts wallet_of(const RecordSource& records, std::string_view id) {
 
 // The amount a transaction record shows: what moved between the two sides, before any fee.
 Kobo shown_amount(const Event& e, const std::vector<CreatedTransaction>& created, std::size_t k) {
+  KOBO_ASSERT(k < created.size() && created[k].posting != nullptr, "an amount of a record the event creates");
   if (const auto* x = std::get_if<WalletTransferSettled>(&e.data)) return x->legs().amount();
   if (const auto* x = std::get_if<HoldCaptured>(&e.data)) return x->legs().amount();
   if (const auto* x = std::get_if<BankTransferInitiated>(&e.data))
@@ -109,6 +114,8 @@ Object mirror(const Object& other) {
 // changes what differs.
 Object transaction_base(const Event& e, const AccountId& account, const CreatedTransaction& t, Kobo amount,
                         std::string_view narration, std::optional<TransactionStatus> shown) {
+  KOBO_ASSERT(t.posting != nullptr && amount.value > 0 && !t.id.empty(),
+              "a transaction record shows a posting of its event that moved money, by its id");
   const std::string ts = iso(e.time);
   Object client;
   client.number("actualAmount", amount.value).number("fee", 0);
@@ -154,6 +161,8 @@ Object transaction_base(const Event& e, const AccountId& account, const CreatedT
 // Source and destination members of a record that moves money between two wallets, from the
 // wallets' snapshots.
 void between_wallets(Object& t, const Object& source_data, const Object& destination_data) {
+  KOBO_ASSERT(source_data.get("publicId").has_value() && destination_data.get("publicId").has_value(),
+              "both wallets shown have their ids");
   t.raw("source", *source_data.get("publicId"))
       .string("sourceType", "VirtualAccount")
       .object("sourceData", source_data)
@@ -163,6 +172,7 @@ void between_wallets(Object& t, const Object& source_data, const Object& destina
 }
 
 Object meta(bool third_party, Kobo amount, const Object& credit) {
+  KOBO_ASSERT(credit.get("balance").has_value(), "meta.credit mirrors the record, its balance with it");
   Object m;
   m.boolean("isThirdParty", third_party).object("rate", rate(amount)).object("credit", credit);
   return m;
@@ -173,17 +183,22 @@ Object meta(bool third_party, Kobo amount, const Object& credit) {
 // destination, amounts and narration (between_wallets), so the other's mirror is this record's
 // with the other's balance, and only the record asked for is built.
 Object pair_mirror(const Object& record, const CreatedTransaction& other) {
+  KOBO_ASSERT(other.posting != nullptr, "the other record of a pair is a posting");
   Object m = mirror(record);
   m.number("balance", other.posting->balance.value);
   return m;
 }
 
 // The index of the other record of a pair created at `first` and `first + 1`.
-std::size_t other_of_pair(std::size_t k, std::size_t first) { return k == first ? first + 1 : first; }
+std::size_t other_of_pair(std::size_t k, std::size_t first) {
+  KOBO_ASSERT(k == first || k == first + 1, "a record of the pair");
+  return k == first ? first + 1 : first;
+}
 
 Object wallet_transfer(const Event& e, const WalletTransferSettled& x,
                        const std::vector<CreatedTransaction>& created, std::size_t k,
                        const RecordSource& records, std::optional<TransactionStatus> shown) {
+  KOBO_ASSERT(created.size() == 2 && k < 2, "a wallet transfer is a debit and a credit");
   const Kobo amount = shown_amount(e, created, 0);
   const Object source_data = snapshot(wallet_of(records, created[0].posting->account));
   Object destination_data = snapshot(wallet_of(records, created[1].posting->account));
@@ -198,6 +213,7 @@ Object wallet_transfer(const Event& e, const WalletTransferSettled& x,
 // meta.hold.
 Object hold_capture(const Event& e, const HoldCaptured& x, const std::vector<CreatedTransaction>& created,
                     std::size_t k, const RecordSource& records, std::optional<TransactionStatus> shown) {
+  KOBO_ASSERT(created.size() == 2 && k < 2, "a hold's capture is a debit and a credit");
   const Kobo amount = shown_amount(e, created, 0);
   const Object source_data = snapshot(wallet_of(records, created[0].posting->account));
   const Object destination_data = snapshot(wallet_of(records, created[1].posting->account));
@@ -227,6 +243,7 @@ Object beneficiary_data(const Beneficiary& b) {
 // meta.verify of a payout the rail moved on (`step`), as the rail reported it.
 Object verify(const BankTransferInitiated& x, const CreatedTransaction& t, Kobo amount,
               const rows::StatusStep& step) {
+  KOBO_ASSERT(step.status != TransactionStatus::pending, "the rail moves a payout on from pending");
   const std::string_view s = to_string(step.status);
   const bool final = step.status == TransactionStatus::success || step.status == TransactionStatus::failed;
   const std::string_view message = step.status == TransactionStatus::success  ? "Transfer successful"
@@ -257,11 +274,13 @@ Object verify(const BankTransferInitiated& x, const CreatedTransaction& t, Kobo 
 Object bank_transfer(const Event& e, const BankTransferInitiated& x,
                      const std::vector<CreatedTransaction>& created, const RecordSource& records,
                      std::optional<TransactionStatus> shown, const rows::StatusStep* step) {
+  KOBO_ASSERT(created.size() == 1, "a payout creates one record");
   const CreatedTransaction& t = created[0];
   const WalletFacts source = wallet_of(records, t.posting->account);
   const Kobo actual = -t.posting->amount;
   const Kobo amount = shown_amount(e, created, 0);
   const Kobo fee = x.legs().fee.amount;
+  KOBO_ASSERT(actual == amount + fee, "a payout's source is debited its amount and its fee");
   Object client;
   client.number("fee", fee.value).number("actualAmount", actual.value);
   Object debit = transaction_base(e, x.account, t, amount, x.narration, shown);
@@ -290,6 +309,7 @@ Object bank_transfer(const Event& e, const BankTransferInitiated& x,
 
 Object payout_reversal(const Event& e, const PayoutFailed& x, const std::vector<CreatedTransaction>& created,
                        const RecordSource& records, std::optional<TransactionStatus> shown) {
+  KOBO_ASSERT(created.size() == 1, "a reversal creates one record");
   const CreatedTransaction& t = created[0];
   const auto initiated = records.payout(x.transaction.value);
   const auto* payout = initiated ? std::get_if<BankTransferInitiated>(&initiated->data) : nullptr;
@@ -315,6 +335,8 @@ Object payout_reversal(const Event& e, const PayoutFailed& x, const std::vector<
 Object incoming_credit(const Event& e, const IncomingCreditReceived& x,
                        const std::vector<CreatedTransaction>& created, const RecordSource& records,
                        std::optional<TransactionStatus> shown) {
+  KOBO_ASSERT(created.size() == (x.legs().sweep ? 3U : 1U),
+              "an incoming credit is one record, three when swept");
   const CreatedTransaction& t = created[0];
   const WalletFacts destination = wallet_of(records, t.posting->account);
   const Kobo amount = shown_amount(e, created, 0);
@@ -398,6 +420,7 @@ void tier_members(Object& w, const rows::WalletRow& now, const TierShown& tiers)
     w.null("kycTier").null("limits");
     return;
   }
+  KOBO_ASSERT(now.tier >= 1 && now.tier <= kKycTiers, "a wallet with limits has a tier");
   Object limits;
   limits.number("dailyDebit", limit->daily_debit.value)
       .number("dailyDebitUsed", now.debits.on(lagos_day(tiers.at)).value);
@@ -412,6 +435,7 @@ void tier_members(Object& w, const rows::WalletRow& now, const TierShown& tiers)
 Object wallet_base(const Event& e, const AccountId& account, std::uint64_t id, const WalletId& wallet,
                    const std::string& name, const std::string& number, const std::string& bank_name,
                    const std::string& bank_code, const rows::WalletRow& now, const TierShown& tiers) {
+  KOBO_ASSERT(now.balance.value >= 0 && now.held.value >= 0, "a wallet shown has no debt and holds no debt");
   const std::string ts = iso(now.updated);
   Object w;
   w.string("_id", object_id_of(wallet.value))
@@ -449,6 +473,7 @@ void contact(Object& w, const Opened& x) {
 }  // namespace
 
 BusinessRecords business_records(const Event& e, const BusinessRegistered& x) {
+  KOBO_ASSERT(!e.business.empty() && !x.account.empty(), "a registration names its business and account");
   const std::string ts = iso(e.time);
   Object business;
   business.string("publicId", e.business)
@@ -483,6 +508,8 @@ std::string string_array(const std::vector<std::string>& items) {
     append_json_string(out, items[i]);
   }
   out += ']';
+  KOBO_ASSERT(out.size() >= 2 + 3 * items.size() - (items.empty() ? 0 : 1),
+              "each item is a string, between commas");
   return out;
 }
 
@@ -518,6 +545,7 @@ namespace {
 
 std::string open_wallet(const Event& e, const WalletOpened& x, const rows::WalletRow& now,
                         const TierShown& tiers) {
+  KOBO_ASSERT(x.id != 0 && !x.wallet.empty(), "a wallet shown has its ids");
   Object w = wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code,
                          now, tiers);
   contact(w, x);
@@ -530,12 +558,15 @@ std::string transit_wallet(const Event& e, const TransitWalletOpened& x, const r
   Object w = wallet_base(e, x.account, x.id, x.wallet, x.name, x.account_number, x.bank_name, x.bank_code,
                          now, tiers);
   contact(w, x);
+  KOBO_ASSERT(!x.settlement_wallet.empty(), "a transit wallet settles somewhere");
   w.string("alias", x.name).null("reference").string("settlementAccount", x.settlement_wallet.value);
   return w.text();
 }
 
 std::string collection_wallet(const Event& e, const CollectionWalletOpened& x, const rows::WalletRow& now,
                               const WalletFacts& destination) {
+  KOBO_ASSERT(destination.public_id == x.destination.value,
+              "a collection wallet shows its destination's number");
   Object c;
   c.string("_id", object_id_of(x.wallet.value))
       .number("id", x.id)
@@ -591,12 +622,14 @@ std::optional<WalletFacts> wallet_facts(const Event& opening) {
 }
 
 rows::WalletRow opened(const Event& opening) {
+  KOBO_ASSERT(wallet_facts(opening).has_value(), "a wallet row of an event that opens one");
   rows::WalletRow row{Kobo(0), opening.time, CollectionStatus::pending, 0, Kobo(0), 0, Kobo(0), 0, {}};
   std::visit(
       [&](const auto& x) {
         if constexpr (requires { x.kyc_tier; }) row.tier = static_cast<std::uint8_t>(x.kyc_tier.value_or(0));
       },
       opening.data);
+  KOBO_ASSERT(row.tier <= kKycTiers, "a wallet opens in a tier of the tiers, or none");
   return row;
 }
 
@@ -635,6 +668,7 @@ std::string hold(const Event& placement, const rows::HoldRow& now, std::span<con
     items.raw(item.text());
   }
   items.end_array();
+  KOBO_ASSERT(now.captured <= x->amount, "a hold captures no more than it reserved");
   const Kobo remaining = now.status == HoldStatus::pending ? x->amount - now.captured : Kobo(0);
   Object h(20, 512);
   h.string("publicId", x->hold.value)
@@ -658,6 +692,7 @@ std::string hold(const Event& placement, const rows::HoldRow& now, std::span<con
 }
 
 std::string bank_account(const Event& e, const BeneficiarySaved& x) {
+  KOBO_ASSERT(x.id != 0 && !x.bank_account.empty(), "a bank account shown has its ids");
   const std::string ts = iso(e.time);
   Object b;
   b.string("_id", object_id_of(x.bank_account.value))
@@ -734,12 +769,14 @@ std::vector<Listed> listed(const Event& e, const RecordSource& records) {
     out.push_back(Listed{t.id, account, t.reference, t.number, e.time, entry_of(t.kind), t.status,
                          shown_amount(e, created, k).value});
   }
+  KOBO_ASSERT(out.size() == created.size() && !account.empty(), "every record listed, under its account");
   return out;
 }
 
 std::string transaction(const Event& e, std::size_t index, std::span<const rows::StatusStep> steps,
                         const RecordSource& records, std::optional<TransactionStatus> shown) {
   // Each step the rail took replaces the one before it: the last is what the record shows.
+  KOBO_ASSERT(steps.size() <= 2, "a payout's status changes twice at most");
   return record(e, index, records, shown, steps.empty() ? nullptr : &steps.back()).text();
 }
 
@@ -879,16 +916,20 @@ StatementLine statement_line(const Event& e, std::size_t index, const RecordSour
       line.counterparty = counterparty_of(wallet_posted(t.kind == TransactionKind::sweep_debit ? 2 : 1));
       break;
   }
+  KOBO_ASSERT(!line.transaction.empty() && line.fee.value >= 0, "a statement line names its transaction");
   return line;
 }
 
 std::string webhook_body(WebhookEventType type, std::uint64_t sequence, std::string_view transaction_text) {
+  KOBO_ASSERT(transaction_text.starts_with('{'), "a webhook's data is a transaction record");
   Object body;
   body.raw("data", transaction_text).string("event", to_string(type)).number("sequence", sequence);
   return body.text();
 }
 
 std::string webhook_event_id(std::string_view event_hash, std::string_view transaction) {
+  KOBO_ASSERT(!event_hash.empty() && !transaction.empty(),
+              "a webhook event's id derives from its event and record");
   return "evt-" + derived_uuid(std::string("event|").append(event_hash).append("|").append(transaction));
 }
 
@@ -915,6 +956,7 @@ void escaped(std::string& out, std::string_view text) {
 // One CSV field made of `parts`, written as they are: quoted when it holds a comma, a quote or a
 // line break; prefixed with ' when a spreadsheet would run it as a formula.
 void csv_text(std::string& out, std::initializer_list<std::string_view> parts) {
+  KOBO_ASSERT(parts.size() >= 1, "a CSV field of one part at least");
   bool quoted = false;
   for (const std::string_view p : parts) quoted = quoted || needs_quotes(p);
   if (quoted) out += '"';
@@ -931,10 +973,14 @@ void csv_text(std::string& out, std::initializer_list<std::string_view> parts) {
 }  // namespace
 
 std::int64_t statement_amount(const StatementLine& line, const rows::StatementRow& row) {
+  KOBO_ASSERT(line.fee.value >= 0 && std::llabs(row.amount.value) > line.fee.value,
+              "a movement moves more than the fee it carries");
   return std::llabs(row.amount.value) - line.fee.value;
 }
 
 void statement_line_json(JsonWriter& w, const StatementLine& line, const rows::StatementRow& row) {
+  KOBO_ASSERT(!line.transaction.empty() && row.balance.value >= 0,
+              "a statement line of a transaction, no debt after it");
   const auto& c = line.counterparty;
   w.begin_object()
       .member("amount", statement_amount(line, row))
@@ -956,6 +1002,8 @@ void statement_line_json(JsonWriter& w, const StatementLine& line, const rows::S
 }
 
 void statement_line_csv(std::string& out, const StatementLine& line, const rows::StatementRow& row) {
+  KOBO_ASSERT(!line.transaction.empty() && row.balance.value >= 0,
+              "a statement line of a transaction, no debt after it");
   out += iso(line.created);
   out += ',';
   csv_text(out, {line.reference});
@@ -979,6 +1027,7 @@ void statement_line_csv(std::string& out, const StatementLine& line, const rows:
 }
 
 std::string statement_page(std::string_view wallet, const StatementTotals& totals, std::string_view lines) {
+  KOBO_ASSERT(lines.starts_with('[') && lines.ends_with(']'), "a statement's lines are a JSON array");
   std::string out;
   out.reserve(lines.size() + 256);
   JsonWriter(out)
@@ -996,6 +1045,7 @@ std::string statement_page(std::string_view wallet, const StatementTotals& total
 }
 
 std::string balance(std::string_view wallet, UnixMs at, Kobo balance) {
+  KOBO_ASSERT(balance.value >= 0 && !wallet.empty(), "a wallet's balance at a time is no debt");
   std::string out;
   JsonWriter(out)
       .begin_object()
@@ -1080,6 +1130,7 @@ std::string BulkAnswer::text(std::span<const std::string> pieces) const {
       .begin_array();
   for (const std::string& p : pieces) w.elements(p);
   w.end_array().end_object();
+  KOBO_ASSERT(w.done(), "a bulk answer is one whole object");
   return out;
 }
 
@@ -1087,6 +1138,7 @@ std::string BulkAnswer::text(std::span<const std::string> pieces) const {
 
 void webhook_event(JsonWriter& w, std::uint64_t sequence, std::string_view id, WebhookEventType type,
                    UnixMs time, std::string_view body) {
+  KOBO_ASSERT(!id.empty() && body.starts_with('{'), "a webhook event has its id and an object body");
   w.begin_object()
       .raw_member("body", body)
       .member("createdAt", iso(time))

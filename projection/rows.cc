@@ -1,5 +1,8 @@
 #include "projection/rows.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "common/crypto.h"
 #include "common/varint.h"
 #include "events/limits.h"
@@ -14,6 +17,7 @@ class Reader : public VarintReader {
   E enumerated(E last) {
     const std::uint64_t v = varint();
     if (v > static_cast<std::uint64_t>(last)) fail();
+    KOBO_ASSERT(!ok() || v <= static_cast<std::uint64_t>(last), "an enum is read in its range only");
     return ok() ? static_cast<E>(v) : E{};
   }
   bool flag() {
@@ -27,11 +31,13 @@ class Reader : public VarintReader {
       return {};
     }
     std::string_view all = rest();
+    KOBO_ASSERT(all.size() >= n, "a fixed-size field is read whole or not at all");
     skip(n);
     return all.substr(0, n);
   }
   std::string_view rest() {
     const std::size_t n = left();
+    KOBO_ASSERT(end_ != nullptr || n == 0, "a reader with bytes left knows where they end");
     std::string_view out;
     if (n > 0) out = std::string_view(end_ - n, n);
     return out;
@@ -53,6 +59,7 @@ Reader reader(std::string_view bytes) {
 }
 
 Status malformed(const char* what) {
+  KOBO_ASSERT(what != nullptr && *what != '\0', "a refusal names the row it refuses");
   return Status::error(std::string("a ") + what + " of the views is malformed");
 }
 
@@ -68,6 +75,8 @@ RecordAt get_record_at(Reader& r) {
   const std::uint64_t index = r.varint();
   if (index >= kRecordsPerEventMax || at.first + index < at.first) r.fail();
   at.index = static_cast<std::uint32_t>(index);
+  KOBO_ASSERT(!r.ok() || (at.index < kRecordsPerEventMax && at.number() >= at.first),
+              "a record reference read whole points inside its event");
   return at;
 }
 
@@ -90,18 +99,22 @@ Result<RecordAt> decode_record_at(std::string_view bytes) {
   Reader r = reader(bytes);
   const RecordAt at = get_record_at(r);
   if (!r.ok() || !r.done()) return malformed("reference row");
+  KOBO_ASSERT(at.index < kRecordsPerEventMax, "the readers index an event's records by it");
   return at;
 }
 
 std::string encode_event(std::string_view hash, UnixMs delay, std::uint64_t webhooks, std::string_view fact) {
   KOBO_ASSERT(hash.size() == kHashSize && delay >= 0,
               "an event row's hash is 32 bytes and its delay not negative");
+  KOBO_ASSERT(!fact.empty(), "the decoder refuses an event row without its fact");
   std::string out;
   out.reserve(kHashSize + 8 + fact.size());
   out += hash;
   put_varint(out, static_cast<std::uint64_t>(delay));
   put_varint(out, webhooks);
   out += fact;
+  KOBO_ASSERT(out.size() >= kHashSize + 2 + fact.size() && out.compare(0, kHashSize, hash) == 0,
+              "an event row is its hash, two varints, then its fact");
   return out;
 }
 
@@ -115,11 +128,15 @@ Result<EventRow> decode_event_row(std::string_view bytes) {
     return malformed("transaction event");
   row.delay = static_cast<UnixMs>(delay);
   row.fact = r.rest();
+  KOBO_ASSERT(row.hash.size() == kHashSize && !row.fact.empty() && row.delay >= 0,
+              "an event row read is its hash and a fact, on time or late");
   return row;
 }
 
 std::string encode(const TransactionRow& row) {
   KOBO_ASSERT(row.scope.size() == 17, "a transaction's scope is 17 bytes");
+  KOBO_ASSERT(row.scope[16] == '\0' || row.scope[16] == '\1', "a scope ends in its mode byte");
+  KOBO_ASSERT(row.steps.size() <= 2, "a payout's status changes twice at most: processing, then its end");
   std::string out;
   out.reserve(24 + 6 * row.steps.size());
   out += row.scope;
@@ -149,11 +166,15 @@ Result<TransactionRow> decode_transaction(std::string_view bytes) {
   }
   if (!r.ok() || !r.done() || (row.scope.size() == 17 && row.scope[16] != '\0' && row.scope[16] != '\1'))
     return malformed("transaction row");
+  KOBO_ASSERT(row.scope.size() == 17 && row.steps.size() <= 2,
+              "a transaction row read has its scope and two steps at most");
   return row;
 }
 
 std::string encode(const WalletRow& row) {
   KOBO_ASSERT(row.tier <= kKycTiers, "a wallet's tier past the tiers");
+  KOBO_ASSERT(row.balance.value >= 0 && row.held.value >= 0 && row.credited.value >= 0,
+              "a wallet row in debt is one the decoder refuses");
   std::string out;
   put_signed_varint(out, row.balance.value);
   put_signed_varint(out, row.updated);
@@ -176,6 +197,7 @@ std::string encode(const TierLimits& limits) {
     put_varint(out, l.max_balance ? 1 : 0);
     if (l.max_balance) put_signed_varint(out, l.max_balance->value);
   }
+  KOBO_ASSERT(out.size() >= 2 * limits.size(), "each tier takes two bytes at least");
   return out;
 }
 
@@ -188,6 +210,7 @@ Result<TierLimits> decode_tier_limits(std::string_view bytes) {
     limits.push_back(l);
   }
   if (!r.ok() || !check_tier_limits(limits).ok()) return malformed("tier limits row");
+  KOBO_ASSERT(r.done(), "tier limits read whole");
   return limits;
 }
 
@@ -209,11 +232,15 @@ Result<WalletRow> decode_wallet(std::string_view bytes) {
   // apply of a capture, between its posting and its release).
   if (row.balance.value < 0 || row.held.value < 0 || row.credited.value < 0) r.fail();
   if (!r.ok() || !r.done()) return malformed("wallet row");
+  KOBO_ASSERT(row.tier <= kKycTiers && row.balance.value >= 0 && row.held.value >= 0,
+              "a wallet row read has a tier of the tiers and no debt");
   return row;
 }
 
 std::string encode(const StatementRow& row) {
   KOBO_ASSERT(row.balance.value >= 0 && row.amount.value != 0, "a movement moves money and leaves no debt");
+  KOBO_ASSERT(row.credited.value >= 0,
+              "a wallet's credits so far are not negative (the decoder refuses them)");
   std::string out;
   out.reserve(32);
   put_signed_varint(out, row.time);
@@ -234,11 +261,16 @@ Result<StatementRow> decode_statement(std::string_view bytes) {
   row.credited = Kobo(r.signed_varint());
   if (row.balance.value < 0 || row.credited.value < 0 || row.amount.value == 0) r.fail();
   if (!r.ok() || !r.done()) return malformed("statement row");
+  KOBO_ASSERT(row.amount.value != 0 && row.balance.value >= 0 && row.at.index < kRecordsPerEventMax,
+              "a movement read moves money and leaves no debt");
   return row;
 }
 
 std::string encode(const HoldRow& row) {
   KOBO_ASSERT(row.captured.value >= 0, "a hold captured less than nothing");
+  KOBO_ASSERT(std::adjacent_find(row.captures.begin(), row.captures.end(), std::greater_equal<>()) ==
+                  row.captures.end(),
+              "a hold's captures are in log order (the decoder refuses others)");
   std::string out;
   out.reserve(24 + 4 * row.captures.size());
   put_varint(out, row.number);
@@ -263,6 +295,8 @@ Result<HoldRow> decode_hold(std::string_view bytes) {
   }
   if (row.captured.value < 0) r.fail();
   if (!r.ok() || !r.done()) return malformed("hold row");
+  KOBO_ASSERT(row.captured.value >= 0 && std::is_sorted(row.captures.begin(), row.captures.end()),
+              "a hold row read captured something or nothing, in log order");
   return row;
 }
 
@@ -271,6 +305,7 @@ std::string encode(const BulkRow& row) {
   std::string out;
   put_varint(out, row.first);
   out += row.accepted;  // the rest
+  KOBO_ASSERT(out.size() > row.accepted.size(), "a bulk row is its first record, then its event");
   return out;
 }
 
@@ -280,6 +315,7 @@ Result<BulkRow> decode_bulk(std::string_view bytes) {
   row.first = r.varint();
   if (!r.ok() || r.done()) return malformed("bulk row");
   row.accepted.assign(r.rest());
+  KOBO_ASSERT(!row.accepted.empty(), "a bulk row read holds its BulkTransferAccepted");
   return row;
 }
 
@@ -299,6 +335,7 @@ Result<ListRow> decode_list(std::string_view bytes) {
   row.latest = r.signed_varint();
   row.displaced = r.varint();
   if (!r.ok() || !r.done() || row.displaced > row.count) return malformed("list row");
+  KOBO_ASSERT(row.displaced <= row.count, "a list read displaces no more than it holds");
   return row;
 }
 
@@ -320,6 +357,7 @@ Result<ListedRow> decode_listed(std::string_view bytes) {
   if (!r.ok() || r.done() || delay > static_cast<std::uint64_t>(INT64_MAX)) return malformed("list row");
   row.delay = static_cast<UnixMs>(delay);
   row.public_id.assign(r.rest());
+  KOBO_ASSERT(row.delay >= 0 && !row.public_id.empty(), "a listed record read has an id and is not early");
   return row;
 }
 
@@ -339,14 +377,19 @@ Result<KeyRow> decode_key(std::string_view bytes) {
   row.business.assign(r.length_prefixed());
   if (!r.ok() || r.done() || row.business.empty()) return malformed("key row");
   row.account.assign(r.rest());
+  KOBO_ASSERT(!row.business.empty() && !row.account.empty(),
+              "a key row read names its account of a business");
   return row;
 }
 
 namespace {
 
 void put_strings(std::string& out, const std::vector<std::string>& list) {
+  const std::size_t before = out.size();
   put_varint(out, list.size());
   for (const std::string& s : list) put_length_prefixed(out, s);
+  KOBO_ASSERT(out.size() >= before + 1 + list.size(),
+              "a list is its count, then each string's length at least");
 }
 
 std::vector<std::string> get_strings(Reader& r) {
@@ -354,6 +397,7 @@ std::vector<std::string> get_strings(Reader& r) {
   std::vector<std::string> out;
   if (n > r.left()) r.fail();  // each takes a byte at least
   for (std::uint64_t i = 0; r.ok() && i < n; ++i) out.emplace_back(r.length_prefixed());
+  KOBO_ASSERT(!r.ok() || out.size() == n, "a list of strings read whole holds every one it counts");
   return out;
 }
 
@@ -382,6 +426,7 @@ Result<AccountRow> decode_account(std::string_view bytes) {
   row.updated = r.signed_varint();
   row.version = r.varint();
   if (!r.ok() || !r.done() || row.business.empty()) return malformed("account row");
+  KOBO_ASSERT(!row.business.empty(), "an account row read names its business");
   return row;
 }
 
@@ -396,6 +441,7 @@ std::string hash_bytes(std::string_view hex) {
   };
   for (std::size_t i = 0; i < hex.size(); i += 2)
     out.push_back(static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1])));
+  KOBO_ASSERT(out.size() == kHashSize, "64 hex digits make 32 bytes");
   return out;
 }
 
@@ -409,6 +455,7 @@ std::string encode(const PositionRow& row) {
   put_varint(out, row.next_offset);
   put_varint(out, row.seq);
   out += hash_bytes(row.hash);
+  KOBO_ASSERT(out.size() >= kHashSize + 2, "a position row holds its raw hash");
   put_varint(out, row.epoch);
   return out;
 }
@@ -422,6 +469,7 @@ Result<PositionRow> decode_position(std::string_view bytes) {
   row.epoch = r.varint();
   if (!r.ok() || !r.done()) return malformed("position row");
   row.hash = hash_hex(hash);
+  KOBO_ASSERT(row.hash.size() == 2 * kHashSize, "a position read names its chain's head in hex");
   return row;
 }
 
@@ -458,6 +506,7 @@ Result<WebhookRow> decode_webhook(std::string_view bytes) {
   row.secret.assign(r.length_prefixed());
   row.secret_at = r.signed_varint();
   if (!r.ok() || row.announced > row.sequence) return malformed("webhook row");
+  KOBO_ASSERT(row.announced <= row.sequence, "a webhook row read announced no more than it sent");
   row.previous.assign(r.rest());
   return row;
 }
@@ -489,6 +538,8 @@ Result<WebhookEventRow> decode_webhook_event(std::string_view bytes) {
   if (!r.ok() || r.done() || row.at.number() >= row.position) return malformed("webhook event row");
   row.hash = hash_hex(hash);
   row.transaction.assign(r.rest());
+  KOBO_ASSERT(row.hash.size() == 2 * kHashSize && !row.transaction.empty() && row.at.number() < row.position,
+              "a webhook event read announces an earlier record of an event it names");
   return row;
 }
 

@@ -75,6 +75,7 @@ Result<std::uint64_t> Statements::movements_before(std::string_view wallet, std:
     else
       hi = mid - 1;
   }
+  KOBO_ASSERT(lo <= movements, "no more movements before a time than in all");
   return lo;
 }
 
@@ -92,6 +93,8 @@ Result<std::optional<StatementWindow>> Statements::window(const Scope& scope, st
   StatementWindow out;
   out.from = from;
   out.to = to;
+  KOBO_ASSERT(before.value() <= until.value(),
+              "a wallet's movements are in time order: a window counts forward");
   out.first = before.value() + 1;
   out.count = until.value() - before.value();
   // Balance and credits after movement k (0 before any).
@@ -155,6 +158,7 @@ Result<std::vector<StatementEntry>> Statements::lines(std::string_view wallet, s
     if (keys.empty() || keys.back() != key) keys.push_back(std::move(key));
     event_of[i] = keys.size() - 1;
   }
+  KOBO_ASSERT(keys.size() <= out.size(), "an event per line at most");
   std::vector<Event> events;
   events.reserve(keys.size());
   {
@@ -175,6 +179,7 @@ Result<std::vector<StatementEntry>> Statements::lines(std::string_view wallet, s
       events.push_back(std::move(e).value());
     }
   }
+  KOBO_ASSERT(events.size() == keys.size(), "each line's event read");
   CachedRecords records(views_);
   if (!render::can_render(events, records) || !records.status())
     return records.status() ? Status::error("views: a statement line's event shows records they lack")
@@ -191,6 +196,7 @@ Result<std::optional<Kobo>> Statements::balance_at(const Scope& scope, std::stri
   if (!w.value()) return std::optional<Kobo>();
   const auto k = movements_before(wallet, w.value()->movements, at);
   if (!k) return k.status();
+  KOBO_ASSERT(k.value() <= w.value()->movements, "a balance at a time after a movement the wallet had");
   if (k.value() == 0) return std::optional<Kobo>(Kobo(0));
   const auto r = row(wallet, k.value());
   if (!r) return r.status();

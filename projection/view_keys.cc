@@ -11,6 +11,7 @@ namespace {
 
 // Bytes as a person reads them: printable ASCII as it is, the rest as \xNN.
 void append_escaped(std::string& out, std::string_view bytes) {
+  [[maybe_unused]] const std::size_t before = out.size();
   for (char c : bytes) {
     const auto u = static_cast<unsigned char>(c);
     if (u >= 0x20 && u < 0x7f && c != '\\') {
@@ -21,6 +22,7 @@ void append_escaped(std::string& out, std::string_view bytes) {
       out += hex;
     }
   }
+  KOBO_ASSERT(out.size() >= before + bytes.size(), "each byte reads as a character at least");
 }
 
 // Reads a key's parts off its front, each as a person reads it, joined by '/'.
@@ -43,6 +45,7 @@ class KeyParts {
     return *this;
   }
   KeyParts& number(int bytes) {
+    KOBO_ASSERT(bytes >= 1 && bytes <= 8, "a key's number is 1 to 8 bytes");
     if (rest_.size() < static_cast<std::size_t>(bytes)) return done();
     part(std::to_string(get_be(rest_, 0, bytes)));
     rest_.remove_prefix(static_cast<std::size_t>(bytes));
@@ -64,6 +67,7 @@ class KeyParts {
 
  private:
   void part(std::string_view p) {
+    KOBO_ASSERT(!p.empty(), "a key's part reads as something");
     if (!out_.empty()) out_ += '/';
     out_ += p;
   }
@@ -74,6 +78,7 @@ class KeyParts {
       part(tail);
       rest_ = {};
     }
+    KOBO_ASSERT(rest_.empty(), "a key described whole");
     return *this;
   }
   std::string_view rest_;
@@ -148,6 +153,7 @@ std::string id16(std::string_view id) {
   if (dash != std::string_view::npos) {
     if (const auto uuid = parse_uuid(id.substr(dash + 1))) {
       out.assign(reinterpret_cast<const char*>(uuid->data()), uuid->size());
+      KOBO_ASSERT(out.size() == 16, "an id16 of a UUID is its 16 bytes");
       return out;
     }
   }
@@ -190,6 +196,7 @@ std::string transaction_reference(std::string_view account, bool live, std::stri
     if (const auto uuid = parse_uuid(reference.substr(kDerived[i].size()))) {
       k.push_back(static_cast<char>(i + 1));
       k.append(reinterpret_cast<const char*>(uuid->data()), uuid->size());
+      KOBO_ASSERT(k.size() == 35, "a derived reference is keyed by its kind and its UUID's 16 bytes");
       return k;
     }
   }
@@ -205,6 +212,8 @@ std::string value(std::string_view bytes) {
   if (bytes.size() < 255) {
     std::string out(1, static_cast<char>(bytes.size()));
     out += bytes;
+    KOBO_ASSERT(out.size() == 1 + bytes.size() && out.size() <= 255,
+                "a short list value is its length and itself");
     return out;
   }
   // A longer value (a name, say) by its SHA-256: 255 then the digest's 32 bytes.

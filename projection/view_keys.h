@@ -52,10 +52,13 @@
 namespace kobo::view_keys {
 
 inline void put_be(std::string& out, std::uint64_t v, int bytes = 8) {
+  KOBO_ASSERT(bytes >= 1 && bytes <= 8 && (bytes == 8 || v >> (8 * bytes) == 0),
+              "a big-endian integer fits the bytes it is given");
   for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
 inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
+  KOBO_ASSERT(bytes >= 1 && bytes <= 8, "a big-endian integer of 1 to 8 bytes");
   KOBO_ASSERT(at + static_cast<std::size_t>(bytes) <= s.size(), "a big-endian integer past a key's end");
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i)
@@ -108,12 +111,14 @@ inline constexpr std::size_t kScopeSize = 17;
 inline std::string scope17(std::string_view business, bool live) {
   std::string s = id16(business);
   s.push_back(live ? '\1' : '\0');
+  KOBO_ASSERT(s.size() == kScopeSize, "a scope is an id16 and a mode byte");
   return s;
 }
 
 inline std::string position(std::uint32_t p) {
   std::string k("P");
   put_be(k, p, 4);
+  KOBO_ASSERT(k.size() == 5, "a position key is P and 4 bytes");
   return k;
 }
 inline bool is_position(std::string_view key) { return key.size() == 5 && key.front() == 'P'; }
@@ -123,6 +128,7 @@ inline std::string account_list_prefix(std::string_view business) { return "a" +
 inline std::string account_list(std::string_view business, std::uint64_t id) {
   std::string k = account_list_prefix(business);
   put_be(k, id);
+  KOBO_ASSERT(k.size() == 25, "an account list key is a, an id16 and 8 bytes");
   return k;
 }
 // `hash`: the hex SHA-256 of a secret key, as the log holds it; keyed by its 32 bytes (a hash
@@ -130,14 +136,17 @@ inline std::string account_list(std::string_view business, std::uint64_t id) {
 std::string key_owner(std::string_view hash);
 inline std::string account_number(std::string_view number) { return "N" + std::string(number); }
 inline std::string system_balance(std::uint32_t p, std::string_view ledger_account) {
+  KOBO_ASSERT(!ledger_account.empty(), "a system balance is of a named system account");
   std::string k("S");
   put_be(k, p, 4);
   k += ledger_account;
+  KOBO_ASSERT(k.size() == 5 + ledger_account.size(), "a system balance key is S, 4 bytes and a name");
   return k;
 }
 inline std::string tier_limits(std::uint32_t p) {
   std::string k("Y");
   put_be(k, p, 4);
+  KOBO_ASSERT(k.size() == 5, "a tier limits key is Y and 4 bytes");
   return k;
 }
 inline std::string wallet(std::string_view id) { return "W" + id16(id); }
@@ -146,6 +155,7 @@ inline std::string statement_prefix(std::string_view wallet) { return "h" + id16
 inline std::string statement_line(std::string_view wallet, std::uint64_t number) {
   std::string k = statement_prefix(wallet);
   put_be(k, number);
+  KOBO_ASSERT(k.size() == 25, "a statement line key is h, an id16 and 8 bytes");
   return k;
 }
 inline std::string bank_account(std::string_view id) { return "D" + id16(id); }
@@ -158,6 +168,7 @@ inline std::string event_prefix(std::string_view scope) {
 inline std::string event(std::string_view scope, std::uint64_t first) {
   std::string k = event_prefix(scope);
   put_be(k, first);
+  KOBO_ASSERT(k.size() == 1 + kScopeSize + 8, "an event key is L, a scope and 8 bytes");
   return k;
 }
 inline std::string transaction(std::string_view id) { return "T" + id16(id); }
@@ -206,6 +217,7 @@ inline std::string list_row(char kind, std::string_view scope) {
   std::string k("C");
   k.push_back(kind);
   k += scope;
+  KOBO_ASSERT(k.size() == 2 + kScopeSize, "a list row key is C, a kind and a scope");
   return k;
 }
 inline std::string listed_prefix(char kind, std::string_view scope) {
@@ -218,6 +230,7 @@ inline std::string listed_prefix(char kind, std::string_view scope) {
 inline std::string listed(char kind, std::string_view scope, std::uint64_t number) {
   std::string k = listed_prefix(kind, scope);
   put_be(k, number);
+  KOBO_ASSERT(k.size() == 2 + kScopeSize + 8, "a listed key is g, a kind, a scope and 8 bytes");
   return k;
 }
 // The bitmap of field `field` = `value` (list::value's spelling) of a list, without its chunk.
@@ -228,17 +241,21 @@ inline std::string bitmap(char kind, std::string_view scope, char field, std::st
   k += scope;
   k.push_back(field);
   k += value;
+  KOBO_ASSERT(!value.empty() && k.size() == 3 + kScopeSize + value.size(),
+              "a bitmap key is X, a kind, a scope, a field and its value");
   return k;
 }
 inline std::string bitmap_chunk(std::string_view bitmap, std::uint32_t chunk) {
   std::string k(bitmap);
   put_be(k, chunk, 4);
+  KOBO_ASSERT(k.size() == bitmap.size() + 4, "a chunk key is its bitmap's and 4 bytes");
   return k;
 }
 
 inline std::string webhook(std::string_view account, bool live) {
   std::string k = "w" + id16(account);
   k.push_back(live ? '\1' : '\0');
+  KOBO_ASSERT(k.size() == 1 + kScopeSize, "a webhook key is w, an id16 and a mode");
   return k;
 }
 inline std::string webhook_events_prefix(std::string_view account, bool live) {
@@ -249,6 +266,7 @@ inline std::string webhook_events_prefix(std::string_view account, bool live) {
 inline std::string webhook_event(std::string_view account, bool live, std::uint64_t sequence) {
   std::string k = webhook_events_prefix(account, live);
   put_be(k, sequence);
+  KOBO_ASSERT(k.size() == 1 + kScopeSize + 8, "a webhook event key is e, an id16, a mode and 8 bytes");
   return k;
 }
 

@@ -31,10 +31,14 @@ Views::DbLock::DbLock() {
   pthread_rwlockattr_t attr;
   pthread_rwlockattr_init(&attr);
   pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_READER_NP);
-  pthread_rwlock_init(&lock_, &attr);
+  const int r = pthread_rwlock_init(&lock_, &attr);
   pthread_rwlockattr_destroy(&attr);
+  KOBO_ASSERT(r == 0, "the views' lock is made");
 }
-Views::DbLock::~DbLock() { pthread_rwlock_destroy(&lock_); }
+Views::DbLock::~DbLock() {
+  const int r = pthread_rwlock_destroy(&lock_);
+  KOBO_ASSERT(r == 0, "the views' lock is not held when the views go");
+}
 
 Views::Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions, rocksdb::Env* env,
              ViewWrites writes)
@@ -108,6 +112,7 @@ Status check_format(rocksdb::DB& db, const std::string& path, ViewWrites writes)
 }
 
 Status write_error(const rocksdb::Status& s, const char* what) {
+  KOBO_ASSERT(!s.ok() && what != nullptr, "an error of a write that failed, named");
   return Status::error(std::string(what) + ": " + s.ToString(),
                        s.IsNoSpace() ? ErrorKind::no_space : ErrorKind::other);
 }
@@ -149,6 +154,10 @@ Status Views::write(std::span<const ViewChange> changes) {
 Status Views::ingest(std::span<const ViewChange> changes) {
   if (changes.empty()) return {};
   KOBO_ASSERT(writes_ == ViewWrites::unlogged, "only views being rebuilt ingest files");
+  KOBO_ASSERT(std::adjacent_find(changes.begin(), changes.end(),
+                                 [](const ViewChange& a, const ViewChange& b) { return a.key >= b.key; }) ==
+                  changes.end(),
+              "a file is written in strict key order");
   static std::atomic<std::uint64_t> files{0};
   const std::string file =
       path_ + "/ingest-" + std::to_string(::getpid()) + "-" + std::to_string(files.fetch_add(1)) + ".sst";
@@ -280,6 +289,7 @@ Result<EventRead> event_read(std::string_view key, std::string_view bytes, std::
   if (!row) return row.status();
   auto e = decode_fact(row.value().fact);
   if (!e) return Status::error("views read " + view_keys::describe(key) + ": " + e.status().message());
+  KOBO_ASSERT(row.value().hash.size() == rows::kHashSize, "an event row read holds its raw hash");
   return EventRead{first, std::string(row.value().hash), row.value().delay, row.value().webhooks,
                    std::move(e).value()};
 }
@@ -310,6 +320,7 @@ Result<EventRead> event_of(rocksdb::DB& db, const std::string& scope, std::uint6
   if (!read) return read.status();
   if (number - read.value().first >= transactions_created_count(read.value().event.data))
     return Status::error("views: a transaction list misses record " + std::to_string(number));
+  KOBO_ASSERT(read.value().first <= number, "a record's event is at or before it");
   return read;
 }
 
@@ -386,6 +397,7 @@ Result<Page> Views::accounts(std::string_view business, const AccountFilter& fil
       out.items.push_back(render::account(*registered.value(), *row.value()));
     ++out.total_count;
   }
+  KOBO_ASSERT(out.items.size() <= page.per_page, "a page longer than asked");
   return out;
 }
 
@@ -409,6 +421,7 @@ Result<std::optional<std::string>> Views::render_wallet(std::string_view public_
   if (!opening.value()) return std::optional<std::string>();
   const auto facts = render::wallet_facts(*opening.value());
   if (!facts || facts->public_id != public_id) return std::optional<std::string>();  // another id's 16 bytes
+  KOBO_ASSERT(facts->public_id == public_id, "the fact at a wallet's key is that wallet's opening");
   auto row = decoded_row(read(view_keys::wallet_row(public_id)), &rows::decode_wallet);
   if (!row) return row.status();
   if (!row.value()) return Status::error("views: wallet " + std::string(public_id) + " has no balance row");
@@ -529,11 +542,13 @@ class Views::ListedTimes final : public list_index::Times {
   Result<UnixMs> time(std::uint64_t number) const override {
     auto row = listed(number);
     if (!row) return row.status();
+    KOBO_ASSERT(!row.value().public_id.empty(), "a listed record read names its record");
     return row.value().time;
   }
   Result<UnixMs> latest(std::uint64_t number) const override {
     auto row = listed(number);
     if (!row) return row.status();
+    KOBO_ASSERT(row.value().delay >= 0, "a record's latest time is not before its own");
     return row.value().time + row.value().delay;
   }
 
@@ -603,6 +618,7 @@ class Views::EventTimes final : public list_index::Times {
   Result<UnixMs> latest(std::uint64_t number) const override {
     auto e = at(number);
     if (!e) return e.status();
+    KOBO_ASSERT(e.value().second >= 0, "an event's latest time is not before its own");
     return e.value().first + e.value().second;
   }
 
@@ -618,6 +634,8 @@ class Views::EventTimes final : public list_index::Times {
       return Status::error("views: a transaction list misses record " + std::to_string(number));
     auto row = rows::decode_event_row(std::string_view(it->value().data(), it->value().size()));
     if (!row) return row.status();
+    KOBO_ASSERT(row.value().delay >= 0 && !row.value().fact.empty(),
+                "an event row read holds a fact, on time or late");
     // Only the time is needed: the fact's head, not the whole fact.
     const auto t = fact_time(row.value().fact);
     if (!t) return t.status();
@@ -690,6 +708,8 @@ Result<std::optional<rows::RecordAt>> Views::find_integer_id(const std::string& 
     const auto created = transaction_numbers(e.value().data);
     if (created.size() != transactions_created_count(e.value().data) || first + created.size() <= mid)
       return Status::error("views: a transaction list misses a record");
+    KOBO_ASSERT(first <= mid && mid - first < created.size(),
+                "the record asked for is one its event creates");
     const std::uint64_t here = created[mid - first];
     KOBO_ASSERT(first <= mid, "a record before its event");
     if (here == id) return Found(rows::RecordAt{first, static_cast<std::uint32_t>(mid - first)});
@@ -814,6 +834,7 @@ Result<Page> Views::transactions(const Scope& scope, const TransactionFilter& fi
       current = std::move(read).value();
     }
     const auto index = static_cast<std::size_t>(number - current->first);
+    KOBO_ASSERT(index < transactions_created_count(current->event.data), "a record of the event read for it");
     std::vector<rows::StatusStep> steps;
     if (const auto* payout = std::get_if<BankTransferInitiated>(&current->event.data)) {
       auto t =
@@ -880,6 +901,7 @@ Result<std::optional<WebhookEvent>> Views::announced_event(const std::string& sc
     }
   }
   if (!type) return Found();  // created pending (a payout): announced later, if at all
+  KOBO_ASSERT(sequence > read.value()->webhooks, "a record announced counts after its event's earlier ones");
   const auto account = owner_account(e);
   if (!account) return account.status();
   auto event = webhook_event(account.value(), sequence, *type, e.time, rows::hash_hex(read.value()->hash),
@@ -1021,6 +1043,7 @@ Result<std::vector<WebhookEvent>> Views::webhook_events(std::string_view account
       return Status::error("views: an account's webhook events disagree on their sequence");
     out.push_back(std::move(*event.value()));
   }
+  KOBO_ASSERT(out.size() <= limit && k <= later.size(), "a page of webhook events holds its limit at most");
   return out;
 }
 
@@ -1047,6 +1070,7 @@ Result<std::vector<ViewPosition>> Views::positions() const {
       out[p].last_hash = r->hash;
       out[p].epoch = Epoch(r->epoch);
     }
+    KOBO_ASSERT(out[p].last_hash.size() == 64, "a position names its chain's head in 64 hex digits");
   }
   return out;
 }
