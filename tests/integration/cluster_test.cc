@@ -359,6 +359,22 @@ class Load {
 void expect_bank_invariants(KoboProcess& reader, const std::vector<Business>& businesses,
                             const std::vector<Attempt>& attempts) {
   HttpClient& http = reader.client();
+  // The reader's views may not have applied the last writes another node acknowledged yet:
+  // first the moment they have every acknowledged one (or 15 s).
+  std::set<std::string> acked;
+  for (const Attempt& a : attempts)
+    if (a.status == 200) acked.insert(a.reference);
+  wait_until(
+      [&] {
+        std::size_t found = 0;
+        for (const Business& b : businesses)
+          for (const json& t : list_all(http, b.key, "/v1/transactions", "entry=debit"))
+            if (t.contains("reference") && t["reference"].is_string() &&
+                acked.contains(t["reference"].get<std::string>()))
+              ++found;
+        return found >= acked.size();
+      },
+      milliseconds(15'000));
   std::map<std::string, int> seen;
   for (const Business& b : businesses) {
     std::int64_t total = 0;

@@ -38,14 +38,8 @@ _WALLET_PATHS = {"/v1/virtual-accounts", "/v1/transit-accounts"}
 _serial = itertools.count(1)
 
 
-# A Kobo-Position token is one the service gave, sent back as it was given. A generated one that
-# fits the pattern names positions the log may never reach: the request would wait 2 s and be
-# answered 503, every time. So generated tokens are not sent (the cluster suite covers tokens).
 @schemathesis.hook
 def before_call(ctx, case, **kwargs):
-    if case.headers:
-        for name in [n for n in case.headers if n.lower() == "kobo-position"]:
-            del case.headers[name]
     if case.method.upper() != "POST" or case.path not in _WALLET_PATHS or not isinstance(case.body, dict):
         return
     name = case.body.get("accountName")
