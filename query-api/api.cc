@@ -31,6 +31,10 @@ std::string Api::not_ready() const {
   if (auto fault = projector_.fault(); !fault.empty()) return fault;
   if (options_.webhooks != nullptr)
     if (auto fault = options_.webhooks->fault(); !fault.empty()) return fault;
+  // Caught up once the node has started: what it wrote while starting (a first business) is in
+  // the views before it says it is ready.
+  if (options_.starting)
+    if (auto starting = options_.starting(); !starting.empty()) return starting;
   if (!caught_up_once_.load()) {
     if (!caught_up()) return "the views have not caught up with the log yet";
     caught_up_once_.store(true);
@@ -38,7 +42,6 @@ std::string Api::not_ready() const {
     return "the views are " + std::to_string(behind) + " events behind the log (more than " +
            std::to_string(ready_max_lag_) + ")";
   }
-  if (options_.starting) return options_.starting();
   return {};
 }
 

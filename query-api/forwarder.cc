@@ -208,13 +208,14 @@ struct Forwarder::Impl {
     tcp::resolver resolver(io);
     const auto endpoints = resolver.resolve(host, port, tcp::resolver::numeric_service, ec);
     if (ec) return finish(url, x, "resolve " + host + ": " + ec.message());
-    c.stream.async_connect(endpoints, [this, url, x](const boost::system::error_code& e, const tcp::endpoint&) {
-      if (e) return finish(url, x, "connect: " + e.message());
-      x->connection->fresh = false;
-      boost::system::error_code ignored;
-      x->connection->stream.socket().set_option(tcp::no_delay(true), ignored);
-      write(url, x);
-    });
+    c.stream.async_connect(endpoints,
+                           [this, url, x](const boost::system::error_code& e, const tcp::endpoint&) {
+                             if (e) return finish(url, x, "connect: " + e.message());
+                             x->connection->fresh = false;
+                             boost::system::error_code ignored;
+                             x->connection->stream.socket().set_option(tcp::no_delay(true), ignored);
+                             write(url, x);
+                           });
   }
 
   void write(const std::string& url, const std::shared_ptr<Exchange>& x) {
@@ -287,7 +288,8 @@ struct Forwarder::Impl {
 Forwarder::Forwarder(ForwarderOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Forwarder::~Forwarder() = default;
 
-void Forwarder::forward(const std::string& url, const http::Request& request, std::function<void(Forwarded)> done) {
+void Forwarder::forward(const std::string& url, const http::Request& request,
+                        std::function<void(Forwarded)> done) {
   impl_->forward(url, request, std::move(done));
 }
 

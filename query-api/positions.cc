@@ -72,7 +72,8 @@ void merge_positions(Positions& into, const Positions& other) {
   for (const auto& [p, seq] : other) into[p] = std::max(into[p], seq);
 }
 
-PositionHooks::PositionHooks(Projector& projector, std::uint32_t partitions, std::chrono::milliseconds read_wait)
+PositionHooks::PositionHooks(Projector& projector, std::uint32_t partitions,
+                             std::chrono::milliseconds read_wait)
     : projector_(projector), partitions_(partitions), read_wait_(read_wait) {}
 
 PositionHooks::~PositionHooks() { pool_.join(); }
@@ -123,16 +124,18 @@ void PositionHooks::wait_next(const std::shared_ptr<Wait>& w) {
     return boost::asio::post(pool_, [w] { w->then(std::move(w->respond)); });
   }
   const auto [p, seq] = w->needed[w->next];
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(w->deadline - std::chrono::steady_clock::now());
-  projector_.when_applied(Partition(p), Seq(seq), std::max(left, std::chrono::milliseconds(0)), [this, w](bool applied) {
-    if (!applied) {
-      position_wait_seconds().observe(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - w->since).count());
-      return w->respond(with_retry(http::error(503, "Service unavailable")));
-    }
-    ++w->next;
-    wait_next(w);
-  });
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(w->deadline - std::chrono::steady_clock::now());
+  projector_.when_applied(
+      Partition(p), Seq(seq), std::max(left, std::chrono::milliseconds(0)), [this, w](bool applied) {
+        if (!applied) {
+          position_wait_seconds().observe(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - w->since).count());
+          return w->respond(with_retry(http::error(503, "Service unavailable")));
+        }
+        ++w->next;
+        wait_next(w);
+      });
 }
 
 void PositionHooks::read_answered(const Exchange&, http::Response& answer) {

@@ -55,7 +55,8 @@ class PositionHooks : public EdgeHooks {
 
   std::optional<http::Response> admit(const RouteTraits& route, const http::Request& request) override;
   void command_answered(const Exchange& x, LogPosition at, http::Response& answer) override;
-  void before_read(const Exchange& x, http::Responder respond, std::function<void(http::Responder)> then) override;
+  void before_read(const Exchange& x, http::Responder respond,
+                   std::function<void(http::Responder)> then) override;
   void read_answered(const Exchange& x, http::Response& answer) override;
 
   // The token of the views now: every partition's applied seq.

@@ -517,9 +517,9 @@ TEST_F(ClusterFailoverWait, ACommandWithoutAnOwnerWaitsThen503sAndIsDecidedOnceO
   std::cout << "[cluster] a command sent to a survivor was decided " << seconds_between(sent, Clock::now())
             << " s after its owner's kill -9" << std::endl;
   // Read with the command's token: the node's views may not have applied it yet otherwise.
-  const HttpResult listed =
-      node(other).client().request(boost::beast::http::verb::get, "/v1/virtual-accounts", std::nullopt,
-                                   {{"x-service-key", b.key}, {"Kobo-Position", decided.header("kobo-position")}});
+  const HttpResult listed = node(other).client().request(
+      boost::beast::http::verb::get, "/v1/virtual-accounts", std::nullopt,
+      {{"x-service-key", b.key}, {"Kobo-Position", decided.header("kobo-position")}});
   ASSERT_EQ(listed.status, 200u) << listed.body;
   EXPECT_EQ(listed.json["data"].size(), 1u) << "decided once";
 }
