@@ -30,6 +30,7 @@
 #include "projection/projector.h"
 #include "projection/views.h"
 #include "query-api/api.h"
+#include "query-api/cluster_status.h"
 #include "query-api/credentials.h"
 #include "query-api/http_server.h"
 #include "query-api/owner_wait.h"
@@ -70,6 +71,9 @@ struct ServeOptions {
   std::string node_id;
   std::string advertise;  // empty: http://<--listen>
   int failover_wait_ms = 10'000;
+  std::string cluster_secret_file;  // empty: commands are not forwarded, /v1/cluster is absent
+  int read_wait_ms = 2'000;
+  std::uint64_t ready_max_lag = 10'000;
   // Webhooks (docs/webhooks.md).
   bool webhook_allow_private = false;
   int webhook_timeout_ms = 10'000;
@@ -289,6 +293,25 @@ ProjectorOptions projector_options(const ServeOptions& o) {
 }
 
 // A projector node: the views follow the log; HTTP serves only health and metrics.
+// The cluster's secret, from a file only its owner may read (0600): a secret any user of the
+// machine can read is refused, as ssh refuses such a key.
+Result<std::string> read_cluster_secret(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return Status::error("--cluster-secret-file " + path + ": cannot be read");
+  if ((st.st_mode & 077) != 0)
+    return Status::error("--cluster-secret-file " + path +
+                         ": group or others may access it; make it readable by its owner only (chmod 600)");
+  std::ifstream in(path);
+  std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) return Status::error("--cluster-secret-file " + path + ": cannot be read");
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r' || secret.back() == ' '))
+    secret.pop_back();
+  if (secret.size() < 16)
+    return Status::error("--cluster-secret-file " + path + ": the secret must be at least 16 characters");
+  return secret;
+}
+
 int serve_projector(const ServeOptions& o, EventLog& log, Views& views,
                     const std::pair<std::string, std::uint16_t>& listen, const std::string& backend,
                     sigset_t& signals) {
@@ -355,6 +378,15 @@ int serve(const ServeOptions& o) {
     return fail("--cluster runs on Kafka: give --kafka-brokers (the embedded log is a single node's)");
   if (!o.cluster.empty() && !roles->command)
     return fail("--cluster is for nodes that take commands; a projector node follows the log without it");
+  // The cluster's secret, which forwarded requests and /v1/cluster carry.
+  std::string cluster_secret;
+  if (!o.cluster_secret_file.empty()) {
+    if (o.cluster.empty()) return fail("--cluster-secret-file is for a node of a --cluster");
+    auto secret = read_cluster_secret(o.cluster_secret_file);
+    if (!secret) return fail(secret.status().message());
+    cluster_secret = std::move(secret).value();
+  }
+
   auto log = open_serve_log(o, data_dir, roles->command);
   if (!log) return fail(log.status().message());
   const std::uint32_t partitions = log.value()->partitions();  // an existing topic decides
@@ -431,11 +463,14 @@ int serve(const ServeOptions& o) {
   std::atomic<bool> started_all{false};
   ao.starting = [&started_all] { return started_all.load() ? std::string() : "the node is starting"; };
   Api api(ledger, *views.value(), projector, ao);
+  api.set_read_wait(std::chrono::milliseconds(o.read_wait_ms));
+  api.set_ready_max_lag(o.ready_max_lag);
   http::Router router;
   api.add_routes(router);
   // A cluster node: its membership, and commands of partitions it does not write wait for one.
   std::unique_ptr<Cluster> cluster;
   std::unique_ptr<OwnerWait> owner_wait;
+  std::unique_ptr<Forwarder> forwarder;
   http::Handler handler = router.handler();
   if (!o.cluster.empty()) {
     ClusterOptions co;
@@ -449,11 +484,28 @@ int serve(const ServeOptions& o) {
     if (!opened) return fail(opened.status().message());
     cluster = std::move(opened).value();
     cluster->set_views_position([&projector](Partition p) { return projector.applied_seq(p); });
-    owner_wait = std::make_unique<OwnerWait>(
-        ledger, *views.value(),
-        OwnerWaitOptions{std::chrono::milliseconds(o.failover_wait_ms), std::chrono::milliseconds(20),
-                         [c = cluster.get()](Partition p) { return c->owned_elsewhere(p); },
-                         [c = cluster.get()] { return c->leaving(); }});
+    OwnerWaitOptions wait;
+    wait.wait = std::chrono::milliseconds(o.failover_wait_ms);
+    wait.owner_elsewhere = [c = cluster.get()](Partition p) -> std::optional<std::string> {
+      const PartitionOwner owner = c->owner(p);
+      if (owner.node_id.empty() || owner.node_id == c->node_id()) return std::nullopt;
+      return owner.url;
+    };
+    wait.leaving = [c = cluster.get()] { return c->leaving(); };
+    if (!cluster_secret.empty()) {
+      // Commands of another node's partitions go there (docs/architecture.md, "Forwarding").
+      forwarder =
+          std::make_unique<Forwarder>(ForwarderOptions{.node_id = o.node_id, .secret = cluster_secret});
+      wait.forwarder = forwarder.get();
+      wait.secret = cluster_secret;
+      api::add_cluster_route(router, *cluster, ledger, projector, *forwarder, cluster_secret);
+      handler = router.handler();
+    } else {
+      log::warn(
+          "no --cluster-secret-file: commands of partitions another node writes are answered 503, not "
+          "forwarded");
+    }
+    owner_wait = std::make_unique<OwnerWait>(ledger, *views.value(), std::move(wait));
     handler = owner_wait->wrap(std::move(handler));
   }
   http::ServerOptions so;
@@ -627,6 +679,22 @@ int main(int argc, char** argv) {
                 "before it is answered 503 with Retry-After")
       ->envname("KOBO_FAILOVER_WAIT_MS")
       ->check(CLI::Range(0, 120'000))
+      ->capture_default_str();
+  s->add_option("--cluster-secret-file", serve.cluster_secret_file,
+                "In a cluster, a file (mode 0600: readable by its owner only) holding the secret the nodes "
+                "share: with it, a command sent to a node that does not write its partition is forwarded to "
+                "the one that does, and GET /v1/cluster answers (header x-cluster-secret)")
+      ->envname("KOBO_CLUSTER_SECRET_FILE");
+  s->add_option("--read-wait-ms", serve.read_wait_ms,
+                "How long a read with a Kobo-Position token waits for the views to include it before it is "
+                "answered 503 with Retry-After")
+      ->envname("KOBO_READ_WAIT_MS")
+      ->check(CLI::Range(0, 60'000))
+      ->capture_default_str();
+  s->add_option("--ready-max-lag", serve.ready_max_lag,
+                "/readyz: once the views have caught up with the log, the node stays ready while they are at "
+                "most this many events behind it")
+      ->envname("KOBO_READY_MAX_LAG")
       ->capture_default_str();
   s->add_option("--roles", serve.roles, "command,projector,query (default: all in one process) or projector")
       ->envname("KOBO_ROLES")

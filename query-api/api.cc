@@ -1,15 +1,12 @@
 #include "query-api/api.h"
 
+#include "query-api/positions.h"
 #include "query-api/route.h"
 
 namespace kobo {
 
 Api::Api(Ledger& ledger, Views& views, Projector& projector, ApiOptions options)
-    : ledger_(ledger),
-      views_(views),
-      projector_(projector),
-      options_(std::move(options)),
-      no_hooks_(std::make_unique<api::EdgeHooks>()) {}
+    : ledger_(ledger), views_(views), projector_(projector), options_(std::move(options)) {}
 
 Api::~Api() { answers_.join(); }
 
@@ -19,9 +16,39 @@ bool Api::caught_up() const {
   return true;
 }
 
+std::uint64_t Api::lag() const {
+  std::uint64_t behind = 0;
+  for (std::uint32_t p = 0; p < ledger_.config().partitions; ++p) {
+    const Seq durable = ledger_.durable_seq(Partition(p));
+    const Seq applied = projector_.applied_seq(Partition(p));
+    if (applied < durable) behind += durable.value - applied.value;
+  }
+  return behind;
+}
+
+std::string Api::not_ready() const {
+  if (auto fault = ledger_.fault(); !fault.empty()) return fault;
+  if (auto fault = projector_.fault(); !fault.empty()) return fault;
+  if (options_.webhooks != nullptr)
+    if (auto fault = options_.webhooks->fault(); !fault.empty()) return fault;
+  // Caught up once the node has started: what it wrote while starting (a first business) is in
+  // the views before it says it is ready.
+  if (options_.starting)
+    if (auto starting = options_.starting(); !starting.empty()) return starting;
+  if (!caught_up_once_.load()) {
+    if (!caught_up()) return "the views have not caught up with the log yet";
+    caught_up_once_.store(true);
+  } else if (const std::uint64_t behind = lag(); behind > ready_max_lag_) {
+    return "the views are " + std::to_string(behind) + " events behind the log (more than " +
+           std::to_string(ready_max_lag_) + ")";
+  }
+  return {};
+}
+
 void Api::add_routes(http::Router& router) {
+  position_hooks_ = std::make_unique<api::PositionHooks>(projector_, ledger_.config().partitions, read_wait_);
   api::Routes routes(router, std::make_shared<api::Protocol>(ledger_, views_, projector_, options_, answers_),
-                     options_.hooks != nullptr ? *options_.hooks : *no_hooks_);
+                     options_.hooks != nullptr ? *options_.hooks : *position_hooks_);
   api::add_wallet_routes(routes);
   api::add_statement_routes(routes);
   api::add_transfer_routes(routes);
@@ -36,15 +63,7 @@ void Api::add_routes(http::Router& router) {
   api::add_admin_routes(routes);
   if (options_.webhooks != nullptr) api::add_webhook_delivery_routes(routes);
 
-  add_operational_routes(router, [this]() -> std::string {
-    if (auto fault = ledger_.fault(); !fault.empty()) return fault;
-    if (auto fault = projector_.fault(); !fault.empty()) return fault;
-    if (options_.webhooks != nullptr)
-      if (auto fault = options_.webhooks->fault(); !fault.empty()) return fault;
-    if (!caught_up()) return "the views have not caught up with the log yet";
-    if (options_.starting) return options_.starting();
-    return {};
-  });
+  add_operational_routes(router, [this] { return not_ready(); });
 }
 
 }  // namespace kobo

@@ -12,7 +12,10 @@
 // the views, and reads that do real work (lists, statements), are made. Nothing blocks a thread
 // while it waits (Projector::when_applied).
 
+#include <atomic>
 #include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,17 +38,36 @@ class Api {
   Api(Ledger& ledger, Views& views, Projector& projector, ApiOptions options = {});
   ~Api();
 
+  // What the routes are made with, beyond ApiOptions; set before add_routes(). A read that
+  // sends a Kobo-Position token waits this long for the views to include it, then is answered 503
+  // (--read-wait-ms; query-api/positions.h).
+  void set_read_wait(std::chrono::milliseconds wait) { read_wait_ = wait; }
+  // /readyz: once the views have caught up with the log (since the process started), the node is
+  // ready while they are at most this many events behind it (all partitions together), so that a
+  // busy node, whose views always trail its writer by a batch or two, does not flap
+  // (--ready-max-lag).
+  void set_ready_max_lag(std::uint64_t events) { ready_max_lag_ = events; }
+
   void add_routes(http::Router& router);
 
-  // Whether the views have applied everything the ledger has made durable (for /readyz).
+  // Whether the views have applied everything the ledger has made durable.
   bool caught_up() const;
+  // How many events the views are behind what the ledger has made durable, all partitions.
+  std::uint64_t lag() const;
+  // Why the node is not ready (/readyz), or "": not before the views caught up once since the
+  // start, then while they are more than ready_max_lag events behind.
+  std::string not_ready() const;
 
  private:
   Ledger& ledger_;
   Views& views_;
   Projector& projector_;
   const ApiOptions options_;
-  std::unique_ptr<api::EdgeHooks> no_hooks_;  // the hook points' defaults, when options_ names none
+  std::chrono::milliseconds read_wait_{2'000};
+  std::uint64_t ready_max_lag_ = 10'000;
+  mutable std::atomic<bool> caught_up_once_{false};
+  std::unique_ptr<api::EdgeHooks>
+      position_hooks_;  // the hook points (position tokens), when options_ names none
   boost::asio::thread_pool answers_{2};
 };
 

@@ -1,8 +1,10 @@
 #include "query-api/owner_wait.h"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "common/crypto.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/thread.h"
 #include "query-api/envelope.h"
@@ -16,6 +18,19 @@ metrics::Histogram& waited_seconds() {
   static metrics::Histogram& h = metrics::registry().histogram(
       "kobo_cluster_owner_wait_seconds", "How long commands waited for their partition's writer");
   return h;
+}
+
+metrics::Histogram& forwarded_seconds() {
+  static metrics::Histogram& h = metrics::registry().histogram(
+      "kobo_cluster_forward_seconds", "How long commands forwarded to their partition's owner took");
+  return h;
+}
+
+metrics::Counter& forward_failures() {
+  static metrics::Counter& c = metrics::registry().counter(
+      "kobo_cluster_forward_failures_total",
+      "Commands whose owner failed while it had them (answered 503: they may have been decided)");
+  return c;
 }
 
 // A command, as opposed to a read: what the writer would be asked to decide.
@@ -37,11 +52,12 @@ http::Response no_writer() {
 
 struct OwnerWait::Waiting {
   Waiting(boost::asio::io_context& io, http::Handler h, http::Request r, http::Responder rs, Partition p,
-          std::chrono::steady_clock::time_point until)
+          std::chrono::steady_clock::time_point until, bool forwarded)
       : inner(std::move(h)),
         req(std::move(r)),
         respond(std::move(rs)),
         partition(p),
+        forwarded_in(forwarded),
         since(std::chrono::steady_clock::now()),
         deadline(until),
         timer(io) {}
@@ -49,6 +65,7 @@ struct OwnerWait::Waiting {
   http::Request req;
   http::Responder respond;
   Partition partition;
+  bool forwarded_in;  // it came from another node: never forwarded again
   std::chrono::steady_clock::time_point since;
   std::chrono::steady_clock::time_point deadline;
   boost::asio::steady_timer timer;
@@ -70,6 +87,14 @@ OwnerWait::~OwnerWait() {
 
 http::Handler OwnerWait::wrap(http::Handler inner) {
   return [this, inner = std::move(inner)](http::Request&& req, http::Responder respond) {
+    const bool forwarded_in = !req.header(kForwardedHeader).empty();
+    if (forwarded_in) {
+      // Only a node of the cluster may say a request was forwarded: the secret, by digest, in
+      // constant time.
+      const std::string_view given = req.header(kClusterSecretHeader);
+      if (options_.secret.empty() || !constant_time_equal(sha256_hex(given), sha256_hex(options_.secret)))
+        return respond(http::error(401, "Unauthorized"));
+    }
     if (!is_command(req)) return inner(std::move(req), std::move(respond));
     // The caller's partition, from its key; anything the route itself refuses (an unknown key, a
     // views read that failed) goes on to be refused there.
@@ -78,7 +103,7 @@ http::Handler OwnerWait::wrap(http::Handler inner) {
     const Partition p = ledger_.partition_of(owner.value()->business);
     if (ledger_.owns(p)) return inner(std::move(req), std::move(respond));
     auto w = std::make_shared<Waiting>(io_, inner, std::move(req), std::move(respond), p,
-                                       std::chrono::steady_clock::now() + options_.wait);
+                                       std::chrono::steady_clock::now() + options_.wait, forwarded_in);
     check(w);
   };
 }
@@ -92,18 +117,48 @@ void OwnerWait::check(const std::shared_ptr<Waiting>& w) {
     waited();
     return w->inner(std::move(w->req), std::move(w->respond));
   }
-  // Another node writes it (unless this one is taking it over), or nobody did in time.
-  const bool elsewhere = ledger_.ownership(w->partition) == Ownership::standby && options_.owned_elsewhere &&
-                         options_.owned_elsewhere(w->partition);
+  // Another node writes it (unless this one is taking it over): it is sent there, once.
+  const std::optional<std::string> elsewhere =
+      ledger_.ownership(w->partition) == Ownership::standby && options_.owner_elsewhere
+          ? options_.owner_elsewhere(w->partition)
+          : std::nullopt;
+  if (elsewhere && !w->forwarded_in && options_.forwarder != nullptr) {
+    waited();
+    return forward(w, *elsewhere);
+  }
   const bool leaving = options_.leaving && options_.leaving();
   if (elsewhere || leaving || now >= w->deadline) {
     waited();
     return w->respond(no_writer());
   }
+  again(w);
+}
+
+void OwnerWait::again(const std::shared_ptr<Waiting>& w) {
   w->timer.expires_after(options_.poll);
   w->timer.async_wait([this, w](const boost::system::error_code& ec) {
     if (ec) return w->respond(no_writer());  // stopping
     check(w);
+  });
+}
+
+void OwnerWait::forward(const std::shared_ptr<Waiting>& w, const std::string& url) {
+  const auto sent = std::chrono::steady_clock::now();
+  options_.forwarder->forward(url, w->req, [this, w, url, sent](Forwarded f) {
+    if (f.answer) {
+      forwarded_seconds().observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count());
+      return w->respond(std::move(*f.answer));
+    }
+    if (!f.sent && std::chrono::steady_clock::now() < w->deadline) {
+      // Never sent (the owner is gone, or not yet listening): undecided, so it waits for the
+      // partition's next writer as a command with no writer does.
+      return boost::asio::post(io_, [this, w] { again(w); });
+    }
+    forward_failures().inc();
+    log::warn("a forwarded command's owner failed while it had it; answered 503",
+              {{"owner", url}, {"path", w->req.path}, {"why", f.error}});
+    w->respond(no_writer());
   });
 }
 

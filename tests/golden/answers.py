@@ -570,8 +570,10 @@ class Normalizer:
         n["name"] = self.text(e["name"])
         n["target"] = self.text(e["target"])
         n["request_headers"] = {k: self.text(v) for k, v in e["request_headers"].items()}
-        # The length follows the body, whose counted numbers may have another number of digits.
-        n["headers"] = [[k, "<n>" if k.lower() == "content-length" else self.text(v)] for k, v in e["headers"]]
+        # The length follows the body, whose counted numbers may have another number of digits;
+        # a position token names the partitions the scenario's businesses were drawn into.
+        n["headers"] = [[k, "<n>" if k.lower() == "content-length" else
+                         "<position>" if k.lower() == "kobo-position" else self.text(v)] for k, v in e["headers"]]
         n["body"] = self.text(e["body"])
         return n
 

@@ -1,8 +1,12 @@
 // A Kobo cluster of three real `kobo serve` nodes on one topic of the test broker
 // (docs/architecture.md, "Cluster"), in the Kafka run only (ctest labels `kafka` and `cluster`):
 //  - ownership is exclusive: once the group is stable every partition has exactly one owner;
-//  - a command sent to its partition's owner is decided; one sent to another node is never
-//    decided there (503 with Retry-After, nothing in the log);
+//  - a command sent to a node that does not write its partition is forwarded to the owner and
+//    answered exactly as the owner answers (status, headers, body); a forwarded request is never
+//    forwarded again; without an owner it waits (--failover-wait-ms), then 503 with Retry-After;
+//  - position tokens: a read with the token of a write, on another node, is never older than
+//    the write; read answers carry the views' token; a malformed token is 400;
+//  - /readyz does not flap under load; GET /v1/cluster lists the group (x-cluster-secret);
 //  - a node killed -9 under load: its partitions' writes are acknowledged again on a survivor
 //    within 8 s (session.timeout.ms 6000); a node stopped with SIGTERM: within 1 s; no
 //    acknowledged transfer is lost or applied twice, money is conserved, `kobo audit` passes;
@@ -31,6 +35,7 @@
 #include "events/partitioner.h"
 #include "tests/audit/run_kobo.h"
 #include "tests/integration/harness.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/webhook_receiver.h"
 
 namespace kobo::it {
@@ -43,6 +48,7 @@ using std::chrono::milliseconds;
 constexpr std::uint32_t kPartitions = 6;
 constexpr int kNodes = 3;
 const std::string kAdminKey = "cluster-test-admin-key-0123456789abcdef";
+const std::string kSecret = "cluster-test-secret-0123456789abcdef";
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -66,6 +72,9 @@ class ClusterSuite : public ::testing::Test {
       GTEST_SKIP() << "the cluster runs on Kafka (ctest -L kafka)";
     seed_ = test_seed(::testing::UnitTest::GetInstance()->current_test_info()->name());
     name_ = unique_name("cluster");
+    secret_file_ = secret_dir_ / "cluster-secret";
+    std::ofstream(secret_file_) << kSecret << "\n";
+    fs::permissions(secret_file_, fs::perms::owner_read | fs::perms::owner_write);
     topic_ = "it." + name_;
     for (int i = 0; i < kNodes; ++i) {
       start_node(i);
@@ -80,9 +89,20 @@ class ClusterSuite : public ::testing::Test {
   }
 
   void start_node(int i) {
-    std::vector<std::string> args{"--partitions",   std::to_string(kPartitions), "--cluster",       name_,
-                                  "--node-id",      "n" + std::to_string(i + 1), "--admin-key",     kAdminKey,
-                                  "--kafka-config", "session.timeout.ms=6000",   "--rail-delay-ms", "50"};
+    std::vector<std::string> args{"--partitions",
+                                  std::to_string(kPartitions),
+                                  "--cluster",
+                                  name_,
+                                  "--node-id",
+                                  "n" + std::to_string(i + 1),
+                                  "--admin-key",
+                                  kAdminKey,
+                                  "--kafka-config",
+                                  "session.timeout.ms=6000",
+                                  "--rail-delay-ms",
+                                  "50",
+                                  "--cluster-secret-file",
+                                  secret_file_.string()};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     KoboOptions o = kobo_options(args);
     o.kafka_topic = topic_;
@@ -238,6 +258,8 @@ class ClusterSuite : public ::testing::Test {
   }
 
   std::uint64_t seed_ = 0;
+  kobo::testing::ScratchDir secret_dir_{"cluster-secret"};
+  fs::path secret_file_;
   std::vector<std::string> extra_args_;  // more flags for every node, set before SetUp()
   std::string name_, topic_;
   std::vector<std::unique_ptr<KoboProcess>> nodes_;
@@ -337,6 +359,22 @@ class Load {
 void expect_bank_invariants(KoboProcess& reader, const std::vector<Business>& businesses,
                             const std::vector<Attempt>& attempts) {
   HttpClient& http = reader.client();
+  // The reader's views may not have applied the last writes another node acknowledged yet:
+  // first the moment they have every acknowledged one (or 15 s).
+  std::set<std::string> acked;
+  for (const Attempt& a : attempts)
+    if (a.status == 200) acked.insert(a.reference);
+  wait_until(
+      [&] {
+        std::size_t found = 0;
+        for (const Business& b : businesses)
+          for (const json& t : list_all(http, b.key, "/v1/transactions", "entry=debit"))
+            if (t.contains("reference") && t["reference"].is_string() &&
+                acked.contains(t["reference"].get<std::string>()))
+              ++found;
+        return found >= acked.size();
+      },
+      milliseconds(15'000));
   std::map<std::string, int> seen;
   for (const Business& b : businesses) {
     std::int64_t total = 0;
@@ -379,33 +417,111 @@ TEST_F(ClusterSuite, EveryPartitionHasExactlyOneOwnerOnceTheGroupIsStable) {
       << "every node writes some partitions: " << describe_owners();
 }
 
-TEST_F(ClusterSuite, ACommandToTheOwnerIsDecidedAndOneToAnotherNodeIsNot) {
-  Business b = create_business("owner-test");
+// What a client sees of an answer: status, body and headers (names in lower case).
+std::string seen(const HttpResult& r) {
+  std::string out = std::to_string(r.status) + "\n";
+  for (const auto& [name, value] : r.headers) out += name + ": " + value + "\n";
+  return out + r.body;
+}
+
+TEST_F(ClusterSuite, ACommandSentToANodeThatDoesNotWriteItsPartitionIsAnsweredExactlyAsTheOwnerAnswers) {
+  Business b = create_business("forwarding");
   const int owner = owners()[b.partition.value];
   ASSERT_GE(owner, 0);
   const int other = (owner + 1) % kNodes;
-  const HttpResult decided =
-      node(owner).client().post("/v1/virtual-accounts", wallet_body("at-owner"), b.key);
-  EXPECT_EQ(decided.status, 201u) << decided.body;
+  HttpClient& at_owner = node(owner).client();
+  HttpClient& elsewhere = node(other).client();
 
+  // Made through the other node: forwarded, decided by the owner.
   const auto before = log_events().size();
-  const auto sent = Clock::now();
-  const HttpResult refused =
-      node(other).client().post("/v1/virtual-accounts", wallet_body("elsewhere"), b.key);
-  EXPECT_EQ(refused.status, 503u) << refused.body;
-  EXPECT_EQ(refused.header("retry-after"), "1");
-  EXPECT_LT(seconds_between(sent, Clock::now()), 2.0) << "another node writes it: answered at once";
-  // Nothing was decided on the other node: the log has no new event, the owner one wallet.
-  EXPECT_EQ(log_events().size(), before);
-  const auto wallets = list_all(node(owner).client(), b.key, "/v1/virtual-accounts");
-  ASSERT_EQ(wallets.size(), 1u);
-  EXPECT_EQ(wallets[0]["accountName"], "at-owner");
+  const HttpResult made = elsewhere.post("/v1/virtual-accounts", wallet_body("via-other"), b.key);
+  ASSERT_EQ(made.status, 201u) << made.body;
+  EXPECT_FALSE(made.header("kobo-position").empty()) << "the owner's answer, with its headers";
+  const json w0 = made.json["data"];
+  const json w1 =
+      data_or_throw(at_owner.post("/v1/virtual-accounts", wallet_body("at-owner"), b.key), 201, "wallet");
+  EXPECT_EQ(log_events().size(), before + 2) << "each command decided once";
+  data_or_throw(
+      elsewhere.post("/v1/sandbox/incoming-transfers", incoming_body(w0["accountNumber"], 50'000), b.key),
+      201, "fund");
+
+  // The same requests to both nodes are answered the same, byte for byte: an idempotent repeat,
+  // a rejection, a validation error, an unknown route's body rules.
+  const json transfer = transfer_body(w0["publicId"], w1["publicId"], 10'000, "fwd-1");
+  ASSERT_EQ(elsewhere.post("/v1/transactions/transfer", transfer, b.key).status, 200u);
+  const json too_much = transfer_body(w0["publicId"], w1["publicId"], 900'000, "fwd-2");
+  const json invalid = json{{"source", w0["publicId"]}, {"amount", -5}};
+  for (const json& body : {transfer, too_much, invalid}) {
+    const HttpResult direct = at_owner.post("/v1/transactions/transfer", body, b.key);
+    const HttpResult forwarded = elsewhere.post("/v1/transactions/transfer", body, b.key);
+    EXPECT_EQ(seen(forwarded), seen(direct)) << body.dump();
+  }
+  const HttpResult unknown_key = elsewhere.post("/v1/transactions/transfer", transfer, "sk_test_unknown");
+  EXPECT_EQ(unknown_key.status, 401u);
+
+  // A request that says it was forwarded is never forwarded again: the other node does not
+  // write the partition, another does, so it is answered 503 at once.
+  const HttpResult again = elsewhere.request(
+      boost::beast::http::verb::post, "/v1/virtual-accounts", wallet_body("again").dump(),
+      {{"x-service-key", b.key}, {"x-kobo-forwarded", "n9"}, {"x-cluster-secret", kSecret}});
+  EXPECT_EQ(again.status, 503u) << again.body;
+  EXPECT_EQ(again.header("retry-after"), "1");
+  // ... and only a node of the cluster may say so.
+  const HttpResult forged = elsewhere.request(
+      boost::beast::http::verb::post, "/v1/virtual-accounts", wallet_body("forged").dump(),
+      {{"x-service-key", b.key}, {"x-kobo-forwarded", "n9"}, {"x-cluster-secret", "wrong"}});
+  EXPECT_EQ(forged.status, 401u) << forged.body;
+
+  const auto wallets = list_all(at_owner, b.key, "/v1/virtual-accounts");
+  EXPECT_EQ(wallets.size(), 2u);
+  EXPECT_EQ(balance_of(at_owner, b.key, w1["publicId"]), 10'000) << "the transfer applied once";
   // Reads are answered on every node.
   for (int i = 0; i < kNodes; ++i)
     EXPECT_TRUE(wait_until([&] {
-      return list_all(node(i).client(), b.key, "/v1/virtual-accounts").size() == 1;
+      return list_all(node(i).client(), b.key, "/v1/virtual-accounts").size() == 2;
     })) << "node "
         << i;
+}
+
+// While a partition has no owner (its owner was killed, the group has not noticed yet), a command
+// sent to another node waits for the takeover: at most --failover-wait-ms, then 503.
+class ClusterFailoverWait : public ClusterSuite {
+ protected:
+  void SetUp() override {
+    extra_args_ = {"--failover-wait-ms", "1500"};
+    ClusterSuite::SetUp();
+  }
+};
+
+TEST_F(ClusterFailoverWait, ACommandWithoutAnOwnerWaitsThen503sAndIsDecidedOnceOneTakesOver) {
+  Business b = create_business("waits");
+  const int owner = owners()[b.partition.value];
+  const int other = (owner + 1) % kNodes;
+  node(owner).kill9();
+  // The group takes 6 s to notice: the forward is refused, the command waits 1.5 s, then 503.
+  const auto sent = Clock::now();
+  const HttpResult waited = node(other).client().post("/v1/virtual-accounts", wallet_body("w"), b.key);
+  const double took = seconds_between(sent, Clock::now());
+  EXPECT_EQ(waited.status, 503u) << waited.body;
+  EXPECT_EQ(waited.header("retry-after"), "1");
+  EXPECT_GE(took, 1.4);
+  EXPECT_LT(took, 4.0);
+  // A survivor takes the partition over: the same command to the same node is decided.
+  const auto deadline = Clock::now() + milliseconds(20'000);
+  HttpResult decided;
+  while (Clock::now() < deadline) {
+    decided = node(other).client().post("/v1/virtual-accounts", wallet_body("w"), b.key);
+    if (decided.status != 503) break;
+  }
+  EXPECT_EQ(decided.status, 201u) << decided.body;
+  std::cout << "[cluster] a command sent to a survivor was decided " << seconds_between(sent, Clock::now())
+            << " s after its owner's kill -9" << std::endl;
+  // Read with the command's token: the node's views may not have applied it yet otherwise.
+  const HttpResult listed = node(other).client().request(
+      boost::beast::http::verb::get, "/v1/virtual-accounts", std::nullopt,
+      {{"x-service-key", b.key}, {"Kobo-Position", decided.header("kobo-position")}});
+  ASSERT_EQ(listed.status, 200u) << listed.body;
+  EXPECT_EQ(listed.json["data"].size(), 1u) << "decided once";
 }
 
 // A node killed -9 (or stopped with SIGTERM) under load: its partitions are written again on a
@@ -630,6 +746,143 @@ TEST_F(ClusterWebhooks,
     return list_all(node(next).client(), b.key, "/v1/webhook-deliveries", "status=succeeded").size() == 4;
   }));
   expect_audit_clean();
+}
+
+// Read your writes on any node: a read that sends the token of a write, on another node, is never
+// older than the write. One writer, so every balance is known exactly.
+TEST_F(ClusterSuite, AReadWithTheTokenOfAWriteOnAnotherNodeIsNeverOlderThanTheWrite) {
+  Business b = create_business("tokens");
+  add_wallets(b, 2, 10'000'000);
+  std::vector<std::unique_ptr<HttpClient>> clients;
+  for (int i = 0; i < kNodes; ++i) clients.push_back(node(i).new_client(milliseconds(15'000)));
+  std::int64_t expected = b.funded / 2;  // w1's balance
+  std::string last_read_token;
+  std::vector<double> waits;
+  for (int i = 0; i < 150; ++i) {
+    const int writer = i % kNodes, reader = (i + 1) % kNodes;
+    const HttpResult t = clients[writer]->post(
+        "/v1/transactions/transfer",
+        transfer_body(b.wallets[0], b.wallets[1], 10'000, "tok-" + std::to_string(i), "token test"), b.key);
+    ASSERT_EQ(t.status, 200u) << t.body;
+    expected += 10'000;
+    const std::string token = t.header("kobo-position");
+    ASSERT_TRUE(token.starts_with("k1.")) << token;
+    const auto sent = Clock::now();
+    const HttpResult r =
+        clients[reader]->request(boost::beast::http::verb::get, "/v1/virtual-accounts/" + b.wallets[1],
+                                 std::nullopt, {{"x-service-key", b.key}, {"Kobo-Position", token}});
+    waits.push_back(seconds_between(sent, Clock::now()));
+    ASSERT_EQ(r.status, 200u) << r.body;
+    EXPECT_EQ(r.json["data"]["balance"].get<std::int64_t>(), expected)
+        << "transfer " << i << " written on node " << writer << ", read on node " << reader << " with "
+        << token;
+    const std::string read_token = r.header("kobo-position");
+    EXPECT_TRUE(read_token.starts_with("k1.")) << "a read answer carries the views' token";
+    last_read_token = read_token;
+  }
+  std::sort(waits.begin(), waits.end());
+  std::cout << "[cluster] reads with a write's token on another node: p50 " << waits[waits.size() / 2] * 1000
+            << " ms, p99 " << waits[waits.size() * 99 / 100] * 1000 << " ms" << std::endl;
+  // The read's token, echoed on another node, is answered too (monotonic reads).
+  const HttpResult echoed =
+      clients[0]->request(boost::beast::http::verb::get, "/v1/virtual-accounts/" + b.wallets[1], std::nullopt,
+                          {{"x-service-key", b.key}, {"Kobo-Position", last_read_token}});
+  EXPECT_EQ(echoed.status, 200u);
+  EXPECT_EQ(echoed.json["data"]["balance"].get<std::int64_t>(), expected);
+  // A malformed token is refused, clearly; one of a position the log never reaches waits, then 503.
+  for (const std::string bad : {"garbage", "k1.99-1", "k1.0-x", "k1.1-5.0-3"}) {
+    const HttpResult r =
+        clients[1]->request(boost::beast::http::verb::get, "/v1/virtual-accounts/" + b.wallets[1],
+                            std::nullopt, {{"x-service-key", b.key}, {"Kobo-Position", bad}});
+    EXPECT_EQ(r.status, 400u) << bad;
+    EXPECT_NE(r.body.find("Kobo-Position"), std::string::npos) << r.body;
+  }
+  const auto sent = Clock::now();
+  const HttpResult future =
+      clients[1]->request(boost::beast::http::verb::get, "/v1/virtual-accounts/" + b.wallets[1], std::nullopt,
+                          {{"x-service-key", b.key},
+                           {"Kobo-Position", "k1." + std::to_string(b.partition.value) + "-999999999"}});
+  EXPECT_EQ(future.status, 503u);
+  EXPECT_EQ(future.header("retry-after"), "1");
+  EXPECT_GE(seconds_between(sent, Clock::now()), 1.9) << "it waited --read-wait-ms (2 s)";
+}
+
+// /readyz does not flap under load: polled every 20 ms on every node while transfers run, it
+// never answers 503.
+TEST_F(ClusterSuite, ReadyzDoesNotFlapUnderLoad) {
+  std::vector<Business> businesses = businesses_everywhere(3, 100'000'000);
+  std::vector<std::uint16_t> ports;
+  for (int i = 0; i < kNodes; ++i) ports.push_back(node(i).port());
+  Load load(ports, businesses, seed_, 8);
+  ASSERT_TRUE(wait_until([&] { return load.acknowledged() > 20; }, milliseconds(30'000)));
+  std::vector<std::unique_ptr<HttpClient>> probes;
+  for (int i = 0; i < kNodes; ++i) probes.push_back(node(i).new_client(milliseconds(5'000)));
+  int probed = 0, not_ready = 0;
+  std::string why;
+  const auto until = Clock::now() + milliseconds(8'000);
+  while (Clock::now() < until) {
+    for (auto& probe : probes) {
+      const HttpResult r = probe->get("/readyz");
+      ++probed;
+      if (r.status != 200) {
+        ++not_ready;
+        why = r.body;
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  const int acked = load.acknowledged();
+  load.stop();
+  std::cout << "[cluster] /readyz under load: " << not_ready << " of " << probed << " probes not ready, "
+            << acked << " transfers acknowledged" << std::endl;
+  EXPECT_EQ(not_ready, 0) << why;
+}
+
+TEST_F(ClusterSuite, TheClusterRouteListsTheGroupAndEveryNodesPositionsWithTheSecret) {
+  HttpClient& http = node(1).client();
+  EXPECT_EQ(http.get("/v1/cluster").status, 401u);
+  EXPECT_EQ(
+      http.request(boost::beast::http::verb::get, "/v1/cluster", std::nullopt, {{"x-cluster-secret", "nope"}})
+          .status,
+      401u);
+  // Once the group's map is read again after its last rebalance (it is read every 2 s).
+  HttpResult r;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        r = http.request(boost::beast::http::verb::get, "/v1/cluster?nodes=all", std::nullopt,
+                         {{"x-cluster-secret", kSecret}});
+        return r.status == 200 && r.json["data"]["state"] == "Stable" &&
+               std::none_of(r.json["data"]["assignment"].begin(), r.json["data"]["assignment"].end(),
+                            [](const json& a) { return a["owner"].is_null(); });
+      },
+      milliseconds(10'000)))
+      << r.body;
+  ASSERT_EQ(r.status, 200u) << r.body;
+  const json& d = r.json["data"];
+  EXPECT_EQ(d["node"]["nodeId"], "n2");
+  EXPECT_EQ(d["members"].size(), static_cast<std::size_t>(kNodes)) << d.dump();
+  ASSERT_EQ(d["assignment"].size(), kPartitions);
+  const auto o = owners();
+  for (std::uint32_t p = 0; p < kPartitions; ++p)
+    EXPECT_EQ(d["assignment"][p]["owner"], "n" + std::to_string(o[p] + 1)) << d.dump();
+  ASSERT_EQ(d["nodes"].size(), static_cast<std::size_t>(kNodes)) << d.dump();
+  std::set<std::string> ids;
+  for (const json& n : d["nodes"]) {
+    ids.insert(n.value("nodeId", ""));
+    EXPECT_EQ(n["partitions"].size(), kPartitions) << n.dump();
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{"n1", "n2", "n3"}));
+
+  // A node refuses a secret file that others may read.
+  const fs::path loose = secret_dir_ / "loose-secret";
+  std::ofstream(loose) << kSecret << "\n";
+  fs::permissions(loose, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  const auto refused = kobo::testing::run_kobo(
+      kobo_options().binary,
+      {"serve", "--kafka-brokers", brokers(), "--kafka-topic", topic_, "--cluster", name_, "--node-id", "n9",
+       "--cluster-secret-file", loose.string(), "--data-dir", (secret_dir_ / "n9").string()});
+  EXPECT_EQ(refused.exit_code, 1) << refused.output.substr(0, 2000);
+  EXPECT_NE(refused.output.find("chmod 600"), std::string::npos) << refused.output.substr(0, 2000);
 }
 
 }  // namespace

@@ -1,0 +1,151 @@
+#include "query-api/positions.h"
+
+#include <boost/asio/post.hpp>
+#include <charconv>
+#include <vector>
+
+#include "common/metrics.h"
+#include "query-api/envelope.h"
+
+namespace kobo::api {
+namespace {
+
+constexpr std::string_view kPrefix = "k1";
+constexpr std::size_t kMaxToken = 64 * 1024;
+
+metrics::Histogram& position_wait_seconds() {
+  static metrics::Histogram& h = metrics::registry().histogram(
+      "kobo_position_wait_seconds", "How long reads with a Kobo-Position token waited for the views");
+  return h;
+}
+
+http::Response with_retry(http::Response r) {
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+std::optional<std::uint64_t> number(std::string_view text) {
+  if (text.empty() || text.size() > 20 || (text.size() > 1 && text[0] == '0')) return std::nullopt;
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::string format_positions(const Positions& positions) {
+  std::string out(kPrefix);
+  for (const auto& [p, seq] : positions) {
+    if (seq == 0) continue;
+    out += '.';
+    out += std::to_string(p);
+    out += '-';
+    out += std::to_string(seq);
+  }
+  return out;
+}
+
+std::optional<Positions> parse_positions(std::string_view token, std::uint32_t partitions) {
+  if (token.size() > kMaxToken || !token.starts_with(kPrefix)) return std::nullopt;
+  token.remove_prefix(kPrefix.size());
+  Positions out;
+  std::int64_t last = -1;
+  while (!token.empty()) {
+    if (token[0] != '.') return std::nullopt;
+    token.remove_prefix(1);
+    const auto end = token.find('.');
+    const std::string_view entry = token.substr(0, end);
+    token = end == std::string_view::npos ? std::string_view() : token.substr(end);
+    const auto dash = entry.find('-');
+    if (dash == std::string_view::npos) return std::nullopt;
+    const auto p = number(entry.substr(0, dash));
+    const auto seq = number(entry.substr(dash + 1));
+    if (!p || !seq || *p >= partitions || static_cast<std::int64_t>(*p) <= last) return std::nullopt;
+    last = static_cast<std::int64_t>(*p);
+    out[static_cast<std::uint32_t>(*p)] = *seq;
+  }
+  return out;
+}
+
+void merge_positions(Positions& into, const Positions& other) {
+  for (const auto& [p, seq] : other) into[p] = std::max(into[p], seq);
+}
+
+PositionHooks::PositionHooks(Projector& projector, std::uint32_t partitions,
+                             std::chrono::milliseconds read_wait)
+    : projector_(projector), partitions_(partitions), read_wait_(read_wait) {}
+
+PositionHooks::~PositionHooks() { pool_.join(); }
+
+std::optional<http::Response> PositionHooks::admit(const RouteTraits&, const http::Request& request) {
+  const std::string_view token = request.header(kPositionHeader);
+  if (token.empty() || parse_positions(token, partitions_)) return std::nullopt;
+  return http::error(400,
+                     "Invalid Kobo-Position header: send back a token this service gave, as it was given");
+}
+
+void PositionHooks::command_answered(const Exchange& x, LogPosition at, http::Response& answer) {
+  Positions positions = parse_positions(x.request.header(kPositionHeader), partitions_).value_or(Positions{});
+  merge_positions(positions, Positions{{at.partition.value, at.seq.value}});
+  answer.headers.emplace_back(std::string(kPositionHeader), format_positions(positions));
+}
+
+// A read waiting for the views: the partitions it still needs, one after another.
+struct PositionHooks::Wait {
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> needed;
+  std::size_t next = 0;
+  std::chrono::steady_clock::time_point since, deadline;
+  bool waited = false;  // a partition was not applied at once: go on on the pool
+  http::Responder respond;
+  std::function<void(http::Responder)> then;
+};
+
+void PositionHooks::before_read(const Exchange& x, http::Responder respond,
+                                std::function<void(http::Responder)> then) {
+  const auto positions = parse_positions(x.request.header(kPositionHeader), partitions_);
+  if (!positions || positions->empty()) return then(std::move(respond));
+  auto w = std::make_shared<Wait>();
+  for (const auto& [p, seq] : *positions)
+    if (projector_.applied_seq(Partition(p)).value < seq) w->needed.emplace_back(p, seq);
+  if (w->needed.empty()) return then(std::move(respond));
+  w->since = std::chrono::steady_clock::now();
+  w->deadline = w->since + read_wait_;
+  w->respond = std::move(respond);
+  w->then = std::move(then);
+  wait_next(w);
+}
+
+void PositionHooks::wait_next(const std::shared_ptr<Wait>& w) {
+  if (w->next == w->needed.size()) {
+    position_wait_seconds().observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - w->since).count());
+    // when_applied calls back on the projector's thread: the read goes on on the pool.
+    return boost::asio::post(pool_, [w] { w->then(std::move(w->respond)); });
+  }
+  const auto [p, seq] = w->needed[w->next];
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(w->deadline - std::chrono::steady_clock::now());
+  projector_.when_applied(
+      Partition(p), Seq(seq), std::max(left, std::chrono::milliseconds(0)), [this, w](bool applied) {
+        if (!applied) {
+          position_wait_seconds().observe(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - w->since).count());
+          return w->respond(with_retry(http::error(503, "Service unavailable")));
+        }
+        ++w->next;
+        wait_next(w);
+      });
+}
+
+void PositionHooks::read_answered(const Exchange&, http::Response& answer) {
+  answer.headers.emplace_back(std::string(kPositionHeader), views_token());
+}
+
+std::string PositionHooks::views_token() const {
+  Positions positions;
+  for (std::uint32_t p = 0; p < partitions_; ++p) positions[p] = projector_.applied_seq(Partition(p)).value;
+  return format_positions(positions);
+}
+
+}  // namespace kobo::api
