@@ -16,6 +16,7 @@
 #include "common/thread.h"
 #include "events/chain.h"
 #include "events/fact_codec.h"
+#include "events/keys.h"
 #include "events/ledger.h"
 #include "projection/render.h"
 #include "projection/rows.h"
@@ -204,15 +205,19 @@ class Projector::Batch {
   rows::WebhookRow& webhook_row(const std::string& account, bool live);
   void number_webhook_events(const Event& e, const Records& records);
   void rotate_webhook_secret(const Event& e, const WebhookSecretRotated& x);
+  void change_account_keys(const std::string& account, bool live,
+                           const std::function<void(rows::AccountKeysRow&)>& change);
+  void roll_key(const Event& e, const SecretKeyRolled& x);
+  void revoke_key(const Event& e, const SecretKeyRevoked& x);
   void index_transaction(const TransactionIndex& t);
   void count_transaction(const TransactionIndex& t, std::int64_t delta);
   void reindex_transaction(const TransactionIndex& before, const TransactionIndex& after);
 
   Views& views_;
   // The view tags (view_keys.h) of rows a later event of a batch may read back (`w`: an
-  // account's webhook row, which numbers its events).
+  // account's webhook row, which numbers its events; `k`: an account's keys).
   static bool read_back(std::string_view key) {
-    return !key.empty() && std::string_view("bTEAWPOUw").find(key.front()) != std::string_view::npos;
+    return !key.empty() && std::string_view("bTEAWPOUwk").find(key.front()) != std::string_view::npos;
   }
   void append(std::string_view key, std::string_view value, bool erased) {
     appended_.push_back(Appended{bytes_.size(), static_cast<std::uint32_t>(key.size()),
@@ -440,6 +445,26 @@ void Projector::Batch::apply(const Event& e) {
               rows::encode(rows::KeyRow{e.business, x.account.value, false}));
           put(view_keys::key_owner(x.live_secret_key_hash),
               rows::encode(rows::KeyRow{e.business, x.account.value, true}));
+          put(view_keys::account_keys(x.account.value, false),
+              rows::encode(rows::AccountKeysRow{x.test_signing_key.value_or(""),
+                                                {{x.test_secret_key_hash, e.time, 0}}}));
+          put(view_keys::account_keys(x.account.value, true),
+              rows::encode(rows::AccountKeysRow{x.live_signing_key.value_or(""),
+                                                {{x.live_secret_key_hash, e.time, 0}}}));
+        } else if constexpr (std::is_same_v<T, SecretKeyRolled>) {
+          roll_key(e, x);
+        } else if constexpr (std::is_same_v<T, SecretKeyRevoked>) {
+          revoke_key(e, x);
+        } else if constexpr (std::is_same_v<T, BusinessSuspended>) {
+          put(view_keys::suspended(e.business), x.reason.value_or(""));
+        } else if constexpr (std::is_same_v<T, BusinessResumed>) {
+          erase(view_keys::suspended(e.business));
+        } else if constexpr (std::is_same_v<T, WebhooksConfigured>) {
+          edit_decoded(view_keys::account(x.account.value), "webhooks of an account the views do not have",
+                       [&](json& a) { render::configure_webhooks(a, e, x); });
+        } else if constexpr (std::is_same_v<T, SigningKeySealed>) {
+          change_account_keys(x.account.value, e.live,
+                              [&](rows::AccountKeysRow& k) { k.signing_key = x.signing_key; });
         } else if constexpr (std::is_same_v<T, AccountUpdated>) {
           edit_decoded(view_keys::account(x.account.value), "update of an account the views do not have",
                        [&](json& a) { render::update_account(a, e, x); });
@@ -545,6 +570,53 @@ void Projector::Batch::rotate_webhook_secret(const Event& e, const WebhookSecret
   row.previous = std::move(row.secret);
   row.secret = e.hash;
   row.secret_at = e.time;
+}
+
+void Projector::Batch::change_account_keys(const std::string& account, bool live,
+                                           const std::function<void(rows::AccountKeysRow&)>& change) {
+  std::string& bytes =
+      edit(view_keys::account_keys(account, live), "the keys of an account the views do not have");
+  rows::AccountKeysRow k = decoded(rows::decode_account_keys(bytes));
+  change(k);
+  bytes = rows::encode(k);
+}
+
+// A roll: the new key is current; the one current until now is accepted until its overlap ends
+// (refused at once when it ends now); keys whose overlap ended are forgotten, rows and all.
+void Projector::Batch::roll_key(const Event& e, const SecretKeyRolled& x) {
+  const std::string& account = x.account.value;
+  const UnixMs until = x.previous_key_expires_at.ms;
+  change_account_keys(account, e.live, [&](rows::AccountKeysRow& k) {
+    std::vector<rows::AccountKey> kept{{x.secret_key_hash, e.time, 0}};
+    for (std::size_t i = 0; i < k.keys.size(); ++i) {
+      rows::AccountKey key = k.keys[i];
+      if (i == 0) key.expires_at = until;  // the previous key
+      if (key.expires_at <= e.time) {
+        erase(view_keys::key_owner(key.hash));
+        continue;
+      }
+      if (i == 0)
+        put(view_keys::key_owner(key.hash), rows::encode(rows::KeyRow{e.business, account, e.live, until}));
+      kept.push_back(std::move(key));
+    }
+    k.keys = std::move(kept);
+    k.signing_key = x.signing_key;
+  });
+  put(view_keys::key_owner(x.secret_key_hash), rows::encode(rows::KeyRow{e.business, account, e.live, 0}));
+}
+
+// A revocation: the key is refused from now on. A key the account no longer has (revoked twice,
+// or its overlap ended) changes nothing.
+void Projector::Batch::revoke_key(const Event& e, const SecretKeyRevoked& x) {
+  change_account_keys(x.account.value, e.live, [&](rows::AccountKeysRow& k) {
+    for (std::size_t i = 0; i < k.keys.size(); ++i) {
+      if (key_id_of_hash(k.keys[i].hash) != x.key_id) continue;
+      erase(view_keys::key_owner(k.keys[i].hash));
+      if (i == 0) k.signing_key.clear();  // query-api refuses this: a log may hold it all the same
+      k.keys.erase(k.keys.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+  });
 }
 
 void Projector::Batch::change_wallet(const WalletId& id,

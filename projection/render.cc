@@ -432,12 +432,44 @@ BusinessRecords business_records(const Event& e, const BusinessRegistered& x) {
   return {business.text(), account.text()};
 }
 
+namespace {
+constexpr const char* kLiveWebhooks = "liveWebhooks";
+constexpr const char* kLiveWebhookEvents = "liveWebhookEvents";
+}  // namespace
+
 void update_account(json& account, const Event& e, const AccountUpdated& x) {
+  // Settings of both modes, as an older kobo wrote them.
   if (x.webhooks) account["webhooks"] = *x.webhooks;
   if (x.webhook_events) account["webhookEvents"] = *x.webhook_events;
+  if (x.webhooks && account.contains(kLiveWebhooks)) account[kLiveWebhooks] = *x.webhooks;
+  if (x.webhook_events && account.contains(kLiveWebhookEvents))
+    account[kLiveWebhookEvents] = *x.webhook_events;
   if (x.live) account["live"] = *x.live;
   account["updatedAt"] = iso(e.time);
   account["__v"] = account.at("__v").get<std::int64_t>() + 1;
+}
+
+void configure_webhooks(json& account, const Event& e, const WebhooksConfigured& x) {
+  if (!account.contains(kLiveWebhooks)) {
+    account[kLiveWebhooks] = account.value("webhooks", json::array());
+    account[kLiveWebhookEvents] = account.value("webhookEvents", json::array());
+  }
+  const char* urls = e.live ? kLiveWebhooks : "webhooks";
+  const char* events = e.live ? kLiveWebhookEvents : "webhookEvents";
+  if (x.webhooks) account[urls] = *x.webhooks;
+  if (x.webhook_events) account[events] = *x.webhook_events;
+  account["updatedAt"] = iso(e.time);
+  account["__v"] = account.at("__v").get<std::int64_t>() + 1;
+}
+
+json account_in_mode(json account, bool live) {
+  if (live && account.contains(kLiveWebhooks)) {
+    account["webhooks"] = std::move(account[kLiveWebhooks]);
+    account["webhookEvents"] = std::move(account[kLiveWebhookEvents]);
+  }
+  account.erase(kLiveWebhooks);
+  account.erase(kLiveWebhookEvents);
+  return account;
 }
 
 namespace {

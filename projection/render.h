@@ -81,6 +81,15 @@ struct BusinessRecords {
 BusinessRecords business_records(const Event& e, const BusinessRegistered& x);
 // The account record after `x`: `account` as it was (decoded: an update is rare), changed.
 void update_account(nlohmann::json& account, const Event& e, const AccountUpdated& x);
+// Webhook settings are of one mode. The account record keeps the test mode's as `webhooks` and
+// `webhookEvents` and, once the modes were configured apart, the live mode's as `liveWebhooks` and
+// `liveWebhookEvents`; before that (an account of an older kobo, whose settings both modes shared,
+// or one never configured) the live mode has the test mode's. The first configuration of either
+// mode parts them, each mode keeping what it had.
+void configure_webhooks(nlohmann::json& account, const Event& e, const WebhooksConfigured& x);
+// The account record as a key of mode `live` is shown it: that mode's webhook settings as
+// `webhooks` and `webhookEvents`, the other mode's not at all.
+nlohmann::json account_in_mode(nlohmann::json account, bool live);
 
 std::string bank_account(const Event& e, const BeneficiarySaved& x);
 

@@ -197,6 +197,7 @@ Result<BulkRow> decode_bulk(std::string_view bytes) {
 std::string encode(const KeyRow& row) {
   std::string out;
   out.push_back(row.live ? '\1' : '\0');
+  put_signed_varint(out, row.expires_at);
   put_length_prefixed(out, row.business);
   out += row.account;  // the rest
   return out;
@@ -206,10 +207,43 @@ Result<KeyRow> decode_key(std::string_view bytes) {
   Reader r(bytes);
   KeyRow row;
   const unsigned char live = r.byte();
+  row.expires_at = r.signed_varint();
   row.business.assign(r.length_prefixed());
-  if (!r.ok() || live > 1) return Status::error("a key row of the views is malformed");
+  if (!r.ok() || live > 1 || row.expires_at < 0) return Status::error("a key row of the views is malformed");
   row.live = live == 1;
   row.account.assign(bytes.substr(bytes.size() - r.left()));
+  return row;
+}
+
+std::string encode(const AccountKeysRow& row) {
+  std::string out;
+  put_length_prefixed(out, row.signing_key);
+  put_varint(out, row.keys.size());
+  for (const AccountKey& k : row.keys) {
+    put_length_prefixed(out, k.hash);
+    put_signed_varint(out, k.created);
+    put_signed_varint(out, k.expires_at);
+  }
+  return out;
+}
+
+Result<AccountKeysRow> decode_account_keys(std::string_view bytes) {
+  Reader r(bytes);
+  AccountKeysRow row;
+  row.signing_key.assign(r.length_prefixed());
+  const std::uint64_t n = r.varint();
+  // Each key takes at least three bytes: a count beyond that is not this row.
+  if (r.ok() && n <= r.left() / 3) {
+    row.keys.resize(n);
+    for (AccountKey& k : row.keys) {
+      k.hash.assign(r.length_prefixed());
+      k.created = r.signed_varint();
+      k.expires_at = r.signed_varint();
+    }
+  } else {
+    r.fail();
+  }
+  if (!r.ok() || !r.done()) return Status::error("an account keys row of the views is malformed");
   return row;
 }
 

@@ -12,7 +12,8 @@
 //   StatementRow (`h`): one movement of a wallet's ledger balance, numbered in log order
 //   HoldRow (`U`): what changes on a hold (its placement's fact is under `O`)
 //   ListedRow (`t`): what the transaction list filters on when it scans (entry, status, amount)
-//   KeyRow (`K`): whose a secret key is
+//   KeyRow (`K`): whose a secret key is, and until when it is accepted
+//   AccountKeysRow (`k`): an account's keys of one mode, and what its webhooks are signed with
 //   TierLimits (`Y`): the KYC tier limits a partition's writer last recorded (events/limits.h)
 //   WebhookRow (`w`): an account's webhook state in one mode: its events so far, its secret's rotations
 //   WebhookEventRow (`e`): one webhook event of an account and mode, numbered in log order
@@ -118,14 +119,35 @@ struct BulkRow {
 std::string encode(const BulkRow& row);
 [[nodiscard]] Result<BulkRow> decode_bulk(std::string_view bytes);
 
+// Whose a secret key is (`K<hash>`), and until when it is accepted: 0 while it is its account's
+// current key, the end of its overlap once it was rolled. A revoked key has no row.
 struct KeyRow {
   std::string business;
   std::string account;
-  bool live = false;  // the key's mode
+  bool live = false;      // the key's mode
+  UnixMs expires_at = 0;  // refused from then on; 0: no end
   bool operator==(const KeyRow&) const = default;
 };
 std::string encode(const KeyRow& row);
 [[nodiscard]] Result<KeyRow> decode_key(std::string_view bytes);
+
+// An account's secret keys of one mode (`k<account>|<t|l>`, docs/security.md): the current one
+// first, then the rolled ones still within their overlap, each by its hash (its id derives from
+// it, events/keys.h); and the current key wrapped under the master key, what webhooks are signed
+// with (empty in a log from before envelope encryption until its signing keys are sealed).
+struct AccountKey {
+  std::string hash;       // hex SHA-256 of the key
+  UnixMs created = 0;     // issued (registered or rolled) at
+  UnixMs expires_at = 0;  // 0 for the current key
+  bool operator==(const AccountKey&) const = default;
+};
+struct AccountKeysRow {
+  std::string signing_key;
+  std::vector<AccountKey> keys;  // current first
+  bool operator==(const AccountKeysRow&) const = default;
+};
+std::string encode(const AccountKeysRow& row);
+[[nodiscard]] Result<AccountKeysRow> decode_account_keys(std::string_view bytes);
 
 // An account's webhooks in one mode (`w<account>|<t|l>`). `sequence`: how many webhook events
 // it has had (every type, subscribed or not): the number of its last WebhookEventRow. The

@@ -6,7 +6,10 @@
 //   B<business>                                  -> business JSON
 //   A<account>                                   -> account JSON
 //   a<business>|<id:8>                           -> account publicId (listing)
-//   K<secret key sha256 hex>                     -> KeyRow: business, account, live
+//   K<secret key sha256 hex>                     -> KeyRow: business, account, live, until when
+//   k<account>|<t|l>                             -> AccountKeysRow: the account's keys of the mode,
+//                                                   and its signing key wrapped (rows.h)
+//   Z<business>                                  -> the admin's reason, while the business is suspended
 //   D<bank account publicId>                     -> the fact of its BeneficiarySaved (rows.h)
 //   W<wallet publicId>                           -> the fact of the event that opened it
 //   b<wallet publicId>                           -> WalletRow: balance, last change, status, movements
@@ -68,9 +71,11 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 // `M`) and what they reserve in WalletRow, the KYC tiers (`Y`, and a wallet's tier and day
 // debits in WalletRow), the accounts' webhook events (`w`, `e`, `x`), facts of form 2 (transfers
 // name their bulk) and bulk transfers (`J`); layout 6 is 5 with a wallet's `updated` moved by its
-// holds too (placed, captured, voided, expired), as its availableBalance is.
+// holds too (placed, captured, voided, expired), as its availableBalance is; layout 7 adds the
+// accounts' keys (`k`: what webhooks are signed with, wrapped), an expiry to a key's row (`K`), and
+// the suspended businesses (`Z`).
 inline constexpr std::string_view kFormatKey = "V";
-inline constexpr std::string_view kFormat = "6";
+inline constexpr std::string_view kFormat = "7";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
 
 // The tags above by name, for showing a key to a person (describe_view_key in rebuild.h).
@@ -85,6 +90,8 @@ inline constexpr TagName kTagNames[] = {
     {'A', "accounts"},
     {'a', "account list"},
     {'K', "keys"},
+    {'k', "account keys"},
+    {'Z', "suspended businesses"},
     {'D', "bank accounts"},
     {'W', "wallets"},
     {'b', "wallet balances"},
@@ -132,6 +139,8 @@ inline std::string account_list(std::string_view business, std::uint64_t id) {
   return k;
 }
 inline std::string key_owner(std::string_view hash) { return "K" + std::string(hash); }
+inline std::string account_keys(std::string_view account, bool live) { return scoped('k', account, live); }
+inline std::string suspended(std::string_view business) { return "Z" + std::string(business); }
 inline std::string wallet(std::string_view id) { return "W" + std::string(id); }
 inline std::string wallet_row(std::string_view id) { return "b" + std::string(id); }
 inline std::string statement_prefix(std::string_view wallet) { return "h" + std::string(wallet) + "|"; }

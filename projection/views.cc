@@ -263,13 +263,28 @@ Result<std::optional<KeyOwner>> Views::key_owner(std::string_view secret_key_has
   if (!read_owner.value()) return std::optional<KeyOwner>();
   auto row = rows::decode_key(*read_owner.value());
   if (!row) return row.status();
-  KeyOwner k{std::move(row.value().business), std::move(row.value().account), row.value().live, false};
+  KeyOwner k{std::move(row.value().business), std::move(row.value().account), row.value().live, false,
+             row.value().expires_at};
   // Only a live key needs the account's live flag; test keys, most requests, skip that read.
   if (!k.live) return std::optional<KeyOwner>(std::move(k));
   const auto account = get_json(view_keys::account(k.account));
   if (!account) return account.status();
   if (account.value()) k.account_live = account.value()->value("live", false);
   return std::optional<KeyOwner>(std::move(k));
+}
+
+Result<std::optional<std::string>> Views::suspension(std::string_view business) const {
+  return read(view_keys::suspended(business));
+}
+
+Result<bool> Views::has_business(std::string_view id) const {
+  const auto b = read(view_keys::business(id));
+  if (!b) return b.status();
+  return b.value().has_value();
+}
+
+Result<std::optional<json>> Views::any_account(std::string_view public_id) const {
+  return get_json(view_keys::account(public_id));
 }
 
 Result<std::optional<json>> Views::account(std::string_view business, std::string_view public_id) const {
@@ -422,6 +437,15 @@ Result<std::vector<WebhookEvent>> Views::webhook_events(std::string_view account
     out.push_back(std::move(event).value());
   }
   return out;
+}
+
+Result<std::optional<rows::AccountKeysRow>> Views::account_keys(std::string_view account, bool live) const {
+  const auto bytes = read(view_keys::account_keys(account, live));
+  if (!bytes) return bytes.status();
+  if (!bytes.value()) return std::optional<rows::AccountKeysRow>();
+  auto row = rows::decode_account_keys(*bytes.value());
+  if (!row) return row.status();
+  return std::optional<rows::AccountKeysRow>(std::move(row).value());
 }
 
 Result<rows::WebhookRow> Views::webhook(std::string_view account, bool live) const {

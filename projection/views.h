@@ -44,6 +44,7 @@ struct KeyOwner {
   std::string account;
   bool live = false;          // the key's mode
   bool account_live = false;  // whether the account has live mode enabled; read for live keys only
+  UnixMs expires_at = 0;      // a rolled key is refused from then on; 0: no end (rows.h KeyRow)
 };
 
 struct PageRequest {
@@ -124,7 +125,15 @@ class Views {
 
   [[nodiscard]] Result<std::optional<KeyOwner>> key_owner(std::string_view secret_key_hash) const;
 
-  // Accounts belong to a business, not to a mode.
+  // Why `business` is suspended (the admin's words, may be empty) while it is; nullopt while it is not.
+  [[nodiscard]] Result<std::optional<std::string>> suspension(std::string_view business) const;
+  // Whether the views have business `id`.
+  [[nodiscard]] Result<bool> has_business(std::string_view id) const;
+  // Account `public_id` of any business (the admin's reads): its record, nullopt when none.
+  [[nodiscard]] Result<std::optional<nlohmann::json>> any_account(std::string_view public_id) const;
+
+  // Accounts belong to a business, not to a mode. The record holds the webhook settings of both
+  // modes: render::account_in_mode() shows a key its own.
   [[nodiscard]] Result<std::optional<nlohmann::json>> account(std::string_view business,
                                                               std::string_view public_id) const;
   [[nodiscard]] Result<Page> accounts(std::string_view business, const AccountFilter& filter,
@@ -178,6 +187,10 @@ class Views {
   [[nodiscard]] Result<std::vector<WebhookEvent>> webhook_events(std::string_view account, bool live,
                                                                  std::uint64_t after,
                                                                  std::uint64_t limit) const;
+  // The account's keys of mode `live` (rows.h AccountKeysRow): its current and rolled keys and the
+  // current one wrapped for signing; nullopt for an account the views do not have.
+  [[nodiscard]] Result<std::optional<rows::AccountKeysRow>> account_keys(std::string_view account,
+                                                                         bool live) const;
   // The account's webhook row of mode `live` (rows.h): an empty one before its first event or secret.
   [[nodiscard]] Result<rows::WebhookRow> webhook(std::string_view account, bool live) const;
   // Where the views are in the log, read when the projector starts (and starts again after a

@@ -41,7 +41,7 @@ inline constexpr std::int64_t kAmountMax = 1'000'000'000'000;
 inline constexpr std::size_t kNameLengthMax = 100;
 inline constexpr std::size_t kTextLengthMax = 255;
 
-// Who is calling, resolved from x-service-key.
+// Who is calling, resolved from x-service-key. `caller.actor` is the key's id (events/keys.h).
 struct Context {
   Caller caller;
   Scope scope;
@@ -60,8 +60,9 @@ class Protocol {
   Views& views() const { return views_; }
   const ApiOptions& options() const { return options_; }
 
-  // Resolves the caller, or answers 401/403 (503 when the views cannot be read) and returns
-  // nullopt.
+  // Resolves the caller, or answers and returns nullopt: 401 for a missing, unknown, revoked or
+  // expired key; 403 for a live key of an account not in live mode, and for any key of a
+  // suspended business; 503 when the views cannot be read.
   std::optional<Context> authenticate(const http::Request& req, const http::Responder& respond) const;
 
   // Read barrier: `then` runs once the views have applied everything durable in the caller's
@@ -155,5 +156,15 @@ void add_transaction_routes(http::Router& router, const std::shared_ptr<Protocol
 void add_transfer_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
 void add_wallet_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
 void add_webhook_delivery_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
+void add_key_routes(http::Router& router, const std::shared_ptr<Protocol>& protocol);
+
+// Rolls `account`'s key of `caller`'s mode (routes/keys.cc): a new key, answered once (201, after
+// the views have it, so it works as soon as it is shown), the current one accepted `overlap_s`
+// more seconds. For the tenant's route and the admin's; `account` is of the caller's business.
+void roll_secret_key(Protocol& p, Caller caller, std::string account, std::int64_t overlap_s,
+                     http::Responder respond);
+// Submits an account update and answers the account as the caller's mode shows it, once the
+// views have it (routes/accounts.cc; the admin's live switch too).
+void submit_update_account(Protocol& p, UpdateAccount cmd, http::Responder respond);
 
 }  // namespace kobo::api

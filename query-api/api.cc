@@ -28,6 +28,7 @@ void Api::add_routes(http::Router& router) {
   api::add_sandbox_routes(router, protocol);
   api::add_bank_account_routes(router, protocol);
   api::add_account_routes(router, protocol);
+  api::add_key_routes(router, protocol);
   api::add_admin_routes(router, protocol);
   if (options_.webhooks != nullptr) api::add_webhook_delivery_routes(router, protocol);
 

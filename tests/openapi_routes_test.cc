@@ -71,26 +71,25 @@ class OpenApiRoutes : public ::testing::Test {
     ASSERT_TRUE(views.ok()) << views.status().message();
     views_ = std::move(views).value();
     projector_ = std::make_unique<Projector>(log_, *views_);
-    auto keys = SigningKeyStore::open((dir_ / "signing-keys").string());
-    ASSERT_TRUE(keys.ok()) << keys.status().message();
-    keys_ = std::move(keys).value();
-    auto secrets = WebhookSecrets::open((dir_ / "webhook-master-secret").string(), std::nullopt);
-    ASSERT_TRUE(secrets.ok()) << secrets.status().message();
-    secrets_ = std::move(secrets).value();
+    auto master = LocalMasterKey::make(std::string(64, 'a'));
+    ASSERT_TRUE(master.ok()) << master.status().message();
+    master_ = std::move(master).value();
+    secrets_ = std::make_unique<WebhookSecrets>(*master_);
     auto webhooks =
-        Webhooks::open((dir_ / "webhooks").string(), log_, *views_, *projector_, *keys_, *secrets_);
+        Webhooks::open((dir_ / "webhooks").string(), log_, *views_, *projector_, *master_, *secrets_);
     ASSERT_TRUE(webhooks.ok()) << webhooks.status().message();
     webhooks_ = std::move(webhooks).value();
     ApiOptions ao;
     ao.webhooks = webhooks_.get();  // as `kobo serve` has it
     ao.webhook_secrets = secrets_.get();
+    ao.master_key = master_.get();
     api_ = std::make_unique<Api>(*ledger_, *views_, *projector_, ao);
   }
   void TearDown() override {
     api_.reset();
     webhooks_.reset();
     secrets_.reset();
-    keys_.reset();
+    master_.reset();
     projector_.reset();
     views_.reset();
     ledger_.reset();
@@ -113,7 +112,7 @@ class OpenApiRoutes : public ::testing::Test {
   std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<Views> views_;
   std::unique_ptr<Projector> projector_;
-  std::unique_ptr<SigningKeyStore> keys_;
+  std::unique_ptr<LocalMasterKey> master_;
   std::unique_ptr<WebhookSecrets> secrets_;
   std::unique_ptr<Webhooks> webhooks_;
   std::unique_ptr<Api> api_;

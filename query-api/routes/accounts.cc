@@ -1,7 +1,9 @@
-// Account settings: GET /v1/accounts, PATCH /v1/accounts/{id}, and the account's webhook secret:
+// Account settings: GET /v1/accounts, PATCH /v1/accounts/{id} (the caller's mode's webhook URLs and
+// subscriptions; live mode is the admin's), and the account's webhook secret:
 // POST /v1/accounts/{id}/webhook-secret (when the service delivers webhooks).
 
 #include "events/ledger.h"
+#include "projection/render.h"
 #include "query-api/answer.h"
 #include "query-api/envelope.h"
 #include "webhooks/webhooks.h"
@@ -26,27 +28,37 @@ void list_accounts(Protocol& p, Request&& req, const PathParams&, Responder resp
   filter.live = q.boolean("live");
   const auto page = q.pagination();
   if (auto errors = q.errors()) return respond(http::validation_error(*errors));
-  p.barrier(*c, std::move(respond), [&p, business = c->caller.business, filter, page](Responder r) {
-    r(list(p.views().accounts(business, filter, to_page(page)), page));
+  p.barrier(*c, std::move(respond),
+            [&p, business = c->caller.business, live = c->caller.live, filter, page](Responder r) {
+              auto accounts = p.views().accounts(business, filter, to_page(page));
+              // Each mode sees its own webhook settings.
+              if (accounts)
+                for (auto& a : accounts.value().items) a = render::account_in_mode(std::move(a), live);
+              r(list(std::move(accounts), page));
+            });
+}
+
+}  // namespace
+
+void submit_update_account(Protocol& p, UpdateAccount cmd, http::Responder respond) {
+  const std::string business = cmd.caller.business;
+  const std::string id = cmd.account_id;
+  const bool live = cmd.caller.live;
+  p.ledger().submit(std::move(cmd), [&p, business, id, live,
+                                     respond = std::move(respond)](const Outcome& o) mutable {
+    if (!o.ok())
+      return respond(o.rejection == Rejection::account_not_found ? http::error(404, "Data not found")
+                                                                 : rejection_response(o.rejection));
+    p.after_projection(o, std::move(respond), [&p, business, id, live](http::Responder r) {
+      const auto a = p.views().account(business, id);
+      if (!a) return r(unavailable(a.status()));
+      KOBO_ASSERT(a.value().has_value(), "an updated account is missing from the views");
+      r(http::ok(200, render::account_in_mode(std::move(*a.value()), live), "Account updated successfully"));
+    });
   });
 }
 
-void submit_update_account(Protocol& p, UpdateAccount cmd, Responder respond) {
-  const std::string business = cmd.caller.business;
-  const std::string id = cmd.account_id;
-  p.ledger().submit(
-      std::move(cmd), [&p, business, id, respond = std::move(respond)](const Outcome& o) mutable {
-        if (!o.ok())
-          return respond(o.rejection == Rejection::account_not_found ? http::error(404, "Data not found")
-                                                                     : rejection_response(o.rejection));
-        p.after_projection(o, std::move(respond), [&p, business, id](Responder r) {
-          const auto a = p.views().account(business, id);
-          if (!a) return r(unavailable(a.status()));
-          KOBO_ASSERT(a.value().has_value(), "an updated account is missing from the views");
-          r(http::ok(200, *a.value(), "Account updated successfully"));
-        });
-      });
-}
+namespace {
 
 void update_account(Protocol& p, Request&& req, const PathParams& params, Responder respond) {
   auto c = p.authenticate(req, respond);
@@ -58,6 +70,10 @@ void update_account(Protocol& p, Request&& req, const PathParams& params, Respon
   v.optional("live").is_boolean();
   v.optional("webhookEvents").is_array().each_is_string();
   if (auto errors = v.errors()) return respond(http::validation_error(*errors));
+  // Going live is the admin's act (PATCH /v1/admin/accounts/{id}); a key of either mode changes
+  // only its own mode's settings.
+  if (body->contains("live") && !body->at("live").is_null())
+    return respond(http::error(403, "Live mode is enabled by the admin"));
   // The event types the account wants, each once, in the order of the catalog.
   std::optional<std::vector<std::string>> webhook_events;
   if (body->contains("webhookEvents") && !body->at("webhookEvents").is_null()) {
@@ -78,13 +94,14 @@ void update_account(Protocol& p, Request&& req, const PathParams& params, Respon
   }
   if (p.options().webhooks != nullptr && body->contains("webhooks") && body->at("webhooks").is_array())
     for (const auto& url : body->at("webhooks"))
-      if (auto why = p.options().webhooks->refused_url(url.get<std::string>()))
+      // Said without naming the address or why it is not public: a tenant learns nothing of
+      // what is inside the service's network.
+      if (p.options().webhooks->refused_url(url.get<std::string>()))
         return respond(http::validation_error(
-            {{"webhooks", {{"isUrl", "each value in webhooks must be a public URL address: " + *why}}}}));
+            {{"webhooks", {{"isUrl", "each value in webhooks must be a public URL address"}}}}));
   UpdateAccount cmd{c->caller, params.at("id"), std::nullopt, std::nullopt, std::move(webhook_events)};
   if (body->contains("webhooks") && !body->at("webhooks").is_null())
     cmd.webhooks = body->at("webhooks").get<std::vector<std::string>>();
-  if (body->contains("live") && !body->at("live").is_null()) cmd.live = body->at("live").get<bool>();
   p.barrier(*c, std::move(respond), [&p, cmd = std::move(cmd)](Responder r) mutable {
     const auto a = p.views().account(cmd.caller.business, cmd.account_id);
     if (!a) return r(unavailable(a.status()));
@@ -118,10 +135,12 @@ void rotate_webhook_secret(Protocol& p, Request&& req, const PathParams& params,
           const Event& e = o.events.front();
           const UnixMs overlap_ms =
               std::chrono::duration_cast<std::chrono::milliseconds>(kWebhookSecretOverlap).count();
+          const auto secret = p.options().webhook_secrets->secret(account, live, e.hash);
+          if (!secret) return r(unavailable(secret.status()));
           r(http::ok(201,
                      json{{"account", account},
                           {"live", live},
-                          {"secret", p.options().webhook_secrets->secret(account, live, e.hash)},
+                          {"secret", secret.value()},
                           {"createdAt", format_iso8601(e.time)},
                           {"previousSecretExpiresAt",
                            had_secret ? json(format_iso8601(e.time + overlap_ms)) : json(nullptr)}},

@@ -2,6 +2,7 @@
 // and POST and GET /v1/bank-accounts[/{id}].
 
 #include "common/crypto.h"
+#include "common/log.h"
 #include "common/time.h"
 #include "projection/render.h"
 #include "query-api/answer.h"
@@ -85,11 +86,28 @@ void validate_account(Protocol& p, Request&& req, const PathParams&, Responder r
   v.field("accountNumber").is_not_empty().is_string().max_length(32);
   v.field("bankCode").is_not_empty().is_string().max_length(16);
   if (auto errors = v.errors()) return respond(http::validation_error(*errors));
-  p.barrier(*c, std::move(respond),
-            [&p, caller = c->caller, bank_code = body->at("bankCode").get<std::string>(),
-             account_number = body->at("accountNumber").get<std::string>()](Responder r) {
-              answer_validated(p, caller, bank_code, account_number, r);
-            });
+  std::string bank_code = body->at("bankCode");
+  std::string account_number = body->at("accountNumber");
+  // An enquiry at our own bank answers another tenant's customer's name: limited per key and
+  // logged, so nobody harvests names by asking for number after number (docs/security.md).
+  if (bank_code == p.ledger().config().bank_code) {
+    log::info(
+        "own-bank name enquiry",
+        {{"keyId", c->caller.actor}, {"business", c->caller.business}, {"accountNumber", account_number}});
+    if (const auto& limiter = p.options().name_enquiry_limiter) {
+      const auto taken = limiter->take(c->caller.actor);
+      if (!taken.allowed) {
+        log::warn("own-bank name enquiries over their limit", {{"keyId", c->caller.actor}});
+        http::Response refused = http::error(429, "Too many requests");
+        refused.headers.emplace_back("Retry-After", std::to_string((taken.retry_after.count() + 999) / 1000));
+        return respond(std::move(refused));
+      }
+    }
+  }
+  p.barrier(
+      *c, std::move(respond),
+      [&p, caller = c->caller, bank_code = std::move(bank_code), account_number = std::move(account_number)](
+          Responder r) { answer_validated(p, caller, bank_code, account_number, r); });
 }
 
 void submit_bank_account(Protocol& p, const Context& ctx, const json& body, Responder respond) {
