@@ -105,6 +105,7 @@ std::string describe(std::string_view key) {
     case 'J':
     case 'O':
     case 'U':
+    case 'Z':
       parts.id();
       break;
     case 'a':
@@ -118,6 +119,7 @@ std::string describe(std::string_view key) {
       break;
     case 'r':
     case 'w':
+    case 'k':
       parts.id().mode();
       break;
     case 'e':

@@ -47,6 +47,7 @@ struct KeyOwner {
   std::string account;
   bool live = false;          // the key's mode
   bool account_live = false;  // whether the account has live mode enabled; read for live keys only
+  UnixMs expires_at = 0;      // a rolled key is refused from then on; 0: no end (rows.h KeyRow)
 };
 
 struct PageRequest {
@@ -54,7 +55,8 @@ struct PageRequest {
   std::uint64_t per_page = 10;
 };
 
-// A page of a list of the views: its records as the API shows them (render.h), newest first, and the exact count of the records the filters match.
+// A page of a list of the views: its records as the API shows them (render.h), newest first, and the exact
+// count of the records the filters match.
 struct Page {
   std::vector<std::string> items;
   std::uint64_t total_count = 0;
@@ -134,14 +136,22 @@ class Views {
 
   [[nodiscard]] Result<std::optional<KeyOwner>> key_owner(std::string_view secret_key_hash) const;
 
-  // Accounts belong to a business, not to a mode.
+  // Why `business` is suspended (the admin's words, may be empty) while it is; nullopt while it is not.
+  [[nodiscard]] Result<std::optional<std::string>> suspension(std::string_view business) const;
+  // Whether the views have business `id`.
+  [[nodiscard]] Result<bool> has_business(std::string_view id) const;
+  // The business of account `public_id` (the admin's reads); nullopt when no business has it.
+  [[nodiscard]] Result<std::optional<std::string>> account_business(std::string_view public_id) const;
+
+  // Accounts belong to a business, not to a mode; their webhook settings are of one mode, and a
+  // key of mode `live` is shown its own (render::account).
   [[nodiscard]] Result<std::optional<nlohmann::json>> account(std::string_view business,
-                                                              std::string_view public_id) const;
+                                                              std::string_view public_id, bool live) const;
   // The account as the API shows it (render.h); nullopt when `business` has none such.
   [[nodiscard]] Result<std::optional<std::string>> account_text(std::string_view business,
-                                                                std::string_view public_id) const;
-  [[nodiscard]] Result<Page> accounts(std::string_view business, const AccountFilter& filter,
-                                            const PageRequest& page) const;
+                                                                std::string_view public_id, bool live) const;
+  [[nodiscard]] Result<Page> accounts(std::string_view business, bool live, const AccountFilter& filter,
+                                      const PageRequest& page) const;
 
   // Single records are answered as their text, rendered from the views' rows (rows.h) by
   // render.h: keys sorted, compact, UTF-8 as is.
@@ -149,7 +159,7 @@ class Views {
   [[nodiscard]] Result<std::optional<std::string>> bank_account_text(const Scope& scope,
                                                                      std::string_view public_id) const;
   [[nodiscard]] Result<Page> bank_accounts(const Scope& scope, const BankAccountFilter& filter,
-                                                 const PageRequest& page) const;
+                                           const PageRequest& page) const;
 
   [[nodiscard]] Result<std::optional<std::string>> wallet_text(const Scope& scope,
                                                                std::string_view public_id) const;
@@ -158,7 +168,7 @@ class Views {
   // the name.
   [[nodiscard]] Result<std::optional<nlohmann::json>> wallet_by_account_number(std::string_view number) const;
   [[nodiscard]] Result<Page> wallets(const Scope& scope, const WalletFilter& filter,
-                                           const PageRequest& page) const;
+                                     const PageRequest& page) const;
 
   // By publicId (trx-…), integer id, or the reference of the caller's account.
   [[nodiscard]] Result<std::optional<std::string>> transaction_text(const Scope& scope,
@@ -176,13 +186,13 @@ class Views {
   // Any combination of the filters, page 1 or any later one, with the exact totalCount, from the
   // list's bitmaps (list_index.h): no record is read but the page's.
   [[nodiscard]] Result<Page> transactions(const Scope& scope, const TransactionFilter& filter,
-                                                const PageRequest& page) const;
+                                          const PageRequest& page) const;
 
   // A hold (hld-…) of `scope`, rendered from its rows; the list, newest first.
   [[nodiscard]] Result<std::optional<std::string>> hold_text(const Scope& scope,
                                                              std::string_view public_id) const;
   [[nodiscard]] Result<Page> holds(const Scope& scope, const HoldFilter& filter,
-                                         const PageRequest& page) const;
+                                   const PageRequest& page) const;
 
   // The webhook event transaction `transaction` (trx-…) had, when it had one and the event is of
   // `scope`.
@@ -193,6 +203,10 @@ class Views {
   [[nodiscard]] Result<std::vector<WebhookEvent>> webhook_events(std::string_view account, bool live,
                                                                  std::uint64_t after,
                                                                  std::uint64_t limit) const;
+  // The account's keys of mode `live` (rows.h AccountKeysRow): its current and rolled keys and the
+  // current one wrapped for signing; nullopt for an account the views do not have.
+  [[nodiscard]] Result<std::optional<rows::AccountKeysRow>> account_keys(std::string_view account,
+                                                                         bool live) const;
   // The account's webhook row of mode `live` (rows.h): an empty one before its first event or secret.
   [[nodiscard]] Result<rows::WebhookRow> webhook(std::string_view account, bool live) const;
   // Where the views are in the log, read when the projector starts (and starts again after a
@@ -258,8 +272,8 @@ class Views {
   // A page of the wallets (kind w), beneficiaries (d) or holds (h) of `scope` whose values of
   // the fields `filters` names are those given (list_index.h).
   Result<Page> listed_records(char kind, const Scope& scope,
-                                    const std::vector<std::pair<char, std::string>>& filters,
-                                    const PageRequest& page) const;
+                              const std::vector<std::pair<char, std::string>>& filters,
+                              const PageRequest& page) const;
   class EventTimes;
   class ListedTimes;
   // The transaction record `at` of `scope` (a scope17), rendered with `records`.

@@ -6,7 +6,8 @@
 #                                     DIR/n1 …, logs DIR/n1/kobo.log) on free loopback ports, waits
 #                                     until each answers /readyz and the group has given out every
 #                                     partition, and prints each node's URL (also in DIR/nodes) and
-#                                     the admin key (DIR/admin-key) that creates businesses:
+#                                     the admin key (DIR/admin-key) that creates businesses (the
+#                                     nodes' shared master key is DIR/master-key):
 #                                       curl -XPOST URL/v1/admin/businesses -H "x-admin-key: $(cat DIR/admin-key)" -d '{"name":"Ada"}'
 #   tools/cluster.sh stop DIR         stops the nodes (SIGTERM: each hands its partitions over), then the broker
 #   tools/cluster.sh kill DIR [NODE]  kill -9: node NODE (n1, n2 or n3) alone, or every node and the broker
@@ -34,7 +35,7 @@ start_node() {  # start_node NAME: its port is in DIR/NAME/port
   # shellcheck disable=SC2086
   setsid "$kobo" serve --listen "127.0.0.1:$port" --data-dir "$d" \
     --kafka-brokers "$(cat "$dir/kafka/bootstrap")" --cluster kobo --node-id "$name" \
-    --advertise "http://127.0.0.1:$port" --admin-key "$(cat "$dir/admin-key")" \
+    --advertise "http://127.0.0.1:$port" --admin-key-file "$dir/admin-key" --master-key-file "$dir/master-key" \
     --kafka-config session.timeout.ms=6000 ${KOBO_CLUSTER_ARGS:-} >>"$d/kobo.stdout" 2>>"$d/kobo.log" &
   echo $! >"$d/pid"
 }
@@ -83,6 +84,9 @@ case "$cmd" in
     "$here/kafka/broker.sh" start "$dir/kafka" >/dev/null
     python3 -c 'import secrets; print(secrets.token_hex(24))' >"$dir/admin-key"
     chmod 600 "$dir/admin-key"
+    # The deployment's master key, one for every node (docs/security.md, "Keys at rest").
+    python3 -c 'import secrets; print(secrets.token_hex(32))' >"$dir/master-key"
+    chmod 600 "$dir/master-key"
     echo "${KOBO_PARTITIONS:-6}" >"$dir/partitions"
     : >"$dir/nodes"
     for n in $(seq 1 "$nodes"); do
