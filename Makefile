@@ -18,8 +18,13 @@ build: deps
 	@cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build -j$(JOBS)
 
+# The admin API is on with a key made once in $(DATA_DIR)/admin-key (mode 0600): the quick start
+# makes a business with it (README.md). Production gives the admin key and the master key
+# explicitly (docs/security.md).
 run: build
-	./build/kobo serve --listen $(LISTEN) --data-dir $(DATA_DIR)
+	@mkdir -p $(DATA_DIR) && { [ -s $(DATA_DIR)/admin-key ] || \
+	  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > $(DATA_DIR)/admin-key); }
+	./build/kobo serve --listen $(LISTEN) --data-dir $(DATA_DIR) --admin-key-file $(DATA_DIR)/admin-key
 
 # The Kafka-labelled tests run a real Apache Kafka broker: a JRE and Maven from Debian, the
 # broker's jars from Maven Central (tools/kafka/pom.xml).

@@ -1,5 +1,7 @@
 #include "app/kafka_flags.h"
 
+#include <cctype>
+
 namespace kobo {
 
 void add_kafka_flags(CLI::App* sub, KafkaFlags& flags, const std::string& brokers_help) {
@@ -35,6 +37,10 @@ void add_kafka_flags(CLI::App* sub, KafkaFlags& flags, const std::string& broker
   sub->add_option("--kafka-sasl-password", flags.sasl_password,
                   "Kafka: the SASL password (prefer the environment variable: a flag shows in ps)")
       ->envname("KOBO_KAFKA_SASL_PASSWORD");
+  sub->add_flag("--kafka-allow-plaintext-sasl", flags.allow_plaintext_sasl,
+                "Kafka: allow SASL PLAIN without TLS, which sends the password in clear (a broker on "
+                "loopback or a private link; otherwise use --kafka-tls)")
+      ->envname("KOBO_KAFKA_ALLOW_PLAINTEXT_SASL");
   sub->add_option("--kafka-config", flags.config,
                   "Kafka: any librdkafka property as KEY=VALUE, applied after the others; repeatable")
       ->take_all()
@@ -72,6 +78,18 @@ Result<KafkaLogOptions> KafkaFlags::log_options() const {
       return Status::error("--kafka-config wants KEY=VALUE, got " + item);
     o.config.emplace_back(item.substr(0, eq), item.substr(eq + 1));
   }
+  // What librdkafka will do, --kafka-config's last word included.
+  std::string protocol = "plaintext", mechanism = "GSSAPI";  // librdkafka's defaults
+  for (const auto& [key, value] : o.config) {
+    std::string v = value;
+    for (char& ch : v) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (key == "security.protocol") protocol = v;
+    if (key == "sasl.mechanisms" || key == "sasl.mechanism") mechanism = v;
+  }
+  if (protocol == "SASL_PLAINTEXT" && mechanism == "PLAIN" && !allow_plaintext_sasl)
+    return Status::error(
+        "Kafka SASL PLAIN without TLS would send the password in clear: add --kafka-tls (and "
+        "--kafka-ca-file), use SCRAM, or --kafka-allow-plaintext-sasl for a broker on a private link");
   return o;
 }
 

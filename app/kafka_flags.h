@@ -8,7 +8,7 @@
 //   --kafka-key-file, --kafka-key-password                certificates (else the system's), and a
 //                                                         client certificate when the cluster wants one
 //   --kafka-sasl-mechanism, --kafka-sasl-username,        SASL: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
-//   --kafka-sasl-password
+//   --kafka-sasl-password, --kafka-allow-plaintext-sasl   (PLAIN without TLS only when allowed)
 //   --kafka-config KEY=VALUE (repeatable)                 any other librdkafka property, applied last
 
 #include <CLI/CLI.hpp>
@@ -32,11 +32,14 @@ struct KafkaFlags {
   std::string sasl_mechanism;
   std::string sasl_username;
   std::string sasl_password;
-  std::vector<std::string> config;  // KEY=VALUE
+  bool allow_plaintext_sasl = false;  // SASL PLAIN without TLS sends the password in clear
+  std::vector<std::string> config;    // KEY=VALUE
 
   // Options for open_kafka_log: brokers, topic and the librdkafka properties of the flags
   // (security.protocol from TLS and SASL, then --kafka-config's), or an error naming the flag
-  // that is wrong or missing. The caller sets the rest (partitions, writer, timeouts).
+  // that is wrong or missing. SASL PLAIN over a connection without TLS, which sends the
+  // password in clear, is refused unless allow_plaintext_sasl. The caller sets the rest
+  // (partitions, writer, timeouts).
   [[nodiscard]] Result<KafkaLogOptions> log_options() const;
 };
 

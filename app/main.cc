@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,12 +20,15 @@
 #include "app/data_dir.h"
 #include "app/events_cli.h"
 #include "app/kafka_flags.h"
+#include "app/legacy_keys.h"
 #include "cluster/cluster.h"
 #include "command/ledger.h"
 #include "common/crypto.h"
 #include "common/file.h"
 #include "common/log.h"
+#include "common/master_key.h"
 #include "common/thread.h"
+#include "common/token_bucket.h"
 #include "events/embedded_log.h"
 #include "events/kafka_log.h"
 #include "projection/projector.h"
@@ -53,6 +57,8 @@ struct ServeOptions {
   std::string nuban_code = "999999";
   bool no_fsync = false;
   std::string admin_key;
+  std::string admin_key_file;
+  int name_enquiries_per_minute = 30;  // own-bank name enquiries per key; 0: no limit
   int rail_delay_ms = 500;
   std::uint64_t snapshot_every_events = 100'000;  // 0: no snapshots of the writer's state
   std::size_t writer_cache_mb = 64;               // the history index's block cache and memtables
@@ -81,7 +87,8 @@ struct ServeOptions {
   std::string webhook_retry_window = "24h";
   std::uint32_t webhook_concurrency = 64;
   std::uint32_t webhook_endpoint_concurrency = 4;
-  std::string webhook_master_secret;  // empty: <data-dir>/webhook-master-secret
+  std::string webhook_master_secret;  // deprecated alias of the master key
+  std::string master_key_file;        // empty: KOBO_MASTER_KEY, else <data-dir>/master-key
 };
 
 // The roles a process can take (docs/architecture.md section 1). A node that takes commands also projects and
@@ -196,56 +203,27 @@ Started run_start_steps(const std::vector<StartStep>& steps, sigset_t& signals, 
   return Started::all;
 }
 
-// Written before the business is appended, so a crash in between reuses these keys on the next
-// start instead of losing them. Atomically, and 0600 from its first byte: it holds secret keys.
-Status write_credentials(const fs::path& path, const Credentials& c) {
-  return write_file_atomically(path, to_json(c).dump(2) + "\n", 0600);
-}
-
-Result<Credentials> read_credentials(const fs::path& path) {
-  std::ifstream in(path);
-  const json j = json::parse(in, nullptr, false);
-  if (!j.is_object()) return Status::error(path.string() + " is not valid JSON");
-  try {
-    return Credentials{j.at("businessId"),    j.at("accountId"),     j.at("testSecretKey"),
-                       j.at("liveSecretKey"), j.at("testPublicKey"), j.at("livePublicKey")};
-  } catch (const json::exception& e) {
-    return Status::error(path.string() + ": " + e.what());
+// The admin key: --admin-key-file's content, else --admin-key / KOBO_ADMIN_KEY; empty when none
+// (no admin API). A key too weak to stand guessing is refused here, at start.
+Result<std::string> admin_key(const ServeOptions& o) {
+  std::string key = o.admin_key;
+  if (!o.admin_key_file.empty()) {
+    if (!key.empty())
+      return Status::error("the admin key is given twice (--admin-key-file and --admin-key): give it once");
+    std::ifstream in(o.admin_key_file, std::ios::binary);
+    if (!in) return Status::error("--admin-key-file " + o.admin_key_file + " cannot be read");
+    std::stringstream text;
+    text << in.rdbuf();
+    key = text.str();
+    while (!key.empty() && (key.back() == '\n' || key.back() == '\r' || key.back() == ' ')) key.pop_back();
+    struct stat st {};
+    if (::stat(o.admin_key_file.c_str(), &st) == 0 && (st.st_mode & 0077) != 0)
+      log::warn("the admin key file can be read by other users than its owner; make it mode 0600",
+                {{"file", o.admin_key_file}});
   }
-}
-
-// First start on an empty data dir: the business `Default`, its account and keys. The keys go
-// to the signing key store before the business is appended; a data dir from before webhooks
-// gets them from its credentials.json.
-Status bootstrap(Ledger& ledger, const fs::path& data_dir, SigningKeyStore& signing_keys) {
-  const fs::path path = data_dir / "credentials.json";
-  if (ledger.business_count() > 0) {
-    if (!fs::exists(path)) return {};
-    auto r = read_credentials(path);
-    if (!r) return r.status();
-    return signing_keys.put(r->account_id, r->test_secret_key, r->live_secret_key);
-  }
-  Credentials creds;
-  bool created = false;
-  if (fs::exists(path)) {
-    auto r = read_credentials(path);
-    if (!r) return r.status();
-    creds = r.value();
-  } else {
-    creds = new_credentials();
-    if (auto s = write_credentials(path, creds); !s) return s;
-    created = true;
-  }
-  if (auto s = signing_keys.put(creds.account_id, creds.test_secret_key, creds.live_secret_key); !s) return s;
-  const Outcome o = ledger.execute(create_business_command(creds, "Default"));
-  if (!o.ok())
-    return Status::error("bootstrap failed: " + std::string(to_string(o.rejection)) + " " + o.detail,
-                         o.rejection == Rejection::unavailable ? ErrorKind::unavailable : ErrorKind::other);
-  log::info("created business Default", {{"business", creds.business_id}, {"credentials", path.string()}});
-  if (created)
-    std::cout << "Test secret key: " << creds.test_secret_key << "\n(all keys in " << path.string() << ")"
-              << std::endl;
-  return {};
+  if (key.empty()) return key;
+  if (auto weak = weak_admin_key(key)) return Status::error("the admin key is too weak: " + *weak);
+  return key;
 }
 
 // "UP_TO:FEE,...,max:FEE" in kobo, ascending, the last tier open-ended.
@@ -387,6 +365,25 @@ int serve(const ServeOptions& o) {
     cluster_secret = std::move(secret).value();
   }
 
+  // The deployment's master key (docs/security.md): what every node signs webhooks with is
+  // wrapped under it. A projector node signs nothing and needs none.
+  std::unique_ptr<MasterKey> master_key_holder;
+  if (roles->command) {
+    const char* env_key = std::getenv("KOBO_MASTER_KEY");
+    // What one node wraps, every node must open: a cluster's nodes are given one key, never each
+    // a key of its own data dir.
+    if (!o.cluster.empty() && o.master_key_file.empty() && (env_key == nullptr || *env_key == '\0') &&
+        o.webhook_master_secret.empty())
+      return fail(
+          "--cluster needs the deployment's master key, the same on every node: give --master-key-file or "
+          "KOBO_MASTER_KEY (docs/security.md)");
+    auto resolved = resolve_master_key(
+        {o.master_key_file, env_key != nullptr ? env_key : "", o.webhook_master_secret, data_dir});
+    if (!resolved) return fail("master key: " + resolved.status().message());
+    for (const std::string& w : resolved->warnings) log::warn(w);
+    log::info("master key", {{"id", resolved->key->id()}, {"source", resolved->source}});
+    master_key_holder = std::move(resolved->key);
+  }
   auto log = open_serve_log(o, data_dir, roles->command);
   if (!log) return fail(log.status().message());
   const std::uint32_t partitions = log.value()->partitions();  // an existing topic decides
@@ -396,6 +393,7 @@ int serve(const ServeOptions& o) {
   if (!roles->command)
     return serve_projector(o, *log.value(), *views.value(), listen.value(), backend, signals);
 
+  const MasterKey& master_key = *master_key_holder;
   const auto fee_tiers = parse_fee_tiers(o.fee_tiers);
   if (!fee_tiers) return fail(fee_tiers.status().message());
   LedgerOptions lo;
@@ -420,8 +418,6 @@ int serve(const ServeOptions& o) {
   lo.cluster = !o.cluster.empty();
   Ledger ledger(*log.value(), lo);
   Projector projector(*log.value(), *views.value(), projector_options(o));
-  auto signing_keys = SigningKeyStore::open((data_dir / "signing-keys").string());
-  if (!signing_keys) return fail(signing_keys.status().message());
   WebhookOptions wo;
   auto schedule = RetrySchedule::parse(o.webhook_retry_schedule, o.webhook_retry_window);
   if (!schedule) return fail(schedule.status().message());
@@ -446,20 +442,24 @@ int serve(const ServeOptions& o) {
       });
     };
   }
-  auto webhook_secrets = WebhookSecrets::open(
-      (data_dir / "webhook-master-secret").string(),
-      o.webhook_master_secret.empty() ? std::nullopt : std::optional<std::string>(o.webhook_master_secret));
-  if (!webhook_secrets) return fail("webhooks: " + webhook_secrets.status().message());
+  const WebhookSecrets webhook_secrets(master_key);
   auto webhooks = Webhooks::open((data_dir / "webhooks").string(), *log.value(), *views.value(), projector,
-                                 *signing_keys.value(), *webhook_secrets.value(), wo);
+                                 master_key, webhook_secrets, wo);
   if (!webhooks) return fail("webhooks: " + webhooks.status().message());
 
   ApiOptions ao;
-  ao.admin_key = o.admin_key;
+  const auto admin = admin_key(o);
+  if (!admin) return fail(admin.status().message());
+  ao.admin_key = admin.value();
+  if (o.name_enquiries_per_minute > 0)
+    ao.name_enquiry_limiter = std::make_shared<KeyedTokenBuckets>(
+        TokenBucketLimit{o.name_enquiries_per_minute / 60.0,
+                         static_cast<double>(o.name_enquiries_per_minute)},
+        std::size_t{100'000});
   ao.expire_in_min_s = o.expire_in_min_s;
   ao.webhooks = webhooks.value().get();
-  ao.signing_keys = signing_keys.value().get();
-  ao.webhook_secrets = webhook_secrets.value().get();
+  ao.master_key = &master_key;
+  ao.webhook_secrets = &webhook_secrets;
   std::atomic<bool> started_all{false};
   ao.starting = [&started_all] { return started_all.load() ? std::string() : "the node is starting"; };
   Api api(ledger, *views.value(), projector, ao);
@@ -524,17 +524,17 @@ int serve(const ServeOptions& o) {
 
   // HTTP serves from here: reads from the views, writes answered 503 until the writer started.
   // What needs the log follows, in this order: the webhooks' new delivery database skips to the
-  // log's end before the writer can take a command, and the first business is made once the
-  // writer has read the log (and knows whether there is one).
-  // A cluster node joins its cluster once its writer has read the log (its standby is warm); it
-  // makes no first business: a cluster's businesses are made with the admin API.
+  // log's end before the writer can take a command, and plaintext keys an older kobo left in the
+  // data dir are sealed into the log once the writer has read it (and a cluster node has joined
+  // its cluster). Businesses are the admin API's to make (docs/security.md): no key is made,
+  // written or printed at start.
   std::vector<StartStep> steps{{"projector", [&] { return projector.start(); }},
                                {"webhooks", [&] { return webhooks.value()->start(); }},
                                {"writer", [&] { return ledger.start(); }}};
-  if (cluster)
-    steps.push_back({"cluster", [&] { return cluster->start(); }});
-  else
-    steps.push_back({"bootstrap", [&] { return bootstrap(ledger, data_dir, *signing_keys.value()); }});
+  if (cluster) steps.push_back({"cluster", [&] { return cluster->start(); }});
+  steps.push_back({"signing keys", [&] {
+                     return seal_legacy_signing_keys(data_dir, ledger, *views.value(), projector, master_key);
+                   }});
   steps.push_back({"data dir", [&] { return record_partitions(data_dir, log_source(o), partitions); }});
   int sig = 0;
   const Started started = run_start_steps(steps, signals, sig);
@@ -574,7 +574,8 @@ int main(int argc, char** argv) {
   s->add_option("--listen", serve.listen, "Address to serve HTTP on, HOST:PORT")
       ->envname("KOBO_LISTEN")
       ->capture_default_str();
-  s->add_option("--data-dir", serve.data_dir, "Directory of the embedded log, the views and credentials.json")
+  s->add_option("--data-dir", serve.data_dir,
+                "Directory of the embedded log, the views and the webhooks' state")
       ->envname("KOBO_DATA_DIR")
       ->capture_default_str();
   s->add_option("--partitions,--kafka-partitions", serve.partitions,
@@ -602,10 +603,20 @@ int main(int argc, char** argv) {
   s->add_flag("--no-fsync", serve.no_fsync,
               "Do not fsync appends (benchmarks of the CPU path only: acknowledged writes can be lost)")
       ->envname("KOBO_NO_FSYNC");
+  s->add_option("--admin-key-file", serve.admin_key_file,
+                "Enables the admin API (businesses, their suspension, live mode; header x-admin-key) with "
+                "the key in this file (mode 0600; at least 32 characters, 8 of them distinct)")
+      ->envname("KOBO_ADMIN_KEY_FILE")
+      ->check(CLI::ExistingFile);
   s->add_option("--admin-key", serve.admin_key,
-                "Enables the admin API (POST /v1/admin/businesses), "
-                "authenticated by header x-admin-key")
+                "The admin key itself (prefer --admin-key-file or KOBO_ADMIN_KEY: a flag shows in ps)")
       ->envname("KOBO_ADMIN_KEY");
+  s->add_option("--name-enquiries-per-minute", serve.name_enquiries_per_minute,
+                "Own-bank name enquiries (POST /v1/transactions/validate-account) one key may make a "
+                "minute, as a burst and refilled evenly; more are answered 429 with Retry-After. 0: no limit")
+      ->envname("KOBO_NAME_ENQUIRIES_PER_MINUTE")
+      ->check(CLI::Range(0, 1'000'000))
+      ->capture_default_str();
   s->add_option("--snapshot-every-events", serve.snapshot_every_events,
                 "Write a snapshot of the writer's state to <data-dir>/snapshots every N events, so a restart "
                 "replays only the log after the newest one; 0: none")
@@ -730,9 +741,14 @@ int main(int argc, char** argv) {
       ->envname("KOBO_WEBHOOK_ENDPOINT_CONCURRENCY")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  s->add_option("--master-key-file", serve.master_key_file,
+                "The deployment's master key (at least 32 characters; the same on every node): what "
+                "nodes sign webhooks with is encrypted under it, and webhook secrets derive from it. Or "
+                "the key itself in KOBO_MASTER_KEY. Neither: made at the first start in "
+                "<data-dir>/master-key, with a warning (docs/security.md)")
+      ->envname("KOBO_MASTER_KEY_FILE");
   s->add_option("--webhook-master-secret", serve.webhook_master_secret,
-                "What the accounts' webhook secrets derive from, the same on every node (at least 32 "
-                "characters); default: made at the first start in <data-dir>/webhook-master-secret")
+                "Deprecated: the master key (--master-key-file), as kobo before envelope encryption took it")
       ->envname("KOBO_WEBHOOK_MASTER_SECRET");
   kobo::AuditCommands audit_commands(app);  // `kobo audit` and `kobo replay`
   kobo::EventsCommand events_command(app);  // `kobo events`

@@ -6,6 +6,7 @@
 
 #include "common/crypto.h"
 #include "common/time.h"
+#include "events/keys.h"
 #include "events/ledger.h"
 #include "events/partitioner.h"
 
@@ -384,6 +385,29 @@ void LogAuditor::check_records(Model& m, const Event& e) {
         } else if constexpr (std::is_same_v<T, WebhookSecretRotated>) {
           if (!owned(x.account))
             bad("account " + x.account.value, "webhook secret rotated, but its business does not have it");
+        } else if constexpr (std::is_same_v<T, SigningKeySealed>) {
+          if (!owned(x.account))
+            bad("account " + x.account.value, "signing key sealed, but its business does not have it");
+        } else if constexpr (std::is_same_v<T, SecretKeyRolled>) {
+          if (!owned(x.account))
+            bad("account " + x.account.value, "key rolled, but its business does not have it");
+          if (!is_hex64(x.secret_key_hash))
+            bad("account " + x.account.value, "a rolled key's hash is not SHA-256 hex");
+          if (x.previous_key_expires_at.ms < e.time ||
+              x.previous_key_expires_at.ms > e.time + kKeyOverlapSecondsMax * 1000)
+            bad("account " + x.account.value, "a rolled key's overlap is outside 0 to 72 hours");
+        } else if constexpr (std::is_same_v<T, SecretKeyRevoked>) {
+          if (!owned(x.account))
+            bad("account " + x.account.value, "key revoked, but its business does not have it");
+        } else if constexpr (std::is_same_v<T, WebhooksConfigured>) {
+          if (!owned(x.account))
+            bad("account " + x.account.value, "webhooks configured, but its business does not have it");
+          for (const std::string& type : x.webhook_events.value_or(std::vector<std::string>{}))
+            if (!webhook_event_type_from_string(type))
+              bad("account " + x.account.value, "subscribes to an unknown webhook event type " + type);
+        } else if constexpr (std::is_same_v<T, BusinessSuspended> || std::is_same_v<T, BusinessResumed>) {
+          if (!m.businesses.contains(e.business))
+            bad("business " + e.business, "suspended or resumed, but never registered");
         } else if constexpr (std::is_same_v<T, WalletOpened> || std::is_same_v<T, TransitWalletOpened>) {
           constexpr bool transit = std::is_same_v<T, TransitWalletOpened>;
           const std::string what = "wallet " + x.wallet.value;

@@ -43,9 +43,11 @@ def main():
     sources = int(os.environ.get("SOURCES", "10"))
     with tempfile.TemporaryDirectory(prefix="kobo-bulk-bench-") as data:
         port = free_port()
+        admin_key = "bulk-bench-admin-key-0123456789abcdef"
         server = subprocess.Popen([f"{build}/kobo", "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", data,
                                    "--log-level", "warn", *serve_flags],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env=dict(os.environ, KOBO_ADMIN_KEY=admin_key))
         try:
             conn = None
             for _ in range(600):
@@ -54,12 +56,15 @@ def main():
                     conn.request("GET", "/readyz")
                     ready = conn.getresponse()
                     ready.read()
-                    if ready.status == 200 and os.path.exists(os.path.join(data, "credentials.json")):
+                    if ready.status == 200:
                         break
                 except OSError:
                     pass
                 time.sleep(0.05)
-            key = json.load(open(os.path.join(data, "credentials.json")))["testSecretKey"]
+            conn.request("POST", "/v1/admin/businesses", body=json.dumps({"name": "bulk bench"}),
+                         headers={"x-admin-key": admin_key, "content-type": "application/json"})
+            made = conn.getresponse()
+            key = json.loads(made.read())["data"]["credentials"]["testSecretKey"]
             headers = {"x-service-key": key, "content-type": "application/json"}
 
             def post(path, body):

@@ -31,8 +31,9 @@ serve_flags=("$@")
 connections=${CONNECTIONS:-64}
 businesses=${BUSINESSES:-1}
 partitions=${PARTITIONS:-6}
-admin_key=bench-admin-$$
-if [ "$businesses" -gt 1 ]; then serve_flags+=(--admin-key "$admin_key" --partitions "$partitions"); fi
+admin_key=bench-admin-key-$$-0123456789abcdef-bench
+export KOBO_ADMIN_KEY=$admin_key  # businesses are the admin API's to make
+if [ "$businesses" -gt 1 ]; then serve_flags+=(--partitions "$partitions"); fi
 serve() {  # starts kobo serve on the data dir and waits until it is ready
   "$build/kobo" serve --listen 127.0.0.1:$port --data-dir "$data" --log-level warn "${serve_flags[@]}" \
     >/dev/null 2>>"$data/stderr" &
@@ -43,7 +44,8 @@ serve
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
 url="http://127.0.0.1:$port"
 export KOBO_BENCH_DIR=$here
-export KOBO_KEY=$(python3 -c "import json;print(json.load(open('$data/credentials.json'))['testSecretKey'])")
+export KOBO_KEY=$(curl -sf -XPOST "$url/v1/admin/businesses" -H "x-admin-key: $admin_key" -d '{"name":"bench"}' |
+  python3 -c "import json,sys;print(json.load(sys.stdin)['data']['credentials']['testSecretKey'])")
 if [ "$businesses" -gt 1 ]; then
   export KOBO_WALLETS=$(python3 "$here/setup_wallets.py" "$url" "$KOBO_KEY" 100 "$businesses" "$partitions" "$admin_key")
 else

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "events/event.h"
+#include "events/keys.h"
 #include "events/ledger.h"
 #include "events/types.h"
 
@@ -55,8 +56,14 @@ struct Caller {
   std::string business;  // biz-…
   std::string account;   // acc-…
   bool live = false;     // the key's mode
+  // Who asked, recorded on the command's events (Event::actor): the key's id ("key-…",
+  // events/keys.h) or "admin"; empty for the service's own commands. Not part of the scope.
+  std::string actor = {};
   auto operator<=>(const Caller&) const = default;
 };
+
+// The actor of what the admin API asks (Event::actor).
+inline constexpr std::string_view kAdminActor = "admin";
 
 // Creates a business with its default account (first start, and the admin API).
 struct CreateBusiness {
@@ -68,9 +75,53 @@ struct CreateBusiness {
   std::string live_secret_key_hash;
   std::string test_public_key;
   std::string live_public_key;
+  // The secret keys wrapped under the master key for signing webhooks (events/keys.h);
+  // absent only where no webhooks are signed (tests of the writer alone).
+  std::optional<std::string> test_signing_key = std::nullopt;
+  std::optional<std::string> live_signing_key = std::nullopt;
+  std::string actor = {};  // Caller::actor: "admin" for the admin API
 };
 
-// Account settings (PATCH /v1/accounts/{id}); absent fields stay as they are.
+// Rolls the account's secret key of the caller's mode (docs/security.md): the new key, made and
+// shown once by query-api, arrives as its digest and wrapped for signing; it is current from the
+// event on, and the key current until then is accepted for `overlap_s` more seconds (0: refused
+// at once), then refused.
+struct RollSecretKey {
+  Caller caller;
+  std::string account_id;
+  std::string secret_key_hash;  // hex SHA-256 of the new key
+  std::string signing_key;      // the new key wrapped (events/keys.h)
+  std::int64_t overlap_s = 0;   // 0 .. kKeyOverlapSecondsMax
+};
+
+// Revokes a key of the account in the caller's mode at once. query-api checks that the key is one
+// of the account's and not its current one; the writer records it.
+struct RevokeSecretKey {
+  Caller caller;
+  std::string account_id;
+  std::string key_id;  // events/keys.h
+};
+
+// The admin suspends (`suspended`) or resumes the caller's business (caller: the business, actor
+// "admin"): while suspended, every key of it is refused.
+struct SuspendBusiness {
+  Caller caller;
+  bool suspended = true;
+  std::optional<std::string> reason = std::nullopt;
+};
+
+// Seals the account's current signing key of the caller's mode into the log, wrapped under the
+// master key: what a data dir made before envelope encryption kept in a plaintext file
+// (app/main.cc migrates it on start).
+struct SealSigningKey {
+  Caller caller;
+  std::string signing_key;  // wrapped (events/keys.h)
+};
+
+// Account settings; absent fields stay as they are. `webhooks` and `webhook_events` are of the
+// caller's mode (PATCH /v1/accounts/{id}: a WebhooksConfigured in that mode); `live` is the
+// admin's (PATCH /v1/admin/accounts/{id}: an AccountUpdated), which query-api enforces: the
+// writer does not know who holds a key.
 struct UpdateAccount {
   Caller caller;
   std::string account_id;
@@ -257,7 +308,8 @@ struct EndWebhookDeliveries {
 using Command = std::variant<CreateBusiness, UpdateAccount, AddBankAccount, CreateWallet, CreateCollection,
                              CreateTransitWallet, WalletTransfer, BankTransfer, IncomingCredit, AdvancePayout,
                              ExpireCollection, SetWalletTier, PlaceHold, CaptureHold, VoidHold, ExpireHold,
-                             RotateWebhookSecret, BulkTransfer, EndWebhookDeliveries>;
+                             RotateWebhookSecret, BulkTransfer, EndWebhookDeliveries, SealSigningKey,
+                             RollSecretKey, RevokeSecretKey, SuspendBusiness>;
 
 // What the writer answers once the command's events are durable (or it was rejected). The
 // writer renders nothing: query-api shows the record from the events, through projection/.

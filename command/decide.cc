@@ -66,11 +66,35 @@ std::uint64_t transaction_number(const PartitionState& s, const LedgerConfig& co
   return interleaved_id(s.transactions_created + k, s.partition, config.partitions);
 }
 
-std::string new_account_number(const PartitionState& s, const LedgerConfig& config) {
-  std::string number = nuban::account_number(
-      config.nuban_code, interleaved_id(s.account_numbers_issued, s.partition, config.partitions));
-  KOBO_ASSERT(parse_account_number(number).has_value(), "an account number issued has 10 digits");
-  return number;
+// A new account number of the service's bank (docs/security.md, "No harvesting"): a NUBAN serial
+// drawn at random, so that nobody finds other tenants' customers by counting from their own
+// numbers. The serials of partition p are those of the form r * partitions + p + 1, so two
+// partitions' writers can never draw the same one; within the partition a number any wallet or
+// collection wallet ever had (the state's, and History's closed ones) is drawn again. Drawn from
+// `ids`, so a seeded run draws the same numbers.
+constexpr int kAccountNumberDrawsMax = 64;
+
+std::variant<std::string, Decision> new_account_number(const PartitionState& s, const History& h,
+                                                       const LedgerConfig& config, IdSource& ids) {
+  constexpr std::uint64_t kSerials = 1'000'000'000;  // 9 digits
+  const std::uint64_t p = s.partition.value;
+  const std::uint64_t partitions = config.partitions;
+  KOBO_ASSERT(p < partitions && partitions < kSerials, "a partition of the configured count");
+  const std::uint64_t choices = (kSerials - 1 - (p + 1)) / partitions + 1;  // r * partitions + p + 1 < 1e9
+  for (int draw = 0; draw < kAccountNumberDrawsMax; ++draw) {
+    std::uint64_t r = 0;
+    ids.fill(reinterpret_cast<std::uint8_t*>(&r), sizeof r);
+    std::string number = nuban::account_number(config.nuban_code, (r % choices) * partitions + p + 1);
+    if (s.wallets.id_with_number(number) || s.collections.contains(number)) continue;
+    const auto closed = h.collection(number);
+    if (!closed) return unavailable(closed.status());
+    if (closed.value()) continue;
+    KOBO_ASSERT(parse_account_number(number).has_value(), "an account number issued has 10 digits");
+    return number;
+  }
+  log::error("no free account number after many draws: the partition's NUBAN serials are nearly all taken",
+             {{"partition", p}});
+  return reject(Rejection::unavailable);
 }
 
 const WalletState* caller_wallet(const PartitionState& s, const Caller& c, const std::string& id) {
@@ -114,17 +138,53 @@ Decision decide_create_business(const PartitionState& s, const CreateBusiness& c
   x.name = c.name;
   x.test_public_key = c.test_public_key;
   x.test_secret_key_hash = c.test_secret_key_hash;
+  x.live_signing_key = c.live_signing_key;
+  x.test_signing_key = c.test_signing_key;
   // Registration is not in either mode: the account starts in test mode.
   return one_event(Caller{c.business_id, c.account_id, false}, std::move(x), c.account_id);
 }
 
+// Whether `account` is an account of the caller's business.
+bool callers_account(const PartitionState& s, const Caller& c, const std::string& account) {
+  const auto it = s.account_business.find(account);
+  return it != s.account_business.end() && it->second == c.business;
+}
+
 Decision decide_update_account(const PartitionState& s, const UpdateAccount& c) {
-  const auto it = s.account_business.find(c.account_id);
-  if (it == s.account_business.end() || it->second != c.caller.business)
-    return reject(Rejection::account_not_found);
-  AccountUpdated x{AccountId(c.account_id), c.live, c.webhook_events, c.webhooks};
-  // Account settings are not of a mode: the event is in test mode, whatever key asked.
-  return one_event(Caller{c.caller.business, c.caller.account, false}, std::move(x), c.account_id);
+  if (!callers_account(s, c.caller, c.account_id)) return reject(Rejection::account_not_found);
+  Decision d;
+  d.id = c.account_id;
+  // Webhook settings are of the caller's mode; the live flag is not of a mode: its event is in
+  // test mode, whoever asked. A request of neither still records the update (updatedAt, __v).
+  if (c.webhooks || c.webhook_events)
+    d.events.push_back({c.caller.business, c.caller.live,
+                        WebhooksConfigured{AccountId(c.account_id), c.webhook_events, c.webhooks}});
+  if (c.live || d.events.empty())
+    d.events.push_back({c.caller.business, false, AccountUpdated{AccountId(c.account_id), c.live, {}, {}}});
+  return d;
+}
+
+Decision decide_roll_secret_key(const PartitionState& s, const RollSecretKey& c, UnixMs now) {
+  if (!callers_account(s, c.caller, c.account_id)) return reject(Rejection::account_not_found);
+  if (c.overlap_s < 0 || c.overlap_s > kKeyOverlapSecondsMax) return reject(Rejection::out_of_range);
+  return one_event(c.caller,
+                   SecretKeyRolled{AccountId(c.account_id), Timestamp{now + c.overlap_s * 1000},
+                                   c.secret_key_hash, c.signing_key},
+                   c.account_id);
+}
+
+Decision decide_revoke_secret_key(const PartitionState& s, const RevokeSecretKey& c) {
+  if (!callers_account(s, c.caller, c.account_id)) return reject(Rejection::account_not_found);
+  return one_event(c.caller, SecretKeyRevoked{AccountId(c.account_id), c.key_id}, c.account_id);
+}
+
+// A business's suspension is not of a mode: the event is in test mode.
+Decision decide_suspend_business(const PartitionState& s, const SuspendBusiness& c) {
+  if (!s.businesses.contains(c.caller.business)) return reject(Rejection::account_not_found);
+  Caller in_test = c.caller;
+  in_test.live = false;
+  if (c.suspended) return one_event(in_test, BusinessSuspended{c.reason}, c.caller.business);
+  return one_event(in_test, BusinessResumed{}, c.caller.business);
 }
 
 // A webhook secret is of the caller's mode: the event is in it.
@@ -133,6 +193,14 @@ Decision decide_rotate_webhook_secret(const PartitionState& s, const RotateWebho
   if (it == s.account_business.end() || it->second != c.caller.business)
     return reject(Rejection::account_not_found);
   return one_event(c.caller, WebhookSecretRotated{AccountId(c.account_id)}, c.account_id);
+}
+
+// A signing key is of the caller's mode: the event is in it.
+Decision decide_seal_signing_key(const PartitionState& s, const SealSigningKey& c) {
+  const auto it = s.account_business.find(c.caller.account);
+  if (it == s.account_business.end() || it->second != c.caller.business)
+    return reject(Rejection::account_not_found);
+  return one_event(c.caller, SigningKeySealed{AccountId(c.caller.account), c.signing_key}, c.caller.account);
 }
 
 BeneficiarySaved beneficiary_saved(const PartitionState& s, const AddBankAccount& c, BeneficiaryType type,
@@ -160,8 +228,8 @@ Decision decide_add_bank_account(const PartitionState& s, const History& h, cons
   return one_event(c.caller, beneficiary_saved(s, c, *type, config), c.public_id);
 }
 
-Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, const LedgerConfig& config,
-                              IdSource& ids) {
+Decision decide_create_wallet(const PartitionState& s, const History& h, const CreateWallet& c,
+                              const LedgerConfig& config, IdSource& ids) {
   const auto category = wallet_category_from_string(c.category);
   if (!category || !valid_tier(c.kyc_tier)) return reject(Rejection::out_of_range);
   if (s.wallets.name_taken(c.caller.account, c.caller.live, c.account_name))
@@ -171,9 +239,11 @@ Decision decide_create_wallet(const PartitionState& s, const CreateWallet& c, co
     if (it != s.primary_wallets.end() && it->second >= config.primary_wallets_max)
       return reject(Rejection::primary_wallet_limit);
   }
+  auto number = new_account_number(s, h, config, ids);
+  if (auto* refused = std::get_if<Decision>(&number)) return std::move(*refused);
   WalletOpened x;
   x.account = AccountId(c.caller.account);
-  x.account_number = new_account_number(s, config);
+  x.account_number = std::move(std::get<std::string>(number));
   x.bank_code = config.bank_code;
   x.bank_name = config.bank_name;
   x.category = *category;
@@ -201,15 +271,17 @@ Decision decide_set_wallet_tier(const PartitionState& s, const SetWalletTier& c)
   return d;
 }
 
-Decision decide_create_transit(const PartitionState& s, const CreateTransitWallet& c,
+Decision decide_create_transit(const PartitionState& s, const History& h, const CreateTransitWallet& c,
                                const LedgerConfig& config, IdSource& ids) {
   if (!valid_tier(c.kyc_tier)) return reject(Rejection::out_of_range);
   const WalletState* settlement = caller_wallet(s, c.caller, c.settlement_account);
   if (settlement == nullptr || s.transit_settlement.contains(c.settlement_account))
     return reject(Rejection::settlement_account_not_found);
+  auto number = new_account_number(s, h, config, ids);
+  if (auto* refused = std::get_if<Decision>(&number)) return std::move(*refused);
   TransitWalletOpened x;
   x.account = AccountId(c.caller.account);
-  x.account_number = new_account_number(s, config);
+  x.account_number = std::move(std::get<std::string>(number));
   x.bank_code = config.bank_code;
   x.bank_name = config.bank_name;
   x.email_address = c.email_address;
@@ -235,9 +307,11 @@ Decision decide_create_collection(const PartitionState& s, const History& h, con
     if (!taken) return unavailable(taken.status());
     if (taken.value()) return reject(Rejection::reference_exists);
   }
+  auto number = new_account_number(s, h, config, ids);
+  if (auto* refused = std::get_if<Decision>(&number)) return std::move(*refused);
   CollectionWalletOpened x;
   x.account = AccountId(c.caller.account);
-  x.account_number = new_account_number(s, config);
+  x.account_number = std::move(std::get<std::string>(number));
   x.amount = c.amount;
   x.bank_code = config.bank_code;
   x.bank_name = config.bank_name;
@@ -395,7 +469,10 @@ Decision decide_bank_transfer(const PartitionState& s, const History& h, const B
   x.reference = c.reference ? *c.reference : derived_reference("ref-", x.transaction);
   d.id = x.transaction.value;
   d.events.push_back({c.caller.business, c.caller.live, std::move(x)});
-  d.schedule.push_back({now, AdvancePayout{s.partition, d.id, TransactionStatus::processing}});
+  // The sandbox rail moves test payouts only (docs/security.md, "Modes apart"): a live payout
+  // waits, pending, for a real rail.
+  if (!c.caller.live)
+    d.schedule.push_back({now, AdvancePayout{s.partition, d.id, TransactionStatus::processing}});
   return d;
 }
 
@@ -662,7 +739,8 @@ Scheduled next_rail_step(const std::string& transaction, const PayoutState& payo
 
 std::vector<Scheduled> resume_schedule(const PartitionState& state, const LedgerConfig& config) {
   std::vector<const std::pair<const std::string, PayoutState>*> payouts;
-  for (const auto& p : state.payouts) payouts.push_back(&p);
+  for (const auto& p : state.payouts)
+    if (!p.second.live) payouts.push_back(&p);  // the sandbox rail moves test payouts only
   std::sort(payouts.begin(), payouts.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
   std::vector<const CollectionState*> collections;
   for (const auto& [number, c] : state.collections) collections.push_back(&c);
@@ -696,10 +774,18 @@ Decision decide(const PartitionState& state, const History& history, const Comma
           return decide_update_account(state, c);
         else if constexpr (std::is_same_v<T, RotateWebhookSecret>)
           return decide_rotate_webhook_secret(state, c);
+        else if constexpr (std::is_same_v<T, SealSigningKey>)
+          return decide_seal_signing_key(state, c);
+        else if constexpr (std::is_same_v<T, RollSecretKey>)
+          return decide_roll_secret_key(state, c, now);
+        else if constexpr (std::is_same_v<T, RevokeSecretKey>)
+          return decide_revoke_secret_key(state, c);
+        else if constexpr (std::is_same_v<T, SuspendBusiness>)
+          return decide_suspend_business(state, c);
         else if constexpr (std::is_same_v<T, AddBankAccount>)
           return decide_add_bank_account(state, history, c, config);
         else if constexpr (std::is_same_v<T, CreateWallet>)
-          return decide_create_wallet(state, c, config, ids);
+          return decide_create_wallet(state, history, c, config, ids);
         else if constexpr (std::is_same_v<T, WalletTransfer>)
           return decide_wallet_transfer(state, history, c, config, now, ids);
         else if constexpr (std::is_same_v<T, BankTransfer>)
@@ -711,7 +797,7 @@ Decision decide(const PartitionState& state, const History& history, const Comma
         else if constexpr (std::is_same_v<T, CreateCollection>)
           return decide_create_collection(state, history, c, config, now, ids);
         else if constexpr (std::is_same_v<T, CreateTransitWallet>)
-          return decide_create_transit(state, c, config, ids);
+          return decide_create_transit(state, history, c, config, ids);
         else if constexpr (std::is_same_v<T, SetWalletTier>)
           return decide_set_wallet_tier(state, c);
         else if constexpr (std::is_same_v<T, PlaceHold>)

@@ -74,12 +74,13 @@ Decision reject(Rejection r);
 Decision replay_of(std::string id);
 
 // What the payout rail does next with a payout in flight (pending or processing): the sandbox
-// rail moves a payout to processing at once, and to success (or failed, when its metadata asks
-// for it with sandboxOutcome "failed") `rail_delay` after that.
+// rail moves a test payout to processing at once, and to success (or failed, when its metadata
+// asks for it with sandboxOutcome "failed") `rail_delay` after that. Live payouts are not the
+// sandbox's: they stay pending until a real rail takes them.
 Scheduled next_rail_step(const std::string& transaction, const PayoutState& payout, Partition partition,
                          const LedgerConfig& config);
 
-// The follow-ups a partition owes after a restart: rail steps of payouts in flight, the
+// The follow-ups a partition owes after a restart: rail steps of test payouts in flight, the
 // expiries of open collection wallets and of pending holds. Ordered by what the state holds, not
 // by its hash maps' history: by due time, then payouts, collections, holds, each by publicId. So a writer
 // started from a snapshot takes follow-ups due at the same time in the order a whole replay does.

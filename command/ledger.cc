@@ -171,6 +171,26 @@ Partition Ledger::partition_of(std::string_view business) const {
   return p;
 }
 
+namespace {
+
+// Who asked for `c` (Caller::actor), recorded on its events.
+const std::string& actor_of(const Command& c) {
+  return std::visit(
+      [](const auto& cmd) -> const std::string& {
+        using T = std::decay_t<decltype(cmd)>;
+        static const std::string none;
+        if constexpr (std::is_same_v<T, CreateBusiness>)
+          return cmd.actor;
+        else if constexpr (requires { cmd.caller.actor; })
+          return cmd.caller.actor;
+        else
+          return none;
+      },
+      c);
+}
+
+}  // namespace
+
 Partition Ledger::route(const Command& c) const {
   const Partition p = std::visit(
       [&](const auto& cmd) -> Partition {
@@ -329,9 +349,11 @@ namespace {
 // validate()), applies it and notes its facts into the history's tail. The sealed event is kept for the
 // command's answer.
 EncodedEvent place(PartitionState& st, History& history, EventDraft& draft, Seq command_seq,
-                   std::uint32_t command_size, UnixMs now, std::vector<Event>& sealed) {
+                   std::uint32_t command_size, UnixMs now, const std::string& actor,
+                   std::vector<Event>& sealed) {
   KOBO_ASSERT(command_size >= 1 && command_seq.value >= 1, "an event of a command");
   Event e;
+  e.actor = actor;
   e.partition = st.partition;
   e.seq = Seq(st.chain.last_seq().value + 1);
   e.epoch = st.chain.epoch();
@@ -706,8 +728,9 @@ void Ledger::process(std::vector<Pending>& batch) {
       const Seq command_seq(st.chain.last_seq().value + 1);
       const auto size = static_cast<std::uint32_t>(d.events.size());
       o.events.reserve(d.events.size());
+      const std::string& actor = actor_of(batch[i].command);
       for (auto& draft : d.events)
-        events.push_back(place(st, *history_, draft, command_seq, size, now, o.events));
+        events.push_back(place(st, *history_, draft, command_seq, size, now, actor, o.events));
       KOBO_ASSERT(st.chain.last_seq().value == command_seq.value + size - 1,
                   "a command's events take consecutive seqs");
       // What nobody is answered (a command the writer ran on its own: a settlement, a payout's

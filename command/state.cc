@@ -293,6 +293,30 @@ struct Applier {
     KOBO_ASSERT(s.account_business.contains(x.account.value), "webhook secret of an unknown account");
   }
 
+  void operator()(const SigningKeySealed& x) const {
+    KOBO_ASSERT(s.account_business.contains(x.account.value), "signing key of an unknown account");
+  }
+
+  void operator()(const SecretKeyRolled& x) const {
+    KOBO_ASSERT(s.account_business.contains(x.account.value), "a key of an unknown account rolled");
+  }
+
+  void operator()(const SecretKeyRevoked& x) const {
+    KOBO_ASSERT(s.account_business.contains(x.account.value), "a key of an unknown account revoked");
+  }
+
+  void operator()(const WebhooksConfigured& x) const {
+    KOBO_ASSERT(s.account_business.contains(x.account.value), "webhooks of an unknown account");
+  }
+
+  void operator()(const BusinessSuspended&) const {
+    KOBO_ASSERT(s.businesses.contains(e.business), "an unknown business suspended");
+  }
+
+  void operator()(const BusinessResumed&) const {
+    KOBO_ASSERT(s.businesses.contains(e.business), "an unknown business resumed");
+  }
+
   void operator()(const WalletOpened& x) const {
     KOBO_ASSERT(x.id != 0 && !x.wallet.empty(), "a wallet opens with its ids");
     if (x.category == WalletCategory::primary) ++s.primary_wallets[scope_key(x.account.value, e.live)];
@@ -349,7 +373,7 @@ struct Applier {
     p.amount = legs.amount();
     p.fee = legs.fee.amount;
     p.updated_at = e.time;
-    p.sandbox_fails = sandbox_fails(x.metadata);
+    p.sandbox_fails = !e.live && sandbox_fails(x.metadata);  // a sandbox switch: test mode only
     p.business = e.business;
     p.live = e.live;
     KOBO_ASSERT(p.amount.value > 0 && p.fee.value > 0, "a payout in flight has an amount and a fee");

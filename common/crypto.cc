@@ -74,6 +74,68 @@ Sha256 hmac_sha256(std::string_view key, std::string_view data) {
   return out;
 }
 
+namespace {
+
+struct CipherContext {
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  ~CipherContext() { EVP_CIPHER_CTX_free(ctx); }
+  CipherContext() { KOBO_ASSERT(ctx != nullptr, "EVP_CIPHER_CTX_new"); }
+  CipherContext(const CipherContext&) = delete;
+  CipherContext& operator=(const CipherContext&) = delete;
+};
+
+constexpr int kGcmNonceBytes = 12;
+constexpr int kGcmTagBytes = 16;
+
+const unsigned char* bytes_of(std::string_view s) { return reinterpret_cast<const unsigned char*>(s.data()); }
+
+}  // namespace
+
+std::string aes256gcm_seal(std::string_view key, std::string_view plaintext, std::string_view aad) {
+  KOBO_ASSERT(key.size() == kAes256GcmKeyBytes, "AES-256-GCM takes a 32-byte key");
+  std::string out(kGcmNonceBytes + plaintext.size() + kGcmTagBytes, '\0');
+  auto* o = reinterpret_cast<unsigned char*>(out.data());
+  random_bytes(o, kGcmNonceBytes);
+  CipherContext c;
+  int len = 0;
+  bool ok = EVP_EncryptInit_ex2(c.ctx, EVP_aes_256_gcm(), bytes_of(key), o, nullptr) == 1;
+  ok = ok && EVP_EncryptUpdate(c.ctx, nullptr, &len, bytes_of(aad), static_cast<int>(aad.size())) == 1;
+  ok = ok && EVP_EncryptUpdate(c.ctx, o + kGcmNonceBytes, &len, bytes_of(plaintext),
+                               static_cast<int>(plaintext.size())) == 1;
+  ok = ok && static_cast<std::size_t>(len) == plaintext.size();
+  ok = ok && EVP_EncryptFinal_ex(c.ctx, o + kGcmNonceBytes + len, &len) == 1 && len == 0;
+  ok = ok && EVP_CIPHER_CTX_ctrl(c.ctx, EVP_CTRL_GCM_GET_TAG, kGcmTagBytes,
+                                 o + kGcmNonceBytes + plaintext.size()) == 1;
+  KOBO_ASSERT(ok, "AES-256-GCM encryption failed");
+  return out;
+}
+
+std::optional<std::string> aes256gcm_open(std::string_view key, std::string_view sealed,
+                                          std::string_view aad) {
+  KOBO_ASSERT(key.size() == kAes256GcmKeyBytes, "AES-256-GCM takes a 32-byte key");
+  if (sealed.size() < kAes256GcmOverheadBytes) return std::nullopt;
+  const std::size_t size = sealed.size() - kAes256GcmOverheadBytes;
+  const auto* in = bytes_of(sealed);
+  std::string out(size, '\0');
+  auto* o = reinterpret_cast<unsigned char*>(out.data());
+  // The tag is only read, but OpenSSL's control call takes it as a mutable pointer.
+  std::array<unsigned char, kGcmTagBytes> tag{};
+  std::memcpy(tag.data(), in + kGcmNonceBytes + size, tag.size());
+  CipherContext c;
+  int len = 0;
+  bool ok = EVP_DecryptInit_ex2(c.ctx, EVP_aes_256_gcm(), bytes_of(key), in, nullptr) == 1;
+  ok = ok && EVP_DecryptUpdate(c.ctx, nullptr, &len, bytes_of(aad), static_cast<int>(aad.size())) == 1;
+  ok = ok && EVP_DecryptUpdate(c.ctx, o, &len, in + kGcmNonceBytes, static_cast<int>(size)) == 1;
+  ok = ok && EVP_CIPHER_CTX_ctrl(c.ctx, EVP_CTRL_GCM_SET_TAG, kGcmTagBytes, tag.data()) == 1;
+  // The tag is checked here: a changed byte, another key or other associated data fail.
+  ok = ok && EVP_DecryptFinal_ex(c.ctx, o + len, &len) == 1;
+  if (!ok) {
+    OPENSSL_cleanse(out.data(), out.size());
+    return std::nullopt;
+  }
+  return out;
+}
+
 std::string base64_encode(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
   const int n =

@@ -22,6 +22,18 @@ std::string sha256_hex(std::string_view data);
 std::string hmac_sha512_hex(std::string_view key, std::string_view data);
 Sha256 hmac_sha256(std::string_view key, std::string_view data);
 
+// AES-256-GCM (NIST SP 800-38D) through OpenSSL's EVP: `key` is 32 bytes; the sealed form is a
+// random 12-byte nonce, the ciphertext and the 16-byte tag, concatenated. `aad` is authenticated,
+// not encrypted: opening with other associated data fails, as does any changed byte. A random
+// nonce per message keeps one key safe for 2^32 messages (SP 800-38D 8.3), far beyond what a
+// deployment wraps.
+inline constexpr std::size_t kAes256GcmKeyBytes = 32;
+inline constexpr std::size_t kAes256GcmOverheadBytes = 12 + 16;
+std::string aes256gcm_seal(std::string_view key, std::string_view plaintext, std::string_view aad);
+// The plaintext, or nullopt when `sealed` was not sealed with this key and these associated data.
+std::optional<std::string> aes256gcm_open(std::string_view key, std::string_view sealed,
+                                          std::string_view aad);
+
 // Standard base64 (RFC 4648, with padding), as Standard Webhooks secrets and signatures use it.
 std::string base64_encode(std::string_view bytes);
 // nullopt for text that is not base64 with padding.

@@ -13,7 +13,7 @@
 namespace kobo {
 namespace {
 
-constexpr NameTable<EventType, 22> kTypeNames{{
+constexpr NameTable<EventType, 28> kTypeNames{{
     {EventType::writer_started, "WriterStarted"},
     {EventType::business_registered, "BusinessRegistered"},
     {EventType::account_updated, "AccountUpdated"},
@@ -36,6 +36,12 @@ constexpr NameTable<EventType, 22> kTypeNames{{
     {EventType::webhook_secret_rotated, "WebhookSecretRotated"},
     {EventType::bulk_transfer_accepted, "BulkTransferAccepted"},
     {EventType::webhook_deliveries_ended, "WebhookDeliveriesEnded"},
+    {EventType::signing_key_sealed, "SigningKeySealed"},
+    {EventType::secret_key_rolled, "SecretKeyRolled"},
+    {EventType::secret_key_revoked, "SecretKeyRevoked"},
+    {EventType::business_suspended, "BusinessSuspended"},
+    {EventType::business_resumed, "BusinessResumed"},
+    {EventType::webhooks_configured, "WebhooksConfigured"},
 }};
 static_assert(std::variant_size_v<EventData> == kTypeNames.size(), "every event type has a name");
 
@@ -127,7 +133,9 @@ std::string canonical_without_hash(const Event& e) {
   std::string out;
   out.reserve(640);
   JsonWriter w(out);
-  w.begin_object().member("business", e.business);
+  w.begin_object();
+  if (!e.actor.empty()) w.member("actor", e.actor);
+  w.member("business", e.business);
   if (e.command_size != 1)
     w.member("commandSeq", e.command_seq.value).member("commandSize", std::uint64_t{e.command_size});
   w.key("data");
@@ -311,6 +319,9 @@ Status read_data(od::parser& parser, EventType type, std::string_view text, std:
   return {};
 }
 
+// The envelope's optional `actor` among the members decode() has seen.
+constexpr std::uint64_t kActorBit = 8192;
+
 Result<Event> decode(std::string_view bytes, bool verify) {
   thread_local od::parser parser;
   thread_local std::string padded;
@@ -337,6 +348,9 @@ Result<Event> decode(std::string_view bytes, bool verify) {
       std::uint64_t number = 0;
       if (key == "hash") {
         bit = 1, s = read(v, e.hash, "hash");
+      } else if (key == "actor") {
+        bit = kActorBit, s = read(v, e.actor, "actor");
+        if (s && e.actor.empty()) s = malformed("actor is empty (it is absent when nobody caused the event)");
       } else if (key == "business") {
         bit = 2, s = read(v, e.business, "business");
       } else if (key == "commandSeq") {
@@ -388,7 +402,7 @@ Result<Event> decode(std::string_view bytes, bool verify) {
   } else if ((seen & 12) != 12 || e.command_size == 1) {
     return malformed("commandSeq and commandSize are both present, and only for a command of several events");
   }
-  if ((seen | 12) != 8191) return malformed("the envelope lacks a member");
+  if (((seen & ~kActorBit) | 12) != 8191) return malformed("the envelope lacks a member");
   const auto type = event_type_from_string(type_name);
   if (!type) return Status::error("unknown event type " + type_name);
   const auto time = parse_iso8601(time_text);

@@ -98,16 +98,23 @@ struct WriterStarted {
 };
 
 // A business was registered with its default account (first start, the admin API). The
-// business is the envelope's; `id` is the account's integer id.
+// business is the envelope's; `id` is the account's integer id. The log never holds a secret key:
+// a key is its SHA-256 (`…SecretKeyHash`, what authentication compares), and what a node needs to
+// sign webhooks with it (`…SigningKey`) is wrapped under the deployment's master key
+// (common/master_key.h, events/keys.h), so every node that has that key can sign and nothing in
+// the log opens without it. The signing keys are absent in logs written before envelope
+// encryption; such a data dir seals its keys on its next start (SigningKeySealed).
 struct BusinessRegistered {
   AccountId account;
   std::string account_name;
   std::uint64_t id = 0;
   std::string live_public_key;
-  std::string live_secret_key_hash;  // hex SHA-256 of the secret key: the log never holds a key
+  std::string live_secret_key_hash;                            // hex SHA-256 of the secret key
+  std::optional<std::string> live_signing_key = std::nullopt;  // the secret key wrapped (events/keys.h)
   std::string name;
   std::string test_public_key;
   std::string test_secret_key_hash;
+  std::optional<std::string> test_signing_key = std::nullopt;
   auto operator<=>(const BusinessRegistered&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
@@ -116,14 +123,32 @@ struct BusinessRegistered {
     f("id", x.id);
     f("livePublicKey", x.live_public_key);
     f("liveSecretKeyHash", x.live_secret_key_hash);
+    f("liveSigningKey", x.live_signing_key);
     f("name", x.name);
     f("testPublicKey", x.test_public_key);
     f("testSecretKeyHash", x.test_secret_key_hash);
+    f("testSigningKey", x.test_signing_key);
   }
 };
 
-// An account's settings changed; absent members stayed as they were. `webhook_events`: the
-// webhook event types the account wants delivered (events/ledger.h WebhookEventType names).
+// The account's current secret key of the envelope's mode, wrapped under the master key for
+// signing webhooks (events/keys.h): what a data dir made before envelope encryption kept in
+// plaintext files, sealed into the log on its first start since. Moves no money.
+struct SigningKeySealed {
+  AccountId account;
+  std::string signing_key;
+  auto operator<=>(const SigningKeySealed&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("signingKey", x.signing_key);
+  }
+};
+
+// An account's settings changed; absent members stayed as they were. `live`: whether live mode is
+// enabled (the admin's act). `webhooks` and `webhook_events` (the webhook event types the account
+// wants delivered, events/ledger.h WebhookEventType names) are written by older kobos only, and
+// were then shared by both modes; webhook settings are a WebhooksConfigured of one mode now.
 struct AccountUpdated {
   AccountId account;
   std::optional<bool> live;
@@ -604,13 +629,82 @@ struct WebhookDeliveriesEnded {
 };
 inline constexpr std::size_t kWebhookDeliveriesPerEventMax = 1'000;
 
+// The account's secret key of the envelope's mode was rolled (POST /v1/accounts/{id}/keys/roll,
+// or the admin's): the new key, as its digest and wrapped for signing (events/keys.h), is current
+// from this event; the key current until it is still accepted until `previousKeyExpiresAt` (at
+// most 72 hours on; this event's time when it was retired at once), then refused. The log never
+// holds the key. Moves no money.
+struct SecretKeyRolled {
+  AccountId account;
+  Timestamp previous_key_expires_at;
+  std::string secret_key_hash;  // hex SHA-256 of the new key
+  std::string signing_key;      // the new key wrapped under the master key
+  auto operator<=>(const SecretKeyRolled&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("previousKeyExpiresAt", x.previous_key_expires_at);
+    f("secretKeyHash", x.secret_key_hash);
+    f("signingKey", x.signing_key);
+  }
+};
+
+// A rolled key of the account in the envelope's mode was revoked: refused from this event on,
+// whatever was left of its overlap. `keyId` names it (events/keys.h). Moves no money.
+struct SecretKeyRevoked {
+  AccountId account;
+  std::string key_id;
+  auto operator<=>(const SecretKeyRevoked&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("keyId", x.key_id);
+  }
+};
+
+// The admin suspended the envelope's business: every key of it is refused (403) until a
+// BusinessResumed. `reason`: the admin's words, shown to nobody but operators. Moves no money.
+struct BusinessSuspended {
+  std::optional<std::string> reason;
+  auto operator<=>(const BusinessSuspended&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("reason", x.reason);
+  }
+};
+
+// The admin resumed the envelope's business: its keys work again. Moves no money.
+struct BusinessResumed {
+  auto operator<=>(const BusinessResumed&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self&, F&&) {}
+};
+
+// An account's webhook settings of the envelope's mode changed (PATCH /v1/accounts/{id}): each
+// mode has its own URLs and subscriptions, so a key of one mode never points the other mode's
+// deliveries anywhere. Absent members stayed as they were. (An AccountUpdated's `webhooks` and
+// `webhookEvents`, which only logs of an older kobo hold, were shared by both modes.)
+struct WebhooksConfigured {
+  AccountId account;
+  std::optional<std::vector<std::string>> webhook_events;  // WebhookEventType names
+  std::optional<std::vector<std::string>> webhooks;
+  auto operator<=>(const WebhooksConfigured&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("account", x.account);
+    f("webhookEvents", x.webhook_events);
+    f("webhooks", x.webhooks);
+  }
+};
+
 // The alternatives of EventData, in the order of EventType.
 using EventData =
     std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
                  CollectionWalletOpened, CollectionWalletExpired, BeneficiarySaved, WalletTransferSettled,
                  BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed,
                  IncomingCreditReceived, WalletTierChanged, HoldPlaced, HoldCaptured, HoldVoided, HoldExpired,
-                 WebhookSecretRotated, BulkTransferAccepted, WebhookDeliveriesEnded>;
+                 WebhookSecretRotated, BulkTransferAccepted, WebhookDeliveriesEnded, SigningKeySealed,
+                 SecretKeyRolled, SecretKeyRevoked, BusinessSuspended, BusinessResumed, WebhooksConfigured>;
 
 enum class EventType {
   writer_started,
@@ -635,6 +729,12 @@ enum class EventType {
   webhook_secret_rotated,
   bulk_transfer_accepted,
   webhook_deliveries_ended,
+  signing_key_sealed,
+  secret_key_rolled,
+  secret_key_revoked,
+  business_suspended,
+  business_resumed,
+  webhooks_configured,
 };
 
 inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }
@@ -655,6 +755,10 @@ struct Event {
   Seq command_seq{0};
   std::uint32_t command_size = 1;
   int schema_version = kEventSchemaVersion;
+  // Who caused it: the id of the secret key whose request it was ("key-…", events/keys.h),
+  // "admin" for the admin API; empty for what the service does on its own (a payout's steps, an
+  // expiry, a writer's start). On the wire only when not empty.
+  std::string actor;
   std::string business;  // "biz-…"; empty for partition-level events (WriterStarted)
   bool live = false;
   UnixMs time = 0;

@@ -55,7 +55,7 @@ struct Service {
     check(ledger->start(), "writer");
     projector = std::make_unique<Projector>(*log, *views);
     check(projector->start(), "projector");
-    signing_keys = take(SigningKeyStore::open((dir / "signing-keys").string()), "signing keys");
+    master_key = take(LocalMasterKey::make(std::string(64, 'f')), "master key");
 
     const Credentials creds{"biz-00000000-0000-4000-8000-000000000001",
                             std::string(kAccountId),
@@ -63,14 +63,14 @@ struct Service {
                             std::string(kLiveKey),
                             "pk_test_3333333333333333333333333333333333333333",
                             "pk_live_4444444444444444444444444444444444444444"};
-    check(signing_keys->put(creds.account_id, creds.test_secret_key, creds.live_secret_key), "signing key");
-    const Outcome o = ledger->execute(create_business_command(creds, "Default"));
+    const Outcome o =
+        ledger->execute(take(create_business_command(creds, "Default", master_key.get()), "business"));
     if (!o.ok()) die("bootstrap: " + o.detail);
 
     ApiOptions ao;
     ao.admin_key = std::string(kAdminKey);
     ao.expire_in_min_s = 1;
-    ao.signing_keys = signing_keys.get();
+    ao.master_key = master_key.get();
     api = std::make_unique<Api>(*ledger, *views, *projector, ao);
     api->add_routes(router);
   }
@@ -79,7 +79,7 @@ struct Service {
   std::unique_ptr<Views> views;
   std::unique_ptr<Ledger> ledger;
   std::unique_ptr<Projector> projector;
-  std::unique_ptr<SigningKeyStore> signing_keys;
+  std::unique_ptr<LocalMasterKey> master_key;
   std::unique_ptr<Api> api;
   http::Router router;
 };

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "events/fact_codec.h"
+#include "events/keys.h"
 #include "events/limits.h"
 #include "projection/render.h"
 #include "projection/view_keys.h"
@@ -419,13 +420,21 @@ void ViewBatch::change_hold(const Event& e, const HoldId& id, std::optional<Hold
 void ViewBatch::register_business(const Event& e, const BusinessRegistered& x) {
   KOBO_ASSERT(!x.account.value.empty(), "a business registers with an account");
   put(view_keys::business(e.business), encode_fact(e));
-  put(view_keys::account(x.account.value),
-      rows::encode(rows::AccountRow{e.business, false, {}, std::nullopt, e.time, 0}));
+  rows::AccountRow account;
+  account.business = e.business;
+  account.updated = e.time;
+  put(view_keys::account(x.account.value), rows::encode(account));
   put(view_keys::account_list(e.business, x.id), x.account.value);
   put(view_keys::key_owner(x.test_secret_key_hash),
       rows::encode(rows::KeyRow{e.business, x.account.value, false}));
   put(view_keys::key_owner(x.live_secret_key_hash),
       rows::encode(rows::KeyRow{e.business, x.account.value, true}));
+  put(view_keys::account_keys(x.account.value, false),
+      rows::encode(
+          rows::AccountKeysRow{x.test_signing_key.value_or(""), {{x.test_secret_key_hash, e.time, 0}}}));
+  put(view_keys::account_keys(x.account.value, true),
+      rows::encode(
+          rows::AccountKeysRow{x.live_signing_key.value_or(""), {{x.live_secret_key_hash, e.time, 0}}}));
 }
 
 void ViewBatch::update_account(const Event& e, const AccountUpdated& x) {
@@ -433,12 +442,83 @@ void ViewBatch::update_account(const Event& e, const AccountUpdated& x) {
       edit(view_keys::account(x.account.value), "update of an account the views do not have");
   rows::AccountRow row = decoded(rows::decode_account(bytes));
   KOBO_ASSERT(row.business == e.business, "an account is updated by an event of its business");
+  // Settings of both modes, as an older kobo wrote them (rows.h AccountRow).
   if (x.webhooks) row.webhooks = *x.webhooks;
   if (x.webhook_events) row.webhook_events = *x.webhook_events;
+  if (x.webhooks && row.modes_apart) row.live_webhooks = *x.webhooks;
+  if (x.webhook_events && row.modes_apart) row.live_webhook_events = *x.webhook_events;
   if (x.live) row.live = *x.live;
   row.updated = e.time;
   row.version += 1;
   bytes = rows::encode(row);
+}
+
+// The webhook settings of the event's mode: the first configuration parts the modes, the live
+// mode keeping what it shared with the test mode until then.
+void ViewBatch::configure_webhooks(const Event& e, const WebhooksConfigured& x) {
+  std::string& bytes =
+      edit(view_keys::account(x.account.value), "webhooks of an account the views do not have");
+  rows::AccountRow row = decoded(rows::decode_account(bytes));
+  if (!row.modes_apart) {
+    row.modes_apart = true;
+    row.live_webhooks = row.webhooks;
+    row.live_webhook_events = row.webhook_events;
+  }
+  auto& urls = e.live ? row.live_webhooks : row.webhooks;
+  auto& events = e.live ? row.live_webhook_events : row.webhook_events;
+  if (x.webhooks) urls = *x.webhooks;
+  if (x.webhook_events) events = *x.webhook_events;
+  row.updated = e.time;
+  row.version += 1;
+  bytes = rows::encode(row);
+}
+
+void ViewBatch::change_account_keys(const std::string& account, bool live,
+                                    const std::function<void(rows::AccountKeysRow&)>& change) {
+  std::string& bytes =
+      edit(view_keys::account_keys(account, live), "the keys of an account the views do not have");
+  rows::AccountKeysRow k = decoded(rows::decode_account_keys(bytes));
+  change(k);
+  bytes = rows::encode(k);
+}
+
+// A roll: the new key is current; the one current until now is accepted until its overlap ends
+// (refused at once when it ends now). Keys whose overlap ended leave the account's list; their
+// owner rows stay, refused by their expiry (the views only ever add and rewrite rows).
+void ViewBatch::roll_key(const Event& e, const SecretKeyRolled& x) {
+  const std::string& account = x.account.value;
+  const UnixMs until = x.previous_key_expires_at.ms;
+  change_account_keys(account, e.live, [&](rows::AccountKeysRow& k) {
+    std::vector<rows::AccountKey> kept{{x.secret_key_hash, e.time, 0}};
+    for (std::size_t i = 0; i < k.keys.size(); ++i) {
+      rows::AccountKey key = k.keys[i];
+      if (i == 0) {  // the previous key
+        key.expires_at = until;
+        put(view_keys::key_owner(key.hash), rows::encode(rows::KeyRow{e.business, account, e.live, until}));
+      }
+      if (key.expires_at <= e.time) continue;
+      kept.push_back(std::move(key));
+    }
+    k.keys = std::move(kept);
+    k.signing_key = x.signing_key;
+  });
+  put(view_keys::key_owner(x.secret_key_hash), rows::encode(rows::KeyRow{e.business, account, e.live, 0}));
+}
+
+// A revocation: the key is refused from now on (its owner row marks it revoked). A key the
+// account no longer has (revoked twice, or its overlap ended) changes nothing.
+void ViewBatch::revoke_key(const Event& e, const SecretKeyRevoked& x) {
+  change_account_keys(x.account.value, e.live, [&](rows::AccountKeysRow& k) {
+    for (std::size_t i = 0; i < k.keys.size(); ++i) {
+      if (key_id_of_hash(k.keys[i].hash) != x.key_id) continue;
+      rows::KeyRow owner{e.business, x.account.value, e.live, k.keys[i].expires_at};
+      owner.revoked = true;
+      put(view_keys::key_owner(k.keys[i].hash), rows::encode(owner));
+      if (i == 0) k.signing_key.clear();  // query-api refuses this: a log may hold it all the same
+      k.keys.erase(k.keys.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+  });
 }
 
 Status ViewBatch::apply(const Event& e) {
@@ -479,6 +559,20 @@ void ViewBatch::apply_event(const Event& e) {
           register_business(e, x);
         } else if constexpr (std::is_same_v<T, AccountUpdated>) {
           update_account(e, x);
+        } else if constexpr (std::is_same_v<T, WebhooksConfigured>) {
+          configure_webhooks(e, x);
+        } else if constexpr (std::is_same_v<T, SecretKeyRolled>) {
+          roll_key(e, x);
+        } else if constexpr (std::is_same_v<T, SecretKeyRevoked>) {
+          revoke_key(e, x);
+        } else if constexpr (std::is_same_v<T, SigningKeySealed>) {
+          change_account_keys(x.account.value, e.live,
+                              [&](rows::AccountKeysRow& k) { k.signing_key = x.signing_key; });
+        } else if constexpr (std::is_same_v<T, BusinessSuspended>) {
+          // `\1` and the admin's reason while suspended; empty once resumed (rows are never erased).
+          put(view_keys::suspended(e.business), "\1" + x.reason.value_or(""));
+        } else if constexpr (std::is_same_v<T, BusinessResumed>) {
+          put(view_keys::suspended(e.business), "");
         } else if constexpr (std::is_same_v<T, WalletOpened>) {
           open_wallet(e, x.wallet, x.account_number);
           list_record(l::kWallets, e, x.wallet.value,

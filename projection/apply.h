@@ -6,7 +6,7 @@
 // so views rebuilt from the log are byte-identical to the ones kept up to date event by event.
 //
 // Rows that a later event of the batch may read back (wallet rows, transaction rows, event rows,
-// accounts, hold rows, list rows, bitmap chunks, webhook rows) are kept by key, decoded where
+// accounts, account keys, hold rows, list rows, bitmap chunks, webhook rows) are kept by key, decoded where
 // they change often; everything else is appended, key and value, to one buffer. changes() gives
 // every change once, in key order, which makes RocksDB's inserts (or the file's writing) cheap.
 // Not thread-safe: one batch per thread; its reads go to the Views it was made for.
@@ -86,11 +86,16 @@ class ViewBatch {
   void add_held(const std::string& wallet, Kobo delta, UnixMs time);
   void register_business(const Event& e, const BusinessRegistered& x);
   void update_account(const Event& e, const AccountUpdated& x);
+  void configure_webhooks(const Event& e, const WebhooksConfigured& x);
+  void change_account_keys(const std::string& account, bool live,
+                           const std::function<void(rows::AccountKeysRow&)>& change);
+  void roll_key(const Event& e, const SecretKeyRolled& x);
+  void revoke_key(const Event& e, const SecretKeyRevoked& x);
   void apply_event(const Event& e);
 
   // The view tags (view_keys.h) of rows a later event of a batch may read back.
   static bool read_back(std::string_view key) {
-    return !key.empty() && std::string_view("bTLAWPOUB").find(key.front()) != std::string_view::npos;
+    return !key.empty() && std::string_view("bTLAWPOUBk").find(key.front()) != std::string_view::npos;
   }
 
   Views& views_;

@@ -515,11 +515,16 @@ std::string string_array(const std::vector<std::string>& items) {
 
 }  // namespace
 
-std::string account(const Event& registered, const rows::AccountRow& now) {
+std::string account(const Event& registered, const rows::AccountRow& now, bool live) {
   const auto* x = std::get_if<BusinessRegistered>(&registered.data);
   KOBO_ASSERT(x != nullptr && now.business == registered.business,
               "an account record of its business's registration");
   const std::string created = iso(registered.time);
+  // The mode's own webhook settings (rows.h AccountRow), the other mode's not at all.
+  const bool apart = live && now.modes_apart;
+  const std::vector<std::string>& urls = apart ? now.live_webhooks : now.webhooks;
+  const std::optional<std::vector<std::string>>& events =
+      apart ? now.live_webhook_events : now.webhook_events;
   Object keys;
   keys.string("live", x->live_public_key).string("test", x->test_public_key);
   Object account;
@@ -527,10 +532,9 @@ std::string account(const Event& registered, const rows::AccountRow& now) {
       .string("id", std::to_string(x->id))
       .string("publicId", x->account.value)
       .string("name", x->account_name)
-      .raw("webhooks", string_array(now.webhooks))
-      .raw("webhookEvents", now.webhook_events
-                                ? string_array(*now.webhook_events)
-                                : R"(["account.credit","account.debit","account.debit.failed"])")
+      .raw("webhooks", string_array(urls))
+      .raw("webhookEvents",
+           events ? string_array(*events) : R"(["account.credit","account.debit","account.debit.failed"])")
       .boolean("isDefault", true)
       .boolean("live", now.live)
       .object("pubKey", keys)

@@ -87,8 +87,9 @@ struct BusinessRecords {
   std::string account;
 };
 BusinessRecords business_records(const Event& e, const BusinessRegistered& x);
-// An account record: from its business's BusinessRegistered and what changed since (`now`).
-std::string account(const Event& registered, const rows::AccountRow& now);
+// An account record: from its business's BusinessRegistered and what changed since (`now`), as a
+// key of mode `live` is shown it: that mode's webhook settings (rows.h AccountRow), the other's not.
+std::string account(const Event& registered, const rows::AccountRow& now, bool live);
 
 std::string bank_account(const Event& e, const BeneficiarySaved& x);
 

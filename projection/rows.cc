@@ -363,8 +363,10 @@ Result<ListedRow> decode_listed(std::string_view bytes) {
 
 std::string encode(const KeyRow& row) {
   KOBO_ASSERT(!row.business.empty() && !row.account.empty(), "a key belongs to an account of a business");
+  KOBO_ASSERT(row.expires_at >= 0, "a key expires after the epoch");
   std::string out;
-  out.push_back(row.live ? '\1' : '\0');
+  out.push_back(static_cast<char>((row.live ? 1 : 0) | (row.revoked ? 2 : 0)));
+  put_signed_varint(out, row.expires_at);
   put_length_prefixed(out, row.business);
   out += row.account;  // the rest
   return out;
@@ -373,9 +375,13 @@ std::string encode(const KeyRow& row) {
 Result<KeyRow> decode_key(std::string_view bytes) {
   Reader r = reader(bytes);
   KeyRow row;
-  row.live = r.flag();
+  const unsigned char flags = r.byte();
+  if (flags > 3) r.fail();
+  row.live = (flags & 1) != 0;
+  row.revoked = (flags & 2) != 0;
+  row.expires_at = r.signed_varint();
   row.business.assign(r.length_prefixed());
-  if (!r.ok() || r.done() || row.business.empty()) return malformed("key row");
+  if (!r.ok() || r.done() || row.business.empty() || row.expires_at < 0) return malformed("key row");
   row.account.assign(r.rest());
   KOBO_ASSERT(!row.business.empty() && !row.account.empty(),
               "a key row read names its account of a business");
@@ -411,6 +417,12 @@ std::string encode(const AccountRow& row) {
   put_strings(out, row.webhooks);
   out.push_back(row.webhook_events ? '\1' : '\0');
   if (row.webhook_events) put_strings(out, *row.webhook_events);
+  out.push_back(row.modes_apart ? '\1' : '\0');
+  if (row.modes_apart) {
+    put_strings(out, row.live_webhooks);
+    out.push_back(row.live_webhook_events ? '\1' : '\0');
+    if (row.live_webhook_events) put_strings(out, *row.live_webhook_events);
+  }
   put_signed_varint(out, row.updated);
   put_varint(out, row.version);
   return out;
@@ -423,6 +435,11 @@ Result<AccountRow> decode_account(std::string_view bytes) {
   row.live = r.flag();
   row.webhooks = get_strings(r);
   if (r.flag()) row.webhook_events = get_strings(r);
+  row.modes_apart = r.flag();
+  if (row.modes_apart) {
+    row.live_webhooks = get_strings(r);
+    if (r.flag()) row.live_webhook_events = get_strings(r);
+  }
   row.updated = r.signed_varint();
   row.version = r.varint();
   if (!r.ok() || !r.done() || row.business.empty()) return malformed("account row");
@@ -470,6 +487,40 @@ Result<PositionRow> decode_position(std::string_view bytes) {
   if (!r.ok() || !r.done()) return malformed("position row");
   row.hash = hash_hex(hash);
   KOBO_ASSERT(row.hash.size() == 2 * kHashSize, "a position read names its chain's head in hex");
+  return row;
+}
+
+std::string encode(const AccountKeysRow& row) {
+  std::string out;
+  put_length_prefixed(out, row.signing_key);
+  put_varint(out, row.keys.size());
+  for (const AccountKey& k : row.keys) {
+    KOBO_ASSERT(!k.hash.empty(), "a key is named by its hash");
+    put_length_prefixed(out, k.hash);
+    put_signed_varint(out, k.created);
+    put_signed_varint(out, k.expires_at);
+  }
+  return out;
+}
+
+Result<AccountKeysRow> decode_account_keys(std::string_view bytes) {
+  Reader r = reader(bytes);
+  AccountKeysRow row;
+  row.signing_key.assign(r.length_prefixed());
+  const std::uint64_t n = r.varint();
+  // Each key takes at least three bytes: a count beyond that is not this row.
+  if (r.ok() && n <= r.left() / 3) {
+    row.keys.resize(n);
+    for (AccountKey& k : row.keys) {
+      k.hash.assign(r.length_prefixed());
+      k.created = r.signed_varint();
+      k.expires_at = r.signed_varint();
+      if (k.hash.empty() || k.expires_at < 0) r.fail();
+    }
+  } else {
+    r.fail();
+  }
+  if (!r.ok() || !r.done()) return malformed("account keys row");
   return row;
 }
 

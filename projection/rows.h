@@ -14,7 +14,8 @@
 //   StatementRow (`h`): one movement of a wallet's ledger balance, numbered in log order
 //   HoldRow (`U`): what changes on a hold (its placement's fact is under `O`)
 //   ListRow (`C`), ListedRow (`g`): a list's size and latest time; a wallet, beneficiary or hold in it
-//   AccountRow (`A`): what changes on an account; KeyRow (`K`): whose a secret key is
+//   AccountRow (`A`): what changes on an account; KeyRow (`K`): whose a secret key is, until when
+//   AccountKeysRow (`k`): an account's keys of one mode, and what its webhooks are signed with
 //   PositionRow (`P`): where the views are in a partition of the log
 //   TierLimits (`Y`): the KYC tier limits a partition's writer last recorded (events/limits.h)
 //   WebhookRow (`w`): an account's webhook state in one mode: its events so far, its secret's rotations
@@ -164,10 +165,14 @@ struct ListedRow {
 std::string encode(const ListedRow& row);
 [[nodiscard]] Result<ListedRow> decode_listed(std::string_view bytes);
 
+// Whose a secret key is (`K`), and until when it is accepted: 0 while it is its account's
+// current key, the end of its overlap once it was rolled; or revoked.
 struct KeyRow {
   std::string business;
   std::string account;
-  bool live = false;  // the key's mode
+  bool live = false;      // the key's mode
+  UnixMs expires_at = 0;  // refused from then on; 0: no end
+  bool revoked = false;   // refused from its SecretKeyRevoked on, whatever its expiry
   bool operator==(const KeyRow&) const = default;
 };
 std::string encode(const KeyRow& row);
@@ -175,11 +180,19 @@ std::string encode(const KeyRow& row);
 
 // What changes on an account (`A`): its record is rendered from the fact of its business's
 // BusinessRegistered (`B`) and this row (render::account). `webhook_events` nullopt: every type.
+// Webhook settings are of one mode (WebhooksConfigured): `webhooks` and `webhook_events` are the
+// test mode's and, once the modes were configured apart (`modes_apart`), `live_webhooks` and
+// `live_webhook_events` the live mode's; before that (an account of an older kobo, whose settings
+// both modes shared, or one never configured) the live mode has the test mode's. The first
+// configuration of either mode parts them, each mode keeping what it had.
 struct AccountRow {
   std::string business;
   bool live = false;
   std::vector<std::string> webhooks;
   std::optional<std::vector<std::string>> webhook_events;
+  bool modes_apart = false;
+  std::vector<std::string> live_webhooks;
+  std::optional<std::vector<std::string>> live_webhook_events;
   UnixMs updated = 0;
   std::uint64_t version = 0;  // __v: the updates so far
   bool operator==(const AccountRow&) const = default;
@@ -202,6 +215,24 @@ std::string encode(const PositionRow& row);
 // A system account's balance (`S`).
 std::string encode_balance(Kobo balance);
 [[nodiscard]] Result<Kobo> decode_balance(std::string_view bytes);
+
+// An account's secret keys of one mode (`k`, docs/security.md): the current one
+// first, then the rolled ones still within their overlap, each by its hash (its id derives from
+// it, events/keys.h); and the current key wrapped under the master key, what webhooks are signed
+// with (empty in a log from before envelope encryption until its signing keys are sealed).
+struct AccountKey {
+  std::string hash;       // hex SHA-256 of the key
+  UnixMs created = 0;     // issued (registered or rolled) at
+  UnixMs expires_at = 0;  // 0 for the current key
+  bool operator==(const AccountKey&) const = default;
+};
+struct AccountKeysRow {
+  std::string signing_key;
+  std::vector<AccountKey> keys;  // current first
+  bool operator==(const AccountKeysRow&) const = default;
+};
+std::string encode(const AccountKeysRow& row);
+[[nodiscard]] Result<AccountKeysRow> decode_account_keys(std::string_view bytes);
 
 // An account's webhooks in one mode (`w`). `sequence`: how many webhook events it has had
 // (every type, subscribed or not); `announced`: how many of them announced a transaction as the

@@ -110,6 +110,7 @@ std::string describe(std::string_view key) {
     case 'J':
     case 'O':
     case 'U':
+    case 'Z':
       parts.id();
       break;
     case 'a':
@@ -123,6 +124,7 @@ std::string describe(std::string_view key) {
       break;
     case 'r':
     case 'w':
+    case 'k':
       parts.id().mode();
       break;
     case 'e':

@@ -12,7 +12,10 @@
 //   B<business16>                            -> the fact of its BusinessRegistered
 //   A<account16>                             -> AccountRow: what changed on the account since
 //   a<business16><id:8>                      -> account publicId (the business's accounts)
-//   K<secret key sha256:32>                  -> KeyRow: business, account, live
+//   K<secret key sha256:32>                  -> KeyRow: business, account, live, until when
+//   k<account16><mode>                       -> AccountKeysRow: the account's keys of the mode,
+//                                               and its signing key wrapped
+//   Z<business16>                            -> the admin's reason, while the business is suspended
 //   N<account number>                        -> wallet publicId
 //   S<partition:4><ledger account>           -> a system account's balance (signed varint)
 //   Y<partition:4>                           -> TierLimits: the KYC tier limits in force
@@ -71,9 +74,11 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 // them). Layout 1 had no marker; 2 wrote list counters as merge operands; 3 stored rows of facts
 // instead of records; 4 added statements; 5 holds, tiers, webhook events and bulk transfers; 6
 // moved a wallet's `updated` with its holds; 7 is the layout above: binary ids, the transaction
-// list as events numbered by record with bitmaps per filter value, typed accounts and positions.
+// list as events numbered by record with bitmaps per filter value, typed accounts and positions; 8
+// adds the accounts' keys (`k`: what webhooks are signed with, wrapped), an expiry to a key's row
+// (`K`), the suspended businesses (`Z`) and each mode's webhook settings to an account's row (`A`).
 inline constexpr std::string_view kFormatKey = "V";
-inline constexpr std::string_view kFormat = "7";
+inline constexpr std::string_view kFormat = "8";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
 
 // The tags above by name, for showing a key to a person (describe below).
@@ -94,6 +99,7 @@ inline constexpr TagName kTagNames[] = {
     {'U', "hold rows"},        {'g', "record lists"},
     {'C', "list counts"},      {'X', "list bitmaps"},
     {'w', "account webhooks"}, {'e', "webhook events"},
+    {'k', "account keys"},     {'Z', "suspended businesses"},
 };
 
 // "wallets/\x12\x34…", "positions/\x00\x00\x00\x03": which view a raw key belongs to, with its
@@ -134,6 +140,12 @@ inline std::string account_list(std::string_view business, std::uint64_t id) {
 // `hash`: the hex SHA-256 of a secret key, as the log holds it; keyed by its 32 bytes (a hash
 // that is not 64 hex digits, which no caller makes, is keyed as its text).
 std::string key_owner(std::string_view hash);
+inline std::string account_keys(std::string_view account, bool live) {
+  std::string k = "k" + id16(account);
+  k.push_back(live ? '\1' : '\0');
+  return k;
+}
+inline std::string suspended(std::string_view business) { return "Z" + id16(business); }
 inline std::string account_number(std::string_view number) { return "N" + std::string(number); }
 inline std::string system_balance(std::uint32_t p, std::string_view ledger_account) {
   KOBO_ASSERT(!ledger_account.empty(), "a system balance is of a named system account");

@@ -331,8 +331,10 @@ Result<EventRead> event_of(rocksdb::DB& db, const std::string& scope, std::uint6
 Result<std::optional<KeyOwner>> Views::key_owner(std::string_view secret_key_hash) const {
   auto row = decoded_row(read(view_keys::key_owner(secret_key_hash)), &rows::decode_key);
   if (!row) return row.status();
-  if (!row.value()) return std::optional<KeyOwner>();
-  KeyOwner k{std::move(row.value()->business), std::move(row.value()->account), row.value()->live, false};
+  // A revoked key is no key any more: refused as an unknown one is.
+  if (!row.value() || row.value()->revoked) return std::optional<KeyOwner>();
+  KeyOwner k{std::move(row.value()->business), std::move(row.value()->account), row.value()->live, false,
+             row.value()->expires_at};
   KOBO_ASSERT(!k.business.empty() && !k.account.empty(), "a key row names its business and account");
   // Only a live key needs the account's live flag; test keys, most requests, skip that read.
   if (!k.live) return std::optional<KeyOwner>(std::move(k));
@@ -342,8 +344,34 @@ Result<std::optional<KeyOwner>> Views::key_owner(std::string_view secret_key_has
   return std::optional<KeyOwner>(std::move(k));
 }
 
-Result<std::optional<std::string>> Views::account_text(std::string_view business,
-                                                       std::string_view public_id) const {
+Result<std::optional<std::string>> Views::suspension(std::string_view business) const {
+  auto row = read(view_keys::suspended(business));
+  if (!row) return row.status();
+  // `\1` and the reason while suspended, empty once resumed (apply.cc).
+  if (!row.value() || row.value()->empty()) return std::optional<std::string>();
+  if (row.value()->front() != '\1') return Status::error("a suspension row of the views is malformed");
+  return std::optional<std::string>(row.value()->substr(1));
+}
+
+Result<bool> Views::has_business(std::string_view id) const {
+  const auto b = read(view_keys::business(id));
+  if (!b) return b.status();
+  return b.value().has_value();
+}
+
+Result<std::optional<std::string>> Views::account_business(std::string_view public_id) const {
+  auto row = decoded_row(read(view_keys::account(public_id)), &rows::decode_account);
+  if (!row) return row.status();
+  if (!row.value()) return std::optional<std::string>();
+  return std::optional<std::string>(std::move(row.value()->business));
+}
+
+Result<std::optional<rows::AccountKeysRow>> Views::account_keys(std::string_view account, bool live) const {
+  return decoded_row(read(view_keys::account_keys(account, live)), &rows::decode_account_keys);
+}
+
+Result<std::optional<std::string>> Views::account_text(std::string_view business, std::string_view public_id,
+                                                       bool live) const {
   auto row = decoded_row(read(view_keys::account(public_id)), &rows::decode_account);
   if (!row) return row.status();
   if (!row.value() || row.value()->business != business) return std::optional<std::string>();
@@ -354,11 +382,12 @@ Result<std::optional<std::string>> Views::account_text(std::string_view business
   const auto* x = std::get_if<BusinessRegistered>(&registered.value()->data);
   if (x == nullptr || x->account.value != public_id) return std::optional<std::string>();
   KOBO_ASSERT(registered.value()->business == business, "an account's fact is of its business");
-  return std::optional<std::string>(render::account(*registered.value(), *row.value()));
+  return std::optional<std::string>(render::account(*registered.value(), *row.value(), live));
 }
 
-Result<std::optional<json>> Views::account(std::string_view business, std::string_view public_id) const {
-  auto text = account_text(business, public_id);
+Result<std::optional<json>> Views::account(std::string_view business, std::string_view public_id,
+                                           bool live) const {
+  auto text = account_text(business, public_id, live);
   if (!text) return text.status();
   if (!text.value()) return std::optional<json>();
   return std::optional<json>(json::parse(*text.value()));
@@ -366,7 +395,7 @@ Result<std::optional<json>> Views::account(std::string_view business, std::strin
 
 // A business's accounts are few (a business has one today): a list reads them all, filtering
 // their rows, never rendered JSON.
-Result<Page> Views::accounts(std::string_view business, const AccountFilter& filter,
+Result<Page> Views::accounts(std::string_view business, bool live, const AccountFilter& filter,
                              const PageRequest& page) const {
   Page out;
   std::vector<std::string> ids;
@@ -394,7 +423,7 @@ Result<Page> Views::accounts(std::string_view business, const AccountFilter& fil
     if (filter.is_default && !*filter.is_default) continue;  // a business's one account is its default
     if (filter.live && row.value()->live != *filter.live) continue;
     if (out.total_count >= first && out.total_count - first < page.per_page)
-      out.items.push_back(render::account(*registered.value(), *row.value()));
+      out.items.push_back(render::account(*registered.value(), *row.value(), live));
     ++out.total_count;
   }
   KOBO_ASSERT(out.items.size() <= page.per_page, "a page longer than asked");

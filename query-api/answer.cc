@@ -7,6 +7,7 @@
 
 #include "common/crypto.h"
 #include "common/log.h"
+#include "events/keys.h"
 #include "projection/render.h"
 #include "query-api/envelope.h"
 #include "query-api/rejections.h"
@@ -28,14 +29,25 @@ std::optional<Context> Protocol::authenticate(const Request& req, const Responde
   }
   // The stored form is the key's SHA-256: looking it up by digest compares digests, never
   // the key itself, so timing reveals nothing about stored keys.
-  const auto read_owner = views_.key_owner(sha256_hex(key));
+  const std::string hash = sha256_hex(key);
+  const auto read_owner = views_.key_owner(hash);
   if (!read_owner) {
     respond(unavailable(read_owner.status()));
     return std::nullopt;
   }
   const std::optional<KeyOwner>& owner = read_owner.value();
-  if (!owner) {
+  // A rolled key past its overlap is refused as an unknown one is: it is no key any more.
+  if (!owner || (owner->expires_at != 0 && now_ms() >= owner->expires_at)) {
     respond(http::error(401, "Unauthorized"));
+    return std::nullopt;
+  }
+  const auto suspension = views_.suspension(owner->business);
+  if (!suspension) {
+    respond(unavailable(suspension.status()));
+    return std::nullopt;
+  }
+  if (suspension.value()) {
+    respond(http::error(403, "This business is suspended"));
     return std::nullopt;
   }
   if (owner->live && !owner->account_live) {
@@ -43,7 +55,7 @@ std::optional<Context> Protocol::authenticate(const Request& req, const Responde
     return std::nullopt;
   }
   Context c;
-  c.caller = Caller{owner->business, owner->account, owner->live};
+  c.caller = Caller{owner->business, owner->account, owner->live, key_id_of_hash(hash)};
   c.scope = Scope{owner->business, owner->live};
   c.partition = ledger_.partition_of(owner->business);
   return c;

@@ -35,7 +35,7 @@ inline constexpr std::int64_t kAmountMax = 1'000'000'000'000;
 inline constexpr std::size_t kNameLengthMax = 100;
 inline constexpr std::size_t kTextLengthMax = 255;
 
-// Who is calling, resolved from x-service-key.
+// Who is calling, resolved from x-service-key. `caller.actor` is the key's id (events/keys.h).
 struct Context {
   Caller caller;
   Scope scope;
@@ -59,8 +59,9 @@ class Protocol {
   // Runs `then` with `respond`, where asked.
   void run(Where where, http::Responder respond, Continuation then);
 
-  // Resolves the caller, or answers 401/403 (503 when the views cannot be read) and returns
-  // nullopt.
+  // Resolves the caller, or answers and returns nullopt: 401 for a missing, unknown, revoked or
+  // expired key; 403 for a live key of an account not in live mode, and for any key of a
+  // suspended business; 503 when the views cannot be read.
   std::optional<Context> authenticate(const http::Request& req, const http::Responder& respond) const;
 
   // Read barrier: `then` runs once the views have applied everything durable in the caller's

@@ -60,6 +60,7 @@ void Api::add_routes(http::Router& router) {
   api::add_sandbox_routes(routes);
   api::add_bank_account_routes(routes);
   api::add_account_routes(routes);
+  api::add_key_routes(routes);
   api::add_admin_routes(routes);
   if (options_.webhooks != nullptr) api::add_webhook_delivery_routes(routes);
 

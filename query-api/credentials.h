@@ -1,12 +1,14 @@
 #pragma once
-// A business's keys: generated once, shown once (credentials.json on first start, or the
-// admin API's answer), stored only as SHA-256 digests in the log.
+// A business's keys: generated once, shown once (the admin API's answer), in the log only as
+// SHA-256 digests and, for signing webhooks, wrapped under the master key (events/keys.h).
 
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "command/commands.h"
 #include "common/json_writer.h"
+#include "common/master_key.h"
 
 namespace kobo {
 
@@ -20,12 +22,18 @@ struct Credentials {
 };
 
 Credentials new_credentials();
-// {"businessId","accountId","testSecretKey","liveSecretKey","testPublicKey","livePublicKey"}: what
-// credentials.json holds (a file the operator reads: written pretty by app/).
-nlohmann::json to_json(const Credentials& c);
-// The same object, members in key order, as the admin API answers it.
+// {"accountId","businessId","livePublicKey","liveSecretKey","testPublicKey","testSecretKey"}, members
+// in key order, as the admin API answers it (the only time the secret keys are shown).
 void write_credentials(JsonWriter& w, const Credentials& c);
-// The command that creates the business `name` with its default account and these keys.
-CreateBusiness create_business_command(const Credentials& c, std::string name);
+// Why `key` is too weak to be the admin key, or nullopt: it must have at least 32 characters, at
+// least 8 of them distinct (what a random hex or base64 key of 128 bits or more has; "password"
+// repeated does not).
+std::optional<std::string> weak_admin_key(std::string_view key);
+
+// The command that creates the business `name` with its default account and these keys, their
+// signing copies wrapped under `master` (none when it is null). An error when the master key
+// cannot be used.
+[[nodiscard]] Result<CreateBusiness> create_business_command(const Credentials& c, std::string name,
+                                                             const MasterKey* master);
 
 }  // namespace kobo

@@ -346,6 +346,7 @@ void add_bank_account_routes(Routes& routes);
 void add_bulk_transfer_routes(Routes& routes);
 void add_collection_routes(Routes& routes);
 void add_hold_routes(Routes& routes);
+void add_key_routes(Routes& routes);
 void add_event_routes(Routes& routes);
 void add_sandbox_routes(Routes& routes);
 void add_statement_routes(Routes& routes);

@@ -86,5 +86,43 @@ TEST(RandomIds, HexHasTheAskedLengthAndDiffers) {
   EXPECT_NE(a, random_hex(32));
 }
 
+TEST(Aes256Gcm, OpensWhatItSealedAndNothingElse) {
+  const std::string key(32, 'k'), other(32, 'o');
+  const std::string sealed = aes256gcm_seal(key, "sk_test_secret", "acc-1|test");
+  EXPECT_EQ(sealed.size(), std::string("sk_test_secret").size() + kAes256GcmOverheadBytes);
+  EXPECT_EQ(sealed.find("sk_test_secret"), std::string::npos) << "the plaintext is not in the sealed form";
+  EXPECT_EQ(aes256gcm_open(key, sealed, "acc-1|test"), "sk_test_secret");
+  // A random nonce: the same plaintext seals differently each time.
+  EXPECT_NE(aes256gcm_seal(key, "sk_test_secret", "acc-1|test"), sealed);
+  // Another key, other associated data, any changed byte, a cut: nothing opens.
+  EXPECT_EQ(aes256gcm_open(other, sealed, "acc-1|test"), std::nullopt);
+  EXPECT_EQ(aes256gcm_open(key, sealed, "acc-1|live"), std::nullopt);
+  for (std::size_t i = 0; i < sealed.size(); ++i) {
+    std::string bad = sealed;
+    bad[i] = static_cast<char>(bad[i] ^ 0x01);
+    EXPECT_EQ(aes256gcm_open(key, bad, "acc-1|test"), std::nullopt) << "byte " << i;
+  }
+  EXPECT_EQ(aes256gcm_open(key, sealed.substr(0, sealed.size() - 1), "acc-1|test"), std::nullopt);
+  EXPECT_EQ(aes256gcm_open(key, "short", "acc-1|test"), std::nullopt);
+  EXPECT_EQ(aes256gcm_open(key, aes256gcm_seal(key, "", "x"), "x"), "");
+}
+
+// NIST's GCM test vector (gcmEncryptExtIV256.rsp, Count 0 of [Keylen = 256] [IVlen = 96]
+// [PTlen = 128] [AADlen = 0] [Taglen = 128]): our sealed form is nonce | ciphertext | tag.
+TEST(Aes256Gcm, OpensANistVector) {
+  const auto bytes = [](std::string_view hex) {
+    std::string out;
+    for (std::size_t i = 0; i < hex.size(); i += 2)
+      out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+    return out;
+  };
+  const std::string key = bytes("31bdadd96698c204aa9ce1448ea94ae1fb4a9a0b3c9d773b51bb1822666b8f22");
+  const std::string iv = bytes("0d18e06c7c725ac9e362e1ce");
+  const std::string pt = bytes("2db5168e932556f8089a0622981d017d");
+  const std::string ct = bytes("fa4362189661d163fcd6a56d8bf0405a");
+  const std::string tag = bytes("d636ac1bbedd5cc3ee727dc2ab4a9489");
+  EXPECT_EQ(aes256gcm_open(key, iv + ct + tag, ""), pt);
+}
+
 }  // namespace
 }  // namespace kobo

@@ -31,6 +31,11 @@ class Partition0 {
     return kobo::decide(state_, *history_, c, config_, now, ids_);
   }
 
+  // decide() drawing its ids from `ids` instead of the harness's seeded source.
+  Decision decide_with(const Command& c, IdSource& ids, UnixMs now = kNow) {
+    return kobo::decide(state_, *history_, c, config_, now, ids);
+  }
+
   // Decides `c` and appends and applies its events; the sealed events are in `sealed()`.
   Decision run(const Command& c, UnixMs now = kNow) {
     Decision d = decide(c, now);

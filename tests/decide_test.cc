@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <limits>
 #include <set>
 
@@ -226,9 +227,129 @@ TEST(CreateBusiness, RegistersTheBusinessWithItsAccountOnce) {
                                          {},
                                          std::vector<std::string>{"account.debit"}});
   EXPECT_EQ(u.id, "acc-n");
-  EXPECT_EQ(only_event<AccountUpdated>(u).webhooks, std::vector<std::string>{"https://h"});
-  EXPECT_EQ(only_event<AccountUpdated>(u).webhook_events, std::vector<std::string>{"account.debit"});
-  EXPECT_FALSE(only_event<AccountUpdated>(u).live.has_value());
+  EXPECT_EQ(only_event<WebhooksConfigured>(u).webhooks, std::vector<std::string>{"https://h"});
+  EXPECT_EQ(only_event<WebhooksConfigured>(u).webhook_events, std::vector<std::string>{"account.debit"});
+}
+
+// Webhook settings are of the caller's mode (WebhooksConfigured in it); the live flag is not of a
+// mode (an AccountUpdated in test mode); a request of both is one command of two events.
+TEST(UpdateAccount, WebhooksAreOfTheCallersModeAndTheLiveFlagOfNone) {
+  Partition0 p;
+  p.run(CreateBusiness{"biz-n", "N", "acc-n", "Default", "th", "lh", "pk_t", "pk_l"});
+  const Caller live{"biz-n", "acc-n", true, "key-0123456789abcdef"};
+  const Decision hooks = p.run(UpdateAccount{live, "acc-n", std::vector<std::string>{"https://l"}, {}, {}});
+  EXPECT_TRUE(only_event<WebhooksConfigured>(hooks).webhooks.has_value());
+  EXPECT_TRUE(hooks.events[0].live) << "the live key's webhooks are the live mode's";
+  const Decision on = p.run(UpdateAccount{{"biz-n", "", false, "admin"}, "acc-n", {}, true, {}});
+  EXPECT_EQ(only_event<AccountUpdated>(on).live, true);
+  EXPECT_FALSE(on.events[0].live);
+  const Decision both = p.run(UpdateAccount{live, "acc-n", std::vector<std::string>{}, false, {}});
+  ASSERT_EQ(both.events.size(), 2u);
+  EXPECT_TRUE(std::holds_alternative<WebhooksConfigured>(both.events[0].data));
+  EXPECT_TRUE(std::holds_alternative<AccountUpdated>(both.events[1].data));
+  EXPECT_EQ(p.sealed().at(1).command_size, 2u);
+}
+
+TEST(RollSecretKey, RejectionsInOrderOfPrecedenceThenOneEventInTheCallersMode) {
+  Partition0 p;
+  p.run(CreateBusiness{"biz-n", "N", "acc-n", "Default", "th", "lh", "pk_t", "pk_l"});
+  const Caller live{"biz-n", "acc-n", true, "key-0123456789abcdef"};
+  const std::string hash(64, 'a');
+  EXPECT_EQ(p.decide(RollSecretKey{{"biz-o", "acc-o", true}, "acc-n", hash, "kw1.x", 0}).rejection,
+            Rejection::account_not_found);
+  EXPECT_EQ(p.decide(RollSecretKey{live, "acc-n", hash, "kw1.x", kKeyOverlapSecondsMax + 1}).rejection,
+            Rejection::out_of_range);
+  EXPECT_EQ(p.decide(RollSecretKey{live, "acc-n", hash, "kw1.x", -1}).rejection, Rejection::out_of_range);
+  const Decision d = p.run(RollSecretKey{live, "acc-n", hash, "kw1.x", kKeyOverlapSecondsMax});
+  const auto& x = only_event<SecretKeyRolled>(d);
+  EXPECT_EQ(x.previous_key_expires_at.ms, kNow + kKeyOverlapSecondsMax * 1000);
+  EXPECT_EQ(x.secret_key_hash, hash);
+  EXPECT_EQ(x.signing_key, "kw1.x");
+  EXPECT_TRUE(d.events[0].live);
+  EXPECT_EQ(p.run(RevokeSecretKey{{"biz-o", "acc-o", true}, "acc-n", "key-1"}).rejection,
+            Rejection::account_not_found);
+  EXPECT_EQ(only_event<SecretKeyRevoked>(p.run(RevokeSecretKey{live, "acc-n", "key-1"})).key_id, "key-1");
+}
+
+TEST(SuspendBusiness, IsAnEventOfAKnownBusinessInTestMode) {
+  Partition0 p;
+  p.run(CreateBusiness{"biz-n", "N", "acc-n", "Default", "th", "lh", "pk_t", "pk_l"});
+  EXPECT_EQ(p.decide(SuspendBusiness{{"biz-missing", "", false, "admin"}, true, {}}).rejection,
+            Rejection::account_not_found);
+  const Decision s = p.run(SuspendBusiness{{"biz-n", "", true, "admin"}, true, std::string("fraud")});
+  EXPECT_EQ(only_event<BusinessSuspended>(s).reason, "fraud");
+  EXPECT_FALSE(s.events[0].live) << "a suspension is of no mode";
+  only_event<BusinessResumed>(p.run(SuspendBusiness{{"biz-n", "", false, "admin"}, false, {}}));
+}
+
+// Sandbox switches act in test mode only: the sandbox rail moves test payouts, and a live
+// payout's sandboxOutcome is not read.
+TEST(BankTransfer, TheSandboxRailMovesTestPayoutsOnly) {
+  Partition0 p;
+  const std::string t = p.wallet(kAlice, "t"), l = p.wallet(kAliceLive, "l");
+  p.fund(kAlice, t, 100'000);
+  p.fund(kAliceLive, l, 100'000);
+  const std::string failed = R"({"sandboxOutcome":"failed"})";
+  const Decision test = p.run(bank_transfer(kAlice, t, 10'000, std::nullopt, false, failed));
+  EXPECT_EQ(test.schedule.size(), 1u);
+  EXPECT_TRUE(p.state().payouts.at(test.id).sandbox_fails);
+  const Decision live = p.run(bank_transfer(kAliceLive, l, 10'000, std::nullopt, false, failed));
+  EXPECT_TRUE(live.schedule.empty()) << "no sandbox rail step for a live payout";
+  EXPECT_FALSE(p.state().payouts.at(live.id).sandbox_fails);
+  const auto resumed = resume_schedule(p.state(), p.config());
+  ASSERT_EQ(resumed.size(), 1u);
+  EXPECT_EQ(std::get<AdvancePayout>(resumed[0].command).transaction, test.id);
+}
+
+// Ids whose first draws are given: the rest from a seeded source.
+class ScriptedIds final : public IdSource {
+ public:
+  explicit ScriptedIds(std::vector<std::uint64_t> first) : first_(std::move(first)) {}
+  void fill(std::uint8_t* out, std::size_t n) override {
+    if (!first_.empty() && n == sizeof(std::uint64_t)) {
+      std::memcpy(out, &first_.front(), n);
+      first_.erase(first_.begin());
+      return;
+    }
+    rest_.fill(out, n);
+  }
+
+ private:
+  std::vector<std::uint64_t> first_;
+  SeededIds rest_{7};
+};
+
+// Account numbers (docs/security.md, "No harvesting"): a random serial within NUBAN's format,
+// of the partition's residue so that no two partitions draw alike, drawn again when taken.
+TEST(CreateWallet, AccountNumbersAreRandomSerialsOfThePartitionDrawnAgainWhenTaken) {
+  Partition0 p;
+  std::vector<std::uint64_t> serials;
+  std::vector<std::string> numbers;
+  for (int i = 0; i < 30; ++i) {
+    const std::string number = p.number(p.wallet(kAlice, "w" + std::to_string(i), "secondary"));
+    numbers.push_back(number);
+    ASSERT_TRUE(nuban::is_valid(kConfig.nuban_code, number)) << number;
+    serials.push_back(std::stoull(number.substr(0, 9)));
+    EXPECT_EQ(serials.back() % kConfig.partitions, 1u) << "partition 0's serials are n * partitions + 1";
+  }
+  std::set<std::uint64_t> steps;
+  for (std::size_t i = 1; i < serials.size(); ++i) steps.insert(serials[i] - serials[i - 1]);
+  EXPECT_GE(steps.size(), 25u) << "the serials are in arithmetic progression";
+  // The same seed draws the same numbers: a seeded run replays byte for byte.
+  Partition0 again;
+  EXPECT_EQ(again.number(again.wallet(kAlice, "w0", "secondary")), numbers.front());
+  // A draw that is taken is drawn again.
+  Partition0 q;
+  ScriptedIds first({42, 42, 43});
+  const Decision a = q.decide_with(CreateWallet{kAlice, "a", "secondary", std::nullopt, std::nullopt}, first);
+  q.place(a, kNow);
+  const Decision b = q.decide_with(CreateWallet{kAlice, "b", "secondary", std::nullopt, std::nullopt}, first);
+  q.place(b, kNow);
+  const auto number_of = [](const Decision& d) {
+    return std::get<WalletOpened>(d.events.at(0).data).account_number;
+  };
+  EXPECT_EQ(number_of(a), nuban::account_number(kConfig.nuban_code, 42 * kConfig.partitions + 1));
+  EXPECT_EQ(number_of(b), nuban::account_number(kConfig.nuban_code, 43 * kConfig.partitions + 1));
 }
 
 // A webhook secret's rotation is a fact of the caller's mode, of an account of its business.

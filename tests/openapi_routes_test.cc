@@ -62,19 +62,18 @@ class OpenApiRoutes : public ::testing::Test {
     // The writer, the views and the projector are made, not started: the route table needs them.
     const Status opened = node_.open();
     ASSERT_TRUE(opened.ok()) << opened.message();
-    auto keys = SigningKeyStore::open((dir_ / "signing-keys").string());
-    ASSERT_TRUE(keys.ok()) << keys.status().message();
-    keys_ = std::move(keys).value();
-    auto secrets = WebhookSecrets::open((dir_ / "webhook-master-secret").string(), std::nullopt);
-    ASSERT_TRUE(secrets.ok()) << secrets.status().message();
-    secrets_ = std::move(secrets).value();
+    auto master = LocalMasterKey::make(std::string(64, 'a'));
+    ASSERT_TRUE(master.ok()) << master.status().message();
+    master_ = std::move(master).value();
+    secrets_ = std::make_unique<WebhookSecrets>(*master_);
     auto webhooks = Webhooks::open((dir_ / "webhooks").string(), node_.log(), node_.views(),
-                                   node_.projector(), *keys_, *secrets_);
+                                   node_.projector(), *master_, *secrets_);
     ASSERT_TRUE(webhooks.ok()) << webhooks.status().message();
     webhooks_ = std::move(webhooks).value();
     ApiOptions ao;
     ao.webhooks = webhooks_.get();  // as `kobo serve` has it
     ao.webhook_secrets = secrets_.get();
+    ao.master_key = master_.get();
     api_ = std::make_unique<Api>(node_.ledger(), node_.views(), node_.projector(), ao);
   }
 
@@ -90,7 +89,7 @@ class OpenApiRoutes : public ::testing::Test {
 
   testing::ScratchDir dir_;
   testing::Node node_{dir_.path()};
-  std::unique_ptr<SigningKeyStore> keys_;
+  std::unique_ptr<LocalMasterKey> master_;
   std::unique_ptr<WebhookSecrets> secrets_;
   std::unique_ptr<Webhooks> webhooks_;
   std::unique_ptr<Api> api_;

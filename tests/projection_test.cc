@@ -805,9 +805,24 @@ TEST(Rows, DecodersCheckLengthsRangesAndInvariants) {
   EXPECT_EQ(rows::decode_transaction(rows::encode(t)).value(), t);
   const rows::StatementRow line{100, rows::RecordAt{3, 0}, Kobo(-50), Kobo(70), Kobo(120)};
   EXPECT_EQ(rows::decode_statement(rows::encode(line)).value(), line);
-  const rows::AccountRow account{
-      "biz-1", true, {"https://a.example"}, std::vector<std::string>{"account.credit"}, 7, 2};
+  rows::AccountRow account;
+  account.business = "biz-1";
+  account.live = true;
+  account.webhooks = {"https://a.example"};
+  account.webhook_events = std::vector<std::string>{"account.credit"};
+  account.updated = 7;
+  account.version = 2;
   EXPECT_EQ(rows::decode_account(rows::encode(account)).value(), account);
+  rows::AccountRow apart = account;  // each mode's webhook settings its own
+  apart.modes_apart = true;
+  apart.live_webhooks = {"https://live.example"};
+  EXPECT_EQ(rows::decode_account(rows::encode(apart)).value(), apart);
+  rows::KeyRow key{"biz-1", "acc-1", true, 1'700'000'000'000};
+  EXPECT_EQ(rows::decode_key(rows::encode(key)).value(), key);
+  key.revoked = true;
+  EXPECT_EQ(rows::decode_key(rows::encode(key)).value(), key);
+  const rows::AccountKeysRow keys{"kw1.mk-1.x", {{std::string(64, 'c'), 5, 0}, {std::string(64, 'd'), 3, 9}}};
+  EXPECT_EQ(rows::decode_account_keys(rows::encode(keys)).value(), keys);
   const rows::PositionRow position{10, 9, std::string(64, 'a'), 3};
   EXPECT_EQ(rows::decode_position(rows::encode(position)).value(), position);
   const rows::ListRow list{10, 99, 2};
@@ -827,6 +842,8 @@ TEST(Rows, DecodersCheckLengthsRangesAndInvariants) {
                          rows::decode_transaction, "transaction row");
   refuses_cut_and_padded(rows::encode(line), rows::decode_statement, "statement row");
   refuses_cut_and_padded(rows::encode(account), rows::decode_account, "account row");
+  refuses_cut_and_padded(rows::encode(apart), rows::decode_account, "account row of two modes");
+  refuses_cut_and_padded(rows::encode(keys), rows::decode_account_keys, "account keys row");
   refuses_cut_and_padded(rows::encode(position), rows::decode_position, "position row");
   refuses_cut_and_padded(rows::encode(list), rows::decode_list, "list row");
   refuses_cut_and_padded(rows::encode(rows::RecordAt{5, 2}), rows::decode_record_at, "reference row");
@@ -863,6 +880,8 @@ TEST(ViewKeys, ADescribedKeyNamesItsViewForEveryTagOfTheLayout) {
       view_keys::account("acc-1"),
       view_keys::account_list("biz-1", 1),
       view_keys::key_owner("ab"),
+      view_keys::account_keys("acc-1", true),
+      view_keys::suspended("biz-1"),
       view_keys::account_number("0123456789"),
       view_keys::system_balance(0, "fees"),
       view_keys::tier_limits(0),

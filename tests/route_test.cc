@@ -82,19 +82,19 @@ class RouteWrapper : public ::testing::Test {
     views_ = std::move(views).value();
     projector_ = std::make_unique<Projector>(log_, *views_);
     ASSERT_TRUE(projector_->start().ok());
-    auto keys = SigningKeyStore::open((dir_ / "signing-keys").string());
-    ASSERT_TRUE(keys.ok()) << keys.status().message();
-    keys_ = std::move(keys).value();
-    auto secrets = WebhookSecrets::open((dir_ / "webhook-master-secret").string(), std::nullopt);
-    ASSERT_TRUE(secrets.ok()) << secrets.status().message();
-    secrets_ = std::move(secrets).value();
+    auto master = LocalMasterKey::make(std::string(64, 'a'));
+    ASSERT_TRUE(master.ok()) << master.status().message();
+    master_ = std::move(master).value();
+    secrets_ = std::make_unique<WebhookSecrets>(*master_);
     auto webhooks =
-        Webhooks::open((dir_ / "webhooks").string(), log_, *views_, *projector_, *keys_, *secrets_);
+        Webhooks::open((dir_ / "webhooks").string(), log_, *views_, *projector_, *master_, *secrets_);
     ASSERT_TRUE(webhooks.ok()) << webhooks.status().message();
     webhooks_ = std::move(webhooks).value();
 
     creds_ = new_credentials();
-    ASSERT_TRUE(ledger_->execute(create_business_command(creds_, "Routes")).ok());
+    auto business = create_business_command(creds_, "Routes", master_.get());
+    ASSERT_TRUE(business.ok()) << business.status().message();
+    ASSERT_TRUE(ledger_->execute(std::move(business).value()).ok());
     for (std::uint32_t p = 0; p < kPartitions; ++p)
       ASSERT_TRUE(projector_->wait_applied(Partition(p), ledger_->durable_seq(Partition(p)), 5s));
 
@@ -102,7 +102,7 @@ class RouteWrapper : public ::testing::Test {
     ao.admin_key = "route-test-admin-key";
     ao.webhooks = webhooks_.get();
     ao.webhook_secrets = secrets_.get();
-    ao.signing_keys = keys_.get();
+    ao.master_key = master_.get();
     ao.hooks = &hooks_;
     api_ = std::make_unique<Api>(*ledger_, *views_, *projector_, ao);
     api_->add_routes(router_);
@@ -111,7 +111,7 @@ class RouteWrapper : public ::testing::Test {
     api_.reset();
     webhooks_.reset();
     secrets_.reset();
-    keys_.reset();
+    master_.reset();
     projector_.reset();
     views_.reset();
     ledger_.reset();
@@ -158,7 +158,7 @@ class RouteWrapper : public ::testing::Test {
   std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<Views> views_;
   std::unique_ptr<Projector> projector_;
-  std::unique_ptr<SigningKeyStore> keys_;
+  std::unique_ptr<LocalMasterKey> master_;
   std::unique_ptr<WebhookSecrets> secrets_;
   std::unique_ptr<Webhooks> webhooks_;
   RecordingHooks hooks_;

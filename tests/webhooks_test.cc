@@ -86,56 +86,52 @@ TEST(DeliveryStates, AManualRetryMakesTheDeliveryDueNow) {
   EXPECT_EQ(delivery_status_from_string("done"), std::nullopt);
 }
 
-TEST(WebhookSecrets, DeriveOneSecretPerAccountModeAndRotationFromTheMaster) {
-  const testing::ScratchDir dir;
-  const std::string path = (dir / "webhook-master-secret").string();
-  auto made = WebhookSecrets::open(path, std::nullopt);
-  ASSERT_TRUE(made.ok()) << made.status().message();
-  struct stat st {};
-  ASSERT_EQ(::stat(path.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0600u);
-  const std::string a = made.value()->secret("acc-1", false, "h1");
+TEST(WebhookSecrets, DeriveOneSecretPerAccountModeAndRotationFromTheMasterKey) {
+  const auto master = LocalMasterKey::make(std::string(40, 'm'));
+  ASSERT_TRUE(master.ok());
+  const WebhookSecrets made(*master.value());
+  const std::string a = made.secret("acc-1", false, "h1").value();
   // whsec_ + base64 of 32 bytes.
   ASSERT_TRUE(a.starts_with("whsec_"));
   const auto key = base64_decode(a.substr(6));
   ASSERT_TRUE(key.has_value());
   EXPECT_EQ(key->size(), 32u);
-  // After a restart the file gives the same secrets; each input makes another.
-  auto reopened = WebhookSecrets::open(path, std::nullopt);
-  ASSERT_TRUE(reopened.ok());
-  EXPECT_EQ(reopened.value()->secret("acc-1", false, "h1"), a);
-  EXPECT_NE(made.value()->secret("acc-1", true, "h1"), a);
-  EXPECT_NE(made.value()->secret("acc-2", false, "h1"), a);
-  EXPECT_NE(made.value()->secret("acc-1", false, "h2"), a);
-  // A master given to every node derives alike on each; a short one is refused.
-  const std::string master(40, 'm');
-  EXPECT_EQ(WebhookSecrets::open(path, master).value()->secret("acc-1", false, "h1"),
-            WebhookSecrets::open((dir / "other").string(), master).value()->secret("acc-1", false, "h1"));
-  EXPECT_NE(WebhookSecrets::open(path, master).value()->secret("acc-1", false, "h1"), a);
-  EXPECT_FALSE(WebhookSecrets::open(path, std::string(31, 'm')).ok());
+  // Each input makes another; the same master key derives alike on every node.
+  EXPECT_NE(made.secret("acc-1", true, "h1").value(), a);
+  EXPECT_NE(made.secret("acc-2", false, "h1").value(), a);
+  EXPECT_NE(made.secret("acc-1", false, "h2").value(), a);
+  const auto again = LocalMasterKey::make(std::string(40, 'm'));
+  EXPECT_EQ(WebhookSecrets(*again.value()).secret("acc-1", false, "h1").value(), a);
+  const auto other = LocalMasterKey::make(std::string(40, 'n'));
+  EXPECT_NE(WebhookSecrets(*other.value()).secret("acc-1", false, "h1").value(), a);
+  // What a webhook master secret of an older kobo derived, the master key it becomes derives:
+  // HMAC-SHA256(master, "kobo webhook secret|account|mode|rotation"), as before.
+  const Sha256 before = hmac_sha256(std::string(40, 'm'), "kobo webhook secret|acc-1|test|h1");
+  EXPECT_EQ(a, "whsec_" + base64_encode(std::string_view(reinterpret_cast<const char*>(before.data()), 32)));
 }
 
 TEST(WebhookSecrets, SignWithTheCurrentSecretAndThePreviousForADayAfterARotation) {
-  auto secrets = WebhookSecrets::open("/unused", std::string(32, 'k'));
-  ASSERT_TRUE(secrets.ok());
-  const WebhookSecrets& w = *secrets.value();
+  const auto master = LocalMasterKey::make(std::string(32, 'k'));
+  ASSERT_TRUE(master.ok());
+  const WebhookSecrets w(*master.value());
   const std::string body = R"({"data":{},"event":"account.credit","sequence":1})";
   const UnixMs rotated = 1'700'000'000'000;
   const auto sign = [&](std::string_view rotation, UnixMs now) {
-    return standard_webhook_signature(w.secret("acc-1", true, rotation), "evt-1", now / 1000, body);
+    return standard_webhook_signature(w.secret("acc-1", true, rotation).value(), "evt-1", now / 1000, body);
   };
   // Never issued: no signature.
-  EXPECT_EQ(w.signatures(rows::WebhookRow{}, "acc-1", true, "evt-1", rotated, body), "");
+  EXPECT_EQ(w.signatures(rows::WebhookRow{}, "acc-1", true, "evt-1", rotated, body).value(), "");
   // Issued once: the one secret's.
-  EXPECT_EQ(
-      w.signatures(rows::WebhookRow{3, 3, "h1", rotated, ""}, "acc-1", true, "evt-1", rotated + 5, body),
-      sign("h1", rotated + 5));
+  EXPECT_EQ(w.signatures(rows::WebhookRow{3, 3, "h1", rotated, ""}, "acc-1", true, "evt-1", rotated + 5, body)
+                .value(),
+            sign("h1", rotated + 5));
   // Rotated: both for 24 hours, the current first, then the current alone.
   const rows::WebhookRow row{3, 3, "h2", rotated, "h1"};
   const UnixMs day = 24LL * 3600 * 1000;
-  EXPECT_EQ(w.signatures(row, "acc-1", true, "evt-1", rotated + day - 1, body),
+  EXPECT_EQ(w.signatures(row, "acc-1", true, "evt-1", rotated + day - 1, body).value(),
             sign("h2", rotated + day - 1) + " " + sign("h1", rotated + day - 1));
-  EXPECT_EQ(w.signatures(row, "acc-1", true, "evt-1", rotated + day, body), sign("h2", rotated + day));
+  EXPECT_EQ(w.signatures(row, "acc-1", true, "evt-1", rotated + day, body).value(),
+            sign("h2", rotated + day));
 }
 
 TEST(WebhookAddressPolicy, RefusesEveryNonPublicRange) {
@@ -213,28 +209,6 @@ TEST(WebhookRetrySchedule, ParsesDurationsAndRejectsNonsense) {
   EXPECT_FALSE(RetrySchedule::parse("1s", "forever").ok());
 }
 
-TEST(SigningKeyStore, KeepsEachAccountsKeysInA0600File) {
-  const testing::ScratchDir scratch;
-  const auto dir = scratch / "keys";  // made by the store
-  {
-    auto store = SigningKeyStore::open(dir.string());
-    ASSERT_TRUE(store.ok()) << store.status().message();
-    ASSERT_TRUE(store.value()->put("acc-1", "sk_test_a", "sk_live_a").ok());
-    EXPECT_EQ(store.value()->get("acc-1", false), "sk_test_a");
-    EXPECT_EQ(store.value()->get("acc-1", true), "sk_live_a");
-    EXPECT_FALSE(store.value()->get("acc-2", false).has_value());
-    EXPECT_FALSE(store.value()->get("../acc-1", false).has_value()) << "ids never become paths";
-    struct stat st {};
-    ASSERT_EQ(::stat((dir / "acc-1.json").c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 0777, 0600u);
-    ASSERT_EQ(::stat(dir.c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 0777, 0700u);
-  }
-  auto reopened = SigningKeyStore::open(dir.string());
-  ASSERT_TRUE(reopened.ok());
-  EXPECT_EQ(reopened.value()->get("acc-1", true), "sk_live_a") << "keys survive a restart";
-}
-
 // What the delivery database holds is read as it is on disk: a record that does not read back
 // is an error the caller handles (a 503, an attempt paused and /readyz saying why, a retry
 // refused as unavailable), never an abort. So is a consumer position that does not decode.
@@ -246,12 +220,10 @@ class WebhookStore : public ::testing::Test {
     ASSERT_TRUE(views.ok()) << views.status().message();
     views_ = std::move(views).value();
     projector_ = std::make_unique<Projector>(log_, *views_);
-    auto keys = SigningKeyStore::open((dir_ / "keys").string());
-    ASSERT_TRUE(keys.ok());
-    keys_ = std::move(keys).value();
-    auto secrets = WebhookSecrets::open((dir_ / "master").string(), std::nullopt);
-    ASSERT_TRUE(secrets.ok());
-    secrets_ = std::move(secrets).value();
+    auto master = LocalMasterKey::make(std::string(40, 'm'));
+    ASSERT_TRUE(master.ok());
+    master_ = std::move(master).value();
+    secrets_ = std::make_unique<WebhookSecrets>(*master_);
     ASSERT_TRUE(open().ok()) << "a new delivery database";
   }
   void TearDown() override {
@@ -263,7 +235,7 @@ class WebhookStore : public ::testing::Test {
 
   Status open() {
     webhooks_.reset();
-    auto w = Webhooks::open((dir_ / "webhooks").string(), log_, *views_, *projector_, *keys_, *secrets_);
+    auto w = Webhooks::open((dir_ / "webhooks").string(), log_, *views_, *projector_, *master_, *secrets_);
     if (!w) return w.status();
     webhooks_ = std::move(w).value();
     return {};
@@ -288,7 +260,7 @@ class WebhookStore : public ::testing::Test {
   MemoryLog log_{1};
   std::unique_ptr<Views> views_;
   std::unique_ptr<Projector> projector_;
-  std::unique_ptr<SigningKeyStore> keys_;
+  std::unique_ptr<LocalMasterKey> master_;
   std::unique_ptr<WebhookSecrets> secrets_;
   std::unique_ptr<Webhooks> webhooks_;
 };

@@ -8,7 +8,8 @@
 #                                     partition, and prints each node's URL (also in DIR/nodes) and
 #                                     the admin key (DIR/admin-key) that creates businesses (any
 #                                     node answers any request; the cluster's secret, for GET
-#                                     /v1/cluster, is in DIR/cluster-secret):
+#                                     /v1/cluster, is in DIR/cluster-secret; the nodes' shared
+#                                     master key is DIR/master-key):
 #                                       curl -XPOST URL/v1/admin/businesses -H "x-admin-key: $(cat DIR/admin-key)" -d '{"name":"Ada"}'
 #   tools/cluster.sh stop DIR         stops the nodes (SIGTERM: each hands its partitions over), then the broker
 #   tools/cluster.sh kill DIR [NODE]  kill -9: node NODE (n1, n2 or n3) alone, or every node and the broker
@@ -36,7 +37,7 @@ start_node() {  # start_node NAME: its port is in DIR/NAME/port
   # shellcheck disable=SC2086
   setsid "$kobo" serve --listen "127.0.0.1:$port" --data-dir "$d" \
     --kafka-brokers "$(cat "$dir/kafka/bootstrap")" --cluster kobo --node-id "$name" \
-    --advertise "http://127.0.0.1:$port" --admin-key "$(cat "$dir/admin-key")" \
+    --advertise "http://127.0.0.1:$port" --admin-key-file "$dir/admin-key" --master-key-file "$dir/master-key" \
     --cluster-secret-file "$dir/cluster-secret" \
     --kafka-config session.timeout.ms=6000 ${KOBO_CLUSTER_ARGS:-} >>"$d/kobo.stdout" 2>>"$d/kobo.log" &
   echo $! >"$d/pid"
@@ -88,6 +89,9 @@ case "$cmd" in
     chmod 600 "$dir/admin-key"
     # The secret the nodes forward commands with (and GET /v1/cluster takes): 0600.
     (umask 077; python3 -c 'import secrets; print(secrets.token_hex(24))' >"$dir/cluster-secret")
+    # The deployment's master key, one for every node (docs/security.md, "Keys at rest").
+    python3 -c 'import secrets; print(secrets.token_hex(32))' >"$dir/master-key"
+    chmod 600 "$dir/master-key"
     echo "${KOBO_PARTITIONS:-6}" >"$dir/partitions"
     : >"$dir/nodes"
     for n in $(seq 1 "$nodes"); do

@@ -123,8 +123,11 @@ asio::awaitable<PostResult> post(asio::ssl::context& tls, PostRequest request, P
       const auto address = entry.endpoint().address();
       if (!options.allow_private) {
         if (auto why = forbidden_address_reason(address.to_string())) {
-          result.error = "refused: " + target->host + " resolves to " + address.to_string() + ", a " + *why +
-                         " address (server-side request forgery guard; --webhook-allow-private allows it)";
+          // The tenant reads `error` (its delivery's attempts): it learns that the address is
+          // refused, never what the name resolves to inside the service's network.
+          result.error = "refused: the URL's host is not a public address";
+          result.detail = target->host + " resolves to " + address.to_string() + ", a " + *why +
+                          " address (server-side request forgery guard; --webhook-allow-private allows it)";
           co_return finish();
         }
       }

@@ -33,7 +33,8 @@ struct PostOptions {
 
 struct PostResult {
   std::optional<unsigned> status_code;  // when an answer's status line arrived
-  std::string error;                    // why there was no answer, or why it was refused
+  std::string error;                    // why there was no answer, or why it was refused: the tenant sees it
+  std::string detail;                   // what only the node's log may say (an address it resolved to)
   std::chrono::milliseconds duration{0};
   bool ok() const { return status_code && *status_code / 100 == 2; }
 };

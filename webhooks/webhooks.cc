@@ -107,6 +107,13 @@ std::string endpoint_of(const std::string& url) {
   return std::string(u->encoded_host()) + ":" + port;
 }
 
+// A URL as the node's log shows it: its query string, which may carry a receiver's token, is
+// left out (`?…`).
+std::string redacted_url(const std::string& url) {
+  const auto q = url.find_first_of("?#");
+  return q == std::string::npos ? url : url.substr(0, q) + "?…";
+}
+
 json public_record(json d) {
   for (const char* internal : {"body", "business", "dueMs", "manual"}) d.erase(internal);
   return d;
@@ -147,12 +154,12 @@ bool well_formed_position(const json& j) {
 class Webhooks::Impl {
  public:
   Impl(std::unique_ptr<rocksdb::DB> db, EventLog& log, Views& views, Projector& projector,
-       const SigningKeyStore& keys, const WebhookSecrets& secrets, WebhookOptions options)
+       const MasterKey& master, const WebhookSecrets& secrets, WebhookOptions options)
       : db_(std::move(db)),
         log_(log),
         views_(views),
         projector_(projector),
-        keys_(keys),
+        master_(master),
         secrets_(secrets),
         options_(std::move(options)),
         tls_(webhooks_detail::make_tls_context()) {}
@@ -201,15 +208,15 @@ class Webhooks::Impl {
   EventLog& log_;
   Views& views_;
   Projector& projector_;
-  const SigningKeyStore& keys_;
+  const MasterKey& master_;
   const WebhookSecrets& secrets_;
   const WebhookOptions options_;
   asio::ssl::context tls_;
 
   std::unique_ptr<LogFollower> follower_;  // consumer thread only (and start(), before it runs)
   bool skip_to_end_ = false;               // start() only
-  // What the accounts read so far want delivered (consumer thread only; emptied when an account
-  // is updated).
+  // What the accounts read so far want delivered, by scope_key(account, mode) (consumer thread
+  // only; emptied when an account is updated).
   struct Wanted {
     std::set<std::string> urls;
     std::array<bool, kWebhookEventTypes> types{};  // by WebhookEventType
@@ -260,7 +267,8 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
       return {};
     }
     // An account's URLs are read once and kept until an account changes.
-    if (std::holds_alternative<AccountUpdated>(e.data)) impl_.wanted_of_account_.clear();
+    if (std::holds_alternative<AccountUpdated>(e.data) || std::holds_alternative<WebhooksConfigured>(e.data))
+      impl_.wanted_of_account_.clear();
     const auto finalized = transactions_finalized(e.data);
     if (finalized.empty()) return {};
     // The data is the Transaction as the API shows it: read it once the projector has it.
@@ -274,12 +282,13 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
   }
 
  private:
-  // What an account wants delivered: its URLs and event types (all when it never chose);
-  // an error when the views cannot be read.
-  Result<const Wanted*> wanted_of(const std::string& business, const std::string& account_id) {
-    auto it = impl_.wanted_of_account_.find(account_id);
+  // What an account wants delivered in mode `live`: that mode's URLs and event types (all when
+  // it never chose); an error when the views cannot be read.
+  Result<const Wanted*> wanted_of(const std::string& business, const std::string& account_id, bool live) {
+    const std::string key = scope_key(account_id, live);
+    auto it = impl_.wanted_of_account_.find(key);
     if (it != impl_.wanted_of_account_.end()) return &it->second;
-    const auto account = impl_.views_.account(business, account_id);
+    const auto account = impl_.views_.account(business, account_id, live);
     if (!account) return account.status();
     if (!account.value())
       return Status::error("the views do not have account " + account_id + ", whose transaction was applied");
@@ -294,7 +303,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
     } else {
       wanted.types.fill(true);
     }
-    return &impl_.wanted_of_account_.emplace(account_id, std::move(wanted)).first->second;
+    return &impl_.wanted_of_account_.emplace(key, std::move(wanted)).first->second;
   }
 
   // The deliveries of one transaction's final state, one per URL of its account when the account
@@ -325,7 +334,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
       if (auto s = read_event(); !s) return s;  // a payout's status change: rare
       account_id = event->account;
     }
-    const auto read_wanted = wanted_of(e.business, account_id);
+    const auto read_wanted = wanted_of(e.business, account_id, e.live);
     if (!read_wanted) return read_wanted.status();
     const Wanted& wanted = *read_wanted.value();
     if (wanted.urls.empty() || !wanted.types[static_cast<std::size_t>(*type)]) return {};
@@ -676,26 +685,31 @@ asio::awaitable<void> Webhooks::Impl::attempt(json record) {
   PostResult result;
   const std::string account = record.at("account").get<std::string>();
   const bool live = record.at("live").get<bool>();
-  const auto key = keys_.get(account, live);
-  // The secret current now, whenever the event was: the views know the account's rotations.
+  // The account's current signing key, unwrapped for this attempt only, and the webhook secret
+  // current now, whenever the event was: the views know the account's keys and rotations.
+  const auto key = signing_key(master_, views_, account, live);
   const auto secret = views_.webhook(account, live);
+  const std::string body = record.at("body").get<std::string>();
+  const std::string event_id = record.at("eventId").get<std::string>();
+  const auto signatures =
+      secret ? secrets_.signatures(secret.value(), account, live, event_id, started, body) : secret.status();
   if (!key) {
-    result.error = "no signing key for account " + account + " on this node";
-  } else if (!secret) {
-    result.error = "the account's webhook secret cannot be read: " + secret.status().message();
+    // The operator's to see; the tenant's record says only that it was not signed.
+    log::warn("a webhook cannot be signed", {{"account", account}, {"error", key.status().message()}});
+    result.error = "the delivery could not be signed on this node";
+  } else if (!signatures) {
+    log::warn("a webhook cannot be signed", {{"account", account}, {"error", signatures.status().message()}});
+    result.error = "the delivery could not be signed on this node";
   } else {
-    const std::string body = record.at("body").get<std::string>();
-    const std::string event_id = record.at("eventId").get<std::string>();
     webhooks_detail::PostRequest request{record.at("url").get<std::string>(),
                                          body,
                                          {{"content-type", "application/json"},
                                           {"user-agent", kUserAgent},
                                           {"x-kobo-event-id", event_id},
-                                          {"x-kobo-signature", webhook_signature(*key, body)},
+                                          {"x-kobo-signature", webhook_signature(key.value(), body)},
                                           {"webhook-id", event_id},
                                           {"webhook-timestamp", std::to_string(started / 1000)}}};
-    std::string signatures = secrets_.signatures(secret.value(), account, live, event_id, started, body);
-    if (!signatures.empty()) request.headers.emplace_back("webhook-signature", std::move(signatures));
+    if (!signatures.value().empty()) request.headers.emplace_back("webhook-signature", signatures.value());
     result = co_await webhooks_detail::post(
         tls_, std::move(request), {options_.timeout, options_.allow_private, std::size_t{8} * 1024});
   }
@@ -763,9 +777,13 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
   if (!batch)
     log::warn("a webhook attempt's result cannot be recorded",
               {{"delivery", id}, {"error", batch.message()}});
-  if (!result.ok())
-    log::warn("webhook attempt failed",
-              {{"delivery", id}, {"url", d->at("url")}, {"error", d->at("attempts").back().at("error")}});
+  if (!result.ok()) {
+    json fields{{"delivery", id},
+                {"url", redacted_url(d->at("url").get<std::string>())},
+                {"error", d->at("attempts").back().at("error")}};
+    if (!result.detail.empty()) fields["detail"] = result.detail;
+    log::warn("webhook attempt failed", fields);
+  }
   release();
 }
 
@@ -844,7 +862,7 @@ Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_vie
 // ---- Webhooks -----------------------------------------------------------------------------------
 
 Result<std::unique_ptr<Webhooks>> Webhooks::open(const std::string& path, EventLog& log, Views& views,
-                                                 Projector& projector, const SigningKeyStore& keys,
+                                                 Projector& projector, const MasterKey& master,
                                                  const WebhookSecrets& secrets, WebhookOptions options) {
   KOBO_ASSERT(options.concurrency_max > 0 && options.endpoint_concurrency_max > 0, "webhook concurrency");
   std::error_code ec;
@@ -857,8 +875,8 @@ Result<std::unique_ptr<Webhooks>> Webhooks::open(const std::string& path, EventL
   rocksdb::DB* raw = nullptr;
   const auto s = rocksdb::DB::Open(o, path, &raw);
   if (!s.ok()) return Status::error("open webhooks " + path + ": " + s.ToString());
-  auto impl = std::make_unique<Impl>(std::unique_ptr<rocksdb::DB>(raw), log, views, projector, keys, secrets,
-                                     std::move(options));
+  auto impl = std::make_unique<Impl>(std::unique_ptr<rocksdb::DB>(raw), log, views, projector, master,
+                                     secrets, std::move(options));
   if (auto st = impl->move_due_index(); !st) return st;
   if (auto st = impl->open_follower(); !st) return st;
   return std::unique_ptr<Webhooks>(new Webhooks(std::move(impl)));

@@ -15,16 +15,18 @@
 // attempt; failures are retried on the RetrySchedule. Delivery is at least once: an attempt cut
 // short by a crash is made again after the restart.
 //
-// Signing keys: the log holds only SHA-256 digests of secret keys, and must: analysts read it.
-// Deliveries are signed with the account's secret key of the event's mode, which lives in a
-// SigningKeyStore: one 0600 file per account under <data-dir>/signing-keys (mode 0700), written
-// before the account is appended, like credentials.json.
+// Signing keys: x-kobo-signature is keyed with the account's secret key itself (the contract
+// with receivers), yet no secret key rests in plaintext anywhere. The events that create or roll
+// a key carry it wrapped under the deployment's master key (common/master_key.h, events/keys.h);
+// the views keep the current one per account and mode (rows::AccountKeysRow), and an attempt
+// unwraps it, signs, and forgets it. So every node that has the master key signs for every
+// business, and a node's disk or the log alone opens nothing.
 //
 // Thread safety: Webhooks' public methods may be called from any thread. Lifecycle: open()
 // (reads only the delivery database, so a node starts in a broker outage), start() (a new
 // delivery database first skips to the log's end; a start that failed may be called again),
-// stop() (or the destructor). It must not outlive the EventLog, Views, Projector,
-// SigningKeyStore and WebhookSecrets it was opened over.
+// stop() (or the destructor). It must not outlive the EventLog, Views, Projector, MasterKey and
+// WebhookSecrets it was opened over.
 
 #include <chrono>
 #include <cstdint>
@@ -36,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/master_key.h"
 #include "common/result.h"
 #include "events/event_log.h"
 #include "projection/projector.h"
@@ -50,23 +53,14 @@ namespace kobo {
 // The x-kobo-signature of `body`: hex HMAC-SHA512 of the exact bytes, keyed with `secret_key`.
 std::string webhook_signature(std::string_view secret_key, std::string_view body);
 
-// The secret keys of accounts, kept on this node only. One file per account,
-// <dir>/<account>.json = {"test","live"}, mode 0600, written atomically (write, fsync, rename).
-// Thread-safe.
-class SigningKeyStore {
- public:
-  // Creates `dir` (mode 0700) when missing.
-  [[nodiscard]] static Result<std::unique_ptr<SigningKeyStore>> open(const std::string& dir);
-
-  [[nodiscard]] Status put(std::string_view account, std::string_view test_secret_key,
-                           std::string_view live_secret_key);
-  // The account's secret key of that mode; nullopt when this node does not have it.
-  std::optional<std::string> get(std::string_view account, bool live) const;
-
- private:
-  explicit SigningKeyStore(std::string dir) : dir_(std::move(dir)) {}
-  std::string dir_;
-};
+// The secret key `secret_key` wrapped for signing the webhooks of `account` in mode `live`
+// (events/keys.h signing_key_context): what the events that create or roll a key carry.
+[[nodiscard]] Result<std::string> wrap_signing_key(const MasterKey& master, std::string_view account,
+                                                   bool live, std::string_view secret_key);
+// The account's current secret key of mode `live`, unwrapped from the views' row: an error when
+// the account has none sealed yet or it does not open under `master` (another deployment's key).
+[[nodiscard]] Result<std::string> signing_key(const MasterKey& master, const Views& views,
+                                              std::string_view account, bool live);
 
 // Standard Webhooks (docs/webhooks.md): every delivery also carries webhook-id, webhook-timestamp
 // and webhook-signature, `v1,` + base64 of HMAC-SHA256 over `{id}.{timestamp}.{body}` keyed with
@@ -74,11 +68,10 @@ class SigningKeyStore {
 //
 // Where the secrets live: nowhere. The log records that a secret was issued or rotated
 // (WebhookSecretRotated: account, mode, time, and its hash names the rotation); the secret is
-// derived from that rotation with a master secret that only the service's nodes hold, so the log
-// never holds a key, every node that delivers signs alike after a restart or a replay, and an
-// attempt uses the secret current when it is made. The master secret is given (the same on
-// every node of a deployment) or made at the first start in the data dir (32 random bytes, 0600).
-// An account that was never issued a secret gets no webhook-signature (nobody could check one).
+// derived from that rotation with the deployment's master key (MasterKey::mac), which only the
+// service's nodes hold, so the log never holds a key, every node that delivers signs alike after
+// a restart or a replay, and an attempt uses the secret current when it is made. An account that
+// was never issued a secret gets no webhook-signature (nobody could check one).
 
 // How long after a rotation deliveries are signed with the previous secret too.
 inline constexpr std::chrono::hours kWebhookSecretOverlap{24};
@@ -89,25 +82,24 @@ std::string standard_webhook_signature(std::string_view secret, std::string_view
                                        std::string_view body);
 
 // The account's secret of one mode in one rotation: which secret is current, and since when, is
-// in the views (rows::WebhookRow). Thread-safe (immutable after open).
+// in the views (rows::WebhookRow). Thread-safe (immutable).
 class WebhookSecrets {
  public:
-  // `configured`: the master secret as given (--webhook-master-secret), at least 32 characters;
-  // else the one in the file at `path`, made (32 random bytes, hex, mode 0600) when missing.
-  [[nodiscard]] static Result<std::unique_ptr<WebhookSecrets>> open(
-      const std::string& path, const std::optional<std::string>& configured);
-  // `whsec_` + base64 of HMAC-SHA256(master, account|mode|rotation): the secret issued by the
-  // WebhookSecretRotated event whose hash is `rotation`.
-  std::string secret(std::string_view account, bool live, std::string_view rotation) const;
+  explicit WebhookSecrets(const MasterKey& master) : master_(master) {}
+  // `whsec_` + base64 of HMAC-SHA256(master, `kobo webhook secret|account|mode|rotation`): the
+  // secret issued by the WebhookSecretRotated event whose hash is `rotation`. An error only when
+  // the master key cannot be used (a key management service that does not answer).
+  [[nodiscard]] Result<std::string> secret(std::string_view account, bool live,
+                                           std::string_view rotation) const;
   // The webhook-signature header of an attempt made at `now` (its timestamp): the current
   // secret's signature, then the previous one's within kWebhookSecretOverlap of the rotation,
   // space-separated; empty when the account has no secret in that mode yet.
-  std::string signatures(const rows::WebhookRow& row, std::string_view account, bool live,
-                         std::string_view id, UnixMs now, std::string_view body) const;
+  [[nodiscard]] Result<std::string> signatures(const rows::WebhookRow& row, std::string_view account,
+                                               bool live, std::string_view id, UnixMs now,
+                                               std::string_view body) const;
 
  private:
-  explicit WebhookSecrets(std::string master) : master_(std::move(master)) {}
-  std::string master_;
+  const MasterKey& master_;
 };
 
 // ---- deliveries -------------------------------------------------------------------------------
@@ -138,7 +130,7 @@ class Webhooks {
   // turning webhooks on for an existing log does not send its history.
   [[nodiscard]] static Result<std::unique_ptr<Webhooks>> open(const std::string& path, EventLog& log,
                                                               Views& views, Projector& projector,
-                                                              const SigningKeyStore& keys,
+                                                              const MasterKey& master,
                                                               const WebhookSecrets& secrets,
                                                               WebhookOptions options = {});
   ~Webhooks();

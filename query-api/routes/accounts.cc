@@ -1,4 +1,5 @@
-// Account settings: GET /v1/accounts, PATCH /v1/accounts/{id}, and the account's webhook secret:
+// Account settings: GET /v1/accounts, PATCH /v1/accounts/{id} (the caller's mode's webhook URLs and
+// subscriptions; live mode is the admin's, routes/admin.cc), and the account's webhook secret:
 // POST /v1/accounts/{id}/webhook-secret (when the service delivers webhooks).
 
 #include "common/json_writer.h"
@@ -29,8 +30,9 @@ std::optional<Response> account_rejected(const Outcome& o) {
   return std::nullopt;
 }
 
+// The account as the caller's mode shows it: that mode's webhook settings only.
 Result<std::optional<std::string>> account_named(const Exchange& x, std::string_view) {
-  return x.views().account_text(x.caller.caller.business, x.param("id"));
+  return x.views().account_text(x.caller.caller.business, x.param("id"), x.caller.caller.live);
 }
 
 // Whether the caller's business has the account the path names: nullopt if so, else the answer.
@@ -51,6 +53,10 @@ void update_rules(const Exchange&, http::Validator& v) {
 // cannot say), and the account must be the caller's business's (it reads the views).
 Made update(const Exchange& x) {
   const json& body = x.body;
+  // Going live is the admin's act (PATCH /v1/admin/accounts/{id}); a key of either mode changes
+  // only its own mode's settings.
+  if (body.contains("live") && !body.at("live").is_null())
+    return http::error(403, "Live mode is enabled by the admin");
   // The event types the account wants, each once, in the order of the catalog.
   std::optional<std::vector<std::string>> webhook_events;
   if (body.contains("webhookEvents") && !body.at("webhookEvents").is_null()) {
@@ -71,14 +77,15 @@ Made update(const Exchange& x) {
   }
   if (x.options().webhooks != nullptr && body.contains("webhooks") && body.at("webhooks").is_array())
     for (const auto& url : body.at("webhooks"))
-      if (auto why = x.options().webhooks->refused_url(url.get<std::string>()))
+      // Said without naming the address or why it is not public: a tenant learns nothing of
+      // what is inside the service's network.
+      if (x.options().webhooks->refused_url(url.get<std::string>()))
         return http::validation_error(
-            {{"webhooks", {{"isUrl", "each value in webhooks must be a public URL address: " + *why}}}});
+            {{"webhooks", {{"isUrl", "each value in webhooks must be a public URL address"}}}});
   if (auto unknown = unknown_account(x)) return std::move(*unknown);
   UpdateAccount cmd{x.caller.caller, x.param("id"), std::nullopt, std::nullopt, std::move(webhook_events)};
   if (body.contains("webhooks") && !body.at("webhooks").is_null())
     cmd.webhooks = body.at("webhooks").get<std::vector<std::string>>();
-  if (body.contains("live") && !body.at("live").is_null()) cmd.live = body.at("live").get<bool>();
   return cmd;
 }
 
@@ -98,6 +105,8 @@ Made rotate(const Exchange& x) {
     const bool live = done.caller.caller.live;
     const UnixMs overlap_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(kWebhookSecretOverlap).count();
+    const auto secret = done.options().webhook_secrets->secret(account, live, e.hash);
+    if (!secret) return respond(unavailable(secret.status()));
     std::string data;
     JsonWriter w(data);
     w.begin_object()
@@ -108,7 +117,7 @@ Made rotate(const Exchange& x) {
       w.member("previousSecretExpiresAt", format_iso8601(e.time + overlap_ms));
     else
       w.null_member("previousSecretExpiresAt");
-    w.member("secret", done.options().webhook_secrets->secret(account, live, e.hash)).end_object();
+    w.member("secret", secret.value()).end_object();
     respond(http::ok_text(201, data, "Webhook secret created successfully"));
   };
   return Submission(RotateWebhookSecret{x.caller.caller, x.param("id")}, std::move(answer));
@@ -117,13 +126,13 @@ Made rotate(const Exchange& x) {
 }  // namespace
 
 void add_account_routes(Routes& routes) {
-  // Accounts belong to the business, not to a mode.
-  routes.list(
-      ListRoute<AccountFilter>{.path = "/v1/accounts",
-                               .filter = account_filter,
-                               .page = [](const Exchange& x, const AccountFilter& f, const PageRequest& p) {
-                                 return x.views().accounts(x.caller.caller.business, f, p);
-                               }});
+  // Accounts belong to the business, not to a mode; each mode sees its own webhook settings.
+  routes.list(ListRoute<AccountFilter>{
+      .path = "/v1/accounts",
+      .filter = account_filter,
+      .page = [](const Exchange& x, const AccountFilter& f, const PageRequest& p) {
+        return x.views().accounts(x.caller.caller.business, x.caller.caller.live, f, p);
+      }});
   routes.command({.method = boost::beast::http::verb::patch,
                   .path = "/v1/accounts/{id}",
                   .rules = update_rules,

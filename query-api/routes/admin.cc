@@ -1,4 +1,8 @@
-// The admin API: POST /v1/admin/businesses, enabled by --admin-key (header x-admin-key).
+// The admin API, enabled by an admin key (--admin-key-file, KOBO_ADMIN_KEY; header x-admin-key):
+// POST /v1/admin/businesses (a business and its keys, shown once), POST
+// /v1/admin/businesses/{id}/suspend and /resume, and PATCH /v1/admin/accounts/{id} (live mode).
+// The admin's roll of a tenant's keys is with the keys (routes/keys.cc). Every event they write
+// records the actor "admin".
 
 #include "common/json_writer.h"
 #include "common/log.h"
@@ -9,6 +13,13 @@
 
 namespace kobo::api {
 namespace {
+
+using http::Response;
+
+// The caller the admin acts as for business `business`: not a key's, in test mode.
+Caller admin_caller(std::string business, std::string account = {}) {
+  return Caller{std::move(business), std::move(account), false, std::string(kAdminActor)};
+}
 
 // The new business's keys: the only time its secret keys are shown. Once the views have the
 // business, so that the keys work as soon as they are handed out.
@@ -24,7 +35,9 @@ Answer business_answer(Credentials creds) {
       w.key("credentials");
       write_credentials(w, creds);
       w.end_object();
-      r(http::ok_text(201, data, "Business created successfully"));
+      Response answer = http::ok_text(201, data, "Business created successfully");
+      answer.headers.emplace_back("Cache-Control", "no-store");  // the keys are shown once
+      r(std::move(answer));
     });
   };
   return a;
@@ -32,28 +45,100 @@ Answer business_answer(Credentials creds) {
 
 Made create_business(const Exchange& x) {
   const Credentials creds = new_credentials();
-  // Webhooks are signed with the secret keys, which the log holds only as digests.
-  if (x.options().signing_keys != nullptr) {
-    if (auto s =
-            x.options().signing_keys->put(creds.account_id, creds.test_secret_key, creds.live_secret_key);
-        !s) {
-      log::error("cannot store signing keys", {{"error", s.message()}});
-      return http::internal_error();
-    }
+  // Webhooks are signed with the secret keys: the log holds them as digests, and wrapped.
+  auto command = create_business_command(creds, x.body.at("name"), x.options().master_key);
+  if (!command) return unavailable(command.status());
+  command.value().actor = std::string(kAdminActor);
+  return Submission(std::move(command).value(), business_answer(creds));
+}
+
+// Suspends (`suspended`) or resumes a business: while suspended, every key of it is refused 403.
+// The body is optional ({"reason": …} for a suspension), so make() reads it itself.
+Made set_suspended(const Exchange& x, bool suspended) {
+  std::optional<std::string> reason;
+  if (!x.request.body.empty()) {
+    auto body = http::parse_json_object(x.request.body);
+    if (!body) return http::bad_request();
+    http::Validator v(*body);
+    v.optional("reason").is_string().max_length(kTextLengthMax);
+    if (auto errors = v.errors()) return http::validation_error(*errors);
+    reason = optional_string(*body, "reason");
   }
-  return Submission(create_business_command(creds, x.body.at("name")), business_answer(creds));
+  const std::string& business = x.param("id");
+  const auto known = x.views().has_business(business);
+  if (!known) return unavailable(known.status());
+  if (!known.value()) return http::error(404, "Data not found");
+  if (!suspended) reason.reset();
+  Answer answer;
+  answer.accepted = [business, suspended, reason](const Exchange& done, Outcome o, http::Responder respond) {
+    // Every key of it is refused (or works again) from the answer on.
+    done.protocol.after_projection(
+        o, std::move(respond), [o, business, suspended, reason](http::Responder r) {
+          std::string data;
+          JsonWriter w(data);
+          w.begin_object().member("business", business);
+          if (reason)
+            w.member("reason", *reason);
+          else
+            w.null_member("reason");
+          w.member("suspended", suspended)
+              .member("updatedAt", format_iso8601(o.events.front().time))
+              .end_object();
+          r(http::ok_text(200, data, suspended ? "Business suspended" : "Business resumed"));
+        });
+  };
+  return Submission(SuspendBusiness{admin_caller(business), suspended, reason}, std::move(answer));
+}
+
+std::optional<Response> account_rejected(const Outcome& o) {
+  if (o.rejection == Rejection::account_not_found) return http::error(404, "Data not found");
+  return std::nullopt;
+}
+
+// The account the admin changed, as a test key sees it (its live flag is the business's own).
+Result<std::optional<std::string>> admin_account(const Exchange& x, std::string_view) {
+  const auto business = x.views().account_business(x.param("id"));
+  if (!business) return business.status();
+  if (!business.value()) return std::optional<std::string>();
+  return x.views().account_text(*business.value(), x.param("id"), false);
+}
+
+// Live mode on (or off) for an account: the admin's act, never a key's.
+Made update_account(const Exchange& x) {
+  const std::string& id = x.param("id");
+  const auto business = x.views().account_business(id);
+  if (!business) return unavailable(business.status());
+  if (!business.value()) return http::error(404, "Data not found");
+  return UpdateAccount{admin_caller(*business.value(), id), id, std::nullopt, x.body.at("live").get<bool>(),
+                       std::nullopt};
 }
 
 }  // namespace
 
 void add_admin_routes(Routes& routes) {
+  const RouteTraits admin{.kind = RouteKind::admin, .partition = PartitionOf::none};
   routes.command({.path = "/v1/admin/businesses",
-                  .traits = {.kind = RouteKind::admin, .partition = PartitionOf::none},
+                  .traits = admin,
                   .rules =
                       [](const Exchange&, http::Validator& v) {
                         v.field("name").is_not_empty().is_string().max_length(kNameLengthMax);
                       },
                   .make = create_business});
+  routes.command({.path = "/v1/admin/businesses/{id}/suspend",
+                  .traits = admin,
+                  .make = [](const Exchange& x) { return set_suspended(x, true); },
+                  .rejected = account_rejected});
+  routes.command({.path = "/v1/admin/businesses/{id}/resume",
+                  .traits = admin,
+                  .make = [](const Exchange& x) { return set_suspended(x, false); },
+                  .rejected = account_rejected});
+  routes.command({.method = boost::beast::http::verb::patch,
+                  .path = "/v1/admin/accounts/{id}",
+                  .traits = admin,
+                  .rules = [](const Exchange&, http::Validator& v) { v.field("live").is_boolean(); },
+                  .make = update_account,
+                  .answer = projected(200, "Account updated successfully", admin_account),
+                  .rejected = account_rejected});
 }
 
 }  // namespace kobo::api

@@ -3,6 +3,7 @@
 
 #include "common/crypto.h"
 #include "common/json_writer.h"
+#include "common/log.h"
 #include "common/time.h"
 #include "projection/render.h"
 #include "query-api/banks.h"
@@ -65,6 +66,22 @@ void enquiry_rules(const Exchange&, http::Validator& v) {
 // validating saves nothing.
 Response validated(const Exchange& x, const NoQuery&) {
   const Caller& caller = x.caller.caller;
+  // An enquiry at our own bank answers another tenant's customer's name: limited per key and
+  // logged, so nobody harvests names by asking for number after number (docs/security.md).
+  if (x.body.at("bankCode") == x.ledger().config().bank_code) {
+    log::info("own-bank name enquiry", {{"keyId", caller.actor},
+                                        {"business", caller.business},
+                                        {"accountNumber", x.body.at("accountNumber").get<std::string>()}});
+    if (const auto& limiter = x.options().name_enquiry_limiter) {
+      const auto taken = limiter->take(caller.actor);
+      if (!taken.allowed) {
+        log::warn("own-bank name enquiries over their limit", {{"keyId", caller.actor}});
+        Response refused = http::error(429, "Too many requests");
+        refused.headers.emplace_back("Retry-After", std::to_string((taken.retry_after.count() + 999) / 1000));
+        return refused;
+      }
+    }
+  }
   auto found =
       resolve_account(x.views(), x.ledger().config(), caller.live, x.body.at("bankCode").get<std::string>(),
                       x.body.at("accountNumber").get<std::string>());

@@ -180,6 +180,7 @@ TEST_F(AuditCommand, RefusesADataDirThatARunningServerHolds) {
   const fs::path dir = copy("busy");
   KoboOptions options = kobo_options();
   options.data_dir = dir;
+  options.credentials = server_->credentials();
   KoboProcess running(options);
   for (const std::string command : {"audit", "replay"}) {
     const RunResult r = run_kobo(binary(), {command, "--data-dir", dir.string()});
@@ -250,6 +251,7 @@ TEST_F(AuditCommand, ViewsOfAnotherKeyLayoutAreRebuiltByServeAndReplayAndNotComp
   // Serve rebuilds them before it answers: every wallet shows the balance it had.
   KoboOptions options = kobo_options();
   options.data_dir = dir;
+  options.credentials = server_->credentials();
   KoboProcess server(options);
   int wallets = 0;
   for (const auto& [key, value] : served) {

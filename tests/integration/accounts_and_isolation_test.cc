@@ -7,7 +7,7 @@
 namespace kobo::it {
 namespace {
 
-constexpr const char* kAdminKey = "integration-admin-key";
+constexpr const char* kAdminKey = kobo::testing::kTestAdminKey;
 
 HttpResult admin_post(HttpClient& http, const json& body, const std::string& admin_key = kAdminKey) {
   return http.request(boost::beast::http::verb::post, "/v1/admin/businesses", body.dump(),
@@ -16,7 +16,7 @@ HttpResult admin_post(HttpClient& http, const json& body, const std::string& adm
 
 class AccountsAndIsolation : public ServerSuite {
  public:
-  static void SetUpTestSuite() { start_server({"--admin-key", kAdminKey}); }
+  static void SetUpTestSuite() { start_server({}); }
 
  protected:
   struct Business {
@@ -76,8 +76,11 @@ TEST_F(AccountsAndIsolation, ListsAndUpdatesAccountSettings) {
   expect_validation(http().patch(path, json{{"webhooks", six}}, b.test_key()), {"webhooks"});
   expect_validation(http().patch(path, json{{"webhooks", {"not a url"}}}, b.test_key()), {"webhooks"});
   expect_validation(http().patch(path, json{{"live", "yes"}}, b.test_key()), {"live"});
-  expect_error(http().patch("/v1/accounts/acc-" + random_uuid(), json{{"live", true}}, b.test_key()), 404,
-               "Data not found");
+  expect_error(
+      http().patch("/v1/accounts/acc-" + random_uuid(), json{{"webhooks", json::array()}}, b.test_key()), 404,
+      "Data not found");
+  expect_error(http().patch(path, json{{"live", true}}, b.test_key()), 403,
+               "Live mode is enabled by the admin");
   EXPECT_EQ(http().get("/v1/accounts", b.test_key()).json["data"][0]["webhooks"].size(), 2u)
       << "rejections changed nothing";
 }
@@ -87,8 +90,10 @@ TEST_F(AccountsAndIsolation, LiveKeysWorkOnlyOnceLiveModeIsEnabled) {
   expect_error(http().get("/v1/virtual-accounts", b.live_key()), 403,
                "Live mode is not enabled for this account");
   const json test_wallet = create_wallet(http(), b.test_key());
-  data_or_throw(http().patch("/v1/accounts/" + b.account["publicId"].get<std::string>(), json{{"live", true}},
-                             b.test_key()),
+  // Going live is the admin's act (docs/security.md).
+  data_or_throw(http().request(boost::beast::http::verb::patch,
+                               "/v1/admin/accounts/" + b.account["publicId"].get<std::string>(),
+                               json{{"live", true}}.dump(), {{"x-admin-key", kAdminKey}}),
                 200, "enable live");
   const auto live_list = http().get("/v1/virtual-accounts", b.live_key());
   expect_success(live_list, 200, Message::kAbsent, true);
@@ -133,8 +138,8 @@ TEST_F(AccountsAndIsolation, ABusinessCannotReadListOrMoveAnothersRecords) {
   for (const json& t : list_all(http(), b.test_key(), "/v1/transactions"))
     EXPECT_EQ(t["auth"], b.business["publicId"]);
   EXPECT_EQ(http().get("/v1/accounts", b.test_key()).json["data"].size(), 1u);
-  expect_error(http().patch("/v1/accounts/" + a.account["publicId"].get<std::string>(), json{{"live", true}},
-                            b.test_key()),
+  expect_error(http().patch("/v1/accounts/" + a.account["publicId"].get<std::string>(),
+                            json{{"webhooks", json::array()}}, b.test_key()),
                404, "Data not found");
 
   // Moving money: someone else's wallet is unknown, as source or destination.
@@ -155,7 +160,9 @@ TEST_F(AccountsAndIsolation, ABusinessCannotReadListOrMoveAnothersRecords) {
 }
 
 TEST(AdminApi, IsAbsentWithoutAnAdminKey) {
-  KoboProcess server(kobo_options());
+  KoboOptions options = kobo_options();
+  options.admin_api = false;
+  KoboProcess server(options);
   expect_error(admin_post(server.client(), json{{"name", "X"}}, "any"), 404, "Route not found");
 }
 

@@ -76,6 +76,10 @@ class ClusterSuite : public ::testing::Test {
     std::ofstream(secret_file_) << kSecret << "\n";
     fs::permissions(secret_file_, fs::perms::owner_read | fs::perms::owner_write);
     topic_ = "it." + name_;
+    // One master key for every node (docs/security.md): what one wraps, the others open.
+    master_key_file_ = fs::temp_directory_path() / ("kobo-" + name_ + "-master-key");
+    std::ofstream(master_key_file_) << std::string(64, 'c') << "\n";
+    fs::permissions(master_key_file_, fs::perms::owner_read | fs::perms::owner_write);
     for (int i = 0; i < kNodes; ++i) {
       start_node(i);
       if (i == 0) continue;  // the first made the topic; the others join it
@@ -86,6 +90,8 @@ class ClusterSuite : public ::testing::Test {
   void TearDown() override {
     for (auto& n : nodes_)
       if (n && ::testing::Test::HasFailure()) keep_data_dir_if_failed(*n);
+    std::error_code ec;
+    fs::remove(master_key_file_, ec);
   }
 
   void start_node(int i) {
@@ -102,7 +108,9 @@ class ClusterSuite : public ::testing::Test {
                                   "--rail-delay-ms",
                                   "50",
                                   "--cluster-secret-file",
-                                  secret_file_.string()};
+                                  secret_file_.string(),
+                                  "--master-key-file",
+                                  master_key_file_.string()};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     KoboOptions o = kobo_options(args);
     o.kafka_topic = topic_;
@@ -262,6 +270,7 @@ class ClusterSuite : public ::testing::Test {
   fs::path secret_file_;
   std::vector<std::string> extra_args_;  // more flags for every node, set before SetUp()
   std::string name_, topic_;
+  fs::path master_key_file_;
   std::vector<std::unique_ptr<KoboProcess>> nodes_;
 };
 
@@ -673,21 +682,13 @@ TEST_F(ClusterSuite, AZombieOwnerIsFencedAndAcknowledgesNothing) {
   expect_audit_clean();
 }
 
-// Webhooks move with the partition (docs/webhooks.md, "In a cluster"). Each node is given the
-// business's signing keys, as the test gives them (the keys reach every node through the log
-// once they are kept there encrypted).
+// Webhooks move with the partition (docs/webhooks.md, "In a cluster"). Every node signs with the
+// business's keys, which reach it through the log wrapped under the nodes' shared master key.
 class ClusterWebhooks : public ClusterSuite {
  protected:
   void SetUp() override {
     extra_args_ = {"--webhook-allow-private", "--webhook-retry-schedule", "1h"};
     ClusterSuite::SetUp();
-  }
-  void give_keys(const Business& b) {
-    for (auto& n : nodes_) {
-      const fs::path path = n->data_dir() / "signing-keys" / (b.account + ".json");
-      std::ofstream(path) << json{{"test", b.key}, {"live", b.live_key}}.dump() << "\n";
-      fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
-    }
   }
 };
 
@@ -695,7 +696,6 @@ TEST_F(ClusterWebhooks,
        ADeliveryInFlightOnAKilledOwnerIsDeliveredByTheNextOneAndADeliveredOneIsNotSentAgain) {
   kobo::testing::WebhookReceiver receiver;
   Business b = create_business("hooks");
-  give_keys(b);
   const int owner = owners()[b.partition.value];
   const HttpResult set =
       command("/v1/accounts/" + b.account, json{{"webhooks", json::array({receiver.url()})}}, b.key, owner,

@@ -236,7 +236,7 @@ TEST_F(Crash, Kill9MidLoadLosesNoAcknowledgedTransferAndAppliesNoneTwice) {
   } else {
     options.kafka_topic = server_->kafka_topic();
   }
-  fs::copy_file(server_->data_dir() / "credentials.json", replica_dir_ / "credentials.json");
+  options.credentials = server_->credentials();
   ASSERT_FALSE(fs::exists(replica_dir_ / "views"));
 
   replica_ = std::make_unique<KoboProcess>(options);

@@ -63,19 +63,22 @@ def main():
     data_dir = Path(tempfile.mkdtemp(prefix="kobo-schemathesis-"))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    admin_key = "schemathesis-admin-key"
+    admin_key = "schemathesis-admin-key-0123456789abcdef"
     log = open(data_dir / "serve.log", "w")
     server = subprocess.Popen(
-        [args.kobo, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir / "data"),
-         "--admin-key", admin_key],
-        stdout=log, stderr=subprocess.STDOUT)
+        [args.kobo, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir / "data")],
+        stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, KOBO_ADMIN_KEY=admin_key))
     ok = False
     try:
         if not wait_ready(url, server):
             print("run_schemathesis: kobo serve did not become ready; its log:", file=sys.stderr)
             print((data_dir / "serve.log").read_text()[-4000:], file=sys.stderr)
             return 1
-        key = json.loads((data_dir / "data" / "credentials.json").read_text())["testSecretKey"]
+        req = urllib.request.Request(url + "/v1/admin/businesses", method="POST",
+                                     data=json.dumps({"name": "Schemathesis"}).encode(),
+                                     headers={"content-type": "application/json", "x-admin-key": admin_key})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            key = json.loads(r.read())["data"]["credentials"]["testSecretKey"]
         report = data_dir / "report"
         command = [
             args.schemathesis, "--config-file", str(CONFIG), "run", str(DOCUMENT),

@@ -82,6 +82,7 @@ struct Payout {
   bool processing = false;
   UnixMs due = 0;  // of its next rail step
   bool done = false;
+  bool live = false;  // the sandbox rail moves test payouts only: a live one stays pending
 };
 
 enum System { inbound, fees, suspense, outbound };
@@ -305,7 +306,7 @@ class Simulation {
 
   void fall_due() {
     for (Payout& p : model_.payouts) {
-      if (p.done || !p.processing || p.due > now_) continue;
+      if (p.done || p.live || !p.processing || p.due > now_) continue;
       auto& sys = model_.system[p.partition];
       sys[suspense] -= p.amount;
       if (p.fails) {
@@ -331,7 +332,7 @@ class Simulation {
   // The barrier after each command moved every new payout to processing, at this time.
   void after_command() {
     for (Payout& p : model_.payouts)
-      if (!p.processing) {
+      if (!p.processing && !p.live) {
         p.processing = true;
         p.due = now_ + kRailDelay.count();
       }
@@ -431,12 +432,12 @@ class Simulation {
            src->balance - src->held >= *actual && debit_fits(*src, *actual);
   }
   void initiate_payout(Model& m, Wallet& src, const std::string& source, std::uint32_t partition,
-                       std::int64_t amount, std::int64_t fee, bool fails) const {
+                       std::int64_t amount, std::int64_t fee, bool fails, bool live) const {
     src.balance -= amount + fee;
     count_debit(src, amount + fee);
     m.system[partition][suspense] += amount;
     m.system[partition][fees] += fee;
-    m.payouts.push_back(Payout{source, partition, amount, fee, fails, false, 0, false});
+    m.payouts.push_back(Payout{source, partition, amount, fee, fails && !live, false, 0, false, live});
   }
   std::int64_t amount_for(std::int64_t balance) {
     const std::uint64_t r = below(100);
@@ -638,7 +639,7 @@ class Simulation {
       return;
     }
     if (replay) return;
-    initiate_payout(model_, *src, t.source, b->partition, t.amount.value, fee, fails);
+    initiate_payout(model_, *src, t.source, b->partition, t.amount.value, fee, fails, live);
     if (t.reference) model_.references[scope(*b, live) + *t.reference] = request;
   }
 
@@ -843,7 +844,7 @@ class Simulation {
               ok = t.amount.value > 0 && fresh &&
                    bank_transfer_fits(src, after.system[b->partition], t.amount.value, fee);
               if (!ok) return;
-              initiate_payout(after, *src, t.source, b->partition, t.amount.value, fee, shape[i].fails);
+              initiate_payout(after, *src, t.source, b->partition, t.amount.value, fee, shape[i].fails, live);
             }
             if (t.reference) after.references[sc + *t.reference] = "bulk item";
           },

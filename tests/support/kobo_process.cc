@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +58,27 @@ std::string test_kafka_brokers() {
   return brokers;
 }
 
+// A 0600 file holding kTestAdminKey, outside every data dir, made once per test process.
+const fs::path& admin_key_file() {
+  struct File {
+    fs::path path = fs::temp_directory_path() / ("kobo-test-admin-key-" + std::to_string(::getpid()));
+    File() {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path.string());
+      const std::string text = std::string(kTestAdminKey) + "\n";
+      const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      ::close(fd);
+      if (!written) throw std::runtime_error("cannot write " + path.string());
+    }
+    ~File() {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+  };
+  static const File file;
+  return file.path;
+}
+
 KoboProcess::KoboProcess(KoboOptions options) : options_(std::move(options)) {
   binary_ = options_.binary.empty() ? fs::path(env_or("KOBO_BINARY", "")) : options_.binary;
   if (binary_.empty()) throw std::runtime_error("KoboProcess: no kobo binary (set KOBO_BINARY)");
@@ -69,6 +91,7 @@ KoboProcess::KoboProcess(KoboOptions options) : options_(std::move(options)) {
     fs::create_directories(data_dir_);
   }
   port_ = options_.port != 0 ? options_.port : free_loopback_port();
+  if (options_.credentials) credentials_ = *options_.credentials;
   try {
     spawn();
     wait_healthy();
@@ -125,6 +148,11 @@ void KoboProcess::spawn() {
                                    "--listen",       "127.0.0.1:" + std::to_string(port_),
                                    "--data-dir",     data_dir_.string()};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  const bool own_admin_key =
+      std::any_of(options_.extra_args.begin(), options_.extra_args.end(),
+                  [](const std::string& a) { return a == "--admin-key" || a == "--admin-key-file"; });
+  if (!own_admin_key && options_.admin_api)
+    args.insert(args.end(), {"--admin-key-file", admin_key_file().string()});
   if (const auto brokers = test_kafka_brokers(); !brokers.empty() && !options_.embedded_only) {
     // The Kafka run of a suite: a topic of its own per data dir, kept across restarts. A secured
     // broker denies the service CreateTopics: the operator makes it, with the partitions asked for.
@@ -192,15 +220,22 @@ void KoboProcess::wait_healthy() {
     try {
       HttpClient probe("127.0.0.1", port_, milliseconds(1000));
       HttpResult res = probe.get("/healthz");
-      // HTTP serves before the first business is made (a node starts in a broker outage): its
-      // keys are written a moment later.
-      if (res.status == 200 && !options_.bootstrap) return;
-      if (res.status == 200 && fs::exists(data_dir_ / "credentials.json")) {
-        read_credentials();
-        return;
+      if (res.status == 200) {
+        // HTTP serves before the writer has started (a node starts in a broker outage): the
+        // tests' business is made once it takes commands.
+        if (!options_.bootstrap || !credentials_.test_secret_key.empty() || !options_.admin_api) return;
+        HttpResult made = probe.request(boost::beast::http::verb::post, "/v1/admin/businesses",
+                                        R"({"name":"Integration"})", {{"x-admin-key", kTestAdminKey}});
+        if (made.status == 201) {
+          const auto& c = made.json.at("data").at("credentials");
+          credentials_ = KoboCredentials{c.at("businessId"),    c.at("accountId"),     c.at("testSecretKey"),
+                                         c.at("liveSecretKey"), c.at("testPublicKey"), c.at("livePublicKey")};
+          return;
+        }
+        last_error = "POST /v1/admin/businesses answered " + std::to_string(made.status) + " " + made.body;
+      } else {
+        last_error = "GET /healthz answered " + std::to_string(res.status) + " " + res.body;
       }
-      last_error = res.status == 200 ? "healthy, but no credentials.json yet"
-                                     : "GET /healthz answered " + std::to_string(res.status) + " " + res.body;
     } catch (const std::exception& e) {
       last_error = e.what();
     }
@@ -229,30 +264,6 @@ void KoboProcess::wait_ready() {
   }
   throw std::runtime_error("kobo serve not ready after " + std::to_string(options_.start_timeout.count()) +
                            " ms (last: " + last + "); log tail:\n" + log_tail());
-}
-
-void KoboProcess::read_credentials() {
-  const fs::path path = data_dir_ / "credentials.json";
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("kobo serve is healthy but " + path.string() + " is missing");
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const std::exception& e) {
-    throw std::runtime_error(path.string() + " is not JSON: " + e.what());
-  }
-  auto field = [&](const char* name) -> std::string {
-    if (!j.contains(name) || !j[name].is_string()) {
-      throw std::runtime_error(path.string() + " lacks string field " + name + ": " + j.dump());
-    }
-    return j[name].get<std::string>();
-  };
-  credentials_.business_id = field("businessId");
-  credentials_.account_id = field("accountId");
-  credentials_.test_secret_key = field("testSecretKey");
-  credentials_.live_secret_key = field("liveSecretKey");
-  credentials_.test_public_key = field("testPublicKey");
-  credentials_.live_public_key = field("livePublicKey");
 }
 
 int KoboProcess::wait_exit(milliseconds timeout) {

@@ -2,8 +2,10 @@
 // Runs the real `kobo serve` as a child process for integration tests.
 //
 // A KoboProcess owns one child at a time: it starts `kobo serve` on a loopback port with a data
-// directory (a fresh temporary one unless given), waits until GET /healthz answers 200 and the
-// server wrote the bootstrap credentials to <data-dir>/credentials.json, and reads them. The child's stderr
+// directory (a fresh temporary one unless given), with the admin API on (kTestAdminKey, from a
+// 0600 file outside the data dir), waits until GET /healthz answers 200 and, unless it was given
+// the credentials of a business the log already has, creates one through the admin API: the
+// tests' business, whose keys it keeps in memory only (kobo writes no key anywhere). The child's stderr
 // (its JSON log) goes to <data-dir>/kobo.<n>.log and its stdout to <data-dir>/kobo.<n>.stdout
 // (n counts starts), so a failed start can show the log's tail. The child gets SIGKILL if the thread that
 // started it dies (PR_SET_PDEATHSIG), so a crashed test leaves no server behind.
@@ -34,6 +36,18 @@
 
 namespace kobo::testing {
 
+struct KoboCredentials {
+  std::string business_id;
+  std::string account_id;
+  std::string test_secret_key;
+  std::string live_secret_key;
+  std::string test_public_key;
+  std::string live_public_key;
+};
+
+// The admin key every KoboProcess is started with (unless its extra_args name one).
+inline constexpr const char* kTestAdminKey = "kobo-integration-admin-key-0123456789abcdef";
+
 struct KoboOptions {
   // The kobo executable; empty means the environment variable KOBO_BINARY.
   std::filesystem::path binary;
@@ -50,24 +64,20 @@ struct KoboOptions {
   bool embedded_only = false;
   // In a Kafka run, the topic; empty: one named after the data dir.
   std::string kafka_topic;
-  // false: a node that makes no first business (a cluster's, whose businesses are made with the
+  // false: a node that makes no business at start (a cluster's, whose tests make theirs with the
   // admin API): healthy means GET /healthz answers 200, and credentials() stays empty.
   bool bootstrap = true;
+  // The tests' business when the log already has it (a second process on the same log, a data
+  // dir made by another KoboProcess); absent: the first start creates one with the admin API.
+  std::optional<KoboCredentials> credentials;
+  // False: no admin key, so no admin API and no business made (a server that has none).
+  bool admin_api = true;
 };
 
 // The Kafka run of the integration suites (ctest label `kafka`): KOBO_TEST_KAFKA_DIR names the
 // test broker's directory (tools/kafka/broker.sh), and every KoboProcess then serves on Kafka
 // with a topic of its own. Empty when the variable is not set: the embedded log.
 std::string test_kafka_brokers();
-
-struct KoboCredentials {
-  std::string business_id;
-  std::string account_id;
-  std::string test_secret_key;
-  std::string live_secret_key;
-  std::string test_public_key;
-  std::string live_public_key;
-};
 
 class KoboProcess {
  public:
@@ -121,7 +131,6 @@ class KoboProcess {
   void spawn();
   void wait_healthy();
   void wait_ready();
-  void read_credentials();
   // Waits up to `timeout` for the child to exit; returns its wait status or -1.
   int wait_exit(std::chrono::milliseconds timeout);
 

@@ -1,0 +1,23 @@
+#include "events/keys.h"
+
+#include "common/crypto.h"
+
+namespace kobo {
+
+namespace {
+constexpr std::size_t kKeyIdDigits = 16;
+}  // namespace
+
+std::string key_id_of_hash(std::string_view secret_key_hash) {
+  return "key-" + std::string(secret_key_hash.substr(0, kKeyIdDigits));
+}
+
+std::string key_id_of_key(std::string_view secret_key) { return key_id_of_hash(sha256_hex(secret_key)); }
+
+std::string signing_key_context(std::string_view account, bool live, std::string_view key_id) {
+  std::string context("kobo signing key v1|");
+  context.append(account).append(live ? "|live|" : "|test|").append(key_id);
+  return context;
+}
+
+}  // namespace kobo
