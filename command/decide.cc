@@ -758,8 +758,8 @@ std::vector<Scheduled> resume_schedule(const PartitionState& state, const Ledger
   for (const auto* h : holds) out.push_back({h->second.expires_at, ExpireHold{state.partition, h->first}});
   std::stable_sort(out.begin(), out.end(),
                    [](const Scheduled& a, const Scheduled& b) { return a.due < b.due; });
-  KOBO_ASSERT(out.size() == state.payouts.size() + state.collections.size() + state.holds.size(),
-              "a follow-up per payout in flight, open collection wallet and pending hold");
+  KOBO_ASSERT(out.size() == payouts.size() + state.collections.size() + state.holds.size(),
+              "a follow-up per test payout in flight, open collection wallet and pending hold");
   return out;
 }
 
