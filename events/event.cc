@@ -45,11 +45,6 @@ constexpr NameTable<EventType, 28> kTypeNames{{
 }};
 static_assert(std::variant_size_v<EventData> == kTypeNames.size(), "every event type has a name");
 
-// An event of the partition rather than of a business: its `business` is empty.
-bool is_partition_level(EventType t) {
-  return t == EventType::writer_started || t == EventType::webhook_deliveries_ended;
-}
-
 constexpr NameTable<TransactionStatus, 4> kTransactionStatusNames{
     {{TransactionStatus::pending, "pending"},
      {TransactionStatus::processing, "processing"},
@@ -433,6 +428,9 @@ Result<Event> decode(std::string_view bytes, bool verify) {
 }  // namespace
 
 std::string_view to_string(EventType t) { return name_in(kTypeNames, t); }
+bool is_partition_level(EventType t) {
+  return t == EventType::writer_started || t == EventType::webhook_deliveries_ended;
+}
 std::optional<EventType> event_type_from_string(std::string_view s) { return value_in(kTypeNames, s); }
 std::string_view to_string(TransactionStatus s) { return name_in(kTransactionStatusNames, s); }
 std::string_view to_string(CollectionStatus s) { return name_in(kCollectionStatusNames, s); }

@@ -739,6 +739,9 @@ enum class EventType {
 
 inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }
 std::string_view to_string(EventType t);  // the wire name: "WalletTransferSettled"
+// An event of the partition rather than of a business (WriterStarted, WebhookDeliveriesEnded):
+// its `business` is empty, and only its. Every decoder refuses an event that breaks this.
+bool is_partition_level(EventType t);
 std::optional<EventType> event_type_from_string(std::string_view s);
 
 // The postings an event carries (null for events that move no money). Their names are the

@@ -152,7 +152,7 @@ Result<Event> decode_fact(std::string_view bytes) {
   (std::make_index_sequence<std::variant_size_v<EventData>>{});
   if (!r.ok() || !r.done()) return Status::error("a views row holds a malformed fact");
   KOBO_ASSERT(e.data.index() == type, "the data read is of the type the fact names");
-  if ((e.type() == EventType::writer_started) != e.business.empty())
+  if (is_partition_level(e.type()) != e.business.empty())
     return Status::error("a views row holds a fact whose business is not its type's");
   // The views hold facts of validated events only; one that is not valid is a corrupt row, and
   // no reader may meet it (a money event's legs() asserts their shape).
