@@ -264,7 +264,12 @@ Status read(od::value v, T& out, const char* name) {
     std::string_view raw;
     if (v.get_object().get(object) != simdjson::SUCCESS || object.raw_json().get(raw) != simdjson::SUCCESS)
       return bad("an object");
-    out.text.assign(raw);
+    // simdjson's raw text of an object runs on over the white space after it.
+    const auto last = raw.find_last_not_of(" \t\n\r");
+    if (last == std::string_view::npos || raw.front() != '{' || raw[last] != '}') return bad("an object");
+    out.text.assign(raw.substr(0, last + 1));
+    KOBO_ASSERT(out.text.size() >= 2 && out.text.front() == '{' && out.text.back() == '}',
+                "raw JSON read is an object's text, as the encoder writes it");
   } else if constexpr (std::is_same_v<T, TransactionStatus>) {
     return read_enum<T>(v, out, name, transaction_status_from_string);
   } else if constexpr (std::is_same_v<T, WalletCategory>) {

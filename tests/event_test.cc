@@ -187,6 +187,24 @@ TEST(FactCodec, RoundTripsAPartitionLevelFactOfNoBusiness) {
   EXPECT_FALSE(decode_fact(encode_fact(e)).ok()) << "deliveries ended are of no business";
 }
 
+// A raw JSON member is its object's text, without the white space a writer that is not ours may
+// put after it: what decodes (the hash unchecked, as `kobo audit` and the fuzz target read) seals
+// again, its metadata read as the encoder writes it.
+TEST(EventV2, RawJsonIsReadWithoutTheWhiteSpaceAfterIt) {
+  Event e = envelope(one_of_each()[3]);
+  std::string wire = seal(e);
+  const std::string end_of_metadata = R"("sandboxOutcome":"failed"})";
+  const auto at = wire.find(end_of_metadata);
+  ASSERT_NE(at, std::string::npos) << wire;
+  wire.insert(at + end_of_metadata.size(), " \n\t ");
+  auto decoded = decode_event_unverified(wire);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  EXPECT_EQ(decoded.value().data, e.data);
+  EXPECT_FALSE(decode_event(wire).ok()) << "its hash no longer holds";
+  Event again = decoded.value();
+  EXPECT_TRUE(decode_event(seal(again)).ok());
+}
+
 TEST(EventV2, ASettledWalletTransferIsOneEventWithinTheBudget) {
   Event e = envelope(wallet_transfer());
   const std::string wire = seal(e);
