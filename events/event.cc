@@ -224,6 +224,7 @@ Status read_object(od::value v, T& out) {
     ++i;
   });
   KOBO_ASSERT(i <= 64, "a struct's members fit the 64 bits that track which were seen");
+  KOBO_ASSERT(i == 64 || (seen >> i) == 0, "only a struct's own members are marked seen");
   return missing;
 }
 
@@ -392,6 +393,8 @@ Result<Event> decode(std::string_view bytes, bool verify) {
     }
     if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return malformed("trailing bytes");
   }
+  KOBO_ASSERT(((seen & kActorBit) != 0) == !e.actor.empty(),
+              "an actor is on the wire exactly when there is one (the encoder leaves out an empty one)");
   // The version first: a log of another version is refused for what it is, not for its types.
   if (seen & 512 && e.schema_version != kEventSchemaVersion)
     return unsupported_schema_version(e.schema_version);
@@ -402,6 +405,9 @@ Result<Event> decode(std::string_view bytes, bool verify) {
   } else if ((seen & 12) != 12 || e.command_size == 1) {
     return malformed("commandSeq and commandSize are both present, and only for a command of several events");
   }
+  KOBO_ASSERT(
+      (seen & 12) == 12 ? e.command_size != 1 : e.command_seq == e.seq && e.command_size == 1,
+      "a command's members are read as the encoder writes them: only for a command of several events");
   if (((seen & ~kActorBit) | 12) != 8191) return malformed("the envelope lacks a member");
   const auto type = event_type_from_string(type_name);
   if (!type) return Status::error("unknown event type " + type_name);
@@ -425,6 +431,8 @@ Result<Event> decode(std::string_view bytes, bool verify) {
     if (auto s = validate(e); !s) return s;
   }
   KOBO_ASSERT(e.schema_version == kEventSchemaVersion && e.type() == *type, "what decodes is of this schema");
+  KOBO_ASSERT(is_hex64(e.hash) && is_hex64(e.prev_hash) && is_partition_level(*type) == e.business.empty(),
+              "a decoded event names its chain in hex, and a business unless it is the partition's");
   KOBO_ASSERT(e.command_seq <= e.seq && e.seq.value < e.command_seq.value + e.command_size,
               "a decoded event lies inside its command");
   return e;

@@ -125,6 +125,7 @@ Result<TransferLegs> TransferLegs::read(const std::vector<Posting>& postings) {
   if (!balanced({legs.source.amount, legs.destination.amount})) return unbalanced(kWhat);
   if (legs.source.account == legs.destination.account)
     return Status::error("a transfer's source is its destination");
+  KOBO_ASSERT(legs.source.account != legs.destination.account, "a transfer moves money between two wallets");
   KOBO_ASSERT(legs.amount().value > 0, "a transfer moves a positive amount");
   KOBO_ASSERT(legs.source.amount == -legs.destination.amount, "a transfer debits its source what it credits");
   return legs;
