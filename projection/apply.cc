@@ -459,6 +459,7 @@ void ViewBatch::configure_webhooks(const Event& e, const WebhooksConfigured& x) 
   std::string& bytes =
       edit(view_keys::account(x.account.value), "webhooks of an account the views do not have");
   rows::AccountRow row = decoded(rows::decode_account(bytes));
+  KOBO_ASSERT(row.business == e.business, "an account's webhooks are configured by an event of its business");
   if (!row.modes_apart) {
     row.modes_apart = true;
     row.live_webhooks = row.webhooks;
@@ -501,6 +502,9 @@ void ViewBatch::roll_key(const Event& e, const SecretKeyRolled& x) {
     }
     k.keys = std::move(kept);
     k.signing_key = x.signing_key;
+    // The account's current key is its first, with no end (revoke_key() reads it so).
+    KOBO_ASSERT(k.keys.front().hash == x.secret_key_hash && k.keys.front().expires_at == 0,
+                "a roll makes the new key the account's first, current one");
   });
   put(view_keys::key_owner(x.secret_key_hash), rows::encode(rows::KeyRow{e.business, account, e.live, 0}));
 }
