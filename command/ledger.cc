@@ -952,6 +952,8 @@ void Ledger::complete_takes() {
     if (auto s = log_.acquire(t.partition); !s) return later(s, "fencing the previous writer");
     t.acquired = true;
   }
+  KOBO_ASSERT(std::ranges::all_of(taking_, [](const Taking& t) { return t.acquired; }),
+              "every partition taken has fenced its previous writer before its tail is read");
   const auto fenced = Clock::now();
   auto ends = log_.end_offsets();
   if (!ends) return later(ends.status(), "the log's end");

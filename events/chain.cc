@@ -24,7 +24,6 @@ ChainVerdict ChainFollower::follow(const Event& e) {
   const bool extends = e.seq.value == last_seq_.value + 1 && e.prev_hash == last_hash_;
   if (extends && e.epoch >= epoch_) {
     if (e.type() == EventType::writer_started && !(e.epoch > epoch_)) return ChainVerdict::broken;
-    const Epoch before = epoch_;
     last_seq_ = e.seq;
     last_hash_ = e.hash;
     epoch_ = e.epoch;
@@ -32,7 +31,6 @@ ChainVerdict ChainFollower::follow(const Event& e) {
     if (recent_.size() > kRecentMax) recent_.pop_front();
     KOBO_ASSERT(recent_.size() <= kRecentMax, "the duplicates a follower recognises are bounded");
     KOBO_ASSERT(last_seq_ == e.seq && recent_.back().first == e.seq, "an accepted event is the chain's head");
-    KOBO_ASSERT(epoch_ >= before, "a chain's epoch never goes back");
     // The search for a duplicate below stops at the first entry of its seq: one entry per seq, in order.
     KOBO_ASSERT(recent_.size() < 2 || recent_[recent_.size() - 2].first.value + 1 == e.seq.value,
                 "the events a follower remembers are consecutive, oldest first");
