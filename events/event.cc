@@ -101,9 +101,12 @@ void write(JsonWriter& w, const T& v) {
     w.number(v);
   else if constexpr (std::is_same_v<T, Kobo> || std::is_same_v<T, Epoch>)
     w.number(v.value);
-  else if constexpr (std::is_same_v<T, Timestamp>)
-    w.string(format_iso8601(v.ms));
-  else if constexpr (std::is_same_v<T, RawJson>) {
+  else if constexpr (std::is_same_v<T, Timestamp>) {
+    const std::string text = format_iso8601(v.ms);
+    // The decoder refuses a time whose text is not the one it reads back as.
+    KOBO_ASSERT(parse_iso8601(text) == v.ms, "a time in an event's data reads back as itself");
+    w.string(text);
+  } else if constexpr (std::is_same_v<T, RawJson>) {
     // The decoder reads it back only as an object.
     KOBO_ASSERT(v.text.size() >= 2 && v.text.front() == '{' && v.text.back() == '}', "raw JSON is an object");
     w.raw(v.text);
@@ -532,6 +535,8 @@ Status validate_money(const Money& x) {
   if (auto legs = Legs::read(x.postings); !legs) return legs.status();
   // created() (events/ledger.h) keeps references into a vector of at most 3 records.
   KOBO_ASSERT(wallet_postings <= 3, "an event's legs hold at most 3 wallet postings");
+  if constexpr (requires { x.ids; })
+    KOBO_ASSERT(wallet_postings >= 1, "the legs of an event that creates records hold a wallet's posting");
   // Each wallet posting is a transaction record (events/ledger.h), numbered by `ids`.
   if constexpr (requires { x.ids; }) {
     if (x.ids.size() != wallet_postings) return Status::error("not one transaction id per wallet posting");
