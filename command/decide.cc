@@ -161,6 +161,8 @@ Decision decide_update_account(const PartitionState& s, const UpdateAccount& c) 
                         WebhooksConfigured{AccountId(c.account_id), c.webhook_events, c.webhooks}});
   if (c.live || d.events.empty())
     d.events.push_back({c.caller.business, false, AccountUpdated{AccountId(c.account_id), c.live, {}, {}}});
+  KOBO_ASSERT(!d.events.empty() && d.events.size() <= 2,
+              "an update records its webhook settings, its live flag, or that it was asked");
   return d;
 }
 
@@ -254,6 +256,8 @@ Decision decide_create_wallet(const PartitionState& s, const History& h, const C
   x.name = c.account_name;
   x.wallet = new_wallet_id(ids);
   KOBO_ASSERT(s.wallets.find(x.wallet.value) == nullptr, "a new wallet's id is new");
+  KOBO_ASSERT(!s.wallets.id_with_number(x.account_number) && !s.collections.contains(x.account_number),
+              "a new wallet's account number is free (apply() asserts it)");
   std::string id = x.wallet.value;
   return one_event(c.caller, std::move(x), std::move(id));
 }
@@ -323,6 +327,8 @@ Decision decide_create_collection(const PartitionState& s, const History& h, con
   x.wallet = new_wallet_id(ids);
   const UnixMs expires_at = x.expires_at.ms;
   KOBO_ASSERT(expires_at >= now, "a collection wallet expires no sooner than it opens");
+  KOBO_ASSERT(!s.collections.contains(x.account_number) && !s.wallets.id_with_number(x.account_number),
+              "a collection wallet's account number is free (apply() asserts it)");
   std::string id = x.wallet.value;
   Decision d = one_event(c.caller, std::move(x), id);
   d.schedule.push_back({expires_at, ExpireCollection{s.partition, std::move(id)}});
@@ -408,6 +414,8 @@ Decision decide_wallet_transfer(const PartitionState& s, const History& h, const
   KOBO_ASSERT(dst_after > dst->balance, "a credit raises its wallet's balance");
   if (!src_after) return reject(Rejection::out_of_range);
   KOBO_ASSERT(src_after->value >= 0, "a transfer never overdraws its source (check_debit)");
+  KOBO_ASSERT(src->balance - *src_after == dst_after - dst->balance,
+              "a transfer credits its destination what it debits its source: no money made or lost");
 
   WalletTransferSettled x;
   x.account = AccountId(c.caller.account);
@@ -439,6 +447,8 @@ Decision decide_bank_transfer(const PartitionState& s, const History& h, const B
   const auto src_after = checked_sub(src->balance, *actual);
   if (!src_after) return reject(Rejection::out_of_range);
   KOBO_ASSERT(src_after->value >= 0, "a payout never overdraws its source (check_debit)");
+  KOBO_ASSERT(fee.value > 0 && *actual == c.amount + fee && src->balance - *src_after == *actual,
+              "a payout debits its source its amount and its fee");
 
   const auto known = h.bank_account(c.bank_account_id);
   if (!known) return unavailable(known.status());
@@ -469,6 +479,8 @@ Decision decide_bank_transfer(const PartitionState& s, const History& h, const B
   x.reference = c.reference ? *c.reference : derived_reference("ref-", x.transaction);
   d.id = x.transaction.value;
   d.events.push_back({c.caller.business, c.caller.live, std::move(x)});
+  KOBO_ASSERT(d.events.size() <= 2,
+              "a payout's command is its beneficiary saved, if it is new, and the payout");
   // The sandbox rail moves test payouts only (docs/security.md, "Modes apart"): a live payout
   // waits, pending, for a real rail.
   if (!c.caller.live)
@@ -501,6 +513,9 @@ Decision decide_advance_payout(const PartitionState& s, const AdvancePayout& c, 
   } else if (c.status == S::success) {
     const auto outbound_after = checked_add(s.balance_of(SystemAccount::outbound_settlement), p.amount);
     KOBO_ASSERT(outbound_after.has_value(), "outbound settlement overflows");  // it mirrors suspense
+    KOBO_ASSERT(s.balance_of(SystemAccount::payout_suspense) - *suspense_after ==
+                    *outbound_after - s.balance_of(SystemAccount::outbound_settlement),
+                "a settled payout moves out of suspense what it settles outbound");
     PayoutSucceeded x;
     x.postings = {{suspense, -p.amount, *suspense_after},
                   {std::string(sys(SystemAccount::outbound_settlement)), p.amount, *outbound_after}};
@@ -516,6 +531,9 @@ Decision decide_advance_payout(const PartitionState& s, const AdvancePayout& c, 
     KOBO_ASSERT(actual && fees_after, "a payout's amounts were checked when it was accepted");
     const auto wallet_after = checked_add(w->balance, *actual);
     KOBO_ASSERT(wallet_after.has_value(), "a reversal gives back what was debited");
+    KOBO_ASSERT(
+        *wallet_after - w->balance == p.amount + p.fee && suspense_after->value >= 0,
+        "a reversal credits the amount and the fee suspense and fees held, and suspense keeps no debt");
     PayoutFailed x;
     x.ids = {transaction_number(s, config, 0)};
     x.postings = {{suspense, -p.amount, *suspense_after},
@@ -556,6 +574,8 @@ Decision decide_incoming_credit(const PartitionState& s, const History& h, const
   const auto dst_after = checked_add(dst->balance, c.amount);
   if (!dst_after) return reject(Rejection::out_of_range);
   if (!within_balance_cap(s, *dst, *dst_after)) return reject(Rejection::balance_limit_exceeded);
+  KOBO_ASSERT(s.balance_of(SystemAccount::inbound_settlement) - *inbound_after == *dst_after - dst->balance,
+              "inbound settlement pays out what the wallet is credited");
 
   IncomingCreditReceived x;
   x.account = AccountId(c.caller.account);
@@ -666,6 +686,7 @@ Decision decide_capture_hold(const PartitionState& s, const History& h, const Ca
   if (c.destination == hold.source) return reject(Rejection::same_source_and_destination);
   const Kobo amount = c.amount.value_or(hold.remaining());
   if (amount > hold.remaining()) return reject(Rejection::amount_exceeds_hold);
+  KOBO_ASSERT(amount.value > 0 && amount <= hold.remaining(), "a capture takes something its hold has left");
   const WalletState* src = s.wallets.find(hold.source);
   KOBO_ASSERT(src != nullptr, "a hold's source is a wallet");
   // No check_debit: the hold reserved the money when it was placed, and the balance holds it.
@@ -760,6 +781,18 @@ std::vector<Scheduled> resume_schedule(const PartitionState& state, const Ledger
                    [](const Scheduled& a, const Scheduled& b) { return a.due < b.due; });
   KOBO_ASSERT(out.size() == payouts.size() + state.collections.size() + state.holds.size(),
               "a follow-up per test payout in flight, open collection wallet and pending hold");
+  KOBO_ASSERT(std::ranges::all_of(out,
+                                  [&](const Scheduled& s) {
+                                    return std::visit(
+                                        [&](const auto& c) {
+                                          if constexpr (requires { c.partition; })
+                                            return c.partition == state.partition;
+                                          else
+                                            return false;
+                                        },
+                                        s.command);
+                                  }),
+              "a partition's duties are commands of its own partition");
   return out;
 }
 

@@ -396,6 +396,11 @@ void History::note(const Event& e) {
     set(reference_key(account.value, e.live, reference),
         encode_reference(ReferenceState{std::move(fingerprint), transaction.value}));
   };
+  // owner() reads a mode byte and the business: an event that notes an owner is a business's.
+  const auto owner_entry = [&] {
+    KOBO_ASSERT(!e.business.empty(), "an owner entry names its business (owner() refuses one that does not)");
+    return (e.live ? "l" : "t") + e.business;
+  };
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
@@ -403,12 +408,13 @@ void History::note(const Event& e) {
                       std::is_same_v<T, HoldCaptured>) {
           remember_reference(x.account, x.reference, request_fingerprint(request_of(x)), x.transaction);
         } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
+          KOBO_ASSERT(x.id != 0, "a bank account's integer id counts from 1 (bank_account() refuses 0)");
           set(tagged(kBankAccountTag, x.bank_account.value), std::to_string(x.id));
         } else if constexpr (std::is_same_v<T, CollectionWalletOpened>) {
-          set(tagged(kCollectionTag, x.account_number), (e.live ? "l" : "t") + e.business);
+          set(tagged(kCollectionTag, x.account_number), owner_entry());
           if (x.reference) set(collection_reference_key(x.account.value, e.live, *x.reference), "");
         } else if constexpr (std::is_same_v<T, HoldPlaced>) {
-          set(tagged(kHoldTag, x.hold.value), (e.live ? "l" : "t") + e.business);
+          set(tagged(kHoldTag, x.hold.value), owner_entry());
           set(tagged(kHoldReferenceTag, scope_key(x.account.value, e.live), x.reference),
               encode_reference(ReferenceState{request_fingerprint(request_of(x, e.time)), x.hold.value}));
         } else if constexpr (std::is_same_v<T, BulkTransferAccepted>) {
@@ -428,6 +434,9 @@ Status History::write_tail() {
   std::vector<std::uint32_t> moved;
   for (std::uint32_t p = 0; p < position_.size(); ++p)
     if (tail_position_[p].seq != position_[p].seq) moved.push_back(p);
+  // The tail starts where the index is (drop_tail(), undo_trial()) and note() only moves it on.
+  for (const std::uint32_t p : moved)
+    KOBO_ASSERT(tail_position_[p].seq > position_[p].seq, "the index's position only moves forward");
   if (tail_.empty() && moved.empty()) return {};
   for (const std::uint32_t p : moved) tail_[position_key(p)] = encode_position(tail_position_[p]);
   tail_[std::string(kFormatKey)] = std::string(kFormat);

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/assert.h"
 #include "common/result.h"
 #include "events/event.h"
 
@@ -101,7 +102,10 @@ class History {
   void undo_trial();
   std::size_t tail_size() const { return tail_.size(); }
   // The last event of partition p noted, in the tail or the index.
-  Seq noted_seq(Partition p) const { return tail_position_[p.value].seq; }
+  Seq noted_seq(Partition p) const {
+    KOBO_ASSERT(p.value < tail_position_.size(), "the notes of one of the index's partitions");
+    return tail_position_[p.value].seq;
+  }
   // Where the index is, per partition (the tail not included).
   const std::vector<IndexPosition>& position() const { return position_; }
   // Empties the index, to rebuild it from the log (it holds facts of another log).

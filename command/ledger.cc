@@ -534,6 +534,8 @@ void Ledger::resume_scheduled() {
     if (!owns(st.partition)) continue;  // a standby's duties are its owner's
     for (auto& s : resume_schedule(st, options_.config)) scheduled_.emplace(s.due, std::move(s.command));
   }
+  KOBO_ASSERT(std::ranges::all_of(scheduled_, [this](const auto& s) { return owns(route(s.second)); }),
+              "a writer holds the duties of the partitions it writes, and only those");
 }
 
 void Ledger::take_due(std::vector<Pending>& batch) {
@@ -730,6 +732,8 @@ void Ledger::process(std::vector<Pending>& batch) {
         events.push_back(place(st, *history_, draft, command_seq, size, now, actor, o.events));
       KOBO_ASSERT(st.chain.last_seq().value == command_seq.value + size - 1,
                   "a command's events take consecutive seqs");
+      KOBO_ASSERT(o.events.size() == size && o.events.front().seq == command_seq,
+                  "a command is answered with every event it appended, from its first");
       // What nobody is answered (a command the writer ran on its own: a settlement, a payout's
       // step) needs no wallet's facts.
       if (batch[i].done) o.wallets = facts_shown(st, o.events);
@@ -948,6 +952,8 @@ void Ledger::complete_takes() {
     if (auto s = log_.acquire(t.partition); !s) return later(s, "fencing the previous writer");
     t.acquired = true;
   }
+  KOBO_ASSERT(std::ranges::all_of(taking_, [](const Taking& t) { return t.acquired; }),
+              "every partition taken has fenced its previous writer before its tail is read");
   const auto fenced = Clock::now();
   auto ends = log_.end_offsets();
   if (!ends) return later(ends.status(), "the log's end");

@@ -53,6 +53,7 @@
 #include "command/decide.h"
 #include "command/snapshot.h"
 #include "command/state.h"
+#include "common/assert.h"
 #include "events/event_log.h"
 #include "events/log_follower.h"
 
@@ -121,7 +122,10 @@ class Ledger {
   const LedgerConfig& config() const { return options_.config; }
 
   // Thread-safe. The seq of the last durable event of partition p (read-your-writes target).
-  Seq durable_seq(Partition p) const { return Seq(durable_seq_[p.value].load(std::memory_order_acquire)); }
+  Seq durable_seq(Partition p) const {
+    KOBO_ASSERT(p.value < options_.config.partitions, "the durable seq of one of the log's partitions");
+    return Seq(durable_seq_[p.value].load(std::memory_order_acquire));
+  }
   // Thread-safe. How many businesses exist (all partitions).
   std::size_t business_count() const { return business_count_.load(); }
   // Thread-safe. False until start() succeeded, while the writer cannot write (an append failed
@@ -142,13 +146,21 @@ class Ledger {
   void release(const std::vector<Partition>& partitions);
   bool owns(Partition p) const { return ownership(p) == Ownership::owned; }
   Ownership ownership(Partition p) const {
-    return static_cast<Ownership>(ownership_[p.value].load(std::memory_order_acquire));
+    KOBO_ASSERT(p.value < options_.config.partitions, "the ownership of one of the log's partitions");
+    const std::uint8_t o = ownership_[p.value].load(std::memory_order_acquire);
+    KOBO_ASSERT(o <= static_cast<std::uint8_t>(Ownership::owned), "an ownership set_ownership() stored");
+    return static_cast<Ownership>(o);
   }
   // The epoch of partition p's last writer as this writer's state has it (its own once owned).
-  Epoch epoch(Partition p) const { return Epoch(epoch_[p.value].load(std::memory_order_acquire)); }
+  Epoch epoch(Partition p) const {
+    KOBO_ASSERT(p.value < options_.config.partitions, "the epoch of one of the log's partitions");
+    return Epoch(epoch_[p.value].load(std::memory_order_acquire));
+  }
   // The next offset this writer reads of partition p: how far its state has followed the log
   // (the log's end offset less this is the standby's lag). 0 on a single node.
   Offset followed_offset(Partition p) const {
+    KOBO_ASSERT(p.value < options_.config.partitions,
+                "how far the writer follows one of the log's partitions");
     return Offset(followed_offset_[p.value].load(std::memory_order_acquire));
   }
 

@@ -520,6 +520,8 @@ Result<Snapshot> decode_snapshot(std::string_view bytes, std::uint32_t partition
       return Status::error("partition " + std::to_string(p) + ": " + st.message());
     KOBO_ASSERT(!c.mid_command && s.states[p].chain.last_seq() == c.chain.last_seq(),
                 "the writer resumes from a state at a command boundary, at its position");
+    KOBO_ASSERT(s.states[p].total.value == 0 && s.states[p].partition.value == p,
+                "a state decoded is its partition's, and its balances sum to zero (check())");
   }
   if (r.failed() || !r.at_end()) return Status::error("its body does not decode");
   KOBO_ASSERT(s.cursors.size() == partitions && s.states.size() == partitions, "a state per partition");
@@ -614,7 +616,9 @@ SnapshotMetrics& snapshot_metrics() {
 }  // namespace
 
 Snapshotter::Snapshotter(EventLog& log, History& history, SnapshotterOptions options)
-    : log_(log), history_(history), options_(std::move(options)) {}
+    : log_(log), history_(history), options_(std::move(options)) {
+  KOBO_ASSERT(!options_.dir.empty(), "a snapshotter writes into the writer's snapshot directory");
+}
 
 Snapshotter::~Snapshotter() { stop(); }
 

@@ -224,6 +224,7 @@ void open_wallet(PartitionState& s, const Event& e, const Opened& x, bool named)
   KOBO_ASSERT(number.has_value(), "a wallet's account number has 10 digits");
   ws.account_number = *number;
   ws.tier = static_cast<std::uint8_t>(x.kyc_tier.value_or(0));
+  KOBO_ASSERT(ws.tier <= kKycTiers, "a wallet opens with a tier of the tiers, or none (validate())");
   s.wallets.add(id, Caller{e.business, x.account.value, e.live}, WalletBank{x.bank_code, x.bank_name},
                 std::move(ws), named);
   ++s.wallets_created;
@@ -268,6 +269,8 @@ struct Applier {
     KOBO_ASSERT(x.epoch == e.epoch, "a writer starts with the epoch it appends with");
     KOBO_ASSERT(e.business.empty(), "a writer starts a partition, not a business");
     if (x.tier_limits) s.tier_limits = *x.tier_limits;
+    KOBO_ASSERT(check_tier_limits(s.tier_limits).ok(),
+                "the writer decides with a table of every tier (validate())");
   }
 
   void operator()(const WalletTierChanged& x) const {
@@ -282,6 +285,7 @@ struct Applier {
     KOBO_ASSERT(business_new, "a business registered twice");
     const bool account_new = s.account_business.emplace(x.account.value, e.business).second;
     KOBO_ASSERT(account_new, "an account registered twice");
+    KOBO_ASSERT(x.id != 0, "an account registers with its integer id");
     ++s.accounts_created;
   }
 
@@ -321,6 +325,9 @@ struct Applier {
     KOBO_ASSERT(x.id != 0 && !x.wallet.empty(), "a wallet opens with its ids");
     if (x.category == WalletCategory::primary) ++s.primary_wallets[scope_key(x.account.value, e.live)];
     open_wallet(s, e, x, /*named=*/true);
+    const WalletState* w = s.wallets.find(x.wallet.value);
+    KOBO_ASSERT(w != nullptr && w->balance.value == 0 && w->debits.debited.value == 0,
+                "a wallet opens empty, with nothing debited yet");
   }
 
   void operator()(const TransitWalletOpened& x) const {
@@ -328,10 +335,13 @@ struct Applier {
                 "a transit wallet settles to a known wallet");
     // A transit wallet's name is exempt from the uniqueness rule.
     open_wallet(s, e, x, /*named=*/false);
-    s.transit_settlement.emplace(x.wallet.value, x.settlement_wallet.value);
+    const bool transit_new = s.transit_settlement.emplace(x.wallet.value, x.settlement_wallet.value).second;
+    KOBO_ASSERT(transit_new && x.wallet.value != x.settlement_wallet.value,
+                "a transit wallet opens once, and settles to another wallet");
   }
 
   void operator()(const CollectionWalletOpened& x) const {
+    KOBO_ASSERT(x.amount.value > 0, "a collection wallet accepts a positive amount");
     CollectionState cs;
     cs.public_id = x.wallet.value;
     cs.destination = x.destination.value;
@@ -435,6 +445,7 @@ struct Applier {
     KOBO_ASSERT(hold_new, "a hold placed twice");
     add_held(s, x.source.value, x.amount);
     KOBO_ASSERT(s.available_of(x.source.value, *w).value >= 0, "a hold reserves more than is available");
+    KOBO_ASSERT(s.held_of(x.source.value) >= x.amount, "a wallet's holds reserve what the hold placed");
   }
 
   void operator()(const HoldCaptured& x) const {
@@ -451,6 +462,8 @@ struct Applier {
     post_all(s, x.postings);
     count_transactions(s, e.data);
     if (x.final.value_or(false) || it->second.remaining().value == 0) end_hold(s, x.hold);
+    KOBO_ASSERT(!s.holds.contains(x.hold.value) || s.holds.at(x.hold.value).remaining().value > 0,
+                "a hold a capture leaves pending still reserves something");
   }
 
   void operator()(const HoldVoided& x) const { end_hold(s, x.hold); }
@@ -472,12 +485,14 @@ struct Applier {
     const auto p = s.payouts.find(c->transaction.value);
     KOBO_ASSERT(p != s.payouts.end(), "status change of a payout not in flight");
     KOBO_ASSERT(p->second.status == c->from, "payout moved from a status it was not in");
-    if (c->to == TransactionStatus::success || c->to == TransactionStatus::failed) {
+    const bool final = c->to == TransactionStatus::success || c->to == TransactionStatus::failed;
+    if (final) {
       s.payouts.erase(p);
     } else {
       p->second.status = c->to;
       p->second.updated_at = e.time;
     }
+    KOBO_ASSERT(s.payouts.contains(c->transaction.value) != final, "a payout leaves the state when it ends");
   }
 };
 

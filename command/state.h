@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "command/commands.h"
+#include "common/assert.h"
 #include "common/time.h"
 #include "events/chain.h"
 #include "events/event.h"
@@ -71,6 +72,8 @@ class Interned {
   std::uint32_t intern(const T& value) {
     const auto [it, added] = index_.try_emplace(value, static_cast<std::uint32_t>(values_.size()));
     if (added) values_.push_back(value);
+    KOBO_ASSERT(values_.size() == index_.size() && it->second < values_.size(),
+                "each value is held once both ways, at the index it was given");
     return it->second;
   }
   template <typename K>
@@ -79,7 +82,10 @@ class Interned {
     if (it == index_.end()) return std::nullopt;
     return it->second;
   }
-  const T& operator[](std::uint32_t index) const { return values_.at(index); }
+  const T& operator[](std::uint32_t index) const {
+    KOBO_ASSERT(index < values_.size(), "an index this table gave out");
+    return values_[index];
+  }
   std::size_t size() const { return values_.size(); }
 
  private:
@@ -163,7 +169,10 @@ struct HoldState {
   std::string account;  // acc-… that placed it
   bool live = false;
 
-  Kobo remaining() const { return amount - captured; }
+  Kobo remaining() const {
+    KOBO_ASSERT(captured.value >= 0 && captured <= amount, "a hold captures no more than it reserved");
+    return amount - captured;
+  }
 };
 
 // What the writer decides with in one partition: the hot state (docs/architecture.md). It holds
@@ -203,7 +212,10 @@ struct PartitionState {
   // less that (extensions section 1). O(1).
   Kobo held_of(std::string_view wallet) const;
   Kobo available_of(std::string_view wallet, const WalletState& w) const {
-    return w.balance - held_of(wallet);
+    const Kobo held_now = held_of(wallet);
+    // apply() releases what a capture takes before the capture's posting moves the balance.
+    KOBO_ASSERT(held_now <= w.balance, "a wallet's holds reserve no more than its balance");
+    return w.balance - held_now;
   }
 };
 

@@ -31,6 +31,9 @@ ChainVerdict ChainFollower::follow(const Event& e) {
     if (recent_.size() > kRecentMax) recent_.pop_front();
     KOBO_ASSERT(recent_.size() <= kRecentMax, "the duplicates a follower recognises are bounded");
     KOBO_ASSERT(last_seq_ == e.seq && recent_.back().first == e.seq, "an accepted event is the chain's head");
+    // The search for a duplicate below stops at the first entry of its seq: one entry per seq, in order.
+    KOBO_ASSERT(recent_.size() < 2 || recent_[recent_.size() - 2].first.value + 1 == e.seq.value,
+                "the events a follower remembers are consecutive, oldest first");
     return ChainVerdict::accept;
   }
   if (e.seq <= last_seq_) {

@@ -235,6 +235,7 @@ class EmbeddedReader final : public LogReader {
 
  private:
   void read_available(std::size_t max_records, std::vector<LogRecord>& out) {
+    const std::size_t before = out.size();
     std::size_t budget = max_records;
     for (std::uint32_t p = 0; p < pos_.size() && budget > 0; ++p) {
       const std::uint64_t end = log_.end(p);
@@ -254,6 +255,8 @@ class EmbeddedReader final : public LogReader {
         }
       });
     }
+    KOBO_ASSERT(out.size() - before == max_records - budget,
+                "every record read is counted against the poll's");
   }
 
   EmbeddedLogImpl& log_;

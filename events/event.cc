@@ -45,11 +45,6 @@ constexpr NameTable<EventType, 28> kTypeNames{{
 }};
 static_assert(std::variant_size_v<EventData> == kTypeNames.size(), "every event type has a name");
 
-// An event of the partition rather than of a business: its `business` is empty.
-bool is_partition_level(EventType t) {
-  return t == EventType::writer_started || t == EventType::webhook_deliveries_ended;
-}
-
 constexpr NameTable<TransactionStatus, 4> kTransactionStatusNames{
     {{TransactionStatus::pending, "pending"},
      {TransactionStatus::processing, "processing"},
@@ -106,9 +101,12 @@ void write(JsonWriter& w, const T& v) {
     w.number(v);
   else if constexpr (std::is_same_v<T, Kobo> || std::is_same_v<T, Epoch>)
     w.number(v.value);
-  else if constexpr (std::is_same_v<T, Timestamp>)
-    w.string(format_iso8601(v.ms));
-  else if constexpr (std::is_same_v<T, RawJson>) {
+  else if constexpr (std::is_same_v<T, Timestamp>) {
+    const std::string text = format_iso8601(v.ms);
+    // The decoder refuses a time whose text is not the one it reads back as.
+    KOBO_ASSERT(parse_iso8601(text) == v.ms, "a time in an event's data reads back as itself");
+    w.string(text);
+  } else if constexpr (std::is_same_v<T, RawJson>) {
     // The decoder reads it back only as an object.
     KOBO_ASSERT(v.text.size() >= 2 && v.text.front() == '{' && v.text.back() == '}', "raw JSON is an object");
     w.raw(v.text);
@@ -229,6 +227,7 @@ Status read_object(od::value v, T& out) {
     ++i;
   });
   KOBO_ASSERT(i <= 64, "a struct's members fit the 64 bits that track which were seen");
+  KOBO_ASSERT(i == 64 || (seen >> i) == 0, "only a struct's own members are marked seen");
   return missing;
 }
 
@@ -269,7 +268,12 @@ Status read(od::value v, T& out, const char* name) {
     std::string_view raw;
     if (v.get_object().get(object) != simdjson::SUCCESS || object.raw_json().get(raw) != simdjson::SUCCESS)
       return bad("an object");
-    out.text.assign(raw);
+    // simdjson's raw text of an object runs on over the white space after it.
+    const auto last = raw.find_last_not_of(" \t\n\r");
+    if (last == std::string_view::npos || raw.front() != '{' || raw[last] != '}') return bad("an object");
+    out.text.assign(raw.substr(0, last + 1));
+    KOBO_ASSERT(out.text.size() >= 2 && out.text.front() == '{' && out.text.back() == '}',
+                "raw JSON read is an object's text, as the encoder writes it");
   } else if constexpr (std::is_same_v<T, TransactionStatus>) {
     return read_enum<T>(v, out, name, transaction_status_from_string);
   } else if constexpr (std::is_same_v<T, WalletCategory>) {
@@ -392,6 +396,8 @@ Result<Event> decode(std::string_view bytes, bool verify) {
     }
     if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return malformed("trailing bytes");
   }
+  KOBO_ASSERT(((seen & kActorBit) != 0) == !e.actor.empty(),
+              "an actor is on the wire exactly when there is one (the encoder leaves out an empty one)");
   // The version first: a log of another version is refused for what it is, not for its types.
   if (seen & 512 && e.schema_version != kEventSchemaVersion)
     return unsupported_schema_version(e.schema_version);
@@ -402,6 +408,9 @@ Result<Event> decode(std::string_view bytes, bool verify) {
   } else if ((seen & 12) != 12 || e.command_size == 1) {
     return malformed("commandSeq and commandSize are both present, and only for a command of several events");
   }
+  KOBO_ASSERT(
+      (seen & 12) == 12 ? e.command_size != 1 : e.command_seq == e.seq && e.command_size == 1,
+      "a command's members are read as the encoder writes them: only for a command of several events");
   if (((seen & ~kActorBit) | 12) != 8191) return malformed("the envelope lacks a member");
   const auto type = event_type_from_string(type_name);
   if (!type) return Status::error("unknown event type " + type_name);
@@ -425,6 +434,8 @@ Result<Event> decode(std::string_view bytes, bool verify) {
     if (auto s = validate(e); !s) return s;
   }
   KOBO_ASSERT(e.schema_version == kEventSchemaVersion && e.type() == *type, "what decodes is of this schema");
+  KOBO_ASSERT(is_hex64(e.hash) && is_hex64(e.prev_hash) && is_partition_level(*type) == e.business.empty(),
+              "a decoded event names its chain in hex, and a business unless it is the partition's");
   KOBO_ASSERT(e.command_seq <= e.seq && e.seq.value < e.command_seq.value + e.command_size,
               "a decoded event lies inside its command");
   return e;
@@ -433,6 +444,9 @@ Result<Event> decode(std::string_view bytes, bool verify) {
 }  // namespace
 
 std::string_view to_string(EventType t) { return name_in(kTypeNames, t); }
+bool is_partition_level(EventType t) {
+  return t == EventType::writer_started || t == EventType::webhook_deliveries_ended;
+}
 std::optional<EventType> event_type_from_string(std::string_view s) { return value_in(kTypeNames, s); }
 std::string_view to_string(TransactionStatus s) { return name_in(kTransactionStatusNames, s); }
 std::string_view to_string(CollectionStatus s) { return name_in(kCollectionStatusNames, s); }
@@ -521,6 +535,8 @@ Status validate_money(const Money& x) {
   if (auto legs = Legs::read(x.postings); !legs) return legs.status();
   // created() (events/ledger.h) keeps references into a vector of at most 3 records.
   KOBO_ASSERT(wallet_postings <= 3, "an event's legs hold at most 3 wallet postings");
+  if constexpr (requires { x.ids; })
+    KOBO_ASSERT(wallet_postings >= 1, "the legs of an event that creates records hold a wallet's posting");
   // Each wallet posting is a transaction record (events/ledger.h), numbered by `ids`.
   if constexpr (requires { x.ids; }) {
     if (x.ids.size() != wallet_postings) return Status::error("not one transaction id per wallet posting");

@@ -24,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/assert.h"
 #include "common/result.h"
 #include "common/time.h"
 #include "events/legs.h"
@@ -737,8 +738,15 @@ enum class EventType {
   webhooks_configured,
 };
 
-inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }
+inline EventType type_of(const EventData& d) {
+  // A variant an exception left without a value has no type.
+  KOBO_ASSERT(d.index() < std::variant_size_v<EventData>, "an event's data holds one of the event types");
+  return static_cast<EventType>(d.index());
+}
 std::string_view to_string(EventType t);  // the wire name: "WalletTransferSettled"
+// An event of the partition rather than of a business (WriterStarted, WebhookDeliveriesEnded):
+// its `business` is empty, and only its. Every decoder refuses an event that breaks this.
+bool is_partition_level(EventType t);
 std::optional<EventType> event_type_from_string(std::string_view s);
 
 // The postings an event carries (null for events that move no money). Their names are the
@@ -767,7 +775,11 @@ struct Event {
   std::string hash;       // hex; set by seal()
 
   EventType type() const { return type_of(data); }
-  bool last_of_command() const { return seq.value == command_seq.value + command_size - 1; }
+  bool last_of_command() const {
+    KOBO_ASSERT(command_seq <= seq && seq.value - command_seq.value < command_size,
+                "an event lies inside its command");
+    return seq.value == command_seq.value + command_size - 1;
+  }
 };
 
 // Checks what the codec cannot: the postings of an event sum to zero with no zero amount, they

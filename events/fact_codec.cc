@@ -121,12 +121,16 @@ class Reader : public VarintReader {
 void append_fact(std::string& out, const Event& e) {
   KOBO_ASSERT(e.data.index() < std::variant_size_v<EventData>, "a fact holds an event of a known type");
   KOBO_ASSERT(e.data.index() <= 0xff, "an event's type fits the fact's type byte");
+  const std::size_t head = out.size();
   out.push_back(static_cast<char>(kFormat));
   out.push_back(static_cast<char>(e.data.index()));
   out.push_back(e.live ? '\1' : '\0');
   put_signed_varint(out, e.time);
   put_length_prefixed(out, e.business);
   std::visit([&](const auto& d) { put(out, d); }, e.data);
+  // fact_time() reads the head alone: the form, the type and live, then the time.
+  KOBO_ASSERT(out.size() > head + 4 && static_cast<unsigned char>(out[head + 1]) == e.data.index(),
+              "a fact opens with its form, its type and its mode, then its time");
 }
 
 std::string encode_fact(const Event& e) {
@@ -152,12 +156,14 @@ Result<Event> decode_fact(std::string_view bytes) {
   (std::make_index_sequence<std::variant_size_v<EventData>>{});
   if (!r.ok() || !r.done()) return Status::error("a views row holds a malformed fact");
   KOBO_ASSERT(e.data.index() == type, "the data read is of the type the fact names");
-  if ((e.type() == EventType::writer_started) != e.business.empty())
+  if (is_partition_level(e.type()) != e.business.empty())
     return Status::error("a views row holds a fact whose business is not its type's");
   // The views hold facts of validated events only; one that is not valid is a corrupt row, and
   // no reader may meet it (a money event's legs() asserts their shape).
   if (auto s = validate(e); !s)
     return Status::error("a views row holds a fact that is not valid: " + s.message());
+  KOBO_ASSERT(r.done() && is_partition_level(e.type()) == e.business.empty(),
+              "a fact read whole is of a business, unless it is the partition's");
   return e;
 }
 

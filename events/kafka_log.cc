@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include "common/log.h"
@@ -161,6 +162,7 @@ class KafkaReader final : public LogReader {
   Status poll(std::size_t max_records, std::chrono::milliseconds timeout,
               std::vector<LogRecord>& out) override {
     const std::size_t before = out.size();
+    KOBO_ASSERT(max_records > 0, "a poll asks for a record at least");
     int wait = static_cast<int>(timeout.count());
     for (std::size_t got = 0; got < max_records;) {
       Message m(rd_kafka_consumer_poll(rk_.get(), wait));
@@ -271,6 +273,10 @@ class KafkaLogImpl final : public EventLog {
                   "a partition's events are appended in chain order");
       slice.push_back(&e);
     }
+    KOBO_ASSERT(
+        std::accumulate(slices.begin(), slices.end(), std::size_t{0},
+                        [](std::size_t n, const auto& s) { return n + s.second.size(); }) == batch.size(),
+        "every event of the batch is in its partition's transaction, once");
     for (const auto& [p, events] : slices) {
       if (fenced_partition_[p].load())
         return Status::error("kafka partition " + std::to_string(p) + ": another writer has taken it");
@@ -475,6 +481,8 @@ class KafkaLogImpl final : public EventLog {
     } else {
       warn_on_retention(deadline);
     }
+    // describe_topic() answers 0 only for a topic it did not just create.
+    KOBO_ASSERT(n.value() > 0, "a topic found or made has a partition at least");
     if (n.value() > kPartitionsMax)
       return Status::error("kafka: topic " + options_.topic + " has " + std::to_string(n.value()) +
                            " partitions; at most " + std::to_string(kPartitionsMax) + " are served");

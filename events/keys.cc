@@ -1,5 +1,6 @@
 #include "events/keys.h"
 
+#include "common/assert.h"
 #include "common/crypto.h"
 
 namespace kobo {
@@ -12,7 +13,11 @@ std::string key_id_of_hash(std::string_view secret_key_hash) {
   return "key-" + std::string(secret_key_hash.substr(0, kKeyIdDigits));
 }
 
-std::string key_id_of_key(std::string_view secret_key) { return key_id_of_hash(sha256_hex(secret_key)); }
+std::string key_id_of_key(std::string_view secret_key) {
+  std::string id = key_id_of_hash(sha256_hex(secret_key));
+  KOBO_ASSERT(id.size() == 4 + kKeyIdDigits, "a key's id is key- and the first 16 hex digits of its digest");
+  return id;
+}
 
 std::string signing_key_context(std::string_view account, bool live, std::string_view key_id) {
   std::string context("kobo signing key v1|");

@@ -1,6 +1,8 @@
 #include "events/ledger.h"
 
+#include <algorithm>
 #include <array>
+#include <functional>
 #include <utility>
 
 #include "common/crypto.h"
@@ -206,6 +208,12 @@ std::vector<CreatedTransaction> created(const EventData& d, bool derive) {
       }
     }
   }
+  // The k-th record is the k-th wallet posting (events/ledger.h): they follow the postings' order.
+  KOBO_ASSERT(std::is_sorted(out.begin(), out.end(),
+                             [](const CreatedTransaction& a, const CreatedTransaction& b) {
+                               return std::less<>()(a.posting, b.posting);
+                             }),
+              "an event's records are in the order of its postings");
   return out;
 }
 
@@ -394,7 +402,10 @@ TransactionId nth_transaction_id(const TransactionId& first, std::size_t k) {
 std::string derived_reference(std::string_view prefix, const TransactionId& id) {
   KOBO_ASSERT(prefix.size() == 4 && prefix.back() == '-',
               "a derived reference's prefix is its kind: ref-, rev-, …");
-  return std::string(prefix) + derived_uuid(std::string(prefix) + id.value);
+  std::string reference = std::string(prefix) + derived_uuid(std::string(prefix) + id.value);
+  KOBO_ASSERT(reference.size() == prefix.size() + 36 && reference.starts_with(prefix),
+              "a derived reference is its kind and a uuid");
+  return reference;
 }
 
 std::string link_ref_of(const TransactionId& first) { return derived_uuid("link|" + first.value); }

@@ -1,11 +1,14 @@
 #include "events/legs.h"
 
 #include <initializer_list>
+#include <limits>
 
 #include "events/name_table.h"
 
 namespace kobo {
 namespace {
+
+constexpr Kobo kKoboMin(std::numeric_limits<std::int64_t>::min());
 
 constexpr NameTable<SystemAccount, 4> kSystemAccountNames{{
     {SystemAccount::inbound_settlement, "sys:inbound-settlement"},
@@ -50,6 +53,12 @@ Status check_shape(std::string_view what, const std::vector<Posting>& postings,
         leg.system ? p.account == account_name(*leg.system) : is_wallet_account(p.account);
     const bool sign_ok = leg.credit ? p.amount.value > 0 : p.amount.value < 0;
     if (!account_ok || !sign_ok) return wrong();
+    // The legs negate a debit (a payout's debited(), a reversal's credited()): the one amount
+    // whose negation kobo cannot hold is no leg's.
+    if (p.amount == kKoboMin)
+      return Status::error(std::string(what) + "'s postings move more than kobo can hold");
+    KOBO_ASSERT(p.amount != kKoboMin && (p.amount.value > 0) == leg.credit,
+                "a leg read is signed as its place says, and its negation is in range");
   }
   KOBO_ASSERT(i == postings.size(), "every posting is one of the shape's legs");
   return {};
@@ -116,6 +125,7 @@ Result<TransferLegs> TransferLegs::read(const std::vector<Posting>& postings) {
   if (!balanced({legs.source.amount, legs.destination.amount})) return unbalanced(kWhat);
   if (legs.source.account == legs.destination.account)
     return Status::error("a transfer's source is its destination");
+  KOBO_ASSERT(legs.source.account != legs.destination.account, "a transfer moves money between two wallets");
   KOBO_ASSERT(legs.amount().value > 0, "a transfer moves a positive amount");
   KOBO_ASSERT(legs.source.amount == -legs.destination.amount, "a transfer debits its source what it credits");
   return legs;

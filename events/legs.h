@@ -84,7 +84,11 @@ PostingResult post(Kobo before, const Posting& p);
 struct TransferLegs {
   const Posting& source;
   const Posting& destination;
-  Kobo amount() const { return destination.amount; }
+  Kobo amount() const {
+    // A legs struct refers into its postings: they are as read() found them while it lives.
+    KOBO_ASSERT(destination.amount.value > 0, "a transfer moves a positive amount");
+    return destination.amount;
+  }
   [[nodiscard]] static Result<TransferLegs> read(const std::vector<Posting>& postings);
 };
 
@@ -94,8 +98,17 @@ struct PayoutLegs {
   const Posting& source;
   const Posting& suspense;
   const Posting& fee;
-  Kobo amount() const { return suspense.amount; }  // what the beneficiary is paid
-  Kobo debited() const { return -source.amount; }  // amount + fee
+  // What the beneficiary is paid.
+  Kobo amount() const {
+    KOBO_ASSERT(suspense.amount.value > 0, "a payout pays a positive amount");
+    return suspense.amount;
+  }
+  // Amount + fee.
+  Kobo debited() const {
+    KOBO_ASSERT(source.amount.value < 0 && source.amount.value != INT64_MIN,
+                "a payout's source is debited an amount kobo can negate");
+    return -source.amount;
+  }
   [[nodiscard]] static Result<PayoutLegs> read(const std::vector<Posting>& postings);
 };
 
@@ -104,7 +117,10 @@ struct PayoutLegs {
 struct PayoutSettledLegs {
   const Posting& suspense;
   const Posting& outbound;
-  Kobo amount() const { return outbound.amount; }
+  Kobo amount() const {
+    KOBO_ASSERT(outbound.amount.value > 0, "a settled payout moves a positive amount");
+    return outbound.amount;
+  }
   [[nodiscard]] static Result<PayoutSettledLegs> read(const std::vector<Posting>& postings);
 };
 
@@ -114,7 +130,11 @@ struct ReversalLegs {
   const Posting& suspense;
   const Posting& fee;
   const Posting& source;
-  Kobo credited() const { return source.amount; }  // amount + fee
+  // Amount + fee.
+  Kobo credited() const {
+    KOBO_ASSERT(source.amount.value > 0, "a reversal credits its source");
+    return source.amount;
+  }
   [[nodiscard]] static Result<ReversalLegs> read(const std::vector<Posting>& postings);
 };
 
@@ -130,7 +150,10 @@ struct IncomingLegs {
   const Posting& inbound;
   const Posting& wallet;
   std::optional<SweepLegs> sweep;
-  Kobo amount() const { return wallet.amount; }
+  Kobo amount() const {
+    KOBO_ASSERT(wallet.amount.value > 0, "an incoming credit credits a positive amount");
+    return wallet.amount;
+  }
   [[nodiscard]] static Result<IncomingLegs> read(const std::vector<Posting>& postings);
 };
 

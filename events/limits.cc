@@ -19,6 +19,8 @@ Status check_tier_limits(const TierLimits& t) {
   for (const TierLimit& l : t)
     if (l.daily_debit.value < 0 || (l.max_balance && l.max_balance->value < 0))
       return Status::error("tier limits are amounts in kobo, not negative");
+  // tier_limit() indexes the table by tier.
+  KOBO_ASSERT(t.size() == kKycTiers, "a valid table has a limit per tier");
   return {};
 }
 

@@ -1,10 +1,26 @@
 #include "events/log_follower.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/log.h"
 
 namespace kobo {
+
+namespace {
+
+// Whether each partition's records in `records` have increasing offsets.
+bool in_log_order(const std::deque<LogRecord>& records, std::size_t partitions) {
+  std::vector<std::optional<Offset>> last(partitions);
+  for (const LogRecord& r : records) {
+    std::optional<Offset>& previous = last.at(r.partition.value);
+    if (previous && !(*previous < r.offset)) return false;
+    previous = r.offset;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::string describe(const RefusedRecord& r) {
   KOBO_ASSERT(r.verdict != ChainVerdict::accept || !r.problem.empty(),
@@ -152,6 +168,8 @@ Result<std::size_t> LogFollower::step(LogVisitor& v, std::chrono::milliseconds w
     ++consumed;
   }
   for (const LogRecord& r : held_) KOBO_ASSERT(!due(r), "only records past `until` are held back");
+  // Held back in log order: the loop below takes a partition's first held record as its end.
+  KOBO_ASSERT(in_log_order(held_, cursors_.size()), "a partition's held-back records are in log order");
   // The reader may have passed offsets that hold nothing to read (Kafka's transaction markers
   // and aborted records): a partition is read up to its first held-back record, or else to
   // wherever the reader stands.

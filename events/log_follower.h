@@ -103,7 +103,10 @@ class LogFollower {
   // Some partition's head is not the last event of its command.
   bool mid_command() const;
   std::uint32_t partitions() const { return static_cast<std::uint32_t>(cursors_.size()); }
-  const FollowCursor& cursor(Partition p) const { return cursors_.at(p.value); }
+  const FollowCursor& cursor(Partition p) const {
+    KOBO_ASSERT(p.value < cursors_.size(), "the cursor of one of the follower's partitions");
+    return cursors_[p.value];
+  }
   const std::vector<FollowCursor>& cursors() const { return cursors_; }
   std::uint64_t records_read() const { return records_read_; }
   std::uint64_t events_accepted() const { return events_accepted_; }

@@ -26,6 +26,7 @@ class MemoryReader final : public LogReader {
               std::vector<LogRecord>& out) override {
     const std::uint64_t generation = state_->signal.generation();
     const std::size_t before = out.size();
+    KOBO_ASSERT(max_records > 0, "a poll asks for a record at least");
     read_available(max_records, out);
     if (out.size() == before && timeout.count() > 0) {
       state_->signal.wait_past(generation, timeout);

@@ -28,7 +28,11 @@ std::string_view name_in(const NameTable<E, N>& table, E value) {
 template <typename E, std::size_t N>
 std::optional<E> value_in(const NameTable<E, N>& table, std::string_view name) {
   for (const auto& [v, n] : table)
-    if (n == name) return v;
+    if (n == name) {
+      // The table reads both ways: no name of it names two values, no value has two names.
+      KOBO_ASSERT(name_in(table, v) == name, "a name reads back as the value it names");
+      return v;
+    }
   return std::nullopt;
 }
 

@@ -459,6 +459,7 @@ void ViewBatch::configure_webhooks(const Event& e, const WebhooksConfigured& x) 
   std::string& bytes =
       edit(view_keys::account(x.account.value), "webhooks of an account the views do not have");
   rows::AccountRow row = decoded(rows::decode_account(bytes));
+  KOBO_ASSERT(row.business == e.business, "an account's webhooks are configured by an event of its business");
   if (!row.modes_apart) {
     row.modes_apart = true;
     row.live_webhooks = row.webhooks;
@@ -538,6 +539,8 @@ void ViewBatch::apply_event(const Event& e) {
   std::vector<Created> created;
   if (const auto* postings = postings_of(e.data)) {
     created = put_transactions(e, scope, records);
+    KOBO_ASSERT(created.size() == transactions_created_count(e.data),
+                "every record an event creates is listed");
     apply_postings(e, *postings, created);  // counts a transfer's debit toward its source's day too
   } else if (const auto debit = tier_debit(e.data)) {  // a debit that moves no money yet: a hold's
     change_wallet(WalletId(debit->wallet),

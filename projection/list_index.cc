@@ -3,6 +3,7 @@
 #include <rocksdb/db.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 
 #include "projection/bitmap.h"
@@ -47,8 +48,15 @@ Result<Parts> read_parts(const rocksdb::DB& db, const std::string& prefix, std::
   return out;
 }
 
+bool ascending(const Parts& parts) {
+  return std::adjacent_find(parts.begin(), parts.end(),
+                            [](const Part& a, const Part& b) { return a.chunk >= b.chunk; }) == parts.end();
+}
+
 // `into` AND `other`, both ascending by chunk.
 void intersect(Parts& into, const Parts& other) {
+  // The merge below walks both sides once, forward.
+  KOBO_ASSERT(ascending(into) && ascending(other), "an intersection of parts in ascending chunk order");
   std::size_t kept = 0, j = 0;
   for (std::size_t i = 0; i < into.size(); ++i) {
     while (j < other.size() && other[j].chunk < into[i].chunk) ++j;
@@ -76,6 +84,8 @@ void keep_range(Parts& parts, std::uint64_t from, std::uint64_t to) {
     parts[kept++] = p;
   }
   parts.resize(kept);
+  KOBO_ASSERT(ascending(parts) && std::ranges::none_of(parts, [](const Part& p) { return p.bits.empty(); }),
+              "the parts kept are in ascending chunk order, none of them empty");
 }
 
 // Every number in [from, to), as parts.
@@ -233,7 +243,8 @@ Result<Found> find(const rocksdb::DB& db, const Query& q, const rows::ListRow& l
       });
       if (!failed) return failed;
     }
-    // The others: not displaced, and within [lo, hi).
+    // The others: not displaced, and within [lo, hi). A merge of two sides ascending by chunk.
+    KOBO_ASSERT(ascending(matched) && ascending(parts.value()), "the displaced are taken out in chunk order");
     std::size_t kept = 0, j = 0;
     for (std::size_t i = 0; i < matched.size(); ++i) {
       while (j < parts.value().size() && parts.value()[j].chunk < matched[i].chunk) ++j;
@@ -253,6 +264,9 @@ Result<Found> find(const rocksdb::DB& db, const Query& q, const rows::ListRow& l
     Downward walk(matched, q.offset);
     for (std::uint64_t p = q.offset; p < page_end; ++p) out.numbers.push_back(walk.next());
     KOBO_ASSERT(out.numbers.size() <= q.limit && out.total >= page_end, "a page holds its limit at most");
+    KOBO_ASSERT(
+        std::adjacent_find(out.numbers.begin(), out.numbers.end(), std::less_equal<>()) == out.numbers.end(),
+        "a page of records in place is newest first, each once");
     return out;
   }
 

@@ -168,7 +168,12 @@ class Projector::Lane {
           }
         }
         if (failed()) break;
-        for (auto& [p, position] : h.positions) pending_[p] = std::move(position);
+        for (auto& [p, position] : h.positions) {
+          // The follower only reads on; a drop() empties what is pending before it reads again.
+          KOBO_ASSERT(!pending_.contains(p) || pending_.at(p).last_seq <= position.last_seq,
+                      "a partition's position handed to its lane never goes back");
+          pending_[p] = std::move(position);
+        }
         whole_ = h.whole;
         sync_pending = sync_pending || h.sync;
       }

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/assert.h"
 #include "events/event_log.h"
 #include "events/log_follower.h"
 #include "projection/views.h"
@@ -62,7 +63,10 @@ class Projector {
   std::uint32_t lanes() const { return static_cast<std::uint32_t>(lanes_.size()); }
 
   // Thread-safe. The seq of the last event applied to the views in partition p.
-  Seq applied_seq(Partition p) const { return Seq(applied_[p.value].load(std::memory_order_acquire)); }
+  Seq applied_seq(Partition p) const {
+    KOBO_ASSERT(p.value < log_.partitions(), "the applied seq of one of the log's partitions");
+    return Seq(applied_[p.value].load(std::memory_order_acquire));
+  }
   // Thread-safe. Waits until partition p has applied `seq`; false on timeout or failure.
   bool wait_applied(Partition p, Seq seq, std::chrono::milliseconds timeout) const;
   // Thread-safe, and blocks no thread: calls `then(true)` once partition p has applied `seq`,

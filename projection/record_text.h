@@ -92,6 +92,11 @@ class Object {
       order[at] = &m;
       size += m.key.size() + 4 + (m.end - m.begin);
     }
+    // The canonical form's key order: a member written out of it would break every equal-bytes
+    // comparison of records (answers equal GETs, rebuilt views equal live ones).
+    KOBO_ASSERT(std::is_sorted(order, order + n,
+                               [](const Member* a, const Member* b) { return key_less(a->key, b->key); }),
+                "a record's members are written in key order");
     out.reserve(out.size() + size);
     JsonWriter w(out);
     w.begin_object();

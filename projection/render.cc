@@ -31,7 +31,9 @@ std::string reversal_narration(std::string_view payout_narration) {
 }
 // The publicId of the external source an incoming credit shows.
 std::string external_source_id(const TransactionId& credit) {
-  return "src-" + derived_uuid("src|" + credit.value);
+  std::string id = "src-" + derived_uuid("src|" + credit.value);
+  KOBO_ASSERT(id.size() == 4 + 36, "an external source's id is src- and a uuid, as every publicId");
+  return id;
 }
 
 Object rate(Kobo amount) {
@@ -46,7 +48,11 @@ Object rate(Kobo amount) {
 }
 
 // 20 lowercase hex digits, derived from the record (the processor's transaction reference).
-std::string t_ref(const TransactionId& id) { return to_hex(sha256("tref|" + id.value)).substr(0, 20); }
+std::string t_ref(const TransactionId& id) {
+  std::string ref = to_hex(sha256("tref|" + id.value)).substr(0, 20);
+  KOBO_ASSERT(ref.size() == 20, "a processor's reference is 20 hex digits");
+  return ref;
+}
 
 // A NIP-style session id: sender institution, yymmddHHmmss, 12 digits derived from `seed`.
 std::string session_id(std::string_view institution, UnixMs time, std::string_view seed) {
@@ -788,6 +794,9 @@ DecidedFacts::DecidedFacts(const std::vector<WalletFacts>& wallets) : wallets_(w
   constexpr std::size_t kScanMax = 8;
   if (wallets_.size() > kScanMax)
     for (const WalletFacts& w : wallets_) by_id_.emplace(w.public_id, &w);
+  // The writer's answer names each wallet once (command/ledger.cc facts_shown()).
+  KOBO_ASSERT(by_id_.empty() || by_id_.size() == wallets_.size(),
+              "the facts of a decision are of distinct wallets");
 }
 
 std::optional<WalletFacts> DecidedFacts::wallet(std::string_view public_id) const {

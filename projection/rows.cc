@@ -23,6 +23,7 @@ class Reader : public VarintReader {
   bool flag() {
     const unsigned char b = byte();
     if (b > 1) fail();
+    KOBO_ASSERT(b <= 1 || !ok(), "a flag read is 0 or 1, or the read failed");
     return b == 1;
   }
   std::string_view fixed(std::size_t n) {
@@ -137,6 +138,10 @@ std::string encode(const TransactionRow& row) {
   KOBO_ASSERT(row.scope.size() == 17, "a transaction's scope is 17 bytes");
   KOBO_ASSERT(row.scope[16] == '\0' || row.scope[16] == '\1', "a scope ends in its mode byte");
   KOBO_ASSERT(row.steps.size() <= 2, "a payout's status changes twice at most: processing, then its end");
+  KOBO_ASSERT(row.steps.empty() || step_follows(TransactionStatus::pending, row.steps.front().status),
+              "a payout's first step follows pending (the decoder refuses other steps)");
+  KOBO_ASSERT(row.steps.size() < 2 || step_follows(row.steps[0].status, row.steps[1].status),
+              "a payout's second step follows its first");
   std::string out;
   out.reserve(24 + 6 * row.steps.size());
   out += row.scope;
@@ -168,6 +173,8 @@ Result<TransactionRow> decode_transaction(std::string_view bytes) {
     return malformed("transaction row");
   KOBO_ASSERT(row.scope.size() == 17 && row.steps.size() <= 2,
               "a transaction row read has its scope and two steps at most");
+  KOBO_ASSERT(row.steps.empty() || row.steps.front().status == TransactionStatus::processing,
+              "a payout's steps read start where pending ends");
   return row;
 }
 
@@ -211,6 +218,8 @@ Result<TierLimits> decode_tier_limits(std::string_view bytes) {
   }
   if (!r.ok() || !check_tier_limits(limits).ok()) return malformed("tier limits row");
   KOBO_ASSERT(r.done(), "tier limits read whole");
+  KOBO_ASSERT(limits.size() == kKycTiers,
+              "tier limits read hold a limit per tier (tier_limit() indexes them)");
   return limits;
 }
 
@@ -385,6 +394,7 @@ Result<KeyRow> decode_key(std::string_view bytes) {
   row.account.assign(r.rest());
   KOBO_ASSERT(!row.business.empty() && !row.account.empty(),
               "a key row read names its account of a business");
+  KOBO_ASSERT(row.expires_at >= 0, "a key read expires after the epoch, or never (0)");
   return row;
 }
 
@@ -496,6 +506,7 @@ std::string encode(const AccountKeysRow& row) {
   put_varint(out, row.keys.size());
   for (const AccountKey& k : row.keys) {
     KOBO_ASSERT(!k.hash.empty(), "a key is named by its hash");
+    KOBO_ASSERT(k.expires_at >= 0, "a key expires after the epoch, or never (the decoder refuses others)");
     put_length_prefixed(out, k.hash);
     put_signed_varint(out, k.created);
     put_signed_varint(out, k.expires_at);
@@ -521,6 +532,10 @@ Result<AccountKeysRow> decode_account_keys(std::string_view bytes) {
     r.fail();
   }
   if (!r.ok() || !r.done()) return malformed("account keys row");
+  KOBO_ASSERT(row.keys.size() == n, "an account keys row read holds every key it counts");
+  KOBO_ASSERT(
+      std::ranges::none_of(row.keys, [](const AccountKey& k) { return k.hash.empty() || k.expires_at < 0; }),
+      "each key read is named by its hash and expires after the epoch, or never (0)");
   return row;
 }
 
@@ -564,6 +579,8 @@ Result<WebhookRow> decode_webhook(std::string_view bytes) {
 
 std::string encode(const WebhookEventRow& row) {
   KOBO_ASSERT(!row.transaction.empty(), "a webhook event announces a transaction");
+  KOBO_ASSERT(row.at.number() < row.position,
+              "a webhook event announces a record created before it (the decoder refuses others)");
   std::string out;
   out.reserve(64 + row.transaction.size());
   put_varint(out, static_cast<std::uint64_t>(row.type));

@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/assert.h"
 #include "common/result.h"
 #include "common/time.h"
 #include "events/event.h"
@@ -49,7 +50,11 @@ inline constexpr std::size_t kHashSize = 32;  // an event's SHA-256, raw
 struct RecordAt {
   std::uint64_t first = 0;
   std::uint32_t index = 0;
-  std::uint64_t number() const { return first + index; }
+  std::uint64_t number() const {
+    KOBO_ASSERT(first + index >= first,
+                "a record's number does not wrap (the decoder refuses one that would)");
+    return first + index;
+  }
   bool operator==(const RecordAt&) const = default;
 };
 std::string encode(const RecordAt& at);

@@ -144,6 +144,8 @@ Result<std::vector<StatementEntry>> Statements::lines(std::string_view wallet, s
   if (out.size() != count)
     return Status::error("views: the statement of " + std::string(wallet) + " lacks line " +
                          std::to_string(first + out.size()));
+  KOBO_ASSERT(out.front().number == first && out.back().number == first + count - 1,
+              "a statement's lines are read consecutive, from the first asked for");
   // The facts of the events the lines name, read at once; consecutive lines of one event (a
   // sweep) share it. They are in the wallet's scope's transaction list.
   const auto opening = views_.fact(view_keys::wallet(wallet), nullptr);

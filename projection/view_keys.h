@@ -128,9 +128,17 @@ inline std::string position(std::uint32_t p) {
   return k;
 }
 inline bool is_position(std::string_view key) { return key.size() == 5 && key.front() == 'P'; }
-inline std::string business(std::string_view id) { return "B" + id16(id); }
-inline std::string account(std::string_view id) { return "A" + id16(id); }
-inline std::string account_list_prefix(std::string_view business) { return "a" + id16(business); }
+// A key of one record by its id: its tag and the id's 16 bytes, so that no key of a tag is a prefix
+// of another of that tag (scans stop at the prefix they were given).
+inline std::string record_key(char tag, std::string_view id) {
+  std::string k(1, tag);
+  k += id16(id);
+  KOBO_ASSERT(k.size() == 1 + 16 && k.front() == tag, "a record's key is its tag and an id16");
+  return k;
+}
+inline std::string business(std::string_view id) { return record_key('B', id); }
+inline std::string account(std::string_view id) { return record_key('A', id); }
+inline std::string account_list_prefix(std::string_view business) { return record_key('a', business); }
 inline std::string account_list(std::string_view business, std::uint64_t id) {
   std::string k = account_list_prefix(business);
   put_be(k, id);
@@ -141,11 +149,12 @@ inline std::string account_list(std::string_view business, std::uint64_t id) {
 // that is not 64 hex digits, which no caller makes, is keyed as its text).
 std::string key_owner(std::string_view hash);
 inline std::string account_keys(std::string_view account, bool live) {
-  std::string k = "k" + id16(account);
+  std::string k = record_key('k', account);
   k.push_back(live ? '\1' : '\0');
+  KOBO_ASSERT(k.size() == 1 + kScopeSize, "an account keys key is k, an id16 and a mode");
   return k;
 }
-inline std::string suspended(std::string_view business) { return "Z" + id16(business); }
+inline std::string suspended(std::string_view business) { return record_key('Z', business); }
 inline std::string account_number(std::string_view number) { return "N" + std::string(number); }
 inline std::string system_balance(std::uint32_t p, std::string_view ledger_account) {
   KOBO_ASSERT(!ledger_account.empty(), "a system balance is of a named system account");
@@ -161,16 +170,16 @@ inline std::string tier_limits(std::uint32_t p) {
   KOBO_ASSERT(k.size() == 5, "a tier limits key is Y and 4 bytes");
   return k;
 }
-inline std::string wallet(std::string_view id) { return "W" + id16(id); }
-inline std::string wallet_row(std::string_view id) { return "b" + id16(id); }
-inline std::string statement_prefix(std::string_view wallet) { return "h" + id16(wallet); }
+inline std::string wallet(std::string_view id) { return record_key('W', id); }
+inline std::string wallet_row(std::string_view id) { return record_key('b', id); }
+inline std::string statement_prefix(std::string_view wallet) { return record_key('h', wallet); }
 inline std::string statement_line(std::string_view wallet, std::uint64_t number) {
   std::string k = statement_prefix(wallet);
   put_be(k, number);
   KOBO_ASSERT(k.size() == 25, "a statement line key is h, an id16 and 8 bytes");
   return k;
 }
-inline std::string bank_account(std::string_view id) { return "D" + id16(id); }
+inline std::string bank_account(std::string_view id) { return record_key('D', id); }
 
 inline std::string event_prefix(std::string_view scope) {
   KOBO_ASSERT(scope.size() == kScopeSize, "a scope of the views is 17 bytes");
@@ -183,14 +192,14 @@ inline std::string event(std::string_view scope, std::uint64_t first) {
   KOBO_ASSERT(k.size() == 1 + kScopeSize + 8, "an event key is L, a scope and 8 bytes");
   return k;
 }
-inline std::string transaction(std::string_view id) { return "T" + id16(id); }
+inline std::string transaction(std::string_view id) { return record_key('T', id); }
 // A transaction reference of an account and mode: references of the form ref-, rev- or swp-
 // followed by a uuid (those the service derives) as a marker byte and the uuid's 16 bytes, any
 // other after a zero byte as it is.
 std::string transaction_reference(std::string_view account, bool live, std::string_view reference);
-inline std::string bulk(std::string_view id) { return "J" + id16(id); }
-inline std::string hold(std::string_view id) { return "O" + id16(id); }
-inline std::string hold_row(std::string_view id) { return "U" + id16(id); }
+inline std::string bulk(std::string_view id) { return record_key('J', id); }
+inline std::string hold(std::string_view id) { return record_key('O', id); }
+inline std::string hold_row(std::string_view id) { return record_key('U', id); }
 
 // The kinds of list (list_index.h) and their fields as keys spell them.
 namespace list {
@@ -237,6 +246,7 @@ inline std::string listed_prefix(char kind, std::string_view scope) {
   std::string k("g");
   k.push_back(kind);
   k += scope;
+  KOBO_ASSERT(k.size() == 2 + kScopeSize, "a listed prefix is g, a kind and a scope");
   return k;
 }
 inline std::string listed(char kind, std::string_view scope, std::uint64_t number) {
@@ -271,8 +281,9 @@ inline std::string webhook(std::string_view account, bool live) {
   return k;
 }
 inline std::string webhook_events_prefix(std::string_view account, bool live) {
-  std::string k = "e" + id16(account);
+  std::string k = record_key('e', account);
   k.push_back(live ? '\1' : '\0');
+  KOBO_ASSERT(k.size() == 1 + kScopeSize, "a webhook events prefix is e, an id16 and a mode");
   return k;
 }
 inline std::string webhook_event(std::string_view account, bool live, std::uint64_t sequence) {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <charconv>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <shared_mutex>
 
@@ -630,6 +631,7 @@ Result<Page> Views::listed_records(char kind, const Scope& scope,
     out.items.push_back(std::move(*text.value()));
   }
   KOBO_ASSERT(out.items.size() <= page.per_page, "a page longer than asked");
+  KOBO_ASSERT(out.items.size() <= out.total_count, "a page holds some of the records the list counts");
   return out;
 }
 
@@ -879,6 +881,7 @@ Result<Page> Views::transactions(const Scope& scope, const TransactionFilter& fi
     out.items.push_back(render::transaction(current->event, index, steps, records));
   }
   KOBO_ASSERT(out.items.size() <= page.per_page, "a page longer than asked");
+  KOBO_ASSERT(out.items.size() <= out.total_count, "a page holds some of the records the list counts");
   return out;
 }
 
@@ -1045,6 +1048,10 @@ Result<std::vector<WebhookEvent>> Views::webhook_events(std::string_view account
   }
   // Merged in sequence order: a later announcement placed at `position` comes before the
   // announced records numbered `position` and above.
+  KOBO_ASSERT(
+      std::is_sorted(later_sequence.begin(), later_sequence.end()) &&
+          std::adjacent_find(announced.begin(), announced.end(), std::greater_equal<>()) == announced.end(),
+      "the two sides of the merge are in order: rows by key, a bitmap's records by number");
   std::size_t a = 0, k = 0;
   for (std::uint64_t sequence = after + 1; sequence <= total && out.size() < limit; ++sequence) {
     if (k < later.size() && later_sequence[k] == sequence) {
@@ -1073,6 +1080,8 @@ Result<std::vector<WebhookEvent>> Views::webhook_events(std::string_view account
     out.push_back(std::move(*event.value()));
   }
   KOBO_ASSERT(out.size() <= limit && k <= later.size(), "a page of webhook events holds its limit at most");
+  KOBO_ASSERT(out.empty() || (out.front().sequence == after + 1 && out.back().sequence == after + out.size()),
+              "webhook events are read in sequence, from the one after `after`, none missed");
   return out;
 }
 

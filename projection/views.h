@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/assert.h"
 #include "common/result.h"
 #include "common/time.h"
 #include "events/types.h"
@@ -229,7 +230,10 @@ class Views {
   // write). Reads in flight finish first; reads that come meanwhile wait for the new one.
   [[nodiscard]] Status reopen();
   // For offline tools only (rebuild and compare): no reopen may run meanwhile.
-  rocksdb::DB& db() const { return *db_; }
+  rocksdb::DB& db() const {
+    KOBO_ASSERT(db_ != nullptr, "the views always have a database (reopen() never leaves none)");
+    return *db_;
+  }
 
  private:
   Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions, rocksdb::Env* env,
@@ -243,10 +247,24 @@ class Views {
     ~DbLock();
     DbLock(const DbLock&) = delete;
     DbLock& operator=(const DbLock&) = delete;
-    void lock_shared() const { pthread_rwlock_rdlock(&lock_); }
-    void unlock_shared() const { pthread_rwlock_unlock(&lock_); }
-    void lock() const { pthread_rwlock_wrlock(&lock_); }
-    void unlock() const { pthread_rwlock_unlock(&lock_); }
+    // A lock that fails (a thread that holds it exclusively asks again, or unlocks what it does not
+    // hold) is a bug: going on would touch db_ unguarded.
+    void lock_shared() const {
+      const int r = pthread_rwlock_rdlock(&lock_);
+      KOBO_ASSERT(r == 0, "the views' lock is taken shared");
+    }
+    void unlock_shared() const {
+      const int r = pthread_rwlock_unlock(&lock_);
+      KOBO_ASSERT(r == 0, "the views' lock is let go by a reader that holds it");
+    }
+    void lock() const {
+      const int r = pthread_rwlock_wrlock(&lock_);
+      KOBO_ASSERT(r == 0, "the views' lock is taken exclusively");
+    }
+    void unlock() const {
+      const int r = pthread_rwlock_unlock(&lock_);
+      KOBO_ASSERT(r == 0, "the views' lock is let go by the writer that holds it");
+    }
 
    private:
     mutable pthread_rwlock_t lock_;

@@ -175,6 +175,36 @@ TEST(FactCodec, RoundTripsEveryKindOfFactAndRefusesWhatIsNotOne) {
   EXPECT_LE(encode_fact(t).size(), 320u) << "a wallet transfer's fact";
 }
 
+// A partition-level fact of no business round-trips like any other: the fuzz target seals
+// whatever decodes and reads its fact form back.
+TEST(FactCodec, RoundTripsAPartitionLevelFactOfNoBusiness) {
+  Event e = envelope(WebhookDeliveriesEnded{{{"whd-1", true}}});
+  e.business.clear();
+  auto decoded = decode_fact(encode_fact(e));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  EXPECT_EQ(decoded.value().data, e.data);
+  e.business = kBusiness;
+  EXPECT_FALSE(decode_fact(encode_fact(e)).ok()) << "deliveries ended are of no business";
+}
+
+// A raw JSON member is its object's text, without the white space a writer that is not ours may
+// put after it: what decodes (the hash unchecked, as `kobo audit` and the fuzz target read) seals
+// again, its metadata read as the encoder writes it.
+TEST(EventV2, RawJsonIsReadWithoutTheWhiteSpaceAfterIt) {
+  Event e = envelope(one_of_each()[3]);
+  std::string wire = seal(e);
+  const std::string end_of_metadata = R"("sandboxOutcome":"failed"})";
+  const auto at = wire.find(end_of_metadata);
+  ASSERT_NE(at, std::string::npos) << wire;
+  wire.insert(at + end_of_metadata.size(), " \n\t ");
+  auto decoded = decode_event_unverified(wire);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  EXPECT_EQ(decoded.value().data, e.data);
+  EXPECT_FALSE(decode_event(wire).ok()) << "its hash no longer holds";
+  Event again = decoded.value();
+  EXPECT_TRUE(decode_event(seal(again)).ok());
+}
+
 TEST(EventV2, ASettledWalletTransferIsOneEventWithinTheBudget) {
   Event e = envelope(wallet_transfer());
   const std::string wire = seal(e);
@@ -365,6 +395,11 @@ TEST(Legs, ReadRefusesPostingsThatAreNotTheirTypesLegs) {
       {"a payout without its fee",
        payout({{kSource, Kobo(-500'000), Kobo(0)}, {suspense, Kobo(500'000), Kobo(500'000)}}),
        "a payout's postings are not"},
+      {"a payout whose debit has no negation in kobo (its legs negate it)",
+       payout({{kSource, Kobo(std::numeric_limits<std::int64_t>::min()), Kobo(0)},
+               {suspense, Kobo(std::int64_t{1} << 62), Kobo(std::int64_t{1} << 62)},
+               {fees, Kobo(std::int64_t{1} << 62), Kobo(std::int64_t{1} << 62)}}),
+       "more than kobo can hold"},
       {"a sweep of another wallet than the one credited",
        incoming({{inbound, Kobo(-5), Kobo(-5)},
                  {kSource, Kobo(5), Kobo(5)},
