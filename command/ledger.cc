@@ -153,6 +153,8 @@ Ledger::Ledger(EventLog& log, LedgerOptions options)
               "a writer draws ids and takes a command at least");
   const std::uint32_t n = log.partitions();
   released_.assign(n, 0);
+  unsigned_events_.assign(n, 0);
+  unsigned_since_.assign(n, 0);
   take_asked_.assign(n, {});
   awaiting_first_.assign(n, false);
   // A single node's writer owns every partition; a cluster node's none until take().
@@ -387,10 +389,87 @@ Status Ledger::append_writer_started(const std::vector<Partition>& partitions) {
     apply(st, e);
     history_->note(e);
     KOBO_ASSERT(st.chain.epoch() == next, "each writer takes its partitions with the next epoch");
+    // Signed right away: the new epoch is the writer's only if its key says so.
+    if (options_.signer) {
+      auto checkpoint = place_checkpoint(st, now);
+      if (!checkpoint) return checkpoint.status();
+      batch.push_back(std::move(checkpoint).value());
+    }
   }
   if (auto s = log_.append(batch); !s) return s;
   publish_durable();
   return history_->write_tail();
+}
+
+// A signed checkpoint of st's head, placed like any event (a command of its own). It signs
+// everything up to the head, so the partition has no unsigned event after it.
+Result<EncodedEvent> Ledger::place_checkpoint(PartitionState& st, UnixMs now) {
+  KOBO_ASSERT(options_.signer != nullptr, "a checkpoint is placed by a writer with a key");
+  Event e;
+  e.partition = st.partition;
+  e.seq = Seq(st.chain.last_seq().value + 1);
+  e.epoch = st.chain.epoch();
+  e.command_seq = e.seq;
+  e.time = now;
+  ChainCheckpointed checkpoint;
+  checkpoint.log = options_.log_name;
+  e.data = std::move(checkpoint);
+  e.prev_hash = st.chain.last_hash();
+  if (auto s = sign_checkpoint(*options_.signer, e); !s) return s;
+  EncodedEvent out{e.partition, e.seq, e.type(), "", now, seal(e)};
+  const ChainVerdict verdict = st.chain.follow(e);
+  KOBO_ASSERT(verdict == ChainVerdict::accept, "a checkpoint extends the chain it signs");
+  apply(st, e);
+  history_->note(e);
+  unsigned_events_[st.partition.value] = 0;
+  return out;
+}
+
+void Ledger::note_unsigned(Partition p, std::uint64_t events, UnixMs now) {
+  if (unsigned_events_[p.value] == 0) unsigned_since_[p.value] = now;
+  unsigned_events_[p.value] += events;
+}
+
+// When the oldest unsigned event of a partition this writer writes is checkpoint_interval old.
+std::optional<UnixMs> Ledger::checkpoint_due() const {
+  if (!options_.signer) return std::nullopt;
+  std::optional<UnixMs> due;
+  for (std::uint32_t p = 0; p < unsigned_events_.size(); ++p) {
+    if (unsigned_events_[p] == 0 || !owns(Partition(p))) continue;
+    const UnixMs at = unsigned_since_[p] + options_.checkpoint_interval.count();
+    due = due ? std::min(*due, at) : at;
+  }
+  return due;
+}
+
+// Appends a checkpoint to every partition this writer writes whose unsigned events are due (all:
+// every one that has any, as the writer stops). A failure is an append's: the writer re-reads the
+// log, and the partitions are signed again after it.
+void Ledger::sign_overdue(bool all) {
+  if (!options_.signer || !healthy_.load()) return;
+  const UnixMs now = this->now();
+  std::vector<EncodedEvent> batch;
+  for (std::uint32_t p = 0; p < states_.size(); ++p) {
+    if (unsigned_events_[p] == 0 || !owns(Partition(p))) continue;
+    if (!all && now < unsigned_since_[p] + options_.checkpoint_interval.count()) continue;
+    auto checkpoint = place_checkpoint(states_[p], now);
+    if (!checkpoint) {
+      log::error("the writer key could not sign a checkpoint", {{"error", checkpoint.status().message()}});
+      unsigned_since_[p] = now;  // tried again an interval on
+      continue;
+    }
+    batch.push_back(std::move(checkpoint).value());
+  }
+  if (batch.empty()) return;
+  if (auto s = log_.append(batch); !s) {
+    ledger_metrics().append_failures.inc();
+    set_fault(s);
+    log::error("appending checkpoints failed; re-reading the log", {{"error", s.message()}});
+    recover();
+    return;
+  }
+  publish_durable();
+  (void)write_history();
 }
 
 // After a durable append: the facts of its events go to the history index. A failure leaves them
@@ -593,6 +672,12 @@ void Ledger::recover() {
     }
   }
   resume_scheduled();
+  // What the log holds after its last checkpoint is not known here: each partition is signed an
+  // interval on, whatever it holds.
+  for (std::uint32_t p = 0; p < states_.size(); ++p) {
+    unsigned_events_[p] = 0;
+    if (options_.signer && owns(Partition(p))) note_unsigned(Partition(p), 1, now());
+  }
   healthy_.store(true);
   log::info("the writer is writing again");
 }
@@ -602,6 +687,7 @@ void Ledger::run() {
   std::vector<Pending> batch;
   for (;;) {
     batch.clear();
+    bool stop_now = false;
     {
       std::unique_lock lock(mu_);
       auto ready = [&] { return stopping_ || !queue_.empty() || !ownership_requests_.empty(); };
@@ -614,15 +700,25 @@ void Ledger::run() {
           wait = std::min(wait,
                           std::chrono::milliseconds(std::max<UnixMs>(0, scheduled_.begin()->first - now())));
         cv_.wait_for(lock, wait, ready);
-      } else if (scheduled_.empty() || options_.clock) {
+      } else if (options_.clock) {
         // Under a virtual clock time moves only when its driver says, and the driver submits
         // after moving it: what fell due is taken then, never on a timer of its own.
         cv_.wait(lock, ready);
       } else {
-        const auto wait_ms = std::max<UnixMs>(0, scheduled_.begin()->first - now());
-        cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), ready);
+        // The next duty, or the next checkpoint due.
+        std::optional<UnixMs> wake = checkpoint_due();
+        if (!scheduled_.empty())
+          wake = std::min(wake.value_or(scheduled_.begin()->first), scheduled_.begin()->first);
+        if (!wake)
+          cv_.wait(lock, ready);
+        else
+          cv_.wait_for(lock, std::chrono::milliseconds(std::max<UnixMs>(0, *wake - now())), ready);
       }
-      if (stopping_) return;
+      stop_now = stopping_;
+    }
+    if (stop_now) {
+      sign_overdue(true);  // a writer that stops leaves no unsigned tail behind
+      return;
     }
     if (options_.cluster) handle_ownership_requests();
     // What is due goes before what is queued: whatever woke the writer, a command submitted at
@@ -645,6 +741,7 @@ void Ledger::run() {
       ledger_metrics().queue_depth.set(static_cast<double>(queue_.size()));
     }
     if (!batch.empty()) process(batch);  // while unhealthy: answers every command unavailable at once
+    sign_overdue(false);
     if (options_.cluster && healthy_.load()) {
       follow_standby();
       if (healthy_.load()) complete_takes();
@@ -700,6 +797,7 @@ void Ledger::process(std::vector<Pending>& batch) {
       o.events.reserve(d.events.size());
       for (auto& draft : d.events)
         events.push_back(place(st, *history_, draft, command_seq, size, now, o.events));
+      if (options_.signer) note_unsigned(p, size, now);
       // What nobody is answered (a command the writer ran on its own: a settlement, a payout's
       // step) needs no wallet's facts.
       if (batch[i].done) o.wallets = facts_shown(st, o.events);
@@ -709,6 +807,18 @@ void Ledger::process(std::vector<Pending>& batch) {
     o.seq = st.chain.last_seq();
     KOBO_ASSERT(st.total.value == 0, "a partition's balances sum to zero after every command");
   }
+
+  // A partition whose unsigned events reach checkpoint_events is signed in the same append.
+  if (options_.signer && !events.empty())
+    for (std::uint32_t p = 0; p < states_.size(); ++p)
+      if (unsigned_events_[p] >= options_.checkpoint_events) {
+        auto checkpoint = place_checkpoint(states_[p], now);
+        if (checkpoint)
+          events.push_back(std::move(checkpoint).value());
+        else
+          log::error("the writer key could not sign a checkpoint",
+                     {{"error", checkpoint.status().message()}});
+      }
 
   bool appended = false;
   if (!events.empty()) {
@@ -834,6 +944,7 @@ void Ledger::let_go(Partition p, std::string_view why) {
   // Its duties are its next owner's, resumed there from the log.
   std::erase_if(scheduled_, [&](const auto& entry) { return route(entry.second) == p; });
   awaiting_first_[p.value] = false;
+  unsigned_events_[p.value] = 0;  // signed by its next writer's first checkpoint
   log::info("this node no longer writes the partition",
             {{"partition", p.value}, {"was", to_string(was)}, {"why", why}});
 }

@@ -46,6 +46,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -92,6 +93,15 @@ struct LedgerOptions {
   // A cluster node: while no command arrives, how often the writer reads what other nodes
   // appended to the partitions it does not own.
   std::chrono::milliseconds standby_poll{10};
+  // Signed checkpoints (events/checkpoint.h, docs/security.md): null, none are written. With a
+  // signer (`--writer-key-file`), the writer appends a ChainCheckpointed right after each
+  // WriterStarted, and signs a partition it writes once checkpoint_events events are unsigned or
+  // the oldest of them is checkpoint_interval old, and when it stops. `log_name` is what the
+  // signatures name the log by: the Kafka topic, or "embedded".
+  std::shared_ptr<CheckpointSigner> signer;
+  std::string log_name = "embedded";
+  std::uint64_t checkpoint_events = 1'000;
+  std::chrono::milliseconds checkpoint_interval{10'000};
 };
 
 // A partition's place in a writer (see "Ownership" above).
@@ -177,6 +187,11 @@ class Ledger {
   void resume_scheduled();
   void take_due(std::vector<Pending>& batch);
   void process(std::vector<Pending>& batch);
+  // Signed checkpoints (LedgerOptions::signer), on the writer thread.
+  [[nodiscard]] Result<EncodedEvent> place_checkpoint(PartitionState& st, UnixMs now);
+  void note_unsigned(Partition p, std::uint64_t events, UnixMs now);
+  std::optional<UnixMs> checkpoint_due() const;
+  void sign_overdue(bool all);
   void publish_durable();
   Partition route(const Command& c) const;
   UnixMs now() const { return options_.clock ? options_.clock() : now_ms(); }
@@ -232,6 +247,10 @@ class Ledger {
   std::vector<bool> awaiting_first_;
   std::chrono::steady_clock::time_point next_take_attempt_{};
   std::chrono::steady_clock::time_point next_recovery_{};  // writer thread only
+  // Writer thread only, with a signer: per partition, the events appended since its last signed
+  // checkpoint and when the first of them was.
+  std::vector<std::uint64_t> unsigned_events_;
+  std::vector<UnixMs> unsigned_since_;
   std::thread thread_;
 };
 

@@ -423,6 +423,8 @@ struct Applier {
   }
   // Webhook deliveries are the webhooks' business (docs/webhooks.md): nothing to decide with.
   void operator()(const WebhookDeliveriesEnded&) const {}
+  // A signed checkpoint is the audit's (events/checkpoint.h): nothing to decide with.
+  void operator()(const ChainCheckpointed&) const {}
 
   void change_status() const {
     const auto c = status_change(e.data);

@@ -604,13 +604,35 @@ struct WebhookDeliveriesEnded {
 };
 inline constexpr std::size_t kWebhookDeliveriesPerEventMax = 1'000;
 
+// A signed checkpoint of the partition's chain (events/checkpoint.h, docs/security.md): the
+// writer's Ed25519 signature, with `key` (its public key, 64 hex digits), over the head before this
+// event (the seq before this one and this event's prevHash, which commits to every earlier event),
+// the partition, the epoch, this event's time and `log`, the log's name. `nextKey`: a rotation,
+// signed by the old key: the key that signs the partition's checkpoints from the next one on.
+// Appended right after each WriterStarted and every N events or T seconds when the writer has a
+// key. Partition-level (no business). Moves no money.
+struct ChainCheckpointed {
+  std::string key;
+  std::string log;
+  std::optional<std::string> next_key = std::nullopt;
+  std::string signature;  // 128 hex digits
+  auto operator<=>(const ChainCheckpointed&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("key", x.key);
+    f("log", x.log);
+    f("nextKey", x.next_key);
+    f("signature", x.signature);
+  }
+};
+
 // The alternatives of EventData, in the order of EventType.
 using EventData =
     std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
                  CollectionWalletOpened, CollectionWalletExpired, BeneficiarySaved, WalletTransferSettled,
                  BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed,
                  IncomingCreditReceived, WalletTierChanged, HoldPlaced, HoldCaptured, HoldVoided, HoldExpired,
-                 WebhookSecretRotated, BulkTransferAccepted, WebhookDeliveriesEnded>;
+                 WebhookSecretRotated, BulkTransferAccepted, WebhookDeliveriesEnded, ChainCheckpointed>;
 
 enum class EventType {
   writer_started,
@@ -635,6 +657,7 @@ enum class EventType {
   webhook_secret_rotated,
   bulk_transfer_accepted,
   webhook_deliveries_ended,
+  chain_checkpointed,
 };
 
 inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }
@@ -655,7 +678,7 @@ struct Event {
   Seq command_seq{0};
   std::uint32_t command_size = 1;
   int schema_version = kEventSchemaVersion;
-  std::string business;  // "biz-…"; empty for partition-level events (WriterStarted)
+  std::string business;  // "biz-…"; empty for partition-level events (WriterStarted, …)
   bool live = false;
   UnixMs time = 0;
   EventData data;
