@@ -147,7 +147,8 @@ Ledger::Ledger(EventLog& log, LedgerOptions options)
       durable_seq_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())),
       epoch_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())),
       followed_offset_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())),
-      ownership_(std::make_unique<std::atomic<std::uint8_t>[]>(log.partitions())) {
+      ownership_(std::make_unique<std::atomic<std::uint8_t>[]>(log.partitions())),
+      queue_(options_.queue_max, options_.queue_max_per_business) {
   KOBO_ASSERT(log.partitions() == options_.config.partitions, "ledger and log disagree on partitions");
   KOBO_ASSERT(ids_ != nullptr && options_.batch_max > 0 && options_.queue_max > 0,
               "a writer draws ids and takes a command at least");
@@ -541,14 +542,35 @@ void Ledger::stop() {
   std::deque<Pending> left;
   {
     std::lock_guard lock(mu_);
-    left.swap(queue_);
+    left = queue_.take_all();
   }
   for (auto& p : left) p.done(unavailable("the ledger is stopping"));
 }
 
+namespace {
+
+// Whose share of the writer's queue a command takes: its business's; a partition's own duties
+// share one.
+std::string queue_key(const Command& c) {
+  return std::visit(
+      [](const auto& cmd) -> std::string {
+        using T = std::decay_t<decltype(cmd)>;
+        if constexpr (std::is_same_v<T, CreateBusiness>)
+          return cmd.business_id;
+        else if constexpr (requires { cmd.caller.business; })
+          return cmd.caller.business;
+        else
+          return {};
+      },
+      c);
+}
+
+}  // namespace
+
 void Ledger::submit(Command command, Callback done) {
   KOBO_ASSERT(done != nullptr, "submit needs a callback");
   bool stopping = false;
+  auto pushed = FairQueue<Pending>::Pushed::full;
   {
     std::unique_lock lock(mu_);
     stopping = stopping_;
@@ -559,15 +581,22 @@ void Ledger::submit(Command command, Callback done) {
       fault_lock.unlock();
       return done(std::move(not_started));
     }
-    if (!stopping && queue_.size() < options_.queue_max) {
-      queue_.push_back(Pending{std::move(command), std::move(done)});
-      lock.unlock();
-      cv_.notify_one();
-      return;
+    if (!stopping) {
+      std::string key = queue_key(command);
+      pushed = queue_.admits(key);
+      if (pushed == FairQueue<Pending>::Pushed::queued) {
+        queue_.push(std::move(key), Pending{std::move(command), std::move(done)});
+        lock.unlock();
+        cv_.notify_one();
+        return;
+      }
     }
   }
   if (!stopping) ledger_metrics().rejected_full.inc();
-  done(unavailable(stopping ? "the ledger is stopping" : "the command queue is full"));
+  done(unavailable(stopping ? "the ledger is stopping"
+                   : pushed == FairQueue<Pending>::Pushed::key_full
+                       ? "the business has too many commands waiting"
+                       : "the command queue is full"));
 }
 
 Outcome Ledger::execute(Command command) {

@@ -52,8 +52,10 @@
 
 #include "command/commands.h"
 #include "command/decide.h"
+#include "command/fair_queue.h"
 #include "command/snapshot.h"
 #include "command/state.h"
+#include "events/checkpoint.h"
 #include "events/event_log.h"
 #include "events/log_follower.h"
 
@@ -62,7 +64,11 @@ namespace kobo {
 struct LedgerOptions {
   LedgerConfig config;
   std::size_t queue_max = 65'536;  // commands waiting; a full queue answers `unavailable`
-  std::size_t batch_max = 8'192;   // commands decided and appended together (a bulk weighs 1 + its items)
+  // Commands of one business waiting (fair_queue.h): the queue is drained round-robin between
+  // businesses, and one business's burst past this is answered `unavailable` (503), so that it
+  // cannot take the whole queue.
+  std::size_t queue_max_per_business = 16'384;
+  std::size_t batch_max = 8'192;  // commands decided and appended together (a bulk weighs 1 + its items)
   // Where decide() draws the ids it assigns; null: secure random ids (RandomIds). Tests and
   // simulations give a seeded one (SeededIds) to replay a run exactly. Used by the writer
   // thread only.
@@ -220,9 +226,9 @@ class Ledger {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> queue_;  // guarded by mu_
-  bool stopping_ = false;      // guarded by mu_
-  bool started_ = false;       // guarded by mu_: start() succeeded, the writer thread takes the queue
+  FairQueue<Pending> queue_;  // guarded by mu_
+  bool stopping_ = false;     // guarded by mu_
+  bool started_ = false;      // guarded by mu_: start() succeeded, the writer thread takes the queue
   // Writer thread only: internal commands (payout rail steps, collection expiries) by due time.
   std::multimap<UnixMs, Command> scheduled_;
   // Ownership requests (a cluster node), guarded by mu_; released_[p] counts the releases of p
