@@ -1,5 +1,6 @@
 #include "query-api/api.h"
 
+#include "query-api/rate_limit.h"
 #include "query-api/route.h"
 
 namespace kobo {
@@ -9,7 +10,12 @@ Api::Api(Ledger& ledger, Views& views, Projector& projector, ApiOptions options)
       views_(views),
       projector_(projector),
       options_(std::move(options)),
-      no_hooks_(std::make_unique<api::EdgeHooks>()) {}
+      no_hooks_(std::make_unique<api::EdgeHooks>()) {
+  if (options_.rate_limit_reads > 0 || options_.rate_limit_writes > 0)
+    limits_ = std::make_unique<api::RateLimitHooks>(
+        api::RateLimitOptions{options_.rate_limit_reads, options_.rate_limit_writes},
+        options_.hooks != nullptr ? *options_.hooks : *no_hooks_);
+}
 
 Api::~Api() { answers_.join(); }
 
@@ -21,7 +27,9 @@ bool Api::caught_up() const {
 
 void Api::add_routes(http::Router& router) {
   api::Routes routes(router, std::make_shared<api::Protocol>(ledger_, views_, projector_, options_, answers_),
-                     options_.hooks != nullptr ? *options_.hooks : *no_hooks_);
+                     limits_                     ? *limits_
+                     : options_.hooks != nullptr ? *options_.hooks
+                                                 : *no_hooks_);
   api::add_wallet_routes(routes);
   api::add_statement_routes(routes);
   api::add_transfer_routes(routes);

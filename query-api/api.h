@@ -46,6 +46,7 @@ class Api {
   Projector& projector_;
   const ApiOptions options_;
   std::unique_ptr<api::EdgeHooks> no_hooks_;  // the hook points' defaults, when options_ names none
+  std::unique_ptr<api::EdgeHooks> limits_;    // the rate limits before those, when set
   boost::asio::thread_pool answers_{2};
 };
 
