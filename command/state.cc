@@ -465,6 +465,8 @@ struct Applier {
   void operator()(const WebhookDeliveriesEnded& x) const {
     KOBO_ASSERT(e.business.empty() && !x.deliveries.empty(), "deliveries end in a partition-level event");
   }
+  // A signed checkpoint is the audit's (events/checkpoint.h): nothing to decide with.
+  void operator()(const ChainCheckpointed&) const {}
 
   void change_status() const {
     const auto c = status_change(e.data);

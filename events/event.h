@@ -697,6 +697,28 @@ struct WebhooksConfigured {
   }
 };
 
+// A signed checkpoint of the partition's chain (events/checkpoint.h, docs/security.md): the
+// writer's Ed25519 signature, with `key` (its public key, 64 hex digits), over the head before this
+// event (the seq before this one and this event's prevHash, which commits to every earlier event),
+// the partition, the epoch, this event's time and `log`, the log's name. `nextKey`: a rotation,
+// signed by the old key: the key that signs the partition's checkpoints from the next one on.
+// Appended right after each WriterStarted and every N events or T seconds when the writer has a
+// key. Partition-level (no business). Moves no money.
+struct ChainCheckpointed {
+  std::string key;
+  std::string log;
+  std::optional<std::string> next_key = std::nullopt;
+  std::string signature;  // 128 hex digits
+  auto operator<=>(const ChainCheckpointed&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("key", x.key);
+    f("log", x.log);
+    f("nextKey", x.next_key);
+    f("signature", x.signature);
+  }
+};
+
 // The alternatives of EventData, in the order of EventType.
 using EventData =
     std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
@@ -704,7 +726,8 @@ using EventData =
                  BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed,
                  IncomingCreditReceived, WalletTierChanged, HoldPlaced, HoldCaptured, HoldVoided, HoldExpired,
                  WebhookSecretRotated, BulkTransferAccepted, WebhookDeliveriesEnded, SigningKeySealed,
-                 SecretKeyRolled, SecretKeyRevoked, BusinessSuspended, BusinessResumed, WebhooksConfigured>;
+                 SecretKeyRolled, SecretKeyRevoked, BusinessSuspended, BusinessResumed, WebhooksConfigured,
+                 ChainCheckpointed>;
 
 enum class EventType {
   writer_started,
@@ -735,6 +758,7 @@ enum class EventType {
   business_suspended,
   business_resumed,
   webhooks_configured,
+  chain_checkpointed,
 };
 
 inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }
@@ -759,7 +783,7 @@ struct Event {
   // "admin" for the admin API; empty for what the service does on its own (a payout's steps, an
   // expiry, a writer's start). On the wire only when not empty.
   std::string actor;
-  std::string business;  // "biz-…"; empty for partition-level events (WriterStarted)
+  std::string business;  // "biz-…"; empty for partition-level events (WriterStarted, …)
   bool live = false;
   UnixMs time = 0;
   EventData data;

@@ -1,6 +1,7 @@
 #include "query-api/api.h"
 
 #include "query-api/positions.h"
+#include "query-api/rate_limit.h"
 #include "query-api/route.h"
 
 namespace kobo {
@@ -47,8 +48,13 @@ std::string Api::not_ready() const {
 
 void Api::add_routes(http::Router& router) {
   position_hooks_ = std::make_unique<api::PositionHooks>(projector_, ledger_.config().partitions, read_wait_);
+  api::EdgeHooks& hooks = options_.hooks != nullptr ? *options_.hooks : *position_hooks_;
+  // The rate limits admit (or refuse) a request before the other hooks see it.
+  if (options_.rate_limit_reads > 0 || options_.rate_limit_writes > 0)
+    limits_ = std::make_unique<api::RateLimitHooks>(
+        api::RateLimitOptions{options_.rate_limit_reads, options_.rate_limit_writes}, hooks);
   api::Routes routes(router, std::make_shared<api::Protocol>(ledger_, views_, projector_, options_, answers_),
-                     options_.hooks != nullptr ? *options_.hooks : *position_hooks_);
+                     limits_ ? *limits_ : hooks);
   api::add_wallet_routes(routes);
   api::add_statement_routes(routes);
   api::add_transfer_routes(routes);

@@ -68,6 +68,7 @@ class Api {
   mutable std::atomic<bool> caught_up_once_{false};
   std::unique_ptr<api::EdgeHooks>
       position_hooks_;  // the hook points (position tokens), when options_ names none
+  std::unique_ptr<api::EdgeHooks> limits_;  // the rate limits before those, when set
   boost::asio::thread_pool answers_{2};
 };
 

@@ -238,6 +238,8 @@ class Webhooks::Impl {
   // Deliveries that ended here and are still to be reported (WebhookOptions::ended), by partition.
   std::map<std::uint32_t, std::vector<WebhookDeliveryEnded>> ended_;
   std::uint32_t next_partition_ = 0;  // sender only: where the next scheduling pass starts
+  std::map<std::uint32_t, std::string>
+      due_cursor_;  // sender only: per partition, where its next pass goes on
 
   asio::io_context io_;  // last: destroyed first, with the attempts it still holds
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
@@ -598,10 +600,33 @@ void Webhooks::Impl::tick() {
       const std::string prefix = due_prefix(p);
       std::string upper = prefix;
       put_be(upper, now + 1);
-      for (it->Seek(prefix); it->Valid() && scanned < kDueScanMax; it->Next(), ++scanned) {
-        if (in_flight_.size() >= options_.concurrency_max) break;
-        const auto key = it->key();
-        if (!key.starts_with(prefix) || key.compare(upper) >= 0) break;
+      // Each pass goes on from where the last one stopped in the partition's due entries and wraps
+      // to their start once: every due entry is looked at within (due entries / kDueScanMax)
+      // passes, however many entries of a busy (black-holed) endpoint come before it.
+      std::string& cursor = due_cursor_[p.value];
+      if (!cursor.starts_with(prefix)) cursor = prefix;
+      const std::string from = cursor;
+      bool wrapped = from == prefix;  // from the start there is nothing to wrap to
+      it->Seek(from);
+      while (true) {
+        bool past = !it->Valid() || !it->key().starts_with(prefix) || it->key().compare(upper) >= 0;
+        if (past && !wrapped) {
+          wrapped = true;
+          it->Seek(prefix);
+          continue;
+        }
+        if (!past && from != prefix && wrapped && it->key().compare(from) >= 0) past = true;
+        if (past) {
+          cursor = prefix;
+          break;
+        }
+        const std::string key(it->key().data(), it->key().size());
+        if (scanned >= kDueScanMax || in_flight_.size() >= options_.concurrency_max) {
+          cursor = key;  // the next pass starts here
+          break;
+        }
+        ++scanned;
+        it->Next();
         if (key.size() <= kDueKeyIdAt) {
           read = Status::error("webhooks read: a due entry without a delivery id");
           break;

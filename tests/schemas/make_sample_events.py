@@ -18,7 +18,10 @@ driven through the writer itself (command/ledger.h's Ledger over a MemoryLog, 2 
 rail delay 100 ms), each record's bytes as appended, and checked with decode_event() and
 in_canonical_form(). Once `kobo serve` and `kobo events` are on v2, this script writes the
 same kinds of events. `WebhookDeliveriesEnded` is appended by a cluster's nodes only: its sample
-(the last line) was appended by the writer over a MemoryLog (command EndWebhookDeliveries).
+(the line before the last) was appended by the writer over a MemoryLog (command
+EndWebhookDeliveries). `ChainCheckpointed` (the last line) is made by hand after it: signed with a
+throwaway key by `openssl pkeyutl -sign -rawin` over the message its schema gives, which
+tests/audit/signed_log_test.cc verifies with kobo's own code.
 """
 
 import argparse
