@@ -248,7 +248,7 @@ TEST_F(RouteWrapper, RateLimitsAnswer429PerKeyAndKind) {
   ao.admin_key = "route-test-admin-key";
   ao.webhooks = webhooks_.get();
   ao.webhook_secrets = secrets_.get();
-  ao.signing_keys = keys_.get();
+  ao.master_key = master_.get();
   ao.rate_limit_writes = 2;
   ao.rate_limit_reads = 1'000;
   Api limited(*ledger_, *views_, *projector_, ao);

@@ -471,9 +471,9 @@ TEST_F(WebhooksOwnServer, RestartBetweenAttemptsStillDelivers) {
 // tenant's healthy receiver (one partition, so both tenants' deliveries share its due index).
 TEST_F(WebhooksOwnServer, AHungEndpointsBacklogDoesNotStarveAnotherTenant) {
   server_ = std::make_unique<KoboProcess>(
-      kobo_options({"--admin-key", kAdminKey, "--partitions", "1", "--no-fsync", "--webhook-allow-private",
-                    "--webhook-retry-schedule", "1s", "--webhook-retry-window", "5m", "--webhook-timeout-ms",
-                    "60000", "--webhook-endpoint-concurrency", "2"}));
+      kobo_options({"--partitions", "1", "--no-fsync", "--webhook-allow-private", "--webhook-retry-schedule",
+                    "1s", "--webhook-retry-window", "5m", "--webhook-timeout-ms", "60000",
+                    "--webhook-endpoint-concurrency", "2"}));
   WebhookReceiver hung(WebhookReceiver::Mode::hang);
   WebhookReceiver healthy;
   const Business flooder = new_business(server_->client());
