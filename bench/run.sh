@@ -43,7 +43,7 @@ fsync=$(python3 "$here/fsync_probe.py" "${TMPDIR:-/tmp}" 200)
 
 measure peers "$here/peers.sh" "$seconds"
 measure http "$here/http_bench.sh" "$build" "$seconds" transfers,get,lag,memory
-# The same transfers between wallets of KYC tier 1 (docs/api/extensions.md section 3) under limits that never
+# The same transfers between wallets of KYC tier 1 (docs/architecture.md, KYC tiers) under limits that never
 # refuse: every transfer counts its debit and checks the daily allowance and the balance cap.
 KOBO_KYC_TIER=1 measure tiers "$here/http_bench.sh" "$build" "$seconds" transfers -- --limits "$here/limits_bench.json"
 # A bulk of 1,000 wallet transfers on one connection (extensions section 5).

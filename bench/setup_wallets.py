@@ -13,6 +13,9 @@ import os
 import sys
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from partitioner import partition_of  # noqa: E402  (events/partitioner.cc)
+
 base, key, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 businesses = int(sys.argv[4]) if len(sys.argv) > 4 else 1
 
@@ -21,29 +24,6 @@ def post(path, body, headers):
     req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
                                  headers={**headers, "content-type": "application/json"})
     return json.load(urllib.request.urlopen(req))["data"]
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 (seed 0x9747b28c), as events/partitioner.cc computes it."""
-    m, h = 0x5BD1E995, (0x9747B28C ^ len(data)) & 0xFFFFFFFF
-    for i in range(0, len(data) - len(data) % 4, 4):
-        k = int.from_bytes(data[i:i + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> 24
-        k = (k * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    tail, rest = len(data) % 4, data[len(data) - len(data) % 4:]
-    if tail >= 3:
-        h ^= rest[2] << 16
-    if tail >= 2:
-        h ^= rest[1] << 8
-    if tail >= 1:
-        h ^= rest[0]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h
 
 
 def wallets(key, count, tag):
@@ -72,7 +52,7 @@ for attempt in range(50 * partitions):
         break
     creds = post("/v1/admin/businesses", {"name": f"bench business {attempt}"},
                  {"x-admin-key": admin_key})["credentials"]
-    p = (murmur2(creds["businessId"].encode()) & 0x7FFFFFFF) % partitions
+    p = partition_of(creds["businessId"], partitions)
     keys.setdefault(p, creds["testSecretKey"])
 assert len(keys) == businesses, f"only {len(keys)} partitions got a business"
 print(";".join(f"{k}:{','.join(wallets(k, n // businesses, f'p{p}-'))}" for p, k in sorted(keys.items())))

@@ -104,7 +104,7 @@ const WalletState* caller_wallet(const PartitionState& s, const Caller& c, const
   return owner.business == c.business && owner.live == c.live ? w : nullptr;
 }
 
-// KYC tier limits (docs/api/extensions.md section 3), from the table the log recorded (state.tier_limits).
+// KYC tier limits (docs/architecture.md, KYC tiers), from the table the log recorded (state.tier_limits).
 bool valid_tier(const std::optional<std::uint64_t>& tier) {
   return !tier || (*tier >= 1 && *tier <= kKycTiers);
 }

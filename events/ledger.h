@@ -52,7 +52,7 @@ std::vector<std::string> wallets_shown(const EventData& d);
 
 // ---- KYC tier limits (events/limits.h) ---------------------------------------------------------
 
-// The debit of `d` that counts toward a wallet's daily allowance (docs/api/extensions.md section 3): a
+// The debit of `d` that counts toward a wallet's daily allowance (docs/architecture.md, KYC tiers): a
 // wallet transfer's amount from its source, a bank transfer's amount + fee, a hold's amount when
 // it is placed. Nothing else counts (not a capture, a sweep or a reversal), and nothing gives
 // allowance back (not a void, an expiry or a failed payout).

@@ -1,5 +1,5 @@
 #pragma once
-// KYC tiers and their limits (docs/api/extensions.md section 3): the one place that says which debits
+// KYC tiers and their limits (docs/architecture.md, KYC tiers): the one place that says which debits
 // count toward a wallet's daily allowance, which credits its balance cap refuses, and what day a
 // time falls on. The writer decides with these, the views show them, the audit checks them.
 //
@@ -43,7 +43,7 @@ TierLimits cbn_tier_limits();
 // Whether `t` is a table of three tiers with amounts that are not negative.
 [[nodiscard]] Status check_tier_limits(const TierLimits& t);
 
-// The `--limits FILE` form, the table of docs/api/extensions.md section 3 as JSON:
+// The `--limits FILE` form, the CBN tier table as JSON:
 // {"1": {"dailyDebit": 5000000, "maxBalance": 30000000}, "2": {...}, "3": {..., "maxBalance": null}}.
 [[nodiscard]] Result<TierLimits> parse_tier_limits(std::string_view json);
 

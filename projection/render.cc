@@ -412,7 +412,7 @@ Object sweep(const Event& e, const IncomingCreditReceived& x, const std::vector<
   return r;
 }
 
-// A wallet's KYC tier and its limits for the day `tiers` is shown at (docs/api/extensions.md section 1).
+// A wallet's KYC tier and its limits for the day `tiers` is shown at (docs/architecture.md, KYC tiers).
 void tier_members(Object& w, const rows::WalletRow& now, const TierShown& tiers) {
   static const TierLimits kCbn = cbn_tier_limits();
   const TierLimit* limit = tier_limit(tiers.limits != nullptr ? *tiers.limits : kCbn, now.tier);

@@ -1,5 +1,5 @@
 #pragma once
-// Render: the API's records (docs/api/wallet-service-api.md section 2, docs/architecture.md section 7) from
+// Render: the API's records (schemas/openapi.yaml, docs/architecture.md section 7) from
 // the ledger's facts. The one place a record's shape is written: the views render what they return from their
 // rows (projection/rows.h) on every read, webhooks send what the views render, and query-api answers a write
 // with the record its command's events render, so an answer, a GET and a webhook cannot disagree.
@@ -95,7 +95,7 @@ std::string bank_account(const Event& e, const BeneficiarySaved& x);
 
 // ---- wallets ---------------------------------------------------------------------------------
 
-// What a wallet record shows of its KYC tier besides its row (docs/api/extensions.md section 1): the
+// What a wallet record shows of its KYC tier besides its row (docs/architecture.md, KYC tiers): the
 // limits in force in its partition, and the time it is shown at, whose Lagos day `dailyDebitUsed`
 // is of.
 struct TierShown {

@@ -127,7 +127,7 @@ http::Response replayed(const Result<std::optional<std::string>>& original, std:
 
 // A string member of a request body, or nullopt when it is absent or not a string.
 std::optional<std::string> optional_string(const nlohmann::json& body, const char* name);
-// A wallet's `kycTier` in a request body (docs/api/extensions.md section 3): 1, 2, 3 or null (none). The
+// A wallet's `kycTier` in a request body (docs/architecture.md, KYC tiers): 1, 2, 3 or null (none). The
 // creating routes declare it optional; `PATCH /v1/virtual-accounts/{id}` requires the member.
 void check_kyc_tier(http::Validator& v, const nlohmann::json& body, bool required);
 std::optional<std::uint64_t> kyc_tier_of(const nlohmann::json& body);

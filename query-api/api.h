@@ -1,6 +1,6 @@
 #pragma once
-// Api: the service's HTTP endpoints (docs/api/wallet-service-api.md section 4, docs/architecture.md section
-// 7) on top of the ledger (writes) and the views (reads). Every route is a declaration (route.h) that one
+// Api: the service's HTTP endpoints (schemas/openapi.yaml; decisions: docs/architecture.md section 7)
+// on top of the ledger (writes) and the views (reads). Every route is a declaration (route.h) that one
 // wrapper runs: authenticate, validate, then either submit a command to the Ledger and answer
 // from its Outcome, or read the Views after the read barrier (the projection has applied every
 // write acknowledged so far, so a GET after an acknowledged write sees it). The declarations live

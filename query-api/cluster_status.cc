@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/crypto.h"
+#include "common/json_writer.h"
 #include "query-api/envelope.h"
 
 namespace kobo::api {
@@ -80,7 +81,7 @@ void add_cluster_route(http::Router& router, const Cluster& cluster, const Ledge
     if (all)
       for (const auto& m : cluster.owners()->members)
         if (m.node_id != cluster.node_id()) others.emplace_back(m.node_id, m.url);
-    if (others.empty()) return respond(http::ok_text(200, data.dump()));
+    if (others.empty()) return respond(http::ok_text(200, json_text(data)));
     // Every other member's own part, asked at once; the answer once all have answered.
     struct Gather {
       std::mutex mu;
@@ -111,7 +112,7 @@ void add_cluster_route(http::Router& router, const Cluster& cluster, const Ledge
         g->nodes.push_back(std::move(node));
         if (--g->left > 0) return;
         g->data["nodes"] = std::move(g->nodes);
-        g->respond(http::ok_text(200, g->data.dump()));
+        g->respond(http::ok_text(200, json_text(g->data)));
       });
     }
   });

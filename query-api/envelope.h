@@ -1,5 +1,5 @@
 #pragma once
-// The response envelopes of the API (docs/api/wallet-service-api.md section 1), built in one place so every
+// The response envelopes of the API (schemas/openapi.yaml), built in one place so every
 // endpoint answers the same shape. Bodies are compact JSON with `meta` first; inside `meta` the keys come in
 // the spec's order (statusCode, success, message or pagination / error).
 //

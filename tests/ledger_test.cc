@@ -243,7 +243,7 @@ TEST(Ledger, AnswersUnavailableOnceStopped) {
   EXPECT_EQ(l.execute(CreateWallet{kCaller, "late", "secondary", {}, {}}).rejection, Rejection::unavailable);
 }
 
-// ---- KYC tiers (docs/api/extensions.md section 3) ---------------------------------------------------------
+// ---- KYC tiers (docs/architecture.md, KYC tiers) ---------------------------------------------------------
 
 Outcome tiered_wallet(Ledger& l, const std::string& name, std::uint64_t tier) {
   Outcome o = l.execute(CreateWallet{kCaller, name, "secondary", {}, {}, tier});

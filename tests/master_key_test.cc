@@ -36,9 +36,11 @@ TEST(LocalMasterKey, WrapsForOneContextAndOpensOnlyThere) {
   const auto refused = other->unwrap(wrapped, "acc-1|live|key-1");
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find(master->id()), std::string::npos) << refused.status().message();
-  // Edited, or not a wrapped key at all.
+  // Edited, or not a wrapped key at all. The edit is inside the text, where every bit of a
+  // character is the ciphertext's (the last characters of a base64 text carry unused bits).
   std::string edited = wrapped;
-  edited[edited.size() - 3] = edited[edited.size() - 3] == 'A' ? 'B' : 'A';
+  char& c = edited[edited.size() / 2];
+  c = c == 'A' ? 'z' : 'A';
   EXPECT_FALSE(master->unwrap(edited, "acc-1|live|key-1").ok());
   EXPECT_FALSE(master->unwrap("sk_live_0123", "acc-1|live|key-1").ok());
   EXPECT_FALSE(master->unwrap("kw1." + master->id() + ".!!!", "acc-1|live|key-1").ok());

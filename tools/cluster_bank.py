@@ -35,6 +35,8 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import partitioner  # tools/partitioner.py: events/partitioner.cc in Python
+
 ROOT = Path(__file__).resolve().parent.parent
 KOBO = os.environ.get("KOBO", str(ROOT / "build" / "kobo"))
 CLUSTER = str(ROOT / "tools" / "cluster.sh")
@@ -42,31 +44,8 @@ BROKER = str(ROOT / "tools" / "kafka" / "broker.sh")
 PARTITIONS = 6
 
 
-def murmur2(data: bytes) -> int:
-    """Kafka's murmur2, as events/partitioner.cc computes it (bench/setup_wallets.py)."""
-    m, h = 0x5BD1E995, (0x9747B28C ^ len(data)) & 0xFFFFFFFF
-    for i in range(0, len(data) - len(data) % 4, 4):
-        k = int.from_bytes(data[i:i + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> 24
-        k = (k * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    tail, rest = len(data) % 4, data[len(data) - len(data) % 4:]
-    if tail >= 3:
-        h ^= rest[2] << 16
-    if tail >= 2:
-        h ^= rest[1] << 8
-    if tail >= 1:
-        h ^= rest[0]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h
-
-
 def partition_of(business_id):
-    return (murmur2(business_id.encode()) & 0x7FFFFFFF) % PARTITIONS
+    return partitioner.partition_of(business_id, PARTITIONS)
 
 
 class Node:

@@ -1,5 +1,5 @@
 // Wallets: POST and GET /v1/virtual-accounts, GET and PATCH /v1/virtual-accounts/{id} (the
-// wallet's KYC tier, docs/api/extensions.md section 3).
+// wallet's KYC tier, docs/architecture.md, KYC tiers).
 
 #include "query-api/envelope.h"
 #include "query-api/route.h"

@@ -716,7 +716,7 @@ TEST(AuditRules, EachRuleIsReportedWhereItIsBroken) {
              {{kInbound, Kobo(-5'000), Kobo(-105'000)}, {"vba-nowhere", Kobo(5'000), Kobo(5'000)}})}});
        },
        Check::record, 8, "which is no wallet of this partition"},
-      // KYC tiers (docs/api/extensions.md section 3), with the limits a WriterStarted recorded.
+      // KYC tiers (docs/architecture.md, KYC tiers), with the limits a WriterStarted recorded.
       {"a debit over its tier's daily allowance",
        [](Forge& f) {
          f.writer_started(kSmallLimits);

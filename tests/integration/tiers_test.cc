@@ -1,4 +1,4 @@
-// KYC tiers and their limits (docs/api/extensions.md sections 1 and 3) through the real server: what a
+// KYC tiers and their limits (docs/architecture.md, "KYC tiers") through the real server: what a
 // wallet record shows, what is refused, the rule under concurrency, and the day's counters through
 // kill -9. The day rollover and the audit of the rules from the log alone are ledger_test's and
 // audit_test's (they need the writer's clock and a forged log).
@@ -120,7 +120,7 @@ TEST_F(Tiers, CreditsAboveTheBalanceCapAreRefusedAndALowerTierTakesNothing) {
   EXPECT_EQ(transfer(capped, rich, 10'000 * kNaira).status, 200u);  // it may still spend
 }
 
-// docs/api/extensions.md section 3: 50 concurrent N2,000 transfers from a tier-1 wallet holding N100,000:
+// The allowance holds: 50 concurrent N2,000 transfers from a tier-1 wallet holding N100,000:
 // exactly 25 succeed (N50,000 a day), whatever the interleaving.
 TEST_F(Tiers, ConcurrentDebitsNeverPassTheDailyAllowance) {
   const json source = tiered_wallet(1);
@@ -172,7 +172,7 @@ TEST_F(Tiers, TiersAndTheDaysDebitsSurviveKill9) {
 }
 
 // A hold counts toward its source's day when it is placed (its captures do not count again), and a
-// capture is a credit its destination's cap refuses (docs/api/extensions.md sections 2 and 3).
+// capture is a credit its destination's cap refuses (docs/architecture.md, "KYC tiers").
 TEST_F(Tiers, AHoldCountsTowardTheDayAndACaptureRespectsTheCap) {
   const json source = tiered_wallet(1);
   const json destination = tiered_wallet(std::nullopt);

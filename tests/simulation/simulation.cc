@@ -68,7 +68,7 @@ struct Hold {
   bool pending = true;
 };
 
-// KYC tier limits (docs/api/extensions.md section 3): the CBN's table, per tier 1..3; -1: no cap.
+// KYC tier limits (docs/architecture.md, KYC tiers): the CBN's table, per tier 1..3; -1: no cap.
 constexpr std::array<std::int64_t, 4> kDailyDebit{0, 5'000'000, 20'000'000, 500'000'000};
 constexpr std::array<std::int64_t, 4> kMaxBalance{0, 30'000'000, 50'000'000, -1};
 // The calendar day in Africa/Lagos (UTC+1) of a time after 1970.
