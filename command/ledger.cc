@@ -423,7 +423,9 @@ Status Ledger::append_writer_started(const std::vector<Partition>& partitions) {
       batch.push_back(std::move(checkpoint).value());
     }
   }
-  KOBO_ASSERT(batch.size() == partitions.size(), "a WriterStarted per partition taken");
+  KOBO_ASSERT(
+      batch.size() == partitions.size() * (options_.signer ? 2 : 1),
+      "a WriterStarted per partition taken, each followed by its checkpoint when the writer has a key");
   if (auto s = log_.append(batch); !s) return s;
   publish_durable();
   return history_->write_tail();
