@@ -465,8 +465,12 @@ struct Applier {
   void operator()(const WebhookDeliveriesEnded& x) const {
     KOBO_ASSERT(e.business.empty() && !x.deliveries.empty(), "deliveries end in a partition-level event");
   }
-  // A signed checkpoint is the audit's (events/checkpoint.h): nothing to decide with.
-  void operator()(const ChainCheckpointed&) const {}
+  // A signed checkpoint is the audit's to verify (events/checkpoint.h); the writer keeps only
+  // which key signs the next one, to rotate from it.
+  void operator()(const ChainCheckpointed& x) const {
+    KOBO_ASSERT(e.business.empty(), "a checkpoint is partition-level");
+    s.checkpoint_key = x.next_key.value_or(x.key);
+  }
 
   void change_status() const {
     const auto c = status_change(e.data);
