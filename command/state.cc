@@ -317,6 +317,11 @@ struct Applier {
     KOBO_ASSERT(s.businesses.contains(e.business), "an unknown business resumed");
   }
 
+  // Rate limits are the query API's to enforce (every node reads them from its views).
+  void operator()(const BusinessRateLimitsSet&) const {
+    KOBO_ASSERT(s.businesses.contains(e.business), "rate limits of an unknown business");
+  }
+
   void operator()(const WalletOpened& x) const {
     KOBO_ASSERT(x.id != 0 && !x.wallet.empty(), "a wallet opens with its ids");
     if (x.category == WalletCategory::primary) ++s.primary_wallets[scope_key(x.account.value, e.live)];
