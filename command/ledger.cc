@@ -653,7 +653,7 @@ void Ledger::submit(Command command, Callback done) {
       std::string key = queue_key(command);
       pushed = queue_.admits(key);
       if (pushed == FairQueue<Pending>::Pushed::queued) {
-        queue_.push(std::move(key), Pending{std::move(command), std::move(done)});
+        queue_.push(key, Pending{std::move(command), std::move(done)});
         lock.unlock();
         cv_.notify_one();
         return;
