@@ -116,7 +116,8 @@ Made set_rate_limits(const Exchange& x) {
   const auto reads = limit_of(x.body, "readsPerSecond");
   const auto writes = limit_of(x.body, "writesPerSecond");
   Answer answer;
-  answer.accepted = [business, reads, writes](const Exchange& done, const Outcome& o, http::Responder respond) {
+  answer.accepted = [business, reads, writes](const Exchange& done, const Outcome& o,
+                                              http::Responder respond) {
     done.protocol.after_projection(o, std::move(respond), [o, business, reads, writes](http::Responder r) {
       std::string data;
       JsonWriter w(data);

@@ -762,9 +762,9 @@ TEST_F(ClusterSuite, ARevokedKeyIsRefusedOnEveryNode) {
   const auto status = [&](int i, const std::string& key) {
     return node(i).client().get("/v1/virtual-accounts", key).status;
   };
-  const json rolled = data_or_throw(
-      node(owner).client().post("/v1/accounts/" + b.account + "/keys/roll", json{{"overlapSeconds", 3600}}, b.key),
-      201, "roll");
+  const json rolled = data_or_throw(node(owner).client().post("/v1/accounts/" + b.account + "/keys/roll",
+                                                              json{{"overlapSeconds", 3600}}, b.key),
+                                    201, "roll");
   const std::string fresh = rolled["secretKey"];
   for (int i = 0; i < kNodes; ++i) {
     EXPECT_TRUE(wait_until([&] { return status(i, fresh) == 200; }, milliseconds(5'000))) << "node " << i;
