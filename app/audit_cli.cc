@@ -15,6 +15,8 @@
 #include "app/data_dir.h"
 #include "app/progress.h"
 #include "audit/audit.h"
+#include "common/time.h"
+#include "events/checkpoint.h"
 #include "events/kafka_log.h"
 #include "projection/rebuild.h"
 #include "projection/views.h"
@@ -64,6 +66,22 @@ AuditCommands::AuditCommands(CLI::App& app) {
       ->add_flag("--progress", audit_flags_.progress,
                  "Show the progress bar on stderr even when it is not a terminal")
       ->envname("KOBO_PROGRESS");
+  audit_
+      ->add_option(
+          "--verify-key", audit_flags_.verify_key,
+          "Check the writer's signed checkpoints with its Ed25519 public key (64 hex digits, PEM, or a "
+          "file holding either): every event must be covered by one (docs/security.md)")
+      ->envname("KOBO_AUDIT_VERIFY_KEY");
+  audit_->add_option(
+      "--verified-before", audit_flags_.verified_before,
+      "With --verify-key: an earlier audit's --json report; the checkpoints it verified must still "
+      "be in the log as they were (a cut tail shows so)");
+  audit_
+      ->add_option("--unsigned-max-age-s", audit_flags_.unsigned_max_age_s,
+                   "With --verify-key: events after a partition's last checkpoint are a violation once that "
+                   "checkpoint is older than this (the writer signs every --checkpoint-seconds)")
+      ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
 
   replay_ = app.add_subcommand(
       "replay",
@@ -82,8 +100,34 @@ AuditCommands::AuditCommands(CLI::App& app) {
 
 namespace {
 
+// The signature checks the flags ask for, or nullopt without --verify-key.
+Result<std::optional<audit::SignatureOptions>> signature_options(const std::string& verify_key,
+                                                                 const std::string& verified_before,
+                                                                 double unsigned_max_age_s) {
+  if (verify_key.empty()) {
+    if (!verified_before.empty()) return Status::error("--verified-before needs --verify-key");
+    return std::optional<audit::SignatureOptions>();
+  }
+  auto key = read_public_key(verify_key);
+  if (!key) return Status::error("--verify-key: " + key.status().message());
+  audit::SignatureOptions o;
+  o.public_key = std::move(key).value();
+  o.now = now_ms();
+  o.unsigned_max_age_ms = static_cast<UnixMs>(unsigned_max_age_s * 1000);
+  if (!verified_before.empty()) {
+    std::ifstream in(verified_before);
+    const auto report = nlohmann::json::parse(in, nullptr, false);
+    if (!in || report.is_discarded())
+      return Status::error("--verified-before: " + verified_before + " is no JSON report");
+    auto checkpoints = audit::verified_checkpoints(report);
+    if (!checkpoints) return Status::error("--verified-before: " + checkpoints.status().message());
+    o.verified_before = std::move(checkpoints).value();
+  }
+  return std::optional<audit::SignatureOptions>(std::move(o));
+}
+
 int run_audit(const std::string& data_dir_flag, const KafkaFlags& log_flags, const std::string& json_file,
-              bool progress_flag) {
+              bool progress_flag, const std::optional<audit::SignatureOptions>& signatures) {
   if (data_dir_flag.empty() && log_flags.brokers.empty())
     return cannot_run("audit", "give --data-dir D or --kafka-brokers B");
   const fs::path data_dir(data_dir_flag);
@@ -109,7 +153,8 @@ int run_audit(const std::string& data_dir_flag, const KafkaFlags& log_flags, con
   auto progress = [&](std::string_view phase, std::uint64_t done, std::uint64_t total) {
     bar.update(phase, done, total);
   };
-  auto report = audit::audit_log(*log.value(), progress);
+  auto report = signatures ? audit::audit_log(*log.value(), *signatures, progress)
+                           : audit::audit_log(*log.value(), progress);
   if (!report) {
     bar.finish();
     return cannot_run("audit", "reading the log: " + report.status().message());
@@ -178,8 +223,13 @@ int run_replay(const std::string& data_dir_flag, const KafkaFlags& log_flags, bo
 }  // namespace
 
 std::optional<int> AuditCommands::run() const {
-  if (audit_->parsed())
-    return run_audit(audit_flags_.data_dir, audit_flags_.log, audit_flags_.json_file, audit_flags_.progress);
+  if (audit_->parsed()) {
+    auto signatures = signature_options(audit_flags_.verify_key, audit_flags_.verified_before,
+                                        audit_flags_.unsigned_max_age_s);
+    if (!signatures) return cannot_run("audit", signatures.status().message());
+    return run_audit(audit_flags_.data_dir, audit_flags_.log, audit_flags_.json_file, audit_flags_.progress,
+                     signatures.value());
+  }
   if (replay_->parsed()) return run_replay(replay_flags_.data_dir, replay_flags_.log, replay_flags_.progress);
   return std::nullopt;
 }

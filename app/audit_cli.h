@@ -2,7 +2,9 @@
 // `kobo audit` and `kobo replay` (README.md, "The data directory holds"): their flags and what they run.
 //
 //   kobo audit (--data-dir D | --kafka-brokers B [--kafka-topic T] [--data-dir D]) [--json FILE] [--progress]
+//              [--verify-key KEY [--verified-before REPORT] [--unsigned-max-age-s S]]
 //     exit 0: the log (and the views, when D has them) are clean; 1: violations; 2: cannot run.
+//     With --verify-key, the writer's signed checkpoints too (audit/signatures.h).
 //   kobo replay --data-dir D [--kafka-brokers B [--kafka-topic T]] [--progress]
 //     rebuilds D/views from the log (D/log, or the Kafka topic) into D/views.rebuild-<pid> and
 //     swaps it in; exit 0 when done,
@@ -34,6 +36,9 @@ class AuditCommands {
     KafkaFlags log;  // brokers empty: the embedded log under the data dir
     std::string json_file;
     bool progress = false;
+    std::string verify_key;       // the writer's public key, or a file holding it
+    std::string verified_before;  // an earlier --json report
+    double unsigned_max_age_s = 60;
   };
   struct ReplayFlags {
     std::string data_dir;

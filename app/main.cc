@@ -62,9 +62,15 @@ struct ServeOptions {
   int rail_delay_ms = 500;
   std::uint64_t snapshot_every_events = 100'000;  // 0: no snapshots of the writer's state
   std::size_t writer_cache_mb = 64;               // the history index's block cache and memtables
-  int projector_nice = -10;                       // the projector thread's nice value
-  int projector_flush_spacing_us = 3'000;         // ProjectorOptions::flush_spacing
-  std::uint32_t projector_lanes = 0;              // ProjectorOptions::lanes (0: one per core)
+  std::string writer_key_file;                    // Ed25519 PEM: signed checkpoints (events/checkpoint.h)
+  std::string previous_writer_key_file;           // the key writer_key_file replaces (a rotation)
+  std::uint64_t checkpoint_events = 1'000;
+  double checkpoint_seconds = 10;
+  double rate_limit_reads = 0;  // per API key per second; 0: none (query-api/rate_limit.h)
+  double rate_limit_writes = 0;
+  int projector_nice = -10;                // the projector thread's nice value
+  int projector_flush_spacing_us = 3'000;  // ProjectorOptions::flush_spacing
+  std::uint32_t projector_lanes = 0;       // ProjectorOptions::lanes (0: one per core)
   std::int64_t expire_in_min_s = 600;
   std::string fee_tiers = "500000:1075,5000000:2688,max:5375";
   std::string limits_file;  // KYC tier limits (events/limits.h); empty: the CBN's
@@ -417,6 +423,27 @@ int serve(const ServeOptions& o) {
   lo.history_dir = data_dir / "history";
   lo.history_cache_bytes = o.writer_cache_mb << 20;
   lo.cluster = !o.cluster.empty();
+  if (!o.writer_key_file.empty()) {
+    auto signer = open_key_file_signer(o.writer_key_file);
+    if (!signer) return fail("--writer-key-file: " + signer.status().message());
+    lo.signer = std::move(signer).value();
+    lo.log_name = o.kafka.brokers.empty() ? "embedded" : o.kafka.topic;
+    lo.checkpoint_events = o.checkpoint_events;
+    lo.checkpoint_interval =
+        std::chrono::milliseconds(static_cast<std::int64_t>(o.checkpoint_seconds * 1000));
+    log::info("the writer signs checkpoints", {{"key", lo.signer->public_key()}});
+    if (!o.previous_writer_key_file.empty()) {
+      auto previous = open_key_file_signer(o.previous_writer_key_file);
+      if (!previous) return fail("--previous-writer-key-file: " + previous.status().message());
+      if (previous.value()->public_key() == lo.signer->public_key())
+        return fail("--previous-writer-key-file is the key of --writer-key-file: nothing to rotate from");
+      lo.previous_signer = std::move(previous).value();
+      log::info("the writer rotates from its previous key where that one still signs",
+                {{"previousKey", lo.previous_signer->public_key()}});
+    }
+  } else if (!o.previous_writer_key_file.empty()) {
+    return fail("--previous-writer-key-file needs --writer-key-file (the key it rotates to)");
+  }
   Ledger ledger(*log.value(), lo);
   Projector projector(*log.value(), *views.value(), projector_options(o));
   WebhookOptions wo;
@@ -461,6 +488,8 @@ int serve(const ServeOptions& o) {
   ao.webhooks = webhooks.value().get();
   ao.master_key = &master_key;
   ao.webhook_secrets = &webhook_secrets;
+  ao.rate_limit_reads = o.rate_limit_reads;
+  ao.rate_limit_writes = o.rate_limit_writes;
   std::atomic<bool> started_all{false};
   ao.starting = [&started_all] { return started_all.load() ? std::string() : "the node is starting"; };
   Api api(ledger, *views.value(), projector, ao);
@@ -628,6 +657,39 @@ int main(int argc, char** argv) {
                 "accounts and collection wallets were used before): its block cache and memtables")
       ->envname("KOBO_WRITER_CACHE_MB")
       ->check(CLI::Range(8, 65'536))
+      ->capture_default_str();
+  s->add_option(
+       "--writer-key-file", serve.writer_key_file,
+       "The writer's Ed25519 private key (PEM, `openssl genpkey -algorithm ed25519`): the writer signs "
+       "checkpoints of each partition's chain with it, which `kobo audit --verify-key` checks "
+       "(docs/security.md); every node of a cluster is given the same key. Unset: nothing is signed")
+      ->envname("KOBO_WRITER_KEY_FILE");
+  s->add_option("--previous-writer-key-file", serve.previous_writer_key_file,
+                "With --writer-key-file: the key it replaces (PEM). Each partition still signed by this key "
+                "gets a checkpoint signed by it that names the new key (a rotation `kobo audit --verify-key` "
+                "follows); keep it until every partition has rotated (docs/security.md)")
+      ->envname("KOBO_PREVIOUS_WRITER_KEY_FILE");
+  s->add_option("--rate-limit-reads", serve.rate_limit_reads,
+                "Reads per second per API key; more are answered 429 with Retry-After (docs/security.md). "
+                "0: no limit")
+      ->envname("KOBO_RATE_LIMIT_READS")
+      ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
+  s->add_option("--rate-limit-writes", serve.rate_limit_writes,
+                "Commands per second per API key; more are answered 429 with Retry-After (docs/security.md). "
+                "0: no limit")
+      ->envname("KOBO_RATE_LIMIT_WRITES")
+      ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
+  s->add_option("--checkpoint-events", serve.checkpoint_events,
+                "With --writer-key-file: sign a partition once this many of its events are unsigned")
+      ->envname("KOBO_CHECKPOINT_EVENTS")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+  s->add_option("--checkpoint-seconds", serve.checkpoint_seconds,
+                "With --writer-key-file: sign a partition once its oldest unsigned event is this old")
+      ->envname("KOBO_CHECKPOINT_SECONDS")
+      ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
   s->add_option("--projector-nice", serve.projector_nice,
                 "Nice value of the thread that keeps the views up to date, so that they follow the log "

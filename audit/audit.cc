@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "audit/model.h"
+#include "audit/signatures.h"
 #include "events/log_follower.h"
 #include "projection/rebuild.h"
 
@@ -41,6 +42,8 @@ std::string_view to_string(Check c) {
       return "limits";
     case Check::views:
       return "views";
+    case Check::signature:
+      return "signature";
   }
   return "unknown";
 }
@@ -54,7 +57,10 @@ void AuditReport::note(std::string text) {
   if (notes.size() < kNotesMax) notes.push_back(std::move(text));
 }
 
-Result<AuditReport> audit_log(EventLog& log, const AuditProgress& progress) {
+namespace {
+
+Result<AuditReport> audit_log_with(EventLog& log, const SignatureOptions* signatures,
+                                   const AuditProgress& progress) {
   const auto started = std::chrono::steady_clock::now();
   AuditReport report;
   report.partitions = log.partitions();
@@ -63,7 +69,9 @@ Result<AuditReport> audit_log(EventLog& log, const AuditProgress& progress) {
   std::uint64_t total = 0;
   for (Offset o : ends.value()) total += o.value;
 
-  LogAuditor auditor(log.partitions(), report);
+  std::optional<SignatureAuditor> signed_checks;
+  if (signatures != nullptr) signed_checks.emplace(log.partitions(), *signatures, report);
+  LogAuditor auditor(log.partitions(), report, signed_checks ? &*signed_checks : nullptr);
   LogFollower follower(log, LogFollowerOptions{.require_canonical_form = true});
   if (auto s = follower.open(); !s) return s;
   const auto s = follower.follow_to(auditor, ends.value(), [&] {
@@ -75,6 +83,33 @@ Result<AuditReport> audit_log(EventLog& log, const AuditProgress& progress) {
   report.events = follower.events_accepted();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
+}
+
+}  // namespace
+
+Result<AuditReport> audit_log(EventLog& log, const AuditProgress& progress) {
+  return audit_log_with(log, nullptr, progress);
+}
+
+Result<AuditReport> audit_log(EventLog& log, const SignatureOptions& signatures,
+                              const AuditProgress& progress) {
+  return audit_log_with(log, &signatures, progress);
+}
+
+Result<std::vector<VerifiedCheckpoint>> verified_checkpoints(const json& report) {
+  std::vector<VerifiedCheckpoint> out;
+  const auto bad = [] { return Status::error("the report lists no verified checkpoints (signatures.last)"); };
+  if (!report.is_object() || !report.contains("signatures") || !report["signatures"].is_object() ||
+      !report["signatures"].contains("last") || !report["signatures"]["last"].is_array())
+    return bad();
+  for (const json& c : report["signatures"]["last"]) {
+    if (!c.is_object() || !c.contains("partition") || !c["partition"].is_number_unsigned() ||
+        !c.contains("seq") || !c["seq"].is_number_unsigned() || !c.contains("hash") || !c["hash"].is_string())
+      return bad();
+    out.push_back(VerifiedCheckpoint{Partition(c["partition"].get<std::uint32_t>()),
+                                     Seq(c["seq"].get<std::uint64_t>()), c["hash"].get<std::string>()});
+  }
+  return out;
 }
 
 namespace {
@@ -170,6 +205,9 @@ json to_json(const AuditReport& r) {
   }
   json system = json::object();
   for (const auto& [account, balance] : r.system) system[account] = balance.value;
+  json checkpoints = json::array();
+  for (const VerifiedCheckpoint& c : r.signatures.last)
+    checkpoints.push_back(json{{"partition", c.partition.value}, {"seq", c.seq.value}, {"hash", c.hash}});
   return json{
       {"clean", r.clean()},
       {"partitions", r.partitions},
@@ -189,6 +227,12 @@ json to_json(const AuditReport& r) {
         {"caughtUp", r.views.caught_up},
         {"keysCompared", r.views.keys_compared},
         {"note", r.views.note}}},
+      {"signatures",
+       {{"checked", r.signatures.checked},
+        {"key", r.signatures.key},
+        {"checkpointsVerified", r.signatures.checkpoints},
+        {"unsignedEvents", r.signatures.unsigned_events},
+        {"last", std::move(checkpoints)}}},
       {"seconds", r.seconds},
       {"eventsPerSecond", r.seconds > 0 ? static_cast<double>(r.records) / r.seconds : 0.0},
       {"violationCount", r.violation_count},
@@ -241,6 +285,10 @@ std::string summary(const AuditReport& r, std::size_t listed_max) {
   } else {
     out << (r.views.note.empty() ? "not checked" : r.views.note);
   }
+  if (r.signatures.checked)
+    out << "\nsignatures: " << grouped(r.signatures.checkpoints)
+        << " checkpoints verified with the writer key, " << grouped(r.signatures.unsigned_events)
+        << " events after the last ones";
   out << "\nviolations: " << (r.clean() ? "none" : grouped(r.violation_count)) << "\n";
   std::size_t shown = 0;
   for (const Violation& v : r.violations) {

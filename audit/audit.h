@@ -19,7 +19,11 @@
 //                   the log's WriterStarted events recorded (events/limits.h);
 //   - record:       records are well formed, ids unique, owners exist, businesses in the
 //                   partition they hash to;
-//   - views:        (audit_views) the views equal a rebuild from the log, key by key.
+//   - views:        (audit_views) the views equal a rebuild from the log, key by key;
+//   - signature:    (with the writer's public key, SignatureOptions) every event is covered by a
+//                   later checkpoint the writer key signed, every epoch is signed as it starts,
+//                   no fenced writer's event, no unsigned tail older than allowed, and an earlier
+//                   audit's checkpoints are still there (audit/signatures.h).
 // A violation is reported with its partition and seq, and the audit goes on: a broken chain is
 // re-joined at the next readable event, and an account whose balance disagrees takes the
 // balance the log states, so one tampered event is reported where it is, not everywhere after.
@@ -56,7 +60,8 @@ enum class Check {
   record,
   hold,  // a hold's captures sum above its amount, a change of an ended hold, available below zero
   views,
-  limits
+  limits,
+  signature  // the writer key's checkpoints (audit/signatures.h)
 };
 std::string_view to_string(Check c);
 
@@ -67,6 +72,33 @@ struct Violation {
   std::optional<Offset> offset;  // the record, for chain violations
   std::string key;               // the view key, for view violations
   std::string reason;
+};
+
+// A checkpoint an audit verified: where it is and its hash. `kobo audit --json` lists each
+// partition's last one; `--verified-before` hands them to a later audit, which checks that the log
+// still holds them (the way a cut tail shows).
+struct VerifiedCheckpoint {
+  Partition partition{0};
+  Seq seq{0};
+  std::string hash;
+};
+
+// What `kobo audit --verify-key` checks the checkpoints with.
+struct SignatureOptions {
+  std::string public_key;  // the writer's Ed25519 public key, 64 hex digits
+  UnixMs now = 0;          // the audit's clock
+  // An unsigned tail whose last checkpoint is older than this is a violation (the writer signs
+  // every `--checkpoint-seconds` and as it stops): allow that interval and some margin.
+  UnixMs unsigned_max_age_ms = 60'000;
+  std::vector<VerifiedCheckpoint> verified_before;
+};
+
+struct SignaturesCheck {
+  bool checked = false;
+  std::string key;                       // the key the partitions' last checkpoints verify with
+  std::uint64_t checkpoints = 0;         // verified
+  std::uint64_t unsigned_events = 0;     // after each partition's last checkpoint, summed
+  std::vector<VerifiedCheckpoint> last;  // per partition that has one
 };
 
 struct ViewsCheck {
@@ -88,6 +120,7 @@ struct AuditReport {
   Kobo wallets_test, wallets_live;     // sum of wallet balances per mode
   std::map<std::string, Kobo> system;  // sys:… accounts, summed over partitions
   ViewsCheck views;
+  SignaturesCheck signatures;
   std::vector<Violation> violations;  // the first kViolationsListedMax
   std::uint64_t violation_count = 0;  // all of them
   std::vector<std::string> notes;     // skipped records and the like (the first kNotesMax)
@@ -107,6 +140,9 @@ using AuditProgress = std::function<void(std::string_view phase, std::uint64_t d
 // Replays the whole log and checks it. An error means the log could not be read at all;
 // everything the log itself gets wrong is a violation in the report.
 [[nodiscard]] Result<AuditReport> audit_log(EventLog& log, const AuditProgress& progress = {});
+// The same, checking the writer key's checkpoints too (`kobo audit --verify-key`).
+[[nodiscard]] Result<AuditReport> audit_log(EventLog& log, const SignatureOptions& signatures,
+                                            const AuditProgress& progress = {});
 
 // Rebuilds the views from `log` into `scratch` (which must not exist; removed afterwards) up to
 // the positions `actual` is at, compares every key and adds a `views` violation per difference.
@@ -116,6 +152,9 @@ using AuditProgress = std::function<void(std::string_view phase, std::uint64_t d
 
 // The machine-readable report (`kobo audit --json`).
 nlohmann::json to_json(const AuditReport& report);
+// The checkpoints a `--json` report lists as verified (its "signatures.last"), for
+// `--verified-before`.
+[[nodiscard]] Result<std::vector<VerifiedCheckpoint>> verified_checkpoints(const nlohmann::json& report);
 // The short human summary, listing at most `listed_max` violations.
 std::string summary(const AuditReport& report, std::size_t listed_max = 20);
 

@@ -133,8 +133,8 @@ struct LogAuditor::Model {
   std::uint64_t bulk_items = 0, bulk_items_seen = 0;
 };
 
-LogAuditor::LogAuditor(std::uint32_t partitions, AuditReport& report)
-    : partitions_(partitions), report_(report) {
+LogAuditor::LogAuditor(std::uint32_t partitions, AuditReport& report, SignatureAuditor* signatures)
+    : partitions_(partitions), report_(report), signatures_(signatures) {
   for (std::uint32_t p = 0; p < partitions; ++p) {
     models_.push_back(std::make_unique<Model>());
     models_.back()->partition = Partition(p);
@@ -152,6 +152,7 @@ void LogAuditor::violation(Check check, const Event& e, std::string reason) {
 }
 
 Disposition LogAuditor::refused(const RefusedRecord& r) {
+  if (signatures_ != nullptr) signatures_->refused(r);
   const std::string at =
       "partition " + std::to_string(r.partition.value) + " offset " + std::to_string(r.offset.value);
   switch (r.verdict) {
@@ -222,6 +223,7 @@ Disposition LogAuditor::refused(const RefusedRecord& r) {
 Status LogAuditor::accepted(const Event& e) {
   KOBO_ASSERT(e.partition.value < partitions_, "the follower checks the partition");
   Model& m = *models_[e.partition.value];
+  if (signatures_ != nullptr) signatures_->accepted(e);
   begin_command(m, e);
   apply(m, e);
   if (e.last_of_command()) end_command(m, m.seen == m.size);
@@ -303,6 +305,13 @@ void LogAuditor::apply(Model& m, const Event& e) {
     if (!e.business.empty()) violation(Check::record, e, "WebhookDeliveriesEnded names a business");
     if (e.command_size != 1)
       violation(Check::command, e, "WebhookDeliveriesEnded is not a command of its own");
+    return;
+  }
+  // A signed checkpoint: partition-level, it moves nothing; its signature is the signature
+  // check's (audit/signatures.h).
+  if (std::holds_alternative<ChainCheckpointed>(e.data)) {
+    if (!e.business.empty()) violation(Check::record, e, "ChainCheckpointed names a business");
+    if (e.command_size != 1) violation(Check::command, e, "ChainCheckpointed is not a command of its own");
     return;
   }
   if (e.type() != EventType::business_registered && !m.businesses.contains(e.business))
@@ -795,6 +804,7 @@ void LogAuditor::sum_into(Kobo& total, Kobo amount, std::string_view what) {
 }
 
 void LogAuditor::finish() {
+  if (signatures_ != nullptr) signatures_->finish();
   for (auto& mp : models_) {
     Model& m = *mp;
     if (m.open) {

@@ -18,13 +18,15 @@
 #include <vector>
 
 #include "audit/audit.h"
+#include "audit/signatures.h"
 #include "events/log_follower.h"
 
 namespace kobo::audit {
 
 class LogAuditor final : public LogVisitor {
  public:
-  LogAuditor(std::uint32_t partitions, AuditReport& report);
+  // With `signatures`, every event also goes through it (the writer key's checks).
+  LogAuditor(std::uint32_t partitions, AuditReport& report, SignatureAuditor* signatures = nullptr);
   ~LogAuditor() override;
 
   Status accepted(const Event& e) override;
@@ -53,6 +55,7 @@ class LogAuditor final : public LogVisitor {
   const std::uint32_t partitions_;
   AuditReport& report_;
   std::vector<std::unique_ptr<Model>> models_;
+  SignatureAuditor* const signatures_;
 };
 
 }  // namespace kobo::audit

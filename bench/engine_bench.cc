@@ -1,6 +1,7 @@
 // kobo_engine_bench: the command engine alone, in process, no HTTP (bench/README.md).
 //
 //   kobo_engine_bench transfers --data-dir D [--seconds 10] [--producers 2] [--window 8192]
+//                               [--writer-key-file PEM]
 //       Wallet transfers decided and durably logged per second: the real Ledger on the embedded
 //       log with fsync on every group commit, `producers` threads each keeping `window` transfers
 //       in flight between pre-created funded wallets. A transfer counts once its callback has
@@ -66,9 +67,19 @@ double percentile(std::vector<double>& v, double q) {
   return v[at];
 }
 
-int transfers(const std::string& data_dir, double seconds, int producers, std::ptrdiff_t window) {
+int transfers(const std::string& data_dir, double seconds, int producers, std::ptrdiff_t window,
+              const std::string& key_file) {
   auto log = open_log(data_dir, /*sync=*/true);
   LedgerOptions options;
+  if (!key_file.empty()) {  // signed checkpoints, as `kobo serve --writer-key-file` (defaults: 1,000 events,
+                            // 10 s)
+    auto signer = open_key_file_signer(key_file);
+    if (!signer) {
+      std::fprintf(stderr, "--writer-key-file: %s\n", signer.status().message().c_str());
+      return 2;
+    }
+    options.signer = signer.value();
+  }
   options.history_dir = std::filesystem::path(data_dir) / "history";  // every reference looked up on disk
   Ledger ledger(*log, options);
   start(ledger);
@@ -219,6 +230,9 @@ int main(int argc, char** argv) {
   t->add_option("--window", window, "Transfers in flight per producer")
       ->check(CLI::Range(1, 30'000))
       ->capture_default_str();
+  std::string key_file;
+  t->add_option("--writer-key-file", key_file,
+                "Sign checkpoints with this Ed25519 key (PEM), as kobo serve does");
   int records = 50'000;
   auto* rr = app.add_subcommand("render", "One transaction record rendered, in microseconds");
   rr->add_option("--records", records, "Records to render")
@@ -231,7 +245,7 @@ int main(int argc, char** argv) {
   r->add_option("--data-dir", data_dir, "The data directory make-wallets wrote")->required();
   CLI11_PARSE(app, argc, argv);
   kobo::log::set_min_level(kobo::log::Level::warn);
-  if (t->parsed()) return kobo::bench::transfers(data_dir, seconds, producers, window);
+  if (t->parsed()) return kobo::bench::transfers(data_dir, seconds, producers, window, key_file);
   if (rr->parsed()) return kobo::bench::render_records(records);
   if (m->parsed()) return kobo::bench::make_wallets(data_dir, wallets);
   return kobo::bench::writer_memory(data_dir);

@@ -147,12 +147,19 @@ Ledger::Ledger(EventLog& log, LedgerOptions options)
       durable_seq_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())),
       epoch_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())),
       followed_offset_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())),
-      ownership_(std::make_unique<std::atomic<std::uint8_t>[]>(log.partitions())) {
+      ownership_(std::make_unique<std::atomic<std::uint8_t>[]>(log.partitions())),
+      queue_(options_.queue_max, options_.queue_max_per_business) {
   KOBO_ASSERT(log.partitions() == options_.config.partitions, "ledger and log disagree on partitions");
   KOBO_ASSERT(ids_ != nullptr && options_.batch_max > 0 && options_.queue_max > 0,
               "a writer draws ids and takes a command at least");
+  KOBO_ASSERT(options_.previous_signer == nullptr ||
+                  (options_.signer != nullptr &&
+                   options_.previous_signer->public_key() != options_.signer->public_key()),
+              "a writer rotates from a key other than its own, to its own");
   const std::uint32_t n = log.partitions();
   released_.assign(n, 0);
+  unsigned_events_.assign(n, 0);
+  unsigned_since_.assign(n, 0);
   take_asked_.assign(n, {});
   awaiting_first_.assign(n, false);
   // A single node's writer owns every partition; a cluster node's none until take().
@@ -413,11 +420,125 @@ Status Ledger::append_writer_started(const std::vector<Partition>& partitions) {
     apply(st, e);
     history_->note(e);
     KOBO_ASSERT(st.chain.epoch() == next, "each writer takes its partitions with the next epoch");
+    // Signed right away: the new epoch is the writer's only if its key says so.
+    if (options_.signer) {
+      check_checkpoint_key(st);
+      auto checkpoint = place_checkpoint(st, now);
+      if (!checkpoint) return checkpoint.status();
+      batch.push_back(std::move(checkpoint).value());
+    }
   }
-  KOBO_ASSERT(batch.size() == partitions.size(), "a WriterStarted per partition taken");
+  KOBO_ASSERT(
+      batch.size() == partitions.size() * (options_.signer ? 2 : 1),
+      "a WriterStarted per partition taken, each followed by its checkpoint when the writer has a key");
   if (auto s = log_.append(batch); !s) return s;
   publish_durable();
   return history_->write_tail();
+}
+
+// Whether st's next checkpoint hands over from the previous key to this writer's: the partition's
+// checkpoints are signed by the key this writer's replaces.
+bool Ledger::rotates(const PartitionState& st) const {
+  return options_.previous_signer != nullptr && !st.checkpoint_key.empty() &&
+         st.checkpoint_key != options_.signer->public_key() &&
+         st.checkpoint_key == options_.previous_signer->public_key();
+}
+
+// At a writer's start on st: a partition whose checkpoints another key signs, and that this
+// writer cannot rotate from, is the operator's to know about (its next checkpoints will not
+// verify with the key the audit follows).
+void Ledger::check_checkpoint_key(const PartitionState& st) const {
+  if (st.checkpoint_key.empty() || st.checkpoint_key == options_.signer->public_key() || rotates(st)) return;
+  log::error(
+      "the partition's checkpoints are signed by another writer key; give that key as "
+      "--previous-writer-key-file to rotate from it, or kobo audit --verify-key flags this writer's "
+      "checkpoints",
+      {{"partition", st.partition.value},
+       {"signedBy", st.checkpoint_key},
+       {"writerKey", options_.signer->public_key()}});
+}
+
+// A signed checkpoint of st's head, placed like any event (a command of its own). It signs
+// everything up to the head, so the partition has no unsigned event after it. Where the partition
+// is still signed by the key this writer's replaces, that key signs it and names this writer's as
+// the next (a rotation, LedgerOptions::previous_signer).
+Result<EncodedEvent> Ledger::place_checkpoint(PartitionState& st, UnixMs now) {
+  KOBO_ASSERT(options_.signer != nullptr, "a checkpoint is placed by a writer with a key");
+  Event e;
+  e.partition = st.partition;
+  e.seq = Seq(st.chain.last_seq().value + 1);
+  e.epoch = st.chain.epoch();
+  e.command_seq = e.seq;
+  e.time = now;
+  ChainCheckpointed checkpoint;
+  checkpoint.log = options_.log_name;
+  const bool rotation = rotates(st);
+  if (rotation) checkpoint.next_key = options_.signer->public_key();
+  e.data = std::move(checkpoint);
+  e.prev_hash = st.chain.last_hash();
+  if (auto s = sign_checkpoint(rotation ? *options_.previous_signer : *options_.signer, e); !s) return s;
+  EncodedEvent out{e.partition, e.seq, e.type(), "", now, seal(e)};
+  const ChainVerdict verdict = st.chain.follow(e);
+  KOBO_ASSERT(verdict == ChainVerdict::accept, "a checkpoint extends the chain it signs");
+  apply(st, e);
+  history_->note(e);
+  KOBO_ASSERT(!rotation || st.checkpoint_key == options_.signer->public_key(),
+              "after a rotation this writer's key signs the partition");
+  if (rotation)
+    log::info("the writer key rotated: the previous key signed the handover",
+              {{"partition", st.partition.value},
+               {"seq", e.seq.value},
+               {"from", options_.previous_signer->public_key()},
+               {"to", options_.signer->public_key()}});
+  unsigned_events_[st.partition.value] = 0;
+  return out;
+}
+
+void Ledger::note_unsigned(Partition p, std::uint64_t events, UnixMs now) {
+  if (unsigned_events_[p.value] == 0) unsigned_since_[p.value] = now;
+  unsigned_events_[p.value] += events;
+}
+
+// When the oldest unsigned event of a partition this writer writes is checkpoint_interval old.
+std::optional<UnixMs> Ledger::checkpoint_due() const {
+  if (!options_.signer) return std::nullopt;
+  std::optional<UnixMs> due;
+  for (std::uint32_t p = 0; p < unsigned_events_.size(); ++p) {
+    if (unsigned_events_[p] == 0 || !owns(Partition(p))) continue;
+    const UnixMs at = unsigned_since_[p] + options_.checkpoint_interval.count();
+    due = due ? std::min(*due, at) : at;
+  }
+  return due;
+}
+
+// Appends a checkpoint to every partition this writer writes whose unsigned events are due (all:
+// every one that has any, as the writer stops). A failure is an append's: the writer re-reads the
+// log, and the partitions are signed again after it.
+void Ledger::sign_overdue(bool all) {
+  if (!options_.signer || !healthy_.load()) return;
+  const UnixMs now = this->now();
+  std::vector<EncodedEvent> batch;
+  for (std::uint32_t p = 0; p < states_.size(); ++p) {
+    if (unsigned_events_[p] == 0 || !owns(Partition(p))) continue;
+    if (!all && now < unsigned_since_[p] + options_.checkpoint_interval.count()) continue;
+    auto checkpoint = place_checkpoint(states_[p], now);
+    if (!checkpoint) {
+      log::error("the writer key could not sign a checkpoint", {{"error", checkpoint.status().message()}});
+      unsigned_since_[p] = now;  // tried again an interval on
+      continue;
+    }
+    batch.push_back(std::move(checkpoint).value());
+  }
+  if (batch.empty()) return;
+  if (auto s = log_.append(batch); !s) {
+    ledger_metrics().append_failures.inc();
+    set_fault(s);
+    log::error("appending checkpoints failed; re-reading the log", {{"error", s.message()}});
+    recover();
+    return;
+  }
+  publish_durable();
+  (void)write_history();
 }
 
 // After a durable append: the facts of its events go to the history index. A failure leaves them
@@ -489,14 +610,35 @@ void Ledger::stop() {
   std::deque<Pending> left;
   {
     std::lock_guard lock(mu_);
-    left.swap(queue_);
+    left = queue_.take_all();
   }
   for (auto& p : left) p.done(unavailable("the ledger is stopping"));
 }
 
+namespace {
+
+// Whose share of the writer's queue a command takes: its business's; a partition's own duties
+// share one.
+std::string queue_key(const Command& c) {
+  return std::visit(
+      [](const auto& cmd) -> std::string {
+        using T = std::decay_t<decltype(cmd)>;
+        if constexpr (std::is_same_v<T, CreateBusiness>)
+          return cmd.business_id;
+        else if constexpr (requires { cmd.caller.business; })
+          return cmd.caller.business;
+        else
+          return {};
+      },
+      c);
+}
+
+}  // namespace
+
 void Ledger::submit(Command command, Callback done) {
   KOBO_ASSERT(done != nullptr, "submit needs a callback");
   bool stopping = false;
+  auto pushed = FairQueue<Pending>::Pushed::full;
   {
     std::unique_lock lock(mu_);
     stopping = stopping_;
@@ -507,15 +649,22 @@ void Ledger::submit(Command command, Callback done) {
       fault_lock.unlock();
       return done(std::move(not_started));
     }
-    if (!stopping && queue_.size() < options_.queue_max) {
-      queue_.push_back(Pending{std::move(command), std::move(done)});
-      lock.unlock();
-      cv_.notify_one();
-      return;
+    if (!stopping) {
+      std::string key = queue_key(command);
+      pushed = queue_.admits(key);
+      if (pushed == FairQueue<Pending>::Pushed::queued) {
+        queue_.push(key, Pending{std::move(command), std::move(done)});
+        lock.unlock();
+        cv_.notify_one();
+        return;
+      }
     }
   }
   if (!stopping) ledger_metrics().rejected_full.inc();
-  done(unavailable(stopping ? "the ledger is stopping" : "the command queue is full"));
+  done(unavailable(stopping ? "the ledger is stopping"
+                   : pushed == FairQueue<Pending>::Pushed::key_full
+                       ? "the business has too many commands waiting"
+                       : "the command queue is full"));
 }
 
 Outcome Ledger::execute(Command command) {
@@ -621,6 +770,12 @@ void Ledger::recover() {
   }
   resume_scheduled();
   KOBO_ASSERT(states_.size() == options_.config.partitions, "a recovered writer has every partition's state");
+  // What the log holds after its last checkpoint is not known here: each partition is signed an
+  // interval on, whatever it holds.
+  for (std::uint32_t p = 0; p < states_.size(); ++p) {
+    unsigned_events_[p] = 0;
+    if (options_.signer && owns(Partition(p))) note_unsigned(Partition(p), 1, now());
+  }
   healthy_.store(true);
   log::info("the writer is writing again");
 }
@@ -630,6 +785,7 @@ void Ledger::run() {
   std::vector<Pending> batch;
   for (;;) {
     batch.clear();
+    bool stop_now = false;
     {
       std::unique_lock lock(mu_);
       auto ready = [&] { return stopping_ || !queue_.empty() || !ownership_requests_.empty(); };
@@ -642,15 +798,25 @@ void Ledger::run() {
           wait = std::min(wait,
                           std::chrono::milliseconds(std::max<UnixMs>(0, scheduled_.begin()->first - now())));
         cv_.wait_for(lock, wait, ready);
-      } else if (scheduled_.empty() || options_.clock) {
+      } else if (options_.clock) {
         // Under a virtual clock time moves only when its driver says, and the driver submits
         // after moving it: what fell due is taken then, never on a timer of its own.
         cv_.wait(lock, ready);
       } else {
-        const auto wait_ms = std::max<UnixMs>(0, scheduled_.begin()->first - now());
-        cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), ready);
+        // The next duty, or the next checkpoint due.
+        std::optional<UnixMs> wake = checkpoint_due();
+        if (!scheduled_.empty())
+          wake = std::min(wake.value_or(scheduled_.begin()->first), scheduled_.begin()->first);
+        if (!wake)
+          cv_.wait(lock, ready);
+        else
+          cv_.wait_for(lock, std::chrono::milliseconds(std::max<UnixMs>(0, *wake - now())), ready);
       }
-      if (stopping_) return;
+      stop_now = stopping_;
+    }
+    if (stop_now) {
+      sign_overdue(true);  // a writer that stops leaves no unsigned tail behind
+      return;
     }
     if (options_.cluster) handle_ownership_requests();
     // What is due goes before what is queued: whatever woke the writer, a command submitted at
@@ -673,6 +839,7 @@ void Ledger::run() {
       ledger_metrics().queue_depth.set(static_cast<double>(queue_.size()));
     }
     if (!batch.empty()) process(batch);  // while unhealthy: answers every command unavailable at once
+    sign_overdue(false);
     if (options_.cluster && healthy_.load()) {
       follow_standby();
       if (healthy_.load()) complete_takes();
@@ -734,6 +901,7 @@ void Ledger::process(std::vector<Pending>& batch) {
                   "a command's events take consecutive seqs");
       KOBO_ASSERT(o.events.size() == size && o.events.front().seq == command_seq,
                   "a command is answered with every event it appended, from its first");
+      if (options_.signer) note_unsigned(p, size, now);
       // What nobody is answered (a command the writer ran on its own: a settlement, a payout's
       // step) needs no wallet's facts.
       if (batch[i].done) o.wallets = facts_shown(st, o.events);
@@ -743,6 +911,18 @@ void Ledger::process(std::vector<Pending>& batch) {
     o.seq = st.chain.last_seq();
     KOBO_ASSERT(st.total.value == 0, "a partition's balances sum to zero after every command");
   }
+
+  // A partition whose unsigned events reach checkpoint_events is signed in the same append.
+  if (options_.signer && !events.empty())
+    for (std::uint32_t p = 0; p < states_.size(); ++p)
+      if (unsigned_events_[p] >= options_.checkpoint_events) {
+        auto checkpoint = place_checkpoint(states_[p], now);
+        if (checkpoint)
+          events.push_back(std::move(checkpoint).value());
+        else
+          log::error("the writer key could not sign a checkpoint",
+                     {{"error", checkpoint.status().message()}});
+      }
 
   bool appended = false;
   if (!events.empty()) {
@@ -873,6 +1053,7 @@ void Ledger::let_go(Partition p, std::string_view why) {
   std::erase_if(scheduled_, [&](const auto& entry) { return route(entry.second) == p; });
   awaiting_first_[p.value] = false;
   KOBO_ASSERT(ownership(p) == Ownership::standby, "a partition let go is followed as a standby");
+  unsigned_events_[p.value] = 0;  // signed by its next writer's first checkpoint
   log::info("this node no longer writes the partition",
             {{"partition", p.value}, {"was", to_string(was)}, {"why", why}});
 }

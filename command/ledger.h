@@ -46,14 +46,17 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "command/commands.h"
 #include "command/decide.h"
+#include "command/fair_queue.h"
 #include "command/snapshot.h"
 #include "command/state.h"
 #include "common/assert.h"
+#include "events/checkpoint.h"
 #include "events/event_log.h"
 #include "events/log_follower.h"
 
@@ -62,7 +65,11 @@ namespace kobo {
 struct LedgerOptions {
   LedgerConfig config;
   std::size_t queue_max = 65'536;  // commands waiting; a full queue answers `unavailable`
-  std::size_t batch_max = 8'192;   // commands decided and appended together (a bulk weighs 1 + its items)
+  // Commands of one business waiting (fair_queue.h): the queue is drained round-robin between
+  // businesses, and one business's burst past this is answered `unavailable` (503), so that it
+  // cannot take the whole queue.
+  std::size_t queue_max_per_business = 16'384;
+  std::size_t batch_max = 8'192;  // commands decided and appended together (a bulk weighs 1 + its items)
   // Where decide() draws the ids it assigns; null: secure random ids (RandomIds). Tests and
   // simulations give a seeded one (SeededIds) to replay a run exactly. Used by the writer
   // thread only.
@@ -93,6 +100,21 @@ struct LedgerOptions {
   // A cluster node: while no command arrives, how often the writer reads what other nodes
   // appended to the partitions it does not own.
   std::chrono::milliseconds standby_poll{10};
+  // Signed checkpoints (events/checkpoint.h, docs/security.md): null, none are written. With a
+  // signer (`--writer-key-file`), the writer appends a ChainCheckpointed right after each
+  // WriterStarted, and signs a partition it writes once checkpoint_events events are unsigned or
+  // the oldest of them is checkpoint_interval old, and when it stops. `log_name` is what the
+  // signatures name the log by: the Kafka topic, or "embedded".
+  std::shared_ptr<CheckpointSigner> signer;
+  // The key `signer` replaces (`--previous-writer-key-file`): a rotation. Where a partition's
+  // checkpoints are still signed by it, its next checkpoint is signed by it and names `signer`'s
+  // public key as `nextKey`, and from then on `signer` signs (docs/security.md, "Rotating the
+  // writer key"). Null: no rotation; a partition signed by another key is logged as an error at
+  // each start and `kobo audit --verify-key` will flag its checkpoints.
+  std::shared_ptr<CheckpointSigner> previous_signer;
+  std::string log_name = "embedded";
+  std::uint64_t checkpoint_events = 1'000;
+  std::chrono::milliseconds checkpoint_interval{10'000};
 };
 
 // A partition's place in a writer (see "Ownership" above).
@@ -189,6 +211,13 @@ class Ledger {
   void resume_scheduled();
   void take_due(std::vector<Pending>& batch);
   void process(std::vector<Pending>& batch);
+  // Signed checkpoints (LedgerOptions::signer), on the writer thread.
+  [[nodiscard]] Result<EncodedEvent> place_checkpoint(PartitionState& st, UnixMs now);
+  bool rotates(const PartitionState& st) const;
+  void check_checkpoint_key(const PartitionState& st) const;
+  void note_unsigned(Partition p, std::uint64_t events, UnixMs now);
+  std::optional<UnixMs> checkpoint_due() const;
+  void sign_overdue(bool all);
   void publish_durable();
   Partition route(const Command& c) const;
   UnixMs now() const { return options_.clock ? options_.clock() : now_ms(); }
@@ -217,9 +246,9 @@ class Ledger {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> queue_;  // guarded by mu_
-  bool stopping_ = false;      // guarded by mu_
-  bool started_ = false;       // guarded by mu_: start() succeeded, the writer thread takes the queue
+  FairQueue<Pending> queue_;  // guarded by mu_
+  bool stopping_ = false;     // guarded by mu_
+  bool started_ = false;      // guarded by mu_: start() succeeded, the writer thread takes the queue
   // Writer thread only: internal commands (payout rail steps, collection expiries) by due time.
   std::multimap<UnixMs, Command> scheduled_;
   // Ownership requests (a cluster node), guarded by mu_; released_[p] counts the releases of p
@@ -244,6 +273,10 @@ class Ledger {
   std::vector<bool> awaiting_first_;
   std::chrono::steady_clock::time_point next_take_attempt_{};
   std::chrono::steady_clock::time_point next_recovery_{};  // writer thread only
+  // Writer thread only, with a signer: per partition, the events appended since its last signed
+  // checkpoint and when the first of them was.
+  std::vector<std::uint64_t> unsigned_events_;
+  std::vector<UnixMs> unsigned_since_;
   std::thread thread_;
 };
 

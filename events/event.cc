@@ -1,6 +1,7 @@
 #include "events/event.h"
 
 #include <simdjson.h>
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <type_traits>
@@ -13,7 +14,7 @@
 namespace kobo {
 namespace {
 
-constexpr NameTable<EventType, 28> kTypeNames{{
+constexpr NameTable<EventType, 30> kTypeNames{{
     {EventType::writer_started, "WriterStarted"},
     {EventType::business_registered, "BusinessRegistered"},
     {EventType::account_updated, "AccountUpdated"},
@@ -42,6 +43,8 @@ constexpr NameTable<EventType, 28> kTypeNames{{
     {EventType::business_suspended, "BusinessSuspended"},
     {EventType::business_resumed, "BusinessResumed"},
     {EventType::webhooks_configured, "WebhooksConfigured"},
+    {EventType::chain_checkpointed, "ChainCheckpointed"},
+    {EventType::business_rate_limits_set, "BusinessRateLimitsSet"},
 }};
 static_assert(std::variant_size_v<EventData> == kTypeNames.size(), "every event type has a name");
 
@@ -428,7 +431,8 @@ Result<Event> decode(std::string_view bytes, bool verify) {
   if (auto s = read_data(parser, *type, data_text, capacity, e.data); !s) return s;
   if (is_partition_level(*type) != e.business.empty())
     return malformed(
-        "business must be empty exactly for a partition-level event (WriterStarted, WebhookDeliveriesEnded)");
+        "business must be empty exactly for a partition-level event (WriterStarted, WebhookDeliveriesEnded, "
+        "ChainCheckpointed)");
   if (verify) {
     if (!hash_covers_bytes(bytes, e)) return Status::error("hash mismatch");
     if (auto s = validate(e); !s) return s;
@@ -445,7 +449,8 @@ Result<Event> decode(std::string_view bytes, bool verify) {
 
 std::string_view to_string(EventType t) { return name_in(kTypeNames, t); }
 bool is_partition_level(EventType t) {
-  return t == EventType::writer_started || t == EventType::webhook_deliveries_ended;
+  return t == EventType::writer_started || t == EventType::webhook_deliveries_ended ||
+         t == EventType::chain_checkpointed;
 }
 std::optional<EventType> event_type_from_string(std::string_view s) { return value_in(kTypeNames, s); }
 std::string_view to_string(TransactionStatus s) { return name_in(kTransactionStatusNames, s); }
@@ -497,6 +502,26 @@ Status validate_bulk(const BulkTransferAccepted& x) {
   if (x.atomic && !x.rejected.empty()) return Status::error("an atomic bulk transfer with a refused item");
   KOBO_ASSERT(x.rejected.empty() || x.rejected.back().index < x.items, "a bulk's refused items are its own");
   KOBO_ASSERT(x.rejected.size() <= x.items, "a bulk refuses no more items than it has");
+  return {};
+}
+
+// A checkpoint's shape (whether its signature holds is the audit's to say, with the writer's key):
+// a command of its own, hex key and signature, a log name of printable ASCII (it is a line of
+// what the signature covers), after the first event.
+Status validate_checkpoint(const Event& e, const ChainCheckpointed& c) {
+  const auto hex_of = [](const std::string& s, std::size_t n) {
+    return s.size() == n && std::all_of(s.begin(), s.end(), [](char ch) {
+             return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+           });
+  };
+  if (e.command_size != 1) return Status::error("ChainCheckpointed is a command of its own");
+  if (e.seq.value < 2) return Status::error("ChainCheckpointed signs an earlier event");
+  if (!hex_of(c.key, 64) || (c.next_key && !hex_of(*c.next_key, 64)))
+    return Status::error("ChainCheckpointed: key is not 64 hex digits");
+  if (!hex_of(c.signature, 128)) return Status::error("ChainCheckpointed: signature is not 128 hex digits");
+  if (c.log.empty() || c.log.size() > 255 ||
+      !std::all_of(c.log.begin(), c.log.end(), [](char ch) { return ch > ' ' && ch < 127; }))
+    return Status::error("ChainCheckpointed: log is not 1 to 255 printable characters");
   return {};
 }
 
@@ -564,6 +589,13 @@ Status validate(const Event& e) {
   if (const auto* bulk = std::get_if<BulkTransferAccepted>(&e.data)) return validate_bulk(*bulk);
   if (const auto* ended = std::get_if<WebhookDeliveriesEnded>(&e.data))
     return validate_deliveries_ended(e, *ended);
+  if (const auto* c = std::get_if<ChainCheckpointed>(&e.data)) return validate_checkpoint(e, *c);
+  if (const auto* r = std::get_if<BusinessRateLimitsSet>(&e.data)) {
+    for (const auto& limit : {r->reads_per_second, r->writes_per_second})
+      if (limit && *limit > kRateLimitPerSecondMax)
+        return Status::error("a rate limit over " + std::to_string(kRateLimitPerSecondMax) + " per second");
+    return {};
+  }
   return std::visit(
       [](const auto& x) -> Status {
         if constexpr (requires { x.legs(); })

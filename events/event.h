@@ -698,6 +698,44 @@ struct WebhooksConfigured {
   }
 };
 
+// A signed checkpoint of the partition's chain (events/checkpoint.h, docs/security.md): the
+// writer's Ed25519 signature, with `key` (its public key, 64 hex digits), over the head before this
+// event (the seq before this one and this event's prevHash, which commits to every earlier event),
+// the partition, the epoch, this event's time and `log`, the log's name. `nextKey`: a rotation,
+// signed by the old key: the key that signs the partition's checkpoints from the next one on.
+// Appended right after each WriterStarted and every N events or T seconds when the writer has a
+// key. Partition-level (no business). Moves no money.
+struct ChainCheckpointed {
+  std::string key;
+  std::string log;
+  std::optional<std::string> next_key = std::nullopt;
+  std::string signature;  // 128 hex digits
+  auto operator<=>(const ChainCheckpointed&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("key", x.key);
+    f("log", x.log);
+    f("nextKey", x.next_key);
+    f("signature", x.signature);
+  }
+};
+
+// The admin set the envelope's business's own rate limits (docs/security.md, "Rate limits and
+// fairness"): requests per second per key of the business, reads and commands apart, in place of
+// the deployment's (`kobo serve --rate-limit-reads`, `--rate-limit-writes`). An absent member:
+// the deployment's; 0: not limited. Every node's limiter reads it from its views. Moves no money.
+struct BusinessRateLimitsSet {
+  std::optional<std::uint64_t> reads_per_second;
+  std::optional<std::uint64_t> writes_per_second;
+  auto operator<=>(const BusinessRateLimitsSet&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("readsPerSecond", x.reads_per_second);
+    f("writesPerSecond", x.writes_per_second);
+  }
+};
+inline constexpr std::uint64_t kRateLimitPerSecondMax = 1'000'000;
+
 // The alternatives of EventData, in the order of EventType.
 using EventData =
     std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
@@ -705,7 +743,8 @@ using EventData =
                  BankTransferInitiated, PayoutProcessing, PayoutSucceeded, PayoutFailed,
                  IncomingCreditReceived, WalletTierChanged, HoldPlaced, HoldCaptured, HoldVoided, HoldExpired,
                  WebhookSecretRotated, BulkTransferAccepted, WebhookDeliveriesEnded, SigningKeySealed,
-                 SecretKeyRolled, SecretKeyRevoked, BusinessSuspended, BusinessResumed, WebhooksConfigured>;
+                 SecretKeyRolled, SecretKeyRevoked, BusinessSuspended, BusinessResumed, WebhooksConfigured,
+                 ChainCheckpointed, BusinessRateLimitsSet>;
 
 enum class EventType {
   writer_started,
@@ -736,6 +775,8 @@ enum class EventType {
   business_suspended,
   business_resumed,
   webhooks_configured,
+  chain_checkpointed,
+  business_rate_limits_set,
 };
 
 inline EventType type_of(const EventData& d) {
@@ -744,7 +785,8 @@ inline EventType type_of(const EventData& d) {
   return static_cast<EventType>(d.index());
 }
 std::string_view to_string(EventType t);  // the wire name: "WalletTransferSettled"
-// An event of the partition rather than of a business (WriterStarted, WebhookDeliveriesEnded):
+// An event of the partition rather than of a business (WriterStarted, WebhookDeliveriesEnded,
+// ChainCheckpointed):
 // its `business` is empty, and only its. Every decoder refuses an event that breaks this.
 bool is_partition_level(EventType t);
 std::optional<EventType> event_type_from_string(std::string_view s);
@@ -767,7 +809,7 @@ struct Event {
   // "admin" for the admin API; empty for what the service does on its own (a payout's steps, an
   // expiry, a writer's start). On the wire only when not empty.
   std::string actor;
-  std::string business;  // "biz-…"; empty for partition-level events (WriterStarted)
+  std::string business;  // "biz-…"; empty for partition-level events (WriterStarted, …)
   bool live = false;
   UnixMs time = 0;
   EventData data;

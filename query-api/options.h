@@ -36,6 +36,9 @@ struct ApiOptions {
   // The route wrapper's hook points (route.h: forwarding, position tokens, rate limits); null:
   // their no-op defaults, a single node's.
   api::EdgeHooks* hooks = nullptr;
+  // Per-key rate limits (query-api/rate_limit.h), requests per second per API key; 0: none.
+  double rate_limit_reads = 0;
+  double rate_limit_writes = 0;
 };
 
 }  // namespace kobo

@@ -129,10 +129,33 @@ std::optional<std::int64_t> parse_query_int(std::string_view s) {
 
 }  // namespace
 
+bool json_nesting_within(std::string_view text, std::size_t max_depth) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;  // the escaped character, whatever it is, is not the string's end
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return false;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
 std::optional<json> parse_json_object(std::string_view body) {
   if (std::all_of(body.begin(), body.end(),
                   [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }))
     return json::object();
+  // Before anything walks the document: the parser, and the destructor of what it builds, recurse.
+  if (!json_nesting_within(body, kJsonDepthMax)) return std::nullopt;
   json parsed = json::parse(body, /*cb=*/nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object()) return std::nullopt;
   return parsed;

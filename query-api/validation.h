@@ -39,8 +39,17 @@
 namespace kobo::http {
 
 // The request body as a JSON object. An empty body counts as {} (so missing fields are reported
-// as validation errors); nullopt for malformed JSON or a non-object, which is 400 `Bad request`.
+// as validation errors); nullopt for malformed JSON, a non-object, or arrays and objects nested
+// deeper than kJsonDepthMax, which is 400 `Bad request`.
 std::optional<nlohmann::json> parse_json_object(std::string_view body);
+
+// How deep a request body's arrays and objects may nest (docs/security.md): checked by a linear
+// scan before the document is parsed, since parsing it recurses. No request of the API nests
+// beyond a few levels.
+inline constexpr std::size_t kJsonDepthMax = 400;
+// Whether `text`'s arrays and objects nest at most max_depth deep, brackets inside strings aside.
+// One pass, no recursion; says nothing else about whether `text` is JSON.
+bool json_nesting_within(std::string_view text, std::size_t max_depth);
 
 // An integer JSON value in the int64 range; nullopt for anything else (floats included).
 std::optional<std::int64_t> as_int64(const nlohmann::json& value);

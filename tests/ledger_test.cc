@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <future>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "events/memory_log.h"
@@ -358,6 +361,71 @@ TEST(LedgerTiers, TheDaysDebitsSurviveARestart) {
   fund(l, rich, 100'000'000);
   EXPECT_EQ(l.execute(transfer(rich.id, dst, 45'000'001, "d")).rejection, Rejection::balance_limit_exceeded);
   EXPECT_TRUE(l.execute(transfer(rich.id, dst, 45'000'000, "e")).ok());
+}
+
+}  // namespace
+}  // namespace kobo
+
+namespace kobo {
+namespace {
+
+// The writer's queue is shared between businesses (command/fair_queue.h): a burst of one
+// business's commands queued first does not hold another's back; it is taken in the next batch.
+TEST(LedgerQueue, OneBusinessBurstDoesNotDelayAnothersCommand) {
+  MemoryLog log(kPartitions);
+  LedgerOptions o = options();
+  o.batch_max = 4;
+  Ledger ledger(log, o);
+  ASSERT_TRUE(ledger.start().ok());
+  const Caller a{"biz-burst", "acc-a", false}, b{"biz-other", "acc-b", false};
+  // The first command's answer holds the writer until the burst and the other command are queued.
+  std::promise<void> holding, release;
+  auto released = release.get_future().share();
+  ledger.submit(CreateWallet{a, "first", "secondary", {}, {}}, [&holding, released](Outcome) {
+    holding.set_value();
+    released.wait();
+  });
+  holding.get_future().wait();
+  std::mutex mu;
+  std::vector<std::string> answered;
+  std::atomic<int> left{2'001};
+  std::promise<void> all_done;
+  const auto record = [&](std::string who) {
+    return [&, who = std::move(who)](Outcome) {
+      {
+        std::lock_guard lock(mu);
+        answered.push_back(who);
+      }
+      if (--left == 0) all_done.set_value();
+    };
+  };
+  for (int i = 0; i < 2'000; ++i) ledger.submit(CreateWallet{a, "burst", "secondary", {}, {}}, record("a"));
+  ledger.submit(CreateWallet{b, "other", "secondary", {}, {}}, record("b"));
+  release.set_value();
+  all_done.get_future().wait();
+  const auto at = std::find(answered.begin(), answered.end(), "b") - answered.begin();
+  EXPECT_LT(at, 4) << "the other business's command waited behind " << at << " of the burst's";
+  ledger.stop();
+}
+
+TEST(FairQueueTest, ServesKeysInTurnAndCapsEach) {
+  FairQueue<int> q(100, 3);
+  EXPECT_EQ(q.push("a", 1), FairQueue<int>::Pushed::queued);
+  EXPECT_EQ(q.push("a", 2), FairQueue<int>::Pushed::queued);
+  EXPECT_EQ(q.push("a", 3), FairQueue<int>::Pushed::queued);
+  EXPECT_EQ(q.push("a", 4), FairQueue<int>::Pushed::key_full);
+  EXPECT_EQ(q.push("b", 10), FairQueue<int>::Pushed::queued);
+  EXPECT_EQ(q.push("c", 20), FairQueue<int>::Pushed::queued);
+  std::vector<int> order;
+  while (!q.empty()) {
+    order.push_back(q.front());
+    q.pop_front();
+  }
+  EXPECT_EQ(order, (std::vector<int>{1, 10, 20, 2, 3}));
+  FairQueue<int> small(2, 2);
+  EXPECT_EQ(small.push("a", 1), FairQueue<int>::Pushed::queued);
+  EXPECT_EQ(small.push("b", 1), FairQueue<int>::Pushed::queued);
+  EXPECT_EQ(small.push("c", 1), FairQueue<int>::Pushed::full);
 }
 
 }  // namespace

@@ -13,11 +13,13 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "events/memory_log.h"
 #include "query-api/api.h"
 #include "query-api/credentials.h"
 #include "query-api/envelope.h"
+#include "query-api/rate_limit.h"
 #include "webhooks/webhooks.h"
 
 namespace kobo {
@@ -129,7 +131,8 @@ class RouteWrapper : public ::testing::Test {
     for (const auto& [name, value] : headers) req.headers.set(name, value);
     auto answered = std::make_shared<std::promise<http::Response>>();
     auto answer = answered->get_future();
-    router_.dispatch(std::move(req), [answered](http::Response r) { answered->set_value(std::move(r)); });
+    dispatch_to_->dispatch(std::move(req),
+                           [answered](http::Response r) { answered->set_value(std::move(r)); });
     if (answer.wait_for(10s) != std::future_status::ready) {
       ADD_FAILURE() << path << " was not answered";
       return http::Response{0, "", "", {}};
@@ -164,6 +167,7 @@ class RouteWrapper : public ::testing::Test {
   RecordingHooks hooks_;
   std::unique_ptr<Api> api_;
   http::Router router_;
+  http::Router* dispatch_to_ = &router_;  // what call() asks
   Credentials creds_;
 };
 
@@ -229,6 +233,128 @@ TEST_F(RouteWrapper, WaitsForTheRequestsPositionsBeforeARead) {
   const http::Response one = call(bhttp::verb::get, "/v1/virtual-accounts/vba-none");
   EXPECT_EQ(one.status, 404u);
   EXPECT_EQ(header(one, "Kobo-Position"), "read");
+}
+
+}  // namespace
+}  // namespace kobo
+
+namespace kobo {
+namespace {
+
+// Per-key rate limits (query-api/rate_limit.h): a key over its writes' limit is answered 429 with
+// Retry-After and the RateLimit fields, before any work; another key, and the same key's reads,
+// are not.
+TEST_F(RouteWrapper, RateLimitsAnswer429PerKeyAndKind) {
+  ApiOptions ao;
+  ao.admin_key = "route-test-admin-key";
+  ao.webhooks = webhooks_.get();
+  ao.webhook_secrets = secrets_.get();
+  ao.master_key = master_.get();
+  ao.rate_limit_writes = 2;
+  ao.rate_limit_reads = 1'000;
+  Api limited(*ledger_, *views_, *projector_, ao);
+  http::Router router;
+  limited.add_routes(router);
+  dispatch_to_ = &router;
+  const auto post = [&](const std::string& key) {
+    return call(bhttp::verb::post, "/v1/virtual-accounts", "{not json", {{"x-service-key", key}});
+  };
+  EXPECT_EQ(post(creds_.test_secret_key).status, 400u);
+  EXPECT_EQ(post(creds_.test_secret_key).status, 400u);
+  const http::Response refused = post(creds_.test_secret_key);
+  ASSERT_EQ(refused.status, 429u) << refused.body;
+  EXPECT_EQ(refused.body, http::error(429, "Too many requests").body);
+  EXPECT_EQ(header(refused, "Retry-After"), "1");
+  EXPECT_EQ(header(refused, "RateLimit-Limit"), "2");
+  EXPECT_EQ(header(refused, "RateLimit-Remaining"), "0");
+  EXPECT_EQ(header(refused, "RateLimit-Reset"), "1");
+  EXPECT_NE(post("sk_test_another_key").status, 429u) << "each key has its own bucket";
+  EXPECT_NE(call(bhttp::verb::get, "/v1/virtual-accounts").status, 429u) << "reads have their own";
+  dispatch_to_ = &router_;
+}
+
+// The admin sets a business's own limits (PUT /v1/admin/businesses/{id}/rate-limits, an event the
+// views apply): its keys are limited though the deployment has no limit; another business's keys
+// are not; the body's limits are checked; the route is the admin's.
+TEST_F(RouteWrapper, TheAdminSetsABusinesssOwnRateLimits) {
+  const Credentials other = new_credentials();
+  auto business = create_business_command(other, "Other", master_.get());
+  ASSERT_TRUE(business.ok()) << business.status().message();
+  ASSERT_TRUE(ledger_->execute(std::move(business).value()).ok());
+  for (std::uint32_t p = 0; p < kPartitions; ++p)
+    ASSERT_TRUE(projector_->wait_applied(Partition(p), ledger_->durable_seq(Partition(p)), 5s));
+  const std::string route = "/v1/admin/businesses/" + creds_.business_id + "/rate-limits";
+  const auto post = [&](const std::string& key) {
+    return call(bhttp::verb::post, "/v1/virtual-accounts", "{not json", {{"x-service-key", key}});
+  };
+  EXPECT_NE(post(creds_.test_secret_key).status, 429u) << "the deployment has no limit";
+
+  EXPECT_EQ(call(bhttp::verb::put, route, R"({"writesPerSecond":-1})").status, 400u);
+  EXPECT_EQ(call(bhttp::verb::put, route, R"({"readsPerSecond":1000001})").status, 400u);
+  EXPECT_EQ(call(bhttp::verb::put, "/v1/admin/businesses/biz-none/rate-limits", "{}").status, 404u);
+  EXPECT_EQ(
+      call(bhttp::verb::put, route, R"({"writesPerSecond":2})", {{"x-admin-key", "not-the-admin"}}).status,
+      401u);
+  const http::Response set = call(bhttp::verb::put, route, R"({"writesPerSecond":2})");
+  ASSERT_EQ(set.status, 200u) << set.body;
+  EXPECT_NE(set.body.find(R"("readsPerSecond":null)"), std::string::npos) << set.body;
+  EXPECT_NE(set.body.find(R"("writesPerSecond":2)"), std::string::npos) << set.body;
+
+  // The limiter read the business's limits before they were set: within its refresh they apply.
+  std::this_thread::sleep_for(1'100ms);
+  EXPECT_EQ(post(creds_.test_secret_key).status, 400u);
+  EXPECT_EQ(post(creds_.test_secret_key).status, 400u);
+  const http::Response refused = post(creds_.test_secret_key);
+  EXPECT_EQ(refused.status, 429u) << refused.body;
+  EXPECT_EQ(header(refused, "RateLimit-Limit"), "2");
+  EXPECT_NE(post(creds_.live_secret_key).status, 429u) << "each key of the business has its own bucket";
+  for (int i = 0; i < 5; ++i) EXPECT_NE(post(other.test_secret_key).status, 429u) << "another business's key";
+  EXPECT_NE(call(bhttp::verb::get, "/v1/virtual-accounts").status, 429u) << "reads keep the deployment's";
+}
+
+// A body of 10,000 nested arrays is 400 at once, and nothing of it reaches the log.
+TEST_F(RouteWrapper, ADeeplyNestedBodyIs400AndNothingReachesTheLog) {
+  std::vector<Seq> before;
+  for (std::uint32_t p = 0; p < kPartitions; ++p) before.push_back(ledger_->durable_seq(Partition(p)));
+  const std::string deep = R"({"name":"deep","category":"secondary","metadata":)" + std::string(10'000, '[') +
+                           std::string(10'000, ']') + "}";
+  const auto started = std::chrono::steady_clock::now();
+  const http::Response answer = call(bhttp::verb::post, "/v1/virtual-accounts", deep);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 100ms) << "refused before any parsing";
+  EXPECT_EQ(answer.status, 400u) << answer.body;
+  EXPECT_EQ(answer.body, http::bad_request().body);
+  for (std::uint32_t p = 0; p < kPartitions; ++p) EXPECT_EQ(ledger_->durable_seq(Partition(p)), before[p]);
+}
+
+TEST(TokenBuckets, RefillAtTheRateAndTrackABoundedNumberOfKeys) {
+  using Clock = api::TokenBuckets::Clock;
+  api::TokenBuckets buckets(64);
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(buckets.take(7, 10, t0).admitted);
+  const auto refused = buckets.take(7, 10, t0);
+  EXPECT_FALSE(refused.admitted);
+  EXPECT_NEAR(refused.retry_after_s, 0.1, 1e-9);
+  EXPECT_FALSE(buckets.take(7, 10, t0 + 50ms).admitted);
+  EXPECT_TRUE(buckets.take(7, 10, t0 + 100ms).admitted);
+  // Many keys, few slots: the table stays within its bound.
+  for (std::uint64_t k = 0; k < 10'000; ++k) EXPECT_TRUE(buckets.take(k * 16 + 1, 10, t0).admitted);
+  EXPECT_LE(buckets.tracked(), 64u);
+}
+
+// A key's rate can change (its business's own limits were set): the bucket keeps what it holds,
+// up to its new size, and refills at the new rate.
+TEST(TokenBuckets, ABucketWhoseRateChangesKeepsWhatItHoldsUpToItsNewSize) {
+  using Clock = api::TokenBuckets::Clock;
+  api::TokenBuckets buckets(64);
+  const auto t0 = Clock::now();
+  EXPECT_TRUE(buckets.take(7, 100, t0).admitted);  // 99 left
+  const auto smaller = buckets.take(7, 2, t0);     // 2 at most: 1 left after this one
+  EXPECT_TRUE(smaller.admitted);
+  EXPECT_EQ(smaller.limit, 2u);
+  EXPECT_EQ(smaller.remaining, 1u);
+  EXPECT_TRUE(buckets.take(7, 2, t0).admitted);
+  EXPECT_FALSE(buckets.take(7, 2, t0).admitted);
+  EXPECT_TRUE(buckets.take(7, 2, t0 + 500ms).admitted) << "refilled at 2 a second";
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 #include <limits>
 #include <string>
@@ -256,10 +257,15 @@ TEST(ParseJsonObject, RejectsMalformedJsonAndNonObjects) {
     EXPECT_FALSE(parse_json_object(body).has_value()) << body;
 }
 
+// The deepest body the limit lets through (a 64 KiB body can nest about 30,000 deep): refused
+// past kJsonDepthMax (docs/security.md), without the parser ever walking it.
 TEST(ParseJsonObject, SurvivesDeepNestingWithinTheBodyLimit) {
-  const std::size_t depth = 30'000;  // a 64 KiB body can nest about this deep
+  const std::size_t depth = 30'000;
   const std::string deep = "{\"a\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
-  const auto parsed = parse_json_object(deep);
+  EXPECT_FALSE(parse_json_object(deep).has_value());
+  const std::string allowed =
+      "{\"a\":" + std::string(kJsonDepthMax - 1, '[') + std::string(kJsonDepthMax - 1, ']') + "}";
+  const auto parsed = parse_json_object(allowed);
   ASSERT_TRUE(parsed.has_value());
   Validator v(*parsed);
   v.field("a").is_array();
@@ -382,6 +388,31 @@ TEST(QueryValidator, ChecksEnumeratedValuesAndIntegers) {
   EXPECT_EQ(*q.errors(), json::parse(R"({
     "status": {"isIn": "status must be one of the following values: pending, processing, success, failed"},
     "amount": {"isInt": "amount must be an integer number"}})"));
+}
+
+}  // namespace
+}  // namespace kobo::http
+
+namespace kobo::http {
+namespace {
+
+// A body nested deeper than kJsonDepthMax is refused before the parser (which recurses) sees it,
+// and quickly: the scan is one pass. Brackets inside strings do not count.
+TEST(JsonDepth, DeepNestingIsRefusedBeforeParsingAndFast) {
+  const std::string deep = R"({"a":)" + std::string(10'000, '[') + std::string(10'000, ']') + "}";
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_FALSE(parse_json_object(deep).has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(10));
+
+  const auto nested = [](std::size_t depth) {
+    return R"({"a":)" + std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}";
+  };
+  EXPECT_TRUE(parse_json_object(nested(kJsonDepthMax)).has_value());
+  EXPECT_FALSE(parse_json_object(nested(kJsonDepthMax + 1)).has_value());
+
+  EXPECT_TRUE(json_nesting_within(R"({"a":"[[[[\"[[["})", 1));
+  EXPECT_FALSE(json_nesting_within(R"({"a":[{"b":1}]})", 2));
+  EXPECT_TRUE(json_nesting_within(R"({"a":[{"b":1}]})", 3));
 }
 
 }  // namespace

@@ -201,6 +201,10 @@ class Webhooks::Impl {
   // Sender: these run on the io thread.
   asio::awaitable<void> tick_forever();
   void tick();
+  // Asks the io thread for a scheduling pass soon (any thread). At most one asked pass waits in
+  // the io queue at a time: one per recorded batch could queue passes faster than a pass over a
+  // long due index runs, and the attempts' own completions would wait behind all of them.
+  void wake();
   asio::awaitable<void> attempt(json record);
   void complete(const json& sent, UnixMs started, const PostResult& result);
 
@@ -229,6 +233,7 @@ class Webhooks::Impl {
   std::string consumer_fault_;  // guarded by fault_mu_
   std::string sender_fault_;    // guarded by fault_mu_
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> pass_asked_{false};  // a pass asked by wake() waits in the io queue
   std::thread consumer_;
 
   // Guards read-modify-write of delivery records and the in-flight bookkeeping.
@@ -238,6 +243,8 @@ class Webhooks::Impl {
   // Deliveries that ended here and are still to be reported (WebhookOptions::ended), by partition.
   std::map<std::uint32_t, std::vector<WebhookDeliveryEnded>> ended_;
   std::uint32_t next_partition_ = 0;  // sender only: where the next scheduling pass starts
+  std::map<std::uint32_t, std::string>
+      due_cursor_;  // sender only: per partition, where its next pass goes on
 
   asio::io_context io_;  // last: destroyed first, with the attempts it still holds
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
@@ -473,7 +480,7 @@ Status Webhooks::Impl::step(std::chrono::milliseconds wait) {
   }
   if (recorder.recorded() > 0) {
     webhook_metrics().recorded.inc(recorder.recorded());
-    asio::post(io_, [this] { tick(); });
+    wake();
   }
   return {};
 }
@@ -566,6 +573,14 @@ Result<std::optional<json>> Webhooks::Impl::get(const std::string& id) const {
   return std::optional<json>(std::move(d));
 }
 
+void Webhooks::Impl::wake() {
+  if (pass_asked_.exchange(true)) return;
+  asio::post(io_, [this] {
+    pass_asked_.store(false);  // before the pass: what is recorded during it asks for another
+    tick();
+  });
+}
+
 asio::awaitable<void> Webhooks::Impl::tick_forever() {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   while (!stopping_.load()) {
@@ -598,10 +613,33 @@ void Webhooks::Impl::tick() {
       const std::string prefix = due_prefix(p);
       std::string upper = prefix;
       put_be(upper, now + 1);
-      for (it->Seek(prefix); it->Valid() && scanned < kDueScanMax; it->Next(), ++scanned) {
-        if (in_flight_.size() >= options_.concurrency_max) break;
-        const auto key = it->key();
-        if (!key.starts_with(prefix) || key.compare(upper) >= 0) break;
+      // Each pass goes on from where the last one stopped in the partition's due entries and wraps
+      // to their start once: every due entry is looked at within (due entries / kDueScanMax)
+      // passes, however many entries of a busy (black-holed) endpoint come before it.
+      std::string& cursor = due_cursor_[p.value];
+      if (!cursor.starts_with(prefix)) cursor = prefix;
+      const std::string from = cursor;
+      bool wrapped = from == prefix;  // from the start there is nothing to wrap to
+      it->Seek(from);
+      while (true) {
+        bool past = !it->Valid() || !it->key().starts_with(prefix) || it->key().compare(upper) >= 0;
+        if (past && !wrapped) {
+          wrapped = true;
+          it->Seek(prefix);
+          continue;
+        }
+        if (!past && from != prefix && wrapped && it->key().compare(from) >= 0) past = true;
+        if (past) {
+          cursor = prefix;
+          break;
+        }
+        const std::string key(it->key().data(), it->key().size());
+        if (scanned >= kDueScanMax || in_flight_.size() >= options_.concurrency_max) {
+          cursor = key;  // the next pass starts here
+          break;
+        }
+        ++scanned;
+        it->Next();
         if (key.size() <= kDueKeyIdAt) {
           read = Status::error("webhooks read: a due entry without a delivery id");
           break;
@@ -733,7 +771,7 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
     KOBO_ASSERT(busy != per_endpoint_.end() && busy->second > 0, "endpoint slots out of balance");
     if (--busy->second == 0) per_endpoint_.erase(busy);
     m.in_flight.set(static_cast<double>(in_flight_.size()));
-    asio::post(io_, [this] { tick(); });
+    wake();
   };
   auto read = get(id);
   if (!read || !read.value()) {
@@ -854,7 +892,7 @@ Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_vie
     return RetryOutcome::unavailable;
   }
   lock.unlock();
-  asio::post(io_, [this] { tick(); });
+  wake();
   if (record != nullptr) *record = json_text(public_record(std::move(*d)));
   return RetryOutcome::queued;
 }

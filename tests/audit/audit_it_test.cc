@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "events/checkpoint.h"
 #include "events/fact_codec.h"
 #include "projection/rows.h"
 #include "projection/view_keys.h"
@@ -347,6 +348,82 @@ TEST_F(AuditCommand, TamperedCopiesExitOneAndNameThePartitionAndSeq) {
                        << r.output;
     EXPECT_EQ(j["views"]["checked"], false) << "views are not compared with a log that has violations";
   }
+}
+
+// `kobo serve --writer-key-file` signs the log and `kobo audit --verify-key` (a PEM public key
+// file) checks it: clean as served; an event appended without the key is named once its tail is
+// older than allowed; a cut tail is named against the earlier report (--verified-before).
+TEST(SignedLogCommand, ServeSignsAndAuditVerifiesAndNamesAForgery) {
+  kobo::testing::ScratchDir keys("signed-log-keys", kobo::testing::ScratchDir::Keep::on_failure);
+  const std::string pem = new_ed25519_private_key_pem();
+  std::ofstream(keys / "writer.pem") << pem;
+  std::ofstream(keys / "writer.pub") << public_key_of_pem(pem).value() << "\n";
+  fs::path served;
+  std::unique_ptr<KoboProcess> server = std::make_unique<KoboProcess>(kobo_options(
+      {"--rail-delay-ms", "20", "--writer-key-file", keys.str("writer.pem"), "--checkpoint-events", "5"}));
+  traffic(*server, "signed");
+  ASSERT_EQ(server->terminate(), 0);
+  served = server->data_dir();
+
+  const fs::path report = keys / "audit.json";
+  RunResult clean = run_kobo(binary(), {"audit", "--data-dir", served.string(), "--verify-key",
+                                        keys.str("writer.pub"), "--json", report.string()});
+  ASSERT_EQ(clean.exit_code, 0) << clean.output;
+  EXPECT_NE(clean.output.find("checkpoints verified with the writer key"), std::string::npos) << clean.output;
+  std::ifstream in(report);
+  const json j = json::parse(in, nullptr, false);
+  EXPECT_EQ(j["signatures"]["checked"], true);
+  EXPECT_GT(j["signatures"]["checkpointsVerified"].get<int>(), 0);
+
+  // A forged event appended to the partition with the most events, chained to its last one.
+  kobo::testing::ScratchDir copy_dir("signed-log-forged", kobo::testing::ScratchDir::Keep::on_failure);
+  const fs::path forged = copy_dir / "data";
+  kobo::testing::copy_data_dir(served, forged);
+  std::uint32_t partition = 0;
+  std::uint64_t seq = 0;
+  {
+    kobo::testing::LogSurgery log(forged / "log");
+    for (std::uint32_t p = 0; p < log.partitions(); ++p)
+      if (log.records(p).size() > log.records(partition).size()) partition = p;
+    auto records = log.records(partition);
+    auto last = decode_event(records.back());
+    ASSERT_TRUE(last.ok());
+    Event e;
+    e.partition = last->partition;
+    e.seq = Seq(last->seq.value + 1);
+    e.command_seq = e.seq;
+    e.epoch = last->epoch;
+    e.time = last->time + 1;
+    e.data = WebhookDeliveriesEnded{{WebhookDeliveryEnded{"whd-forged", true}}};
+    e.prev_hash = last->hash;
+    seq = e.seq.value;
+    records.push_back(seal(e));
+    log.rewrite(partition, records);
+  }
+  const fs::path forged_report = copy_dir / "forged.json";
+  const RunResult r =
+      run_kobo(binary(), {"audit", "--data-dir", forged.string(), "--verify-key", keys.str("writer.pub"),
+                          "--unsigned-max-age-s", "0", "--json", forged_report.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  std::ifstream fin(forged_report);
+  const json f = json::parse(fin, nullptr, false);
+  bool named = false;
+  for (const json& v : f["violations"])
+    named = named || (v["check"] == "signature" && v["partition"] == partition && v["seq"] == seq);
+  EXPECT_TRUE(named) << r.output;
+
+  // The same log cut back to before its forged event and its last checkpoint: the earlier report
+  // names what is gone.
+  {
+    kobo::testing::LogSurgery log(forged / "log");
+    auto records = log.records(partition);
+    records.resize(records.size() - 2);
+    log.rewrite(partition, records);
+  }
+  const RunResult cut = run_kobo(binary(), {"audit", "--data-dir", forged.string(), "--verify-key",
+                                            keys.str("writer.pub"), "--verified-before", report.string()});
+  EXPECT_EQ(cut.exit_code, 1) << cut.output;
+  EXPECT_NE(cut.output.find("its tail was cut"), std::string::npos) << cut.output;
 }
 
 }  // namespace

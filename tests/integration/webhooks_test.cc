@@ -466,6 +466,33 @@ TEST_F(WebhooksOwnServer, RestartBetweenAttemptsStillDelivers) {
   EXPECT_EQ(receiver.count(), 2u) << "the restart recorded nothing twice";
 }
 
+// The scheduler is fair between endpoints and tenants: a hung receiver with more due deliveries
+// than a scheduling pass looks at (1,024), all due before another tenant's, does not starve that
+// tenant's healthy receiver (one partition, so both tenants' deliveries share its due index).
+TEST_F(WebhooksOwnServer, AHungEndpointsBacklogDoesNotStarveAnotherTenant) {
+  server_ = std::make_unique<KoboProcess>(
+      kobo_options({"--partitions", "1", "--no-fsync", "--webhook-allow-private", "--webhook-retry-schedule",
+                    "1s", "--webhook-retry-window", "5m", "--webhook-timeout-ms", "60000",
+                    "--webhook-endpoint-concurrency", "2"}));
+  WebhookReceiver hung(WebhookReceiver::Mode::hang);
+  WebhookReceiver healthy;
+  const Business flooder = new_business(server_->client());
+  set_webhooks(server_->client(), flooder, {hung.url()});
+  const json wallet = create_wallet(server_->client(), flooder.key);
+  constexpr int kBacklog = 1'300;
+  for (int i = 0; i < kBacklog; ++i) fund(server_->client(), flooder.key, wallet, 10'000 + i);
+  ASSERT_TRUE(wait_until([&] { return hung.count() >= 2; }, 10s)) << hung.count();
+
+  const Business other = new_business(server_->client());
+  set_webhooks(server_->client(), other, {healthy.url()});
+  fund(server_->client(), other.key, create_wallet(server_->client(), other.key), 10'000);
+  EXPECT_TRUE(wait_until([&] { return healthy.count() >= 1; }, 10s))
+      << "the healthy receiver got nothing behind " << kBacklog << " deliveries due to a hung one";
+  EXPECT_EQ(hung.count(), 2u) << "the hung endpoint holds its own slots only";
+  for (const auto& r : healthy.requests()) expect_signed(r, other);
+  deliveries_to_verify().clear();
+}
+
 TEST_F(WebhooksOwnServer, PrivateAddressesAreRefusedWithoutTheFlag) {
   server_ = std::make_unique<KoboProcess>(
       kobo_options({"--webhook-retry-schedule", "200ms", "--webhook-retry-window", "1s"}));
