@@ -17,7 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "audit/audit.h"
+#include "audit/report.h"
 #include "audit/signatures.h"
 #include "events/log_follower.h"
 
