@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "audit/model.h"
+#include "audit/scratch_index.h"
 #include "audit/signatures.h"
 #include "events/log_follower.h"
 #include "projection/rebuild.h"
@@ -14,10 +15,7 @@ namespace kobo::audit {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-Result<AuditReport> audit_log_with(EventLog& log, const SignatureOptions* signatures,
-                                   const AuditProgress& progress) {
+Result<AuditReport> audit_log(EventLog& log, const AuditOptions& options, const AuditProgress& progress) {
   const auto started = std::chrono::steady_clock::now();
   AuditReport report;
   report.partitions = log.partitions();
@@ -26,9 +24,16 @@ Result<AuditReport> audit_log_with(EventLog& log, const SignatureOptions* signat
   std::uint64_t total = 0;
   for (Offset o : ends.value()) total += o.value;
 
+  std::error_code ec;
+  const fs::path scratch_dir =
+      options.scratch_dir.empty() ? fs::temp_directory_path(ec) : options.scratch_dir;
+  if (ec) return Status::error("no temporary directory for the audit's scratch index: " + ec.message());
+  auto scratch = ScratchIndex::open(scratch_dir, options.scratch_cache_bytes);
+  if (!scratch) return scratch.status();
+
   std::optional<SignatureAuditor> signed_checks;
-  if (signatures != nullptr) signed_checks.emplace(log.partitions(), *signatures, report);
-  LogAuditor auditor(log.partitions(), report, signed_checks ? &*signed_checks : nullptr);
+  if (options.signatures) signed_checks.emplace(log.partitions(), *options.signatures, report);
+  LogAuditor auditor(log.partitions(), report, *scratch.value(), signed_checks ? &*signed_checks : nullptr);
   LogFollower follower(log, LogFollowerOptions{.require_canonical_form = true});
   if (auto s = follower.open(); !s) return s;
   const auto s = follower.follow_to(auditor, ends.value(), [&] {
@@ -42,15 +47,15 @@ Result<AuditReport> audit_log_with(EventLog& log, const SignatureOptions* signat
   return report;
 }
 
-}  // namespace
-
 Result<AuditReport> audit_log(EventLog& log, const AuditProgress& progress) {
-  return audit_log_with(log, nullptr, progress);
+  return audit_log(log, AuditOptions{}, progress);
 }
 
 Result<AuditReport> audit_log(EventLog& log, const SignatureOptions& signatures,
                               const AuditProgress& progress) {
-  return audit_log_with(log, &signatures, progress);
+  AuditOptions options;
+  options.signatures = signatures;
+  return audit_log(log, options, progress);
 }
 
 Result<std::vector<VerifiedCheckpoint>> verified_checkpoints(const json& report) {

@@ -52,8 +52,13 @@ namespace kobo::audit {
 // phase is "log" or "views"; done and total count records (log) or events (views).
 using AuditProgress = std::function<void(std::string_view phase, std::uint64_t done, std::uint64_t total)>;
 
-// Replays the whole log and checks it. An error means the log could not be read at all;
-// everything the log itself gets wrong is a violation in the report.
+// Replays the whole log and checks it. An error means the log (or the audit's scratch index on
+// disk, AuditOptions) could not be read at all; everything the log itself gets wrong is a
+// violation in the report. Its memory follows the wallets and what is in flight, not the log's
+// length.
+[[nodiscard]] Result<AuditReport> audit_log(EventLog& log, const AuditOptions& options,
+                                            const AuditProgress& progress = {});
+// The same with the default options (a scratch index in the system's temporary directory).
 [[nodiscard]] Result<AuditReport> audit_log(EventLog& log, const AuditProgress& progress = {});
 // The same, checking the writer key's checkpoints too (`kobo audit --verify-key`).
 [[nodiscard]] Result<AuditReport> audit_log(EventLog& log, const SignatureOptions& signatures,

@@ -1,11 +1,11 @@
 #include "audit/model.h"
 
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <unordered_set>
 
-#include "common/crypto.h"
 #include "common/time.h"
+#include "common/varint.h"
 #include "events/keys.h"
 #include "events/ledger.h"
 #include "events/partitioner.h"
@@ -14,23 +14,35 @@ namespace kobo::audit {
 
 namespace {
 
-// 128 bits of SHA-256 stand in for long keys (references, transaction ids) held for the whole
-// audit: a fraction of the memory, and no collision in any log that fits on a disk.
-struct Key {
-  std::uint64_t hi = 0, lo = 0;
-  bool operator==(const Key&) const = default;
-};
+// The scratch index's facts (scratch_index.h), by tag: what the audit asks of the past. Each is
+// of one partition, found by a digest of its names or by its number.
+constexpr char kTransactionTag = 'T';        // a transaction's publicId -> ""
+constexpr char kTransactionNumberTag = 'I';  // a transaction's integer id -> ""
+constexpr char kReferenceTag = 'R';          // scope_key(account, mode), reference -> first seq
+constexpr char kHoldReferenceTag = 'O';      // scope_key(account, mode), a hold's reference -> first seq
+constexpr char kBulkReferenceTag = 'K';      // scope_key(account, mode), a bulk transfer's reference -> ""
+constexpr char kAccountNumberTag = 'N';      // a wallet's or collection wallet's account number -> ""
+constexpr char kWalletNameTag = 'M';         // scope_key(account, mode), a wallet's name -> ""
+constexpr char kAccountIdTag = 'A';          // an account's integer id -> ""
+constexpr char kWalletIdTag = 'W';           // a wallet's integer id -> ""
+constexpr char kBankAccountTag = 'B';        // a saved bank account's bka-… -> ""
+constexpr char kBankAccountIdTag = 'b';      // a saved bank account's integer id -> ""
+constexpr char kClosedCollectionTag = 'C';   // a collection wallet paid or expired -> its business
+constexpr char kSettledPayoutTag = 'P';      // a payout that succeeded or failed -> encode_payout()
+constexpr char kEndedHoldTag = 'H';          // a hold captured, voided or expired -> mode byte, business
 
-struct KeyHash {
-  std::size_t operator()(const Key& k) const noexcept { return static_cast<std::size_t>(k.hi ^ k.lo); }
-};
+std::string encode_seq(Seq seq) {
+  KOBO_ASSERT(seq.value > 0, "a first use is an event's");
+  std::string out;
+  put_varint(out, seq.value);
+  return out;
+}
 
-Key key16(std::string_view a, std::string_view b = {}) {
-  const Sha256 d = sha256(a, b);
-  Key k;
-  std::memcpy(&k.hi, d.data(), sizeof k.hi);
-  std::memcpy(&k.lo, d.data() + sizeof k.hi, sizeof k.lo);
-  return k;
+Seq decode_seq(std::string_view bytes) {
+  VarintReader in(bytes);
+  const Seq seq(in.varint());
+  KOBO_ASSERT(in.ok() && in.done() && seq.value > 0, "the scratch index holds what encode_seq() wrote");
+  return seq;
 }
 
 bool is_hex64(std::string_view s) {
@@ -70,6 +82,38 @@ std::optional<Seq> peek_seq(std::string_view bytes) {
 
 }  // namespace
 
+// A payout: in memory until it is settled (succeeds or fails), then in the scratch index.
+struct LogAuditor::Payout {
+  std::string business, source, account;
+  Kobo amount, fee;
+  TransactionStatus status = TransactionStatus::pending;
+
+  std::string encode() const {
+    std::string out;
+    put_length_prefixed(out, business);
+    put_length_prefixed(out, source);
+    put_length_prefixed(out, account);
+    put_signed_varint(out, amount.value);
+    put_signed_varint(out, fee.value);
+    put_varint(out, static_cast<std::uint64_t>(status));
+    return out;
+  }
+  static Payout decode(std::string_view bytes) {
+    VarintReader in(bytes);
+    Payout p;
+    p.business = std::string(in.length_prefixed());
+    p.source = std::string(in.length_prefixed());
+    p.account = std::string(in.length_prefixed());
+    p.amount = Kobo(in.signed_varint());
+    p.fee = Kobo(in.signed_varint());
+    const std::uint64_t status = in.varint();
+    KOBO_ASSERT(in.ok() && in.done() && status <= static_cast<std::uint64_t>(TransactionStatus::failed),
+                "the scratch index holds what Payout::encode() wrote");
+    p.status = static_cast<TransactionStatus>(status);
+    return p;
+  }
+};
+
 struct LogAuditor::Model {
   struct Wallet {
     std::string business, account;
@@ -81,43 +125,33 @@ struct LogAuditor::Model {
     std::uint8_t tier = 0;  // its KYC tier; 0: none
     DailyDebits debits;
   };
+  // A pending hold: it leaves for the scratch index when it ends.
   struct Hold {
     std::string business, source;
     bool live = false;
     Kobo amount, captured;
     UnixMs expires_at = 0;
-    bool pending = true;
   };
+  // A collection wallet not yet paid or expired: it leaves for the scratch index when it is.
   struct Collection {
     std::string business, destination;
     bool live = false;
     Kobo amount;
     UnixMs expires_at = 0;
-    bool active = true;
   };
-  struct Payout {
-    std::string business, source, account;
-    Kobo amount, fee;
-    TransactionStatus status = TransactionStatus::pending;
-  };
-
   Partition partition{0};
   Epoch epoch{0};
+  // In memory: what is per business, account and wallet, and what is in flight. The past is in
+  // the scratch index (the tags above).
   std::unordered_set<std::string> businesses;
-  std::unordered_map<std::string, std::string> accounts;  // acc-… -> biz-…
-  std::unordered_map<std::string, Wallet> wallets;        // vba-… -> wallet (transit wallets too)
-  std::unordered_map<std::string, Collection> collections;
-  std::unordered_set<std::string> account_numbers, wallet_names, bank_accounts;
-  std::unordered_set<std::uint64_t> account_ids, wallet_ids, transaction_ids, bank_account_ids;
-  std::unordered_map<std::string, Kobo> system;      // sys:…
-  std::unordered_set<Key, KeyHash> transactions;     // key16(publicId)
-  std::unordered_map<Key, Seq, KeyHash> references;  // key16(account|mode|, reference) -> first use
-  std::unordered_map<std::string, Payout> payouts;   // trx-… of the payout
-  TierLimits tier_limits = cbn_tier_limits();        // as the last WriterStarted recorded them
-  std::unordered_map<std::string, Hold> holds;       // hld-… (every hold: the audit reads the whole log)
-  std::unordered_map<Key, Seq, KeyHash> hold_references;  // key16(account|mode|, reference) -> first use
-  std::unordered_set<Key, KeyHash> bulk_references;       // key16(account|mode|, a bulk transfer's reference)
-  Kobo total;                                             // the sum of every balance in the partition
+  std::unordered_map<std::string, std::string> accounts;    // acc-… -> biz-…
+  std::unordered_map<std::string, Wallet> wallets;          // vba-… -> wallet (transit wallets too)
+  std::unordered_map<std::string, Collection> collections;  // vba-… of a collection wallet still open
+  std::unordered_map<std::string, Kobo> system;             // sys:…
+  std::unordered_map<std::string, Payout> payouts;          // trx-… of a payout not yet settled
+  TierLimits tier_limits = cbn_tier_limits();               // as the last WriterStarted recorded them
+  std::unordered_map<std::string, Hold> holds;              // hld-… of a pending hold
+  Kobo total;                                               // the sum of every balance in the partition
   Kobo total_reported;  // the total after the last command: a lasting imbalance is reported once
 
   // The command being read.
@@ -133,8 +167,10 @@ struct LogAuditor::Model {
   std::uint64_t bulk_items = 0, bulk_items_seen = 0;
 };
 
-LogAuditor::LogAuditor(std::uint32_t partitions, AuditReport& report, SignatureAuditor* signatures)
-    : partitions_(partitions), report_(report), signatures_(signatures) {
+LogAuditor::LogAuditor(std::uint32_t partitions, AuditReport& report, ScratchIndex& scratch,
+                       SignatureAuditor* signatures)
+    : partitions_(partitions), report_(report), scratch_(scratch), signatures_(signatures) {
+  KOBO_ASSERT(partitions <= ScratchKey::kPartitionsMax, "every partition has scratch keys of its own");
   for (std::uint32_t p = 0; p < partitions; ++p) {
     models_.push_back(std::make_unique<Model>());
     models_.back()->partition = Partition(p);
@@ -150,6 +186,62 @@ void LogAuditor::violation(Check check, Partition p, Seq seq, std::string reason
 void LogAuditor::violation(Check check, const Event& e, std::string reason) {
   violation(check, e.partition, e.seq, std::move(reason));
 }
+
+// ---- the past, in the scratch index ------------------------------------------------------------
+
+// Whether the name (a, b) of kind `tag` was used before in m's partition; it is used from now on.
+bool LogAuditor::used_before(Model& m, char tag, std::string_view a, std::string_view b) {
+  return scratch_.insert(ScratchKey::digest(tag, m.partition, a, b)).has_value();
+}
+
+bool LogAuditor::used_before(Model& m, char tag, std::uint64_t n) {
+  return scratch_.insert(ScratchKey::number(tag, m.partition, n)).has_value();
+}
+
+// The seq at which the name (a, b) of kind `tag` was first used, or nullopt when it is new (then
+// `seq` is its first use).
+std::optional<Seq> LogAuditor::first_use(Model& m, char tag, std::string_view a, std::string_view b,
+                                         Seq seq) {
+  const auto first = scratch_.insert(ScratchKey::digest(tag, m.partition, a, b), encode_seq(seq));
+  if (!first) return std::nullopt;
+  return decode_seq(*first);
+}
+
+// A collection wallet, open (in memory) or closed (in the scratch index).
+bool LogAuditor::collection_exists(Model& m, const std::string& id) {
+  return m.collections.contains(id) || closed_collection(m, id).has_value();
+}
+
+// The business of a collection wallet that was paid or expired, or nullopt.
+std::optional<std::string> LogAuditor::closed_collection(Model& m, const std::string& id) {
+  return scratch_.find(ScratchKey::digest(kClosedCollectionTag, m.partition, id));
+}
+
+// A collection wallet paid or expired leaves memory for the scratch index.
+void LogAuditor::close_collection(Model& m, const std::string& id) {
+  const auto c = m.collections.find(id);
+  KOBO_ASSERT(c != m.collections.end(), "an open collection wallet closes");
+  scratch_.put(ScratchKey::digest(kClosedCollectionTag, m.partition, id), c->second.business);
+  m.collections.erase(c);
+}
+
+// A payout, in flight (in memory) or settled (in the scratch index), or nullopt.
+std::optional<LogAuditor::Payout> LogAuditor::payout(Model& m, const std::string& id) {
+  if (const auto p = m.payouts.find(id); p != m.payouts.end()) return p->second;
+  const auto settled = scratch_.find(ScratchKey::digest(kSettledPayoutTag, m.partition, id));
+  if (!settled) return std::nullopt;
+  return Payout::decode(*settled);
+}
+
+std::size_t LogAuditor::entries() const {
+  std::size_t n = 0;
+  for (const auto& m : models_)
+    n += m->businesses.size() + m->accounts.size() + m->wallets.size() + m->collections.size() +
+         m->system.size() + m->payouts.size() + m->holds.size();
+  return n;
+}
+
+// ---- the log -----------------------------------------------------------------------------------
 
 Disposition LogAuditor::refused(const RefusedRecord& r) {
   if (signatures_ != nullptr) signatures_->refused(r);
@@ -227,7 +319,8 @@ Status LogAuditor::accepted(const Event& e) {
   begin_command(m, e);
   apply(m, e);
   if (e.last_of_command()) end_command(m, m.seen == m.size);
-  return {};
+  // The past could not be read or written: the audit cannot judge what follows.
+  return scratch_.status();
 }
 
 void LogAuditor::begin_command(Model& m, const Event& e) {
@@ -331,7 +424,7 @@ void LogAuditor::apply(Model& m, const Event& e) {
 void LogAuditor::check_bulk(Model& m, const Event& e) {
   if (const auto* x = std::get_if<BulkTransferAccepted>(&e.data)) {
     if (e.seq != e.command_seq) violation(Check::command, e, "a bulk transfer does not open its command");
-    if (!m.bulk_references.insert(key16(scope_key(x->account.value, e.live), x->reference)).second)
+    if (used_before(m, kBulkReferenceTag, scope_key(x->account.value, e.live), x->reference))
       violation(Check::reference, e, "bulk transfer reference '" + x->reference + "' was used before");
     if (x->atomic && !x->rejected.empty())
       violation(Check::command, e, "an atomic bulk transfer refuses items");
@@ -362,11 +455,11 @@ void LogAuditor::check_records(Model& m, const Event& e) {
   const auto number = [&](const std::string& what, const std::string& n) {
     if (!is_digits(n, 10))
       bad(what, "account number '" + n + "' is not 10 digits");
-    else if (!m.account_numbers.insert(n).second)
+    else if (used_before(m, kAccountNumberTag, n))
       bad(what, "account number " + n + " is already taken");
   };
   const auto wallet_id = [&](const std::string& what, std::uint64_t id) {
-    if (!m.wallet_ids.insert(id).second) bad(what, "id " + std::to_string(id) + " is already taken");
+    if (used_before(m, kWalletIdTag, id)) bad(what, "id " + std::to_string(id) + " is already taken");
   };
   std::visit(
       [&](const auto& x) {
@@ -381,7 +474,7 @@ void LogAuditor::check_records(Model& m, const Event& e) {
             bad(what, "account id " + x.account.value + " is not acc-…");
           if (!is_hex64(x.test_secret_key_hash) || !is_hex64(x.live_secret_key_hash))
             bad(what, "the secret key hashes are not SHA-256 hex");
-          if (!m.account_ids.insert(x.id).second)
+          if (used_before(m, kAccountIdTag, x.id))
             bad(what, "account id " + std::to_string(x.id) + " is already taken");
           if (!m.accounts.emplace(x.account.value, e.business).second)
             bad(what, "account " + x.account.value + " exists");
@@ -438,11 +531,10 @@ void LogAuditor::check_records(Model& m, const Event& e) {
             w.settlement = x.settlement_wallet.value;
           } else {
             // Transit wallets' names are exempt (API document 2.2).
-            if (!m.wallet_names.insert(scope_key(x.account.value, e.live) + x.name).second)
+            if (used_before(m, kWalletNameTag, scope_key(x.account.value, e.live), x.name))
               bad(what, "name '" + x.name + "' is already taken in its account and mode");
           }
-          if (m.collections.contains(x.wallet.value) ||
-              !m.wallets.emplace(x.wallet.value, std::move(w)).second)
+          if (collection_exists(m, x.wallet.value) || !m.wallets.emplace(x.wallet.value, std::move(w)).second)
             bad(what, "opened again");
         } else if constexpr (std::is_same_v<T, CollectionWalletOpened>) {
           const std::string what = "collection wallet " + x.wallet.value;
@@ -453,23 +545,25 @@ void LogAuditor::check_records(Model& m, const Event& e) {
           const auto d = m.wallets.find(x.destination.value);
           if (d == m.wallets.end() || d->second.business != e.business || d->second.live != e.live)
             bad(what, "pays into " + x.destination.value + ", not a wallet of its business and mode");
-          Model::Collection c{e.business, x.destination.value, e.live, x.amount, x.expires_at.ms, true};
-          if (m.wallets.contains(x.wallet.value) ||
+          Model::Collection c{e.business, x.destination.value, e.live, x.amount, x.expires_at.ms};
+          if (m.wallets.contains(x.wallet.value) || collection_exists(m, x.wallet.value) ||
               !m.collections.emplace(x.wallet.value, std::move(c)).second)
             bad(what, "opened again");
         } else if constexpr (std::is_same_v<T, CollectionWalletExpired>) {
           const auto c = m.collections.find(x.wallet.value);
-          if (c == m.collections.end() || c->second.business != e.business)
+          const std::optional<std::string> closed =
+              c == m.collections.end() ? closed_collection(m, x.wallet.value) : std::nullopt;
+          if (c == m.collections.end() ? closed != e.business : c->second.business != e.business)
             violation(Check::status, e,
                       "expiry of collection wallet " + x.wallet.value + ", which its business does not have");
-          else if (!c->second.active)
+          else if (closed)
             violation(Check::status, e,
                       "expiry of collection wallet " + x.wallet.value + ", which is paid or expired");
           else if (e.time < c->second.expires_at)
             violation(Check::status, e,
                       "collection wallet " + x.wallet.value + " expires before its expiration");
           else
-            c->second.active = false;
+            close_collection(m, x.wallet.value);
         } else if constexpr (std::is_same_v<T, WalletTierChanged>) {
           const auto w = m.wallets.find(x.wallet.value);
           if (w == m.wallets.end() || w->second.business != e.business || w->second.live != e.live)
@@ -488,9 +582,9 @@ void LogAuditor::check_records(Model& m, const Event& e) {
           const std::string what = "bank account " + x.bank_account.value;
           if (!x.bank_account.value.starts_with("bka-")) bad(what, "id is not bka-…");
           if (!owned(x.account)) bad(what, "its account is not an account of its business");
-          if (!m.bank_account_ids.insert(x.id).second)
+          if (used_before(m, kBankAccountIdTag, x.id))
             bad(what, "id " + std::to_string(x.id) + " is already taken");
-          if (!m.bank_accounts.insert(x.bank_account.value).second) bad(what, "saved again");
+          if (used_before(m, kBankAccountTag, x.bank_account.value)) bad(what, "saved again");
         }
       },
       e.data);
@@ -498,15 +592,14 @@ void LogAuditor::check_records(Model& m, const Event& e) {
   // The transaction records the event creates: ids and references unique.
   for (const CreatedTransaction& t : transactions_created(e.data)) {
     ++report_.transactions;
-    if (!m.transactions.insert(key16(t.id.value)).second)
+    if (used_before(m, kTransactionTag, t.id.value))
       violation(Check::record, e, "transaction " + t.id.value + " is created again");
-    if (t.number == 0 || !m.transaction_ids.insert(t.number).second)
+    if (t.number == 0 || used_before(m, kTransactionNumberTag, t.number))
       violation(Check::record, e,
                 "transaction " + t.id.value + ": id " + std::to_string(t.number) + " is taken or zero");
     std::string account;
     if (const auto* f = std::get_if<PayoutFailed>(&e.data)) {
-      if (const auto p = m.payouts.find(f->transaction.value); p != m.payouts.end())
-        account = p->second.account;
+      if (const auto p = payout(m, f->transaction.value)) account = p->account;
     } else {
       std::visit(
           [&](const auto& x) {
@@ -514,11 +607,10 @@ void LogAuditor::check_records(Model& m, const Event& e) {
           },
           e.data);
     }
-    const auto [first, fresh] = m.references.emplace(key16(scope_key(account, e.live), t.reference), e.seq);
-    if (!fresh)
+    if (const auto first = first_use(m, kReferenceTag, scope_key(account, e.live), t.reference, e.seq))
       violation(Check::reference, e,
                 "reference '" + t.reference + "' of " + t.id.value + " was used before, at seq " +
-                    std::to_string(first->second.value));
+                    std::to_string(first->value));
   }
 }
 
@@ -559,12 +651,11 @@ void LogAuditor::place_hold(Model& m, const Event& e, const HoldPlaced& x) {
   const auto a = m.accounts.find(x.account.value);
   if (a == m.accounts.end() || a->second != e.business)
     violation(Check::record, e, what + ": its account is not an account of its business");
-  const auto [first, fresh] =
-      m.hold_references.emplace(key16(scope_key(x.account.value, e.live), x.reference), e.seq);
-  if (!fresh)
+  if (const auto first =
+          first_use(m, kHoldReferenceTag, scope_key(x.account.value, e.live), x.reference, e.seq))
     violation(Check::reference, e,
               what + ": reference '" + x.reference + "' was used by a hold before, at seq " +
-                  std::to_string(first->second.value));
+                  std::to_string(first->value));
   const auto w = m.wallets.find(x.source.value);
   if (w == m.wallets.end() || w->second.business != e.business || w->second.live != e.live) {
     violation(Check::hold, e, what + " is on " + x.source.value + ", not a wallet of its business and mode");
@@ -576,9 +667,10 @@ void LogAuditor::place_hold(Model& m, const Event& e, const HoldPlaced& x) {
               what + " reserves " + kobo_text(x.amount) + " of " + x.source.value + ", which has " +
                   kobo_text(w->second.balance - w->second.held) + " available");
   w->second.held += x.amount;
-  if (!m.holds
+  if (scratch_.find(ScratchKey::digest(kEndedHoldTag, m.partition, x.hold.value)) ||
+      !m.holds
            .emplace(x.hold.value,
-                    Model::Hold{e.business, x.source.value, e.live, x.amount, Kobo(0), x.expires_at.ms, true})
+                    Model::Hold{e.business, x.source.value, e.live, x.amount, Kobo(0), x.expires_at.ms})
            .second)
     violation(Check::record, e, what + " is placed again");
 }
@@ -590,17 +682,24 @@ void LogAuditor::place_hold(Model& m, const Event& e, const HoldPlaced& x) {
 void LogAuditor::change_hold(Model& m, const Event& e, const HoldId& id, Kobo captured, bool ends,
                              const std::string& from) {
   const std::string what = "hold " + id.value;
+  const ScratchKey ended_key = ScratchKey::digest(kEndedHoldTag, m.partition, id.value);
   const auto h = m.holds.find(id.value);
-  if (h == m.holds.end() || h->second.business != e.business || h->second.live != e.live) {
+  if (h == m.holds.end()) {
+    // An ended hold is in the scratch index: its mode byte, then its business.
+    const auto ended = scratch_.find(ended_key);
+    if (!ended || ended->substr(1) != e.business || (ended->front() == 'l') != e.live)
+      violation(Check::hold, e,
+                std::string(to_string(e.type())) + " of " + what + ", which its business does not have");
+    else
+      violation(Check::hold, e, std::string(to_string(e.type())) + " of " + what + ", which has ended");
+    return;
+  }
+  if (h->second.business != e.business || h->second.live != e.live) {
     violation(Check::hold, e,
               std::string(to_string(e.type())) + " of " + what + ", which its business does not have");
     return;
   }
   Model::Hold& hold = h->second;
-  if (!hold.pending) {
-    violation(Check::hold, e, std::string(to_string(e.type())) + " of " + what + ", which has ended");
-    return;
-  }
   const bool expiry = e.type() == EventType::hold_expired;
   if (expiry ? e.time < hold.expires_at : e.time >= hold.expires_at)
     violation(Check::hold, e, what + (expiry ? " expires before" : " changes after") + " its expiresAt");
@@ -614,11 +713,14 @@ void LogAuditor::change_hold(Model& m, const Event& e, const HoldId& id, Kobo ca
   }
   hold.captured += captured;
   Kobo released = captured;
-  if (ends || hold.captured >= hold.amount) {
-    hold.pending = false;
-    released += hold.amount - hold.captured;
-  }
+  const bool ended = ends || hold.captured >= hold.amount;
+  if (ended) released += hold.amount - hold.captured;
   if (const auto w = m.wallets.find(hold.source); w != m.wallets.end()) w->second.held -= released;
+  if (ended) {
+    // An ended hold leaves memory for the scratch index.
+    scratch_.put(ended_key, (hold.live ? "l" : "t") + hold.business);
+    m.holds.erase(h);
+  }
 }
 
 // The postings of one movement of money against what that movement is (docs/architecture.md section
@@ -664,28 +766,26 @@ void LogAuditor::check_movement(Model& m, const Event& e) {
           else if (postings[1].amount.value <= 0 || postings[2].amount.value <= 0 ||
                    postings[0].amount != -(postings[1].amount + postings[2].amount))
             wrong("the source is not debited the amount and the fee that suspense and fees are credited");
-          else
-            m.payouts.emplace(
-                x.transaction.value,
-                Model::Payout{e.business, postings[0].account, x.account.value, postings[1].amount,
-                              postings[2].amount, TransactionStatus::pending});
+          else if (!payout(m, x.transaction.value))  // one created again is a record violation
+            m.payouts.emplace(x.transaction.value,
+                              Payout{e.business, postings[0].account, x.account.value, postings[1].amount,
+                                     postings[2].amount, TransactionStatus::pending});
         } else if constexpr (std::is_same_v<T, PayoutSucceeded> || std::is_same_v<T, PayoutFailed>) {
           constexpr bool failed = std::is_same_v<T, PayoutFailed>;
           expected = failed ? 3 : 2;
-          const auto p = m.payouts.find(x.transaction.value);
-          if (p == m.payouts.end()) return;  // change_status reports it
-          const Model::Payout& payout = p->second;
+          const auto found = payout(m, x.transaction.value);
+          if (!found) return;  // change_status reports it
+          const Payout& paid = *found;
           const bool suspense =
-              is_system(0, SystemAccount::payout_suspense) && postings[0].amount == -payout.amount;
+              is_system(0, SystemAccount::payout_suspense) && postings[0].amount == -paid.amount;
           if constexpr (failed) {
-            if (!suspense || !is_system(1, SystemAccount::fees) || postings[1].amount != -payout.fee ||
-                !at(2) || postings[2].account != payout.source ||
-                postings[2].amount != payout.amount + payout.fee)
+            if (!suspense || !is_system(1, SystemAccount::fees) || postings[1].amount != -paid.fee ||
+                !at(2) || postings[2].account != paid.source || postings[2].amount != paid.amount + paid.fee)
               wrong("the reversal of " + x.transaction.value +
                     " does not give its amount and fee back to its source");
           } else {
             if (!suspense || !is_system(1, SystemAccount::outbound_settlement) ||
-                postings[1].amount != payout.amount)
+                postings[1].amount != paid.amount)
               wrong(x.transaction.value + " does not move its amount from suspense to outbound settlement");
           }
         } else if constexpr (std::is_same_v<T, IncomingCreditReceived>) {
@@ -702,17 +802,18 @@ void LogAuditor::check_movement(Model& m, const Event& e) {
             wrong("transit wallet " + postings[1].account +
                   " does not sweep what it received to its settlement wallet");
           if (x.collection) {
-            const auto c = m.collections.find(x.collection->value);
-            if (c == m.collections.end() || c->second.business != e.business)
-              wrong("pays collection wallet " + x.collection->value + ", which its business does not have");
-            else if (!c->second.active || e.time >= c->second.expires_at)
-              violation(Check::status, e,
-                        "collection wallet " + x.collection->value + " is paid when paid or expired");
+            const std::string& id = x.collection->value;
+            const auto c = m.collections.find(id);
+            const std::optional<std::string> closed =
+                c == m.collections.end() ? closed_collection(m, id) : std::nullopt;
+            if (c == m.collections.end() ? closed != e.business : c->second.business != e.business)
+              wrong("pays collection wallet " + id + ", which its business does not have");
+            else if (closed || e.time >= c->second.expires_at)
+              violation(Check::status, e, "collection wallet " + id + " is paid when paid or expired");
             else if (at(1) &&
                      (postings[1].account != c->second.destination || postings[1].amount != c->second.amount))
-              wrong("collection wallet " + x.collection->value +
-                    " pays another amount or wallet than it was opened for");
-            if (c != m.collections.end()) c->second.active = false;
+              wrong("collection wallet " + id + " pays another amount or wallet than it was opened for");
+            if (c != m.collections.end()) close_collection(m, id);
           }
         }
       },
@@ -779,12 +880,13 @@ void LogAuditor::post(Model& m, const Event& e, const std::vector<Posting>& post
 void LogAuditor::change_status(Model& m, const Event& e) {
   const StatusChange c = *status_change(e.data);
   const std::string& id = c.transaction.value;
-  const auto it = m.payouts.find(id);
-  if (it == m.payouts.end()) {
+  const auto in_flight = m.payouts.find(id);
+  std::optional<Payout> found = payout(m, id);
+  if (!found) {
     violation(Check::status, e, "status change of " + id + ", which is no payout of this partition");
     return;
   }
-  Model::Payout& p = it->second;
+  Payout& p = *found;
   if (p.business != e.business)
     violation(Check::record, e, "status change of " + id + " of another business");
   if (p.status != c.from || rank(c.to) <= rank(p.status))
@@ -792,6 +894,13 @@ void LogAuditor::change_status(Model& m, const Event& e) {
               "the status of " + id + " moves from " + std::string(to_string(p.status)) + " to " +
                   std::string(to_string(c.to)));
   p.status = c.to;
+  if (in_flight != m.payouts.end() && rank(p.status) < rank(TransactionStatus::success)) {
+    in_flight->second.status = p.status;
+    return;
+  }
+  // A settled payout leaves memory for the scratch index, where a later change finds it.
+  scratch_.put(ScratchKey::digest(kSettledPayoutTag, m.partition, id), p.encode());
+  if (in_flight != m.payouts.end()) m.payouts.erase(in_flight);
 }
 
 // Totals over partitions are the report's, not the ledger's: a sum beyond the range of kobo
