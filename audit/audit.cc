@@ -40,9 +40,22 @@ Result<AuditReport> audit_log(EventLog& log, const AuditOptions& options, const 
     if (progress) progress("log", follower.records_read(), total);
   });
   if (!s) return s;
-  auditor.finish();
+  if (auto f = auditor.finish(); !f) return f;
   report.records = follower.records_read();
   report.events = follower.events_accepted();
+
+  // Names used again: a second read of the log, as far as the last of them, says what was used.
+  if (!auditor.reuses().empty()) {
+    ReuseNamer namer(auditor.reuses(), report);
+    LogFollower again(log, LogFollowerOptions{.require_canonical_form = true});
+    if (auto o = again.open(); !o) return o;
+    while (!namer.done() && !again.reached(ends.value())) {
+      auto step = again.step(namer, std::chrono::milliseconds(0), &ends.value());
+      if (!step) return step.status();
+      if (progress) progress("reuses", again.records_read(), total);
+    }
+    namer.finish();
+  }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
 }

@@ -1,7 +1,11 @@
 #include "audit/model.h"
 
+#include <algorithm>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <tuple>
 #include <unordered_set>
 
 #include "common/time.h"
@@ -14,36 +18,23 @@ namespace kobo::audit {
 
 namespace {
 
-// The scratch index's facts (scratch_index.h), by tag: what the audit asks of the past. Each is
-// of one partition, found by a digest of its names or by its number.
-constexpr char kTransactionTag = 'T';        // a transaction's publicId -> ""
-constexpr char kTransactionNumberTag = 'I';  // a transaction's integer id -> ""
-constexpr char kReferenceTag = 'R';          // scope_key(account, mode), reference -> first seq
-constexpr char kHoldReferenceTag = 'O';      // scope_key(account, mode), a hold's reference -> first seq
-constexpr char kBulkReferenceTag = 'K';      // scope_key(account, mode), a bulk transfer's reference -> ""
-constexpr char kAccountNumberTag = 'N';      // a wallet's or collection wallet's account number -> ""
-constexpr char kWalletNameTag = 'M';         // scope_key(account, mode), a wallet's name -> ""
-constexpr char kAccountIdTag = 'A';          // an account's integer id -> ""
-constexpr char kWalletIdTag = 'W';           // a wallet's integer id -> ""
-constexpr char kBankAccountTag = 'B';        // a saved bank account's bka-… -> ""
-constexpr char kBankAccountIdTag = 'b';      // a saved bank account's integer id -> ""
-constexpr char kClosedCollectionTag = 'C';   // a collection wallet paid or expired -> its business
-constexpr char kSettledPayoutTag = 'P';      // a payout that succeeded or failed -> encode_payout()
-constexpr char kEndedHoldTag = 'H';          // a hold captured, voided or expired -> mode byte, business
-
-std::string encode_seq(Seq seq) {
-  KOBO_ASSERT(seq.value > 0, "a first use is an event's");
-  std::string out;
-  put_varint(out, seq.value);
-  return out;
-}
-
-Seq decode_seq(std::string_view bytes) {
-  VarintReader in(bytes);
-  const Seq seq(in.varint());
-  KOBO_ASSERT(in.ok() && in.done() && seq.value > 0, "the scratch index holds what encode_seq() wrote");
-  return seq;
-}
+// The names an event claims (scratch_index.h), by tag: no later event of the partition may use
+// one again. Found by a digest of the names, or by the number.
+constexpr char kTransactionTag = 'T';        // a transaction's publicId
+constexpr char kTransactionNumberTag = 'I';  // a transaction's integer id
+constexpr char kReferenceTag = 'R';          // scope_key(account, mode), a transaction's reference
+constexpr char kHoldReferenceTag = 'O';      // scope_key(account, mode), a hold's reference
+constexpr char kBulkReferenceTag = 'K';      // scope_key(account, mode), a bulk transfer's reference
+constexpr char kAccountNumberTag = 'N';      // a wallet's or collection wallet's account number
+constexpr char kWalletNameTag = 'M';         // scope_key(account, mode), a wallet's name
+constexpr char kAccountIdTag = 'A';          // an account's integer id
+constexpr char kWalletIdTag = 'W';           // a wallet's integer id
+constexpr char kBankAccountTag = 'B';        // a saved bank account's bka-…
+constexpr char kBankAccountIdTag = 'b';      // a saved bank account's integer id
+// The records that have ended, found by a digest of their id.
+constexpr char kClosedCollectionTag = 'C';  // a collection wallet paid or expired -> its business
+constexpr char kSettledPayoutTag = 'P';     // a payout that succeeded or failed -> Payout::encode()
+constexpr char kEndedHoldTag = 'H';         // a hold captured, voided or expired -> mode byte, business
 
 bool is_hex64(std::string_view s) {
   if (s.size() != 64) return false;
@@ -78,6 +69,98 @@ std::optional<Seq> peek_seq(std::string_view bytes) {
   if (j.is_object() && j.contains("seq") && j["seq"].is_number_unsigned())
     return Seq(j["seq"].get<std::uint64_t>());
   return std::nullopt;
+}
+
+// What the audit does with a record the chain refused (events/log_follower.h): a duplicate (a
+// retried append) and a fenced writer's event are passed over; an event that decodes and extends
+// its partition's chain, even past a gap or a broken link, is adopted as the new head, so that one
+// tampered event is reported where it is and the audit goes on; anything else is passed over.
+// Both passes of the audit follow it, so they read the same events.
+Disposition chain_disposition(const RefusedRecord& r) {
+  if (r.verdict == ChainVerdict::duplicate || r.verdict == ChainVerdict::zombie) return Disposition::skip;
+  if (r.event == nullptr) return Disposition::skip;
+  if (!r.problem.empty() && r.event->partition != r.partition) return Disposition::skip;
+  KOBO_ASSERT(r.chain != nullptr, "a refused record comes with its partition's head");
+  return r.event->seq.value > r.chain->last_seq().value ? Disposition::adopt : Disposition::skip;
+}
+
+// The names event `e` claims, in a fixed order: sink(name, check, describe) for each, where
+// describe(first) is the violation's reason should the name have been claimed before, at seq
+// `first`. Pure: the audit's first pass writes the claims (LogAuditor::apply), and its second
+// describes the reuses the scratch index found (ReuseNamer); both see the same claims in the
+// same order. `created` is transactions_created(e.data), and `payout_account` the account of the
+// payout a PayoutFailed reverses (its reversal's reference is of that account).
+template <typename Sink>
+void claims_of(const Event& e, const std::vector<CreatedTransaction>& created,
+               std::string_view payout_account, Sink&& sink) {
+  // The descriptions capture by reference and build their text only when called: the first pass
+  // never calls them, and the second calls them within sink().
+  const Partition p = e.partition;
+  const auto number = [&](const std::string& what, const std::string& n) {
+    if (is_digits(n, 10))
+      sink(ScratchKey::digest(kAccountNumberTag, p, n), Check::record,
+           [&](Seq) { return what + ": account number " + n + " is already taken"; });
+  };
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, BusinessRegistered>) {
+          sink(ScratchKey::number(kAccountIdTag, p, x.id), Check::record, [&](Seq) {
+            return "business " + e.business + ": account id " + std::to_string(x.id) + " is already taken";
+          });
+        } else if constexpr (std::is_same_v<T, WalletOpened> || std::is_same_v<T, TransitWalletOpened>) {
+          const std::string what = "wallet " + x.wallet.value;
+          number(what, x.account_number);
+          sink(ScratchKey::number(kWalletIdTag, p, x.id), Check::record,
+               [&](Seq) { return what + ": id " + std::to_string(x.id) + " is already taken"; });
+          // Transit wallets' names are exempt (API document 2.2).
+          if constexpr (std::is_same_v<T, WalletOpened>)
+            sink(ScratchKey::digest(kWalletNameTag, p, scope_key(x.account.value, e.live), x.name),
+                 Check::record, [&](Seq) {
+                   return what + ": name '" + x.name + "' is already taken in its account and mode";
+                 });
+        } else if constexpr (std::is_same_v<T, CollectionWalletOpened>) {
+          number("collection wallet " + x.wallet.value, x.account_number);
+        } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
+          const std::string what = "bank account " + x.bank_account.value;
+          sink(ScratchKey::number(kBankAccountIdTag, p, x.id), Check::record,
+               [&](Seq) { return what + ": id " + std::to_string(x.id) + " is already taken"; });
+          sink(ScratchKey::digest(kBankAccountTag, p, x.bank_account.value), Check::record,
+               [&](Seq) { return what + ": saved again"; });
+        } else if constexpr (std::is_same_v<T, HoldPlaced>) {
+          sink(ScratchKey::digest(kHoldReferenceTag, p, scope_key(x.account.value, e.live), x.reference),
+               Check::reference, [&](Seq first) {
+                 return "hold " + x.hold.value + ": reference '" + x.reference +
+                        "' was used by a hold before, at seq " + std::to_string(first.value);
+               });
+        } else if constexpr (std::is_same_v<T, BulkTransferAccepted>) {
+          sink(ScratchKey::digest(kBulkReferenceTag, p, scope_key(x.account.value, e.live), x.reference),
+               Check::reference,
+               [&](Seq) { return "bulk transfer reference '" + x.reference + "' was used before"; });
+        }
+      },
+      e.data);
+
+  // The transaction records the event creates: ids and references unique.
+  std::string account(payout_account);
+  std::visit(
+      [&](const auto& x) {
+        if constexpr (requires { x.account; }) account = x.account.value;
+      },
+      e.data);
+  const std::string scope = scope_key(account, e.live);
+  for (const CreatedTransaction& t : created) {
+    sink(ScratchKey::digest(kTransactionTag, p, t.id.value), Check::record,
+         [&](Seq) { return "transaction " + t.id.value + " is created again"; });
+    if (t.number != 0)  // 0 is refused at once (check_records)
+      sink(ScratchKey::number(kTransactionNumberTag, p, t.number), Check::record, [&](Seq) {
+        return "transaction " + t.id.value + ": id " + std::to_string(t.number) + " is taken or zero";
+      });
+    sink(ScratchKey::digest(kReferenceTag, p, scope, t.reference), Check::reference, [&](Seq first) {
+      return "reference '" + t.reference + "' of " + t.id.value + " was used before, at seq " +
+             std::to_string(first.value);
+    });
+  }
 }
 
 }  // namespace
@@ -189,24 +272,6 @@ void LogAuditor::violation(Check check, const Event& e, std::string reason) {
 
 // ---- the past, in the scratch index ------------------------------------------------------------
 
-// Whether the name (a, b) of kind `tag` was used before in m's partition; it is used from now on.
-bool LogAuditor::used_before(Model& m, char tag, std::string_view a, std::string_view b) {
-  return scratch_.insert(ScratchKey::digest(tag, m.partition, a, b)).has_value();
-}
-
-bool LogAuditor::used_before(Model& m, char tag, std::uint64_t n) {
-  return scratch_.insert(ScratchKey::number(tag, m.partition, n)).has_value();
-}
-
-// The seq at which the name (a, b) of kind `tag` was first used, or nullopt when it is new (then
-// `seq` is its first use).
-std::optional<Seq> LogAuditor::first_use(Model& m, char tag, std::string_view a, std::string_view b,
-                                         Seq seq) {
-  const auto first = scratch_.insert(ScratchKey::digest(tag, m.partition, a, b), encode_seq(seq));
-  if (!first) return std::nullopt;
-  return decode_seq(*first);
-}
-
 // A collection wallet, open (in memory) or closed (in the scratch index).
 bool LogAuditor::collection_exists(Model& m, const std::string& id) {
   return m.collections.contains(id) || closed_collection(m, id).has_value();
@@ -245,17 +310,23 @@ std::size_t LogAuditor::entries() const {
 
 Disposition LogAuditor::refused(const RefusedRecord& r) {
   if (signatures_ != nullptr) signatures_->refused(r);
+  report_refused(r);
+  return chain_disposition(r);
+}
+
+// Why the chain refused a record, and where: what chain_disposition() makes of it is reported.
+void LogAuditor::report_refused(const RefusedRecord& r) {
   const std::string at =
       "partition " + std::to_string(r.partition.value) + " offset " + std::to_string(r.offset.value);
   switch (r.verdict) {
     case ChainVerdict::duplicate:
       ++report_.duplicates;
-      return Disposition::skip;
+      return;
     case ChainVerdict::zombie:
       ++report_.zombies;
       report_.note(at + " seq " + std::to_string(r.event->seq.value) + ": skipped an event of epoch " +
                    std::to_string(r.event->epoch.value) + " from a fenced writer");
-      return Disposition::skip;
+      return;
     case ChainVerdict::accept:
     case ChainVerdict::broken:
       break;
@@ -265,7 +336,7 @@ Disposition LogAuditor::refused(const RefusedRecord& r) {
   };
   if (r.event == nullptr) {
     chain_violation(peek_seq(r.bytes), "the record cannot be read: " + r.problem);
-    return Disposition::skip;
+    return;
   }
   const Event& e = *r.event;
   const ChainFollower& head = *r.chain;
@@ -274,7 +345,7 @@ Disposition LogAuditor::refused(const RefusedRecord& r) {
     chain_violation(e.seq, r.problem == "hash mismatch"
                                ? seq + ": its hash does not match its contents (the event was edited)"
                                : seq + ": " + r.problem);
-    if (e.partition != r.partition) return Disposition::skip;
+    if (e.partition != r.partition) return;
   }
   const std::uint64_t expected = head.last_seq().value + 1;
   if (e.seq.value == expected) {
@@ -292,7 +363,7 @@ Disposition LogAuditor::refused(const RefusedRecord& r) {
                                                          std::to_string(head.epoch().value)
                                                    : seq + ": WriterStarted does not raise the epoch"});
     }
-    return Disposition::adopt;
+    return;
   }
   if (e.seq.value > expected) {
     const std::uint64_t missing_last = e.seq.value - 1;
@@ -305,11 +376,10 @@ Disposition LogAuditor::refused(const RefusedRecord& r) {
                           r.offset,
                           {},
                           what + " (" + seq + " follows seq " + std::to_string(expected - 1) + ")"});
-    return Disposition::adopt;
+    return;
   }
   chain_violation(e.seq, seq + " comes after seq " + std::to_string(expected - 1) +
                              " (out of order, or a second, different event with that seq)");
-  return Disposition::skip;
 }
 
 Status LogAuditor::accepted(const Event& e) {
@@ -410,7 +480,9 @@ void LogAuditor::apply(Model& m, const Event& e) {
   if (e.type() != EventType::business_registered && !m.businesses.contains(e.business))
     violation(Check::record, e, "business '" + e.business + "' does not exist in this partition");
   check_bulk(m, e);
-  check_records(m, e);
+  const std::vector<CreatedTransaction> created = transactions_created(e.data);
+  check_records(m, e, created);
+  claim_names(m, e, created);
   if (const auto* postings = postings_of(e.data)) {
     check_movement(m, e);
     post(m, e, *postings);
@@ -424,8 +496,6 @@ void LogAuditor::apply(Model& m, const Event& e) {
 void LogAuditor::check_bulk(Model& m, const Event& e) {
   if (const auto* x = std::get_if<BulkTransferAccepted>(&e.data)) {
     if (e.seq != e.command_seq) violation(Check::command, e, "a bulk transfer does not open its command");
-    if (used_before(m, kBulkReferenceTag, scope_key(x->account.value, e.live), x->reference))
-      violation(Check::reference, e, "bulk transfer reference '" + x->reference + "' was used before");
     if (x->atomic && !x->rejected.empty())
       violation(Check::command, e, "an atomic bulk transfer refuses items");
     m.bulk = x->batch.value;
@@ -443,8 +513,8 @@ void LogAuditor::check_bulk(Model& m, const Event& e) {
   if (batch != nullptr && batch->value == m.bulk) ++m.bulk_items_seen;
 }
 
-// The records an event opens: ids well formed and unique, owners that exist.
-void LogAuditor::check_records(Model& m, const Event& e) {
+// The records an event opens: ids well formed, owners that exist.
+void LogAuditor::check_records(Model& m, const Event& e, const std::vector<CreatedTransaction>& created) {
   const auto owned = [&](const AccountId& account) {
     const auto a = m.accounts.find(account.value);
     return a != m.accounts.end() && a->second == e.business;
@@ -452,14 +522,9 @@ void LogAuditor::check_records(Model& m, const Event& e) {
   const auto bad = [&](const std::string& what, const std::string& why) {
     violation(Check::record, e, what + ": " + why);
   };
+  // (Whether an id, number, name or reference was used before is claims_of()'s.)
   const auto number = [&](const std::string& what, const std::string& n) {
-    if (!is_digits(n, 10))
-      bad(what, "account number '" + n + "' is not 10 digits");
-    else if (used_before(m, kAccountNumberTag, n))
-      bad(what, "account number " + n + " is already taken");
-  };
-  const auto wallet_id = [&](const std::string& what, std::uint64_t id) {
-    if (used_before(m, kWalletIdTag, id)) bad(what, "id " + std::to_string(id) + " is already taken");
+    if (!is_digits(n, 10)) bad(what, "account number '" + n + "' is not 10 digits");
   };
   std::visit(
       [&](const auto& x) {
@@ -474,8 +539,6 @@ void LogAuditor::check_records(Model& m, const Event& e) {
             bad(what, "account id " + x.account.value + " is not acc-…");
           if (!is_hex64(x.test_secret_key_hash) || !is_hex64(x.live_secret_key_hash))
             bad(what, "the secret key hashes are not SHA-256 hex");
-          if (used_before(m, kAccountIdTag, x.id))
-            bad(what, "account id " + std::to_string(x.id) + " is already taken");
           if (!m.accounts.emplace(x.account.value, e.business).second)
             bad(what, "account " + x.account.value + " exists");
         } else if constexpr (std::is_same_v<T, AccountUpdated>) {
@@ -517,7 +580,6 @@ void LogAuditor::check_records(Model& m, const Event& e) {
           if (!owned(x.account))
             bad(what, "account " + x.account.value + " is not an account of its business");
           number(what, x.account_number);
-          wallet_id(what, x.id);
           Model::Wallet w{
               e.business, x.account.value, e.live,  transit,
               {},         Kobo(0),         Kobo(0), static_cast<std::uint8_t>(x.kyc_tier.value_or(0)),
@@ -529,10 +591,6 @@ void LogAuditor::check_records(Model& m, const Event& e) {
               bad(what,
                   "settles to " + x.settlement_wallet.value + ", not a wallet of its business and mode");
             w.settlement = x.settlement_wallet.value;
-          } else {
-            // Transit wallets' names are exempt (API document 2.2).
-            if (used_before(m, kWalletNameTag, scope_key(x.account.value, e.live), x.name))
-              bad(what, "name '" + x.name + "' is already taken in its account and mode");
           }
           if (collection_exists(m, x.wallet.value) || !m.wallets.emplace(x.wallet.value, std::move(w)).second)
             bad(what, "opened again");
@@ -582,36 +640,28 @@ void LogAuditor::check_records(Model& m, const Event& e) {
           const std::string what = "bank account " + x.bank_account.value;
           if (!x.bank_account.value.starts_with("bka-")) bad(what, "id is not bka-…");
           if (!owned(x.account)) bad(what, "its account is not an account of its business");
-          if (used_before(m, kBankAccountIdTag, x.id))
-            bad(what, "id " + std::to_string(x.id) + " is already taken");
-          if (used_before(m, kBankAccountTag, x.bank_account.value)) bad(what, "saved again");
         }
       },
       e.data);
 
-  // The transaction records the event creates: ids and references unique.
-  for (const CreatedTransaction& t : transactions_created(e.data)) {
+  // The transaction records the event creates (their ids' and references' reuse is claims_of()'s).
+  for (const CreatedTransaction& t : created) {
     ++report_.transactions;
-    if (used_before(m, kTransactionTag, t.id.value))
-      violation(Check::record, e, "transaction " + t.id.value + " is created again");
-    if (t.number == 0 || used_before(m, kTransactionNumberTag, t.number))
-      violation(Check::record, e,
-                "transaction " + t.id.value + ": id " + std::to_string(t.number) + " is taken or zero");
-    std::string account;
-    if (const auto* f = std::get_if<PayoutFailed>(&e.data)) {
-      if (const auto p = payout(m, f->transaction.value)) account = p->account;
-    } else {
-      std::visit(
-          [&](const auto& x) {
-            if constexpr (requires { x.account; }) account = x.account.value;
-          },
-          e.data);
-    }
-    if (const auto first = first_use(m, kReferenceTag, scope_key(account, e.live), t.reference, e.seq))
-      violation(Check::reference, e,
-                "reference '" + t.reference + "' of " + t.id.value + " was used before, at seq " +
-                    std::to_string(first->value));
+    if (t.number == 0) violation(Check::record, e, "transaction " + t.id.value + ": id 0 is taken or zero");
   }
+}
+
+// Claims every name the event uses (claims_of()): a reuse is found at the end of the log, when
+// the scratch index reads the claims in order (finish()).
+void LogAuditor::claim_names(Model& m, const Event& e, const std::vector<CreatedTransaction>& created) {
+  std::string payout_account;
+  if (const auto* f = std::get_if<PayoutFailed>(&e.data))
+    if (const auto p = payout(m, f->transaction.value)) payout_account = p->account;
+  std::uint16_t ordinal = 0;
+  claims_of(e, created, payout_account, [&](const ScratchKey& name, Check, const auto&) {
+    KOBO_ASSERT(ordinal < std::numeric_limits<std::uint16_t>::max(), "an event claims a few names");
+    scratch_.claim(name, e.seq, ordinal++);
+  });
 }
 
 // The KYC tier limits (events/limits.h) of the tables the log recorded: no counted debit beyond
@@ -651,11 +701,6 @@ void LogAuditor::place_hold(Model& m, const Event& e, const HoldPlaced& x) {
   const auto a = m.accounts.find(x.account.value);
   if (a == m.accounts.end() || a->second != e.business)
     violation(Check::record, e, what + ": its account is not an account of its business");
-  if (const auto first =
-          first_use(m, kHoldReferenceTag, scope_key(x.account.value, e.live), x.reference, e.seq))
-    violation(Check::reference, e,
-              what + ": reference '" + x.reference + "' was used by a hold before, at seq " +
-                  std::to_string(first->value));
   const auto w = m.wallets.find(x.source.value);
   if (w == m.wallets.end() || w->second.business != e.business || w->second.live != e.live) {
     violation(Check::hold, e, what + " is on " + x.source.value + ", not a wallet of its business and mode");
@@ -912,7 +957,7 @@ void LogAuditor::sum_into(Kobo& total, Kobo amount, std::string_view what) {
     report_.note("the total of " + std::string(what) + " over partitions is beyond the range of kobo");
 }
 
-void LogAuditor::finish() {
+Status LogAuditor::finish() {
   if (signatures_ != nullptr) signatures_->finish();
   for (auto& mp : models_) {
     Model& m = *mp;
@@ -932,6 +977,76 @@ void LogAuditor::finish() {
     for (const auto& [account, balance] : m.system)
       if (account.starts_with("sys:")) sum_into(report_.system[account], balance, account);
   }
+  // The names used again, found in one ordered pass over the claims. The first of them, by
+  // partition and seq, as many as the report still lists, are described by a second read of the
+  // log (ReuseNamer); the rest are counted.
+  const std::size_t listed_max = AuditReport::kViolationsListedMax -
+                                 std::min(report_.violations.size(), AuditReport::kViolationsListedMax);
+  const auto earlier = [](const Reuse& a, const Reuse& b) {
+    return std::tuple(a.partition.value, a.seq.value, a.ordinal) <
+           std::tuple(b.partition.value, b.seq.value, b.ordinal);
+  };
+  std::uint64_t count = 0;
+  reuses_.clear();
+  if (auto s = scratch_.reuses([&](const Reuse& r) {
+        ++count;
+        if (listed_max == 0) return;
+        reuses_.push_back(r);  // a heap whose top is the latest kept
+        std::push_heap(reuses_.begin(), reuses_.end(), earlier);
+        if (reuses_.size() > listed_max) {
+          std::pop_heap(reuses_.begin(), reuses_.end(), earlier);
+          reuses_.pop_back();
+        }
+      });
+      !s)
+    return s;
+  std::sort_heap(reuses_.begin(), reuses_.end(), earlier);
+  KOBO_ASSERT(reuses_.size() <= listed_max && reuses_.size() <= count,
+              "the reuses listed are some of those found");
+  report_.violation_count += count - reuses_.size();
+  return {};
+}
+
+// ---- the second pass -----------------------------------------------------------------------------
+
+ReuseNamer::ReuseNamer(const std::vector<Reuse>& reuses, AuditReport& report) : report_(report) {
+  for (const Reuse& r : reuses) wanted_[{r.partition.value, r.seq.value}].push_back(r);
+  KOBO_ASSERT(wanted_.size() <= reuses.size(), "an event per reuse at most");
+}
+
+Disposition ReuseNamer::refused(const RefusedRecord& r) { return chain_disposition(r); }
+
+Status ReuseNamer::accepted(const Event& e) {
+  const auto it = wanted_.find({e.partition.value, e.seq.value});
+  if (it == wanted_.end()) return {};
+  std::uint16_t ordinal = 0;
+  claims_of(e, transactions_created(e.data), {},
+            [&](const ScratchKey& name, Check check, const auto& describe) {
+              for (const Reuse& r : it->second)
+                if (r.ordinal == ordinal && r.tag == name.tag())
+                  report_.add(Violation{check, e.partition, e.seq, std::nullopt, {}, describe(r.first)});
+              ++ordinal;
+            });
+  // Each reuse is the claim of its ordinal, of its kind: the event the first pass claimed it for.
+  for (const Reuse& r : it->second)
+    KOBO_ASSERT(r.ordinal < ordinal, "the second pass reads the event the first pass claimed for");
+  wanted_.erase(it);
+  return {};
+}
+
+void ReuseNamer::finish() {
+  // An event the first pass claimed for and the second did not read again: the log changed
+  // between the two reads.
+  for (const auto& [at, reuses] : wanted_)
+    for (const Reuse& r : reuses)
+      report_.add(Violation{Check::record,
+                            r.partition,
+                            r.seq,
+                            std::nullopt,
+                            {},
+                            "uses a name (of kind '" + std::string(1, r.tag) + "') used before, at seq " +
+                                std::to_string(r.first.value) + "; the log changed while it was audited"});
+  wanted_.clear();
 }
 
 }  // namespace kobo::audit

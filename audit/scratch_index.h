@@ -1,20 +1,28 @@
 #pragma once
 // ScratchIndex: what the audit checks the past against, on disk (docs/architecture.md section 5a,
 // "The audit"). Internal to audit/; the auditor's model (model.h) keeps in memory what is per
-// wallet and account or still in flight, and asks this index whatever grows with history: was
-// this transaction id, integer id, reference, account number or name used before (and at which
-// seq), and the records that have ended (paid collection wallets, settled payouts, ended holds).
+// wallet and account or still in flight, and gives this index whatever grows with history:
+//   - claims: every id, integer id, account number, name and reference an event uses, which no
+//     later event may use again. Claims are only written, never looked up one by one: they gather
+//     in a batch of at most kClaimsBatchMax, sorted, and go to the database in one write; at the
+//     end of the log reuses() reads them once in key order, and a claim of a name after its first
+//     is a reuse. RocksDB's compactions are the external sort, so a claim costs the same at any
+//     log size, where a lookup of a name never used would miss a bounded cache more and more
+//     often as the history grows.
+//   - records that have ended (a paid collection wallet, a settled payout, an ended hold), found
+//     by their id when a later event names them (put() and find(), with Bloom filters).
 //
-// A RocksDB database in a fresh directory of its own, which open() makes under a parent (the
-// audit's `--scratch-dir`, or the system's temporary directory) and the destructor removes. It is
-// the audit's own, independent of the writer's history index (command/history.h): the audit
-// shares with the writer only the event contract. Writes gather in an in-memory tail of at most
-// kTailEntriesMax entries that lookups read first, and go to the database in one batch without a
-// write-ahead log (a scratch index outlives no audit); the block cache and the memtables are
-// bounded together by `cache_bytes`. So the audit's memory follows wallets, not history.
+// A RocksDB database (a column family each) in a fresh directory of its own, kobo-audit-<pid>-XXXXXX,
+// which open() makes under a parent (the audit's `--scratch-dir`, or the system's temporary
+// directory) and the destructor removes; one that a killed audit left is removed by the next
+// audit under the same parent. It is the audit's own, independent of the writer's history index
+// (command/history.h): the audit shares with the writer only the event contract. Nothing is
+// written ahead (a scratch index outlives no audit), and the block cache and the memtables are
+// bounded together by `cache_bytes`: the audit's memory follows wallets, not history.
 //
-// An I/O error is kept (status()) and every lookup after it finds nothing: the auditor stops at
-// the next event with that error, and the audit cannot run rather than reporting on half a past.
+// An I/O error is kept (status()), and every call after it does nothing (find() finds nothing):
+// the auditor stops at the next event with that error, and the audit cannot run rather than
+// reporting on half a past.
 //
 // Not thread-safe: the follower's thread alone uses it.
 
@@ -22,11 +30,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "common/result.h"
@@ -34,40 +42,44 @@
 
 namespace kobo::audit {
 
-// A key of the index: a tag byte naming the kind of fact, the partition it is of (two bytes,
-// big-endian), then what it is found by: an integer (eight bytes, big-endian) or the first 16
-// bytes of a SHA-256 of a longer name (128 bits: no collision in any log that fits on a disk).
+// A name in the index: a tag byte naming its kind, the partition it is of (two bytes,
+// big-endian), then 16 bytes: an integer (big-endian, then zeros) or the first 16 bytes of a
+// SHA-256 of a longer name (128 bits: no collision in any log that fits on a disk).
 class ScratchKey {
  public:
-  static constexpr std::size_t kPrefixSize = 1 + 2;  // tag and partition
-  static constexpr std::size_t kNumberSize = kPrefixSize + 8;
-  static constexpr std::size_t kSizeMax = kPrefixSize + 16;
+  static constexpr std::size_t kSize = 1 + 2 + 16;
   static constexpr std::uint32_t kPartitionsMax = 65'536;
+  using Bytes = std::array<char, kSize>;
 
-  // `tag`'s fact of partition p found by a number.
+  // `tag`'s name of partition p that is a number.
   static ScratchKey number(char tag, Partition p, std::uint64_t n);
-  // `tag`'s fact of partition p found by the names a and b (a digest of both).
+  // `tag`'s name of partition p that is a and b (a digest of both).
   static ScratchKey digest(char tag, Partition p, std::string_view a, std::string_view b = {});
 
-  std::string_view bytes() const { return {bytes_.data(), size_}; }
-  // The number a number's key is found by; nullopt for a digest's.
-  std::optional<std::uint64_t> number_value() const;
-  // The tag and partition, as one integer.
-  std::uint32_t prefix() const;
-  // Mixes the bytes after the prefix (a digest's, or a number's) with it.
-  std::uint64_t hash() const;
-  bool operator==(const ScratchKey& other) const { return bytes() == other.bytes(); }
+  std::string_view bytes() const { return {bytes_.data(), bytes_.size()}; }
+  char tag() const { return bytes_[0]; }
+  Partition partition() const;
+  bool operator==(const ScratchKey& other) const = default;
 
  private:
   ScratchKey(char tag, Partition p);
-  std::array<char, kSizeMax> bytes_{};
-  std::uint8_t size_ = 0;
+  Bytes bytes_{};
+};
+
+// A claim of a name after its first claim: where it is, and where the name was first claimed.
+struct Reuse {
+  char tag = 0;
+  Partition partition{0};
+  Seq seq{0};                 // the event of the reuse
+  std::uint16_t ordinal = 0;  // which of that event's claims
+  Seq first{0};               // the event of the first claim
 };
 
 class ScratchIndex {
  public:
-  // Entries the tail holds before they are written to the database in one batch.
-  static constexpr std::size_t kTailEntriesMax = 65'536;
+  // Claims gathered before one sorted write to the database.
+  static constexpr std::size_t kClaimsBatchMax = 65'536;
+
   // Makes a fresh directory under `parent` (which must exist) and opens the index there, its
   // block cache and memtables within `cache_bytes` (AuditOptions::scratch_cache_bytes).
   [[nodiscard]] static Result<std::unique_ptr<ScratchIndex>> open(const std::filesystem::path& parent,
@@ -77,45 +89,38 @@ class ScratchIndex {
   ScratchIndex(const ScratchIndex&) = delete;
   ScratchIndex& operator=(const ScratchIndex&) = delete;
 
-  // The value stored at `key`, or nullopt.
+  // ---- claims
+  // Notes that the event at `seq` (of key's partition) uses `name`, as its `ordinal`-th claim.
+  void claim(const ScratchKey& name, Seq seq, std::uint16_t ordinal);
+  // Reads every claim once, in the order of their names, and hands each claim of a name after
+  // its first (by seq, then ordinal) to `visit`. At the end of the log, once.
+  [[nodiscard]] Status reuses(const std::function<void(const Reuse&)>& visit);
+  // Claims not yet written to the database (at most kClaimsBatchMax).
+  std::size_t claims_pending() const { return claims_.size(); }
+
+  // ---- records that have ended
+  // The record stored at `key`, or nullopt.
   std::optional<std::string> find(const ScratchKey& key);
-  // Stores `value` at `key` unless the key is there; returns the value that was there (nullopt:
-  // the key is new, and now holds `value`).
-  std::optional<std::string> insert(const ScratchKey& key, std::string_view value = {});
   // Stores `value` at `key`, replacing what was there.
-  void put(const ScratchKey& key, std::string value);
+  void put(const ScratchKey& key, std::string_view value);
 
   // The first I/O error met; ok while there was none.
   [[nodiscard]] const Status& status() const { return error_; }
-  // Entries written but not yet in the database (at most kTailEntriesMax).
-  std::size_t tail_size() const { return tail_.size(); }
   const std::filesystem::path& dir() const { return dir_; }
 
   class Store;  // the RocksDB database (scratch_index.cc)
 
  private:
-  struct TailEntry {
-    ScratchKey key;
-    std::string value;
-  };
-  // Slots of the tail's open-addressing table: twice its entries, a power of two.
-  static constexpr int kTailSlotBits = 17;
-  static constexpr std::size_t kTailSlots = std::size_t{1} << kTailSlotBits;
-  static_assert(kTailSlots >= 2 * kTailEntriesMax, "the tail's table is at most half full");
+  // A claim as the database keeps it: the name, the seq (big-endian) and the ordinal.
+  static constexpr std::size_t kClaimSize = ScratchKey::kSize + 8 + 2;
+  using ClaimBytes = std::array<char, kClaimSize>;
 
   ScratchIndex(std::filesystem::path dir, std::unique_ptr<Store> store);
-  // The tail's slot that holds `key`, or the empty slot where it would go.
-  std::uint32_t& slot(const ScratchKey& key);
-  void write_tail();
+  void write_claims();
 
   std::filesystem::path dir_;
   std::unique_ptr<Store> store_;
-  // The tail: entries in the order written, found through slots_ (each an index into tail_ plus
-  // one; 0 is empty). Both keep their memory from one write to the next.
-  std::vector<TailEntry> tail_;
-  std::vector<std::uint32_t> slots_;
-  // Per tag and partition of number keys, the highest number inserted (a few entries).
-  std::unordered_map<std::uint32_t, std::uint64_t> highest_;
+  std::vector<ClaimBytes> claims_;  // keeps its memory from one write to the next
   Status error_;
 };
 

@@ -3,7 +3,7 @@
 // beneficiaries and bulk transfers a fixed set of wallets makes, and what left memory for the
 // scratch index on disk (audit/scratch_index.h) is still found there: every reuse of an id,
 // number or reference, and every change of a record that has ended, is reported once the first
-// use is in the database, past the tail. Then the scratch index itself.
+// use went to the database in an earlier batch. Then the scratch index itself.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -98,7 +98,7 @@ std::size_t model_entries(EventLog& log) {
   LogFollower follower(log, LogFollowerOptions{.require_canonical_form = true});
   EXPECT_TRUE(follower.open().ok());
   EXPECT_TRUE(follower.follow_to_end(auditor).ok());
-  auditor.finish();
+  EXPECT_TRUE(auditor.finish().ok());
   EXPECT_TRUE(report.clean()) << summary(report, 10);
   return auditor.entries();
 }
@@ -130,8 +130,8 @@ bool has_violation(const AuditReport& r, Check check, std::uint64_t seq, std::st
   return false;
 }
 
-// Every first use is made, then enough transfers that the scratch index writes its tail to the
-// database at least once, then every first use is made again: each is found, in the database.
+// Every first use is made, then enough transfers that the scratch index writes its claims to the
+// database at least once, then every first use is made again: each is found, and described.
 TEST(AuditMemory, AReuseIsFoundOnceItsFirstUseIsInTheDatabase) {
   MemoryLog log(1);
   Forge f(log);
@@ -140,8 +140,8 @@ TEST(AuditMemory, AReuseIsFoundOnceItsFirstUseIsInTheDatabase) {
   round(f, books, 1);  // from seq 8: trx-a1 (reference ab-1) at 8, hold hld-1 (reference h-1) at 10
   f.command(
       {{incoming({books.post(kInbound, -5'000), books.post(kA, 5'000)}, kC)}});  // C (of opening()) paid
-  // A transfer writes six entries (two ids, two integer ids, two references).
-  const std::uint64_t fillers = ScratchIndex::kTailEntriesMax / 6 + 1'000;
+  // A transfer claims six names (two ids, two integer ids, two references).
+  const std::uint64_t fillers = ScratchIndex::kClaimsBatchMax / 6 + 1'000;
   for (std::uint64_t i = 0; i < fillers; ++i) {
     const std::string n = std::to_string(i);
     const bool ab = i % 2 == 0;
@@ -191,27 +191,51 @@ TEST(AuditMemory, AReuseIsFoundOnceItsFirstUseIsInTheDatabase) {
 
 // ---- the scratch index --------------------------------------------------------------------------
 
-TEST(ScratchIndex, InsertAnswersTheFirstValueFromTheTailAndFromTheDatabase) {
+TEST(ScratchIndex, AReuseIsEveryClaimOfANameAfterItsFirstAcrossBatches) {
   testing::ScratchDir dir;
   auto index = ScratchIndex::open(dir.path(), AuditOptions{}.scratch_cache_bytes);
   ASSERT_TRUE(index.ok()) << index.status().message();
   ScratchIndex& x = *index.value();
-  const ScratchKey first = ScratchKey::digest('R', Partition(0), "acc|test|", "r1");
-  EXPECT_EQ(x.insert(first, "8"), std::nullopt);
-  EXPECT_EQ(x.insert(first, "9"), "8");  // from the tail
-  // The same name in another partition, or of another kind, is another key.
-  EXPECT_EQ(x.insert(ScratchKey::digest('R', Partition(1), "acc|test|", "r1"), "3"), std::nullopt);
-  EXPECT_EQ(x.insert(ScratchKey::digest('O', Partition(0), "acc|test|", "r1"), "4"), std::nullopt);
-  for (std::uint64_t n = 1; n <= ScratchIndex::kTailEntriesMax; ++n)
-    EXPECT_EQ(x.insert(ScratchKey::number('I', Partition(0), n)), std::nullopt);
-  EXPECT_LT(x.tail_size(), ScratchIndex::kTailEntriesMax);
-  EXPECT_EQ(x.insert(first, "10"), "8");  // from the database
-  // An integer id below the highest inserted is looked up, above it is new.
-  EXPECT_EQ(x.insert(ScratchKey::number('I', Partition(0), 17)), "");
-  EXPECT_EQ(x.insert(ScratchKey::number('I', Partition(0), ScratchIndex::kTailEntriesMax + 1)), std::nullopt);
-  EXPECT_EQ(x.insert(ScratchKey::number('I', Partition(1), 17)), std::nullopt);
-  x.put(first, "11");
-  EXPECT_EQ(x.find(first), "11");
+  const ScratchKey r1 = ScratchKey::digest('R', Partition(0), "acc|test|", "r1");
+  x.claim(r1, Seq(8), 0);
+  x.claim(r1, Seq(8), 1);  // twice in one event
+  // The same name in another partition, or of another kind, is another name.
+  x.claim(ScratchKey::digest('R', Partition(1), "acc|test|", "r1"), Seq(3), 0);
+  x.claim(ScratchKey::digest('O', Partition(0), "acc|test|", "r1"), Seq(4), 0);
+  // More claims than a batch holds: the first ones are in the database, the last in the batch.
+  for (std::uint64_t n = 1; n <= ScratchIndex::kClaimsBatchMax; ++n)
+    x.claim(ScratchKey::number('I', Partition(0), n), Seq(100 + n), 0);
+  EXPECT_LT(x.claims_pending(), ScratchIndex::kClaimsBatchMax);
+  x.claim(ScratchKey::number('I', Partition(0), 17), Seq(900'000), 2);
+  x.claim(r1, Seq(900'001), 0);
+  x.claim(ScratchKey::number('I', Partition(0), ScratchIndex::kClaimsBatchMax + 1), Seq(900'002), 0);
+  std::vector<Reuse> found;
+  ASSERT_TRUE(x.reuses([&](const Reuse& r) { found.push_back(r); }).ok());
+  ASSERT_EQ(found.size(), 3U);
+  const auto has = [&](char tag, std::uint64_t seq, std::uint16_t ordinal, std::uint64_t first) {
+    for (const Reuse& r : found)
+      if (r.tag == tag && r.partition == Partition(0) && r.seq == Seq(seq) && r.ordinal == ordinal &&
+          r.first == Seq(first))
+        return true;
+    return false;
+  };
+  EXPECT_TRUE(has('R', 8, 1, 8));
+  EXPECT_TRUE(has('R', 900'001, 0, 8));
+  EXPECT_TRUE(has('I', 900'000, 2, 117));
+}
+
+TEST(ScratchIndex, FindsTheRecordsItWasGiven) {
+  testing::ScratchDir dir;
+  auto index = ScratchIndex::open(dir.path(), AuditOptions{}.scratch_cache_bytes);
+  ASSERT_TRUE(index.ok()) << index.status().message();
+  ScratchIndex& x = *index.value();
+  const ScratchKey hold = ScratchKey::digest('H', Partition(0), "hld-1");
+  EXPECT_EQ(x.find(hold), std::nullopt);
+  x.put(hold, "tbiz-1");
+  EXPECT_EQ(x.find(hold), "tbiz-1");
+  x.put(hold, "lbiz-1");
+  EXPECT_EQ(x.find(hold), "lbiz-1");
+  EXPECT_EQ(x.find(ScratchKey::digest('H', Partition(1), "hld-1")), std::nullopt);
   EXPECT_TRUE(x.status().ok());
 }
 
