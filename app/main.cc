@@ -63,6 +63,7 @@ struct ServeOptions {
   std::uint64_t snapshot_every_events = 100'000;  // 0: no snapshots of the writer's state
   std::size_t writer_cache_mb = 64;               // the history index's block cache and memtables
   std::string writer_key_file;                    // Ed25519 PEM: signed checkpoints (events/checkpoint.h)
+  std::string previous_writer_key_file;           // the key writer_key_file replaces (a rotation)
   std::uint64_t checkpoint_events = 1'000;
   double checkpoint_seconds = 10;
   double rate_limit_reads = 0;  // per API key per second; 0: none (query-api/rate_limit.h)
@@ -374,7 +375,8 @@ int serve(const ServeOptions& o) {
   // wrapped under it. A projector node signs nothing and needs none.
   std::unique_ptr<MasterKey> master_key_holder;
   if (roles->command) {
-    const char* env_key = std::getenv("KOBO_MASTER_KEY");
+    // Read once, before the node starts a thread (getenv is unsafe only beside a setenv).
+    const char* env_key = std::getenv("KOBO_MASTER_KEY");  // NOLINT(concurrency-mt-unsafe)
     // What one node wraps, every node must open: a cluster's nodes are given one key, never each
     // a key of its own data dir.
     if (!o.cluster.empty() && o.master_key_file.empty() && (env_key == nullptr || *env_key == '\0') &&
@@ -430,6 +432,17 @@ int serve(const ServeOptions& o) {
     lo.checkpoint_interval =
         std::chrono::milliseconds(static_cast<std::int64_t>(o.checkpoint_seconds * 1000));
     log::info("the writer signs checkpoints", {{"key", lo.signer->public_key()}});
+    if (!o.previous_writer_key_file.empty()) {
+      auto previous = open_key_file_signer(o.previous_writer_key_file);
+      if (!previous) return fail("--previous-writer-key-file: " + previous.status().message());
+      if (previous.value()->public_key() == lo.signer->public_key())
+        return fail("--previous-writer-key-file is the key of --writer-key-file: nothing to rotate from");
+      lo.previous_signer = std::move(previous).value();
+      log::info("the writer rotates from its previous key where that one still signs",
+                {{"previousKey", lo.previous_signer->public_key()}});
+    }
+  } else if (!o.previous_writer_key_file.empty()) {
+    return fail("--previous-writer-key-file needs --writer-key-file (the key it rotates to)");
   }
   Ledger ledger(*log.value(), lo);
   Projector projector(*log.value(), *views.value(), projector_options(o));
@@ -651,6 +664,11 @@ int main(int argc, char** argv) {
        "checkpoints of each partition's chain with it, which `kobo audit --verify-key` checks "
        "(docs/security.md); every node of a cluster is given the same key. Unset: nothing is signed")
       ->envname("KOBO_WRITER_KEY_FILE");
+  s->add_option("--previous-writer-key-file", serve.previous_writer_key_file,
+                "With --writer-key-file: the key it replaces (PEM). Each partition still signed by this key "
+                "gets a checkpoint signed by it that names the new key (a rotation `kobo audit --verify-key` "
+                "follows); keep it until every partition has rotated (docs/security.md)")
+      ->envname("KOBO_PREVIOUS_WRITER_KEY_FILE");
   s->add_option("--rate-limit-reads", serve.rate_limit_reads,
                 "Reads per second per API key; more are answered 429 with Retry-After (docs/security.md). "
                 "0: no limit")

@@ -46,7 +46,12 @@ void SignatureAuditor::accepted(const Event& e) {
       p.checkpoint = e.seq;
       p.checkpoint_hash = e.hash;
       p.checkpoint_time = e.time;
-      if (checkpoint->next_key) p.key = *checkpoint->next_key;
+      if (checkpoint->next_key && *checkpoint->next_key != p.key) {
+        report_.note("partition " + std::to_string(e.partition.value) + ": at seq " +
+                     std::to_string(e.seq.value) + " the writer key " + p.key.substr(0, 16) +
+                     "… handed over to " + checkpoint->next_key->substr(0, 16) + "… (a rotation it signed)");
+        p.key = *checkpoint->next_key;
+      }
       ++report_.signatures.checkpoints;
     } else {
       const std::string since =

@@ -4,7 +4,8 @@
 // LogAuditor with every event the chain accepts (or re-joins at) and every record it refuses.
 //
 // Per partition it follows the key (the one given, then each `nextKey` a checkpoint it verified
-// names) and reports, as `signature` or `epoch` violations with their positions:
+// names: a rotation, noted in the report) and reports, as `signature` or `epoch` violations with
+// their positions:
 //   - a checkpoint whose signature does not hold, or that another key signed: the events since
 //     the last good checkpoint are not what the writer signed (added, edited or removed);
 //   - a WriterStarted not followed at once by a checkpoint of its epoch the key signed: an

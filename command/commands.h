@@ -110,6 +110,14 @@ struct SuspendBusiness {
   std::optional<std::string> reason = std::nullopt;
 };
 
+// The admin sets the caller's business's own rate limits (caller: the business, actor "admin"):
+// requests per second per key, reads and commands apart; absent, the deployment's; 0, none.
+struct SetRateLimits {
+  Caller caller;
+  std::optional<std::uint64_t> reads_per_second = std::nullopt;
+  std::optional<std::uint64_t> writes_per_second = std::nullopt;
+};
+
 // Seals the account's current signing key of the caller's mode into the log, wrapped under the
 // master key: what a data dir made before envelope encryption kept in a plaintext file
 // (app/main.cc migrates it on start).
@@ -309,7 +317,7 @@ using Command = std::variant<CreateBusiness, UpdateAccount, AddBankAccount, Crea
                              CreateTransitWallet, WalletTransfer, BankTransfer, IncomingCredit, AdvancePayout,
                              ExpireCollection, SetWalletTier, PlaceHold, CaptureHold, VoidHold, ExpireHold,
                              RotateWebhookSecret, BulkTransfer, EndWebhookDeliveries, SealSigningKey,
-                             RollSecretKey, RevokeSecretKey, SuspendBusiness>;
+                             RollSecretKey, RevokeSecretKey, SuspendBusiness, SetRateLimits>;
 
 // What the writer answers once the command's events are durable (or it was rejected). The
 // writer renders nothing: query-api shows the record from the events, through projection/.

@@ -187,6 +187,19 @@ Decision decide_suspend_business(const PartitionState& s, const SuspendBusiness&
   return one_event(in_test, BusinessResumed{}, c.caller.business);
 }
 
+// A business's rate limits are not of a mode (they apply to its keys of both): the event is in
+// test mode, as a suspension is.
+Decision decide_set_rate_limits(const PartitionState& s, const SetRateLimits& c) {
+  if (!s.businesses.contains(c.caller.business)) return reject(Rejection::account_not_found);
+  KOBO_ASSERT(c.reads_per_second.value_or(0) <= kRateLimitPerSecondMax &&
+                  c.writes_per_second.value_or(0) <= kRateLimitPerSecondMax,
+              "the route checks a rate limit's range");
+  Caller in_test = c.caller;
+  in_test.live = false;
+  return one_event(in_test, BusinessRateLimitsSet{c.reads_per_second, c.writes_per_second},
+                   c.caller.business);
+}
+
 // A webhook secret is of the caller's mode: the event is in it.
 Decision decide_rotate_webhook_secret(const PartitionState& s, const RotateWebhookSecret& c) {
   const auto it = s.account_business.find(c.account_id);
@@ -782,6 +795,8 @@ Decision decide(const PartitionState& state, const History& history, const Comma
           return decide_revoke_secret_key(state, c);
         else if constexpr (std::is_same_v<T, SuspendBusiness>)
           return decide_suspend_business(state, c);
+        else if constexpr (std::is_same_v<T, SetRateLimits>)
+          return decide_set_rate_limits(state, c);
         else if constexpr (std::is_same_v<T, AddBankAccount>)
           return decide_add_bank_account(state, history, c, config);
         else if constexpr (std::is_same_v<T, CreateWallet>)

@@ -152,6 +152,10 @@ Ledger::Ledger(EventLog& log, LedgerOptions options)
   KOBO_ASSERT(log.partitions() == options_.config.partitions, "ledger and log disagree on partitions");
   KOBO_ASSERT(ids_ != nullptr && options_.batch_max > 0 && options_.queue_max > 0,
               "a writer draws ids and takes a command at least");
+  KOBO_ASSERT(options_.previous_signer == nullptr ||
+                  (options_.signer != nullptr &&
+                   options_.previous_signer->public_key() != options_.signer->public_key()),
+              "a writer rotates from a key other than its own, to its own");
   const std::uint32_t n = log.partitions();
   released_.assign(n, 0);
   unsigned_events_.assign(n, 0);
@@ -418,19 +422,46 @@ Status Ledger::append_writer_started(const std::vector<Partition>& partitions) {
     KOBO_ASSERT(st.chain.epoch() == next, "each writer takes its partitions with the next epoch");
     // Signed right away: the new epoch is the writer's only if its key says so.
     if (options_.signer) {
+      check_checkpoint_key(st);
       auto checkpoint = place_checkpoint(st, now);
       if (!checkpoint) return checkpoint.status();
       batch.push_back(std::move(checkpoint).value());
     }
   }
-  KOBO_ASSERT(batch.size() == partitions.size(), "a WriterStarted per partition taken");
+  KOBO_ASSERT(
+      batch.size() == partitions.size() * (options_.signer ? 2 : 1),
+      "a WriterStarted per partition taken, each followed by its checkpoint when the writer has a key");
   if (auto s = log_.append(batch); !s) return s;
   publish_durable();
   return history_->write_tail();
 }
 
+// Whether st's next checkpoint hands over from the previous key to this writer's: the partition's
+// checkpoints are signed by the key this writer's replaces.
+bool Ledger::rotates(const PartitionState& st) const {
+  return options_.previous_signer != nullptr && !st.checkpoint_key.empty() &&
+         st.checkpoint_key != options_.signer->public_key() &&
+         st.checkpoint_key == options_.previous_signer->public_key();
+}
+
+// At a writer's start on st: a partition whose checkpoints another key signs, and that this
+// writer cannot rotate from, is the operator's to know about (its next checkpoints will not
+// verify with the key the audit follows).
+void Ledger::check_checkpoint_key(const PartitionState& st) const {
+  if (st.checkpoint_key.empty() || st.checkpoint_key == options_.signer->public_key() || rotates(st)) return;
+  log::error(
+      "the partition's checkpoints are signed by another writer key; give that key as "
+      "--previous-writer-key-file to rotate from it, or kobo audit --verify-key flags this writer's "
+      "checkpoints",
+      {{"partition", st.partition.value},
+       {"signedBy", st.checkpoint_key},
+       {"writerKey", options_.signer->public_key()}});
+}
+
 // A signed checkpoint of st's head, placed like any event (a command of its own). It signs
-// everything up to the head, so the partition has no unsigned event after it.
+// everything up to the head, so the partition has no unsigned event after it. Where the partition
+// is still signed by the key this writer's replaces, that key signs it and names this writer's as
+// the next (a rotation, LedgerOptions::previous_signer).
 Result<EncodedEvent> Ledger::place_checkpoint(PartitionState& st, UnixMs now) {
   KOBO_ASSERT(options_.signer != nullptr, "a checkpoint is placed by a writer with a key");
   Event e;
@@ -441,14 +472,24 @@ Result<EncodedEvent> Ledger::place_checkpoint(PartitionState& st, UnixMs now) {
   e.time = now;
   ChainCheckpointed checkpoint;
   checkpoint.log = options_.log_name;
+  const bool rotation = rotates(st);
+  if (rotation) checkpoint.next_key = options_.signer->public_key();
   e.data = std::move(checkpoint);
   e.prev_hash = st.chain.last_hash();
-  if (auto s = sign_checkpoint(*options_.signer, e); !s) return s;
+  if (auto s = sign_checkpoint(rotation ? *options_.previous_signer : *options_.signer, e); !s) return s;
   EncodedEvent out{e.partition, e.seq, e.type(), "", now, seal(e)};
   const ChainVerdict verdict = st.chain.follow(e);
   KOBO_ASSERT(verdict == ChainVerdict::accept, "a checkpoint extends the chain it signs");
   apply(st, e);
   history_->note(e);
+  KOBO_ASSERT(!rotation || st.checkpoint_key == options_.signer->public_key(),
+              "after a rotation this writer's key signs the partition");
+  if (rotation)
+    log::info("the writer key rotated: the previous key signed the handover",
+              {{"partition", st.partition.value},
+               {"seq", e.seq.value},
+               {"from", options_.previous_signer->public_key()},
+               {"to", options_.signer->public_key()}});
   unsigned_events_[st.partition.value] = 0;
   return out;
 }
@@ -612,7 +653,7 @@ void Ledger::submit(Command command, Callback done) {
       std::string key = queue_key(command);
       pushed = queue_.admits(key);
       if (pushed == FairQueue<Pending>::Pushed::queued) {
-        queue_.push(std::move(key), Pending{std::move(command), std::move(done)});
+        queue_.push(key, Pending{std::move(command), std::move(done)});
         lock.unlock();
         cv_.notify_one();
         return;

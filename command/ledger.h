@@ -105,6 +105,12 @@ struct LedgerOptions {
   // the oldest of them is checkpoint_interval old, and when it stops. `log_name` is what the
   // signatures name the log by: the Kafka topic, or "embedded".
   std::shared_ptr<CheckpointSigner> signer;
+  // The key `signer` replaces (`--previous-writer-key-file`): a rotation. Where a partition's
+  // checkpoints are still signed by it, its next checkpoint is signed by it and names `signer`'s
+  // public key as `nextKey`, and from then on `signer` signs (docs/security.md, "Rotating the
+  // writer key"). Null: no rotation; a partition signed by another key is logged as an error at
+  // each start and `kobo audit --verify-key` will flag its checkpoints.
+  std::shared_ptr<CheckpointSigner> previous_signer;
   std::string log_name = "embedded";
   std::uint64_t checkpoint_events = 1'000;
   std::chrono::milliseconds checkpoint_interval{10'000};
@@ -195,6 +201,8 @@ class Ledger {
   void process(std::vector<Pending>& batch);
   // Signed checkpoints (LedgerOptions::signer), on the writer thread.
   [[nodiscard]] Result<EncodedEvent> place_checkpoint(PartitionState& st, UnixMs now);
+  bool rotates(const PartitionState& st) const;
+  void check_checkpoint_key(const PartitionState& st) const;
   void note_unsigned(Partition p, std::uint64_t events, UnixMs now);
   std::optional<UnixMs> checkpoint_due() const;
   void sign_overdue(bool all);

@@ -22,7 +22,8 @@ constexpr std::string_view kMagic = "KOBOSNAP";
 // the history index), and the wallet-name index hashed with stable_hash instead of std::hash.
 // Format 4: pending holds and what they reserve of each wallet; wallets' KYC tiers and day
 // debits, and the tier limits in force.
-constexpr std::uint32_t kFormat = 4;
+// Format 5: the writer key that signs the partition's next checkpoint.
+constexpr std::uint32_t kFormat = 5;
 constexpr std::size_t kHashSize = 32;
 constexpr std::size_t kKeep = 2;
 
@@ -238,6 +239,10 @@ class SnapshotCodec {
     }
     if (held != s.held) return bad("what pending holds reserve is not what their wallets have held");
     if (auto t = check_tier_limits(s.tier_limits); !t) return bad(t.message());
+    const auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+    if (!s.checkpoint_key.empty() && (s.checkpoint_key.size() != 64 ||
+                                      !std::all_of(s.checkpoint_key.begin(), s.checkpoint_key.end(), hex)))
+      return bad("a checkpoint key that is not 64 hex digits");
     KOBO_ASSERT(sum == s.total && held.size() == s.held.size(),
                 "a consistent state's balances sum to its total");
     return {};
@@ -295,6 +300,7 @@ class SnapshotCodec {
       w.boolean(l.max_balance.has_value());
       w.i64(l.max_balance.value_or(Kobo(0)).value);
     }
+    w.str(s.checkpoint_key);
   }
 
   static bool get(Reader& r, PartitionState& s) {
@@ -358,6 +364,7 @@ class SnapshotCodec {
       const Kobo cap(r.i64());
       l.max_balance = capped ? std::optional<Kobo>(cap) : std::nullopt;
     }
+    s.checkpoint_key = r.str();
     KOBO_ASSERT(r.failed() || s.tier_limits.size() == kKycTiers,
                 "a state read whole has every tier's limits");
     return !r.failed();

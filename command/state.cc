@@ -317,6 +317,11 @@ struct Applier {
     KOBO_ASSERT(s.businesses.contains(e.business), "an unknown business resumed");
   }
 
+  // Rate limits are the query API's to enforce (every node reads them from its views).
+  void operator()(const BusinessRateLimitsSet&) const {
+    KOBO_ASSERT(s.businesses.contains(e.business), "rate limits of an unknown business");
+  }
+
   void operator()(const WalletOpened& x) const {
     KOBO_ASSERT(x.id != 0 && !x.wallet.empty(), "a wallet opens with its ids");
     if (x.category == WalletCategory::primary) ++s.primary_wallets[scope_key(x.account.value, e.live)];
@@ -465,8 +470,12 @@ struct Applier {
   void operator()(const WebhookDeliveriesEnded& x) const {
     KOBO_ASSERT(e.business.empty() && !x.deliveries.empty(), "deliveries end in a partition-level event");
   }
-  // A signed checkpoint is the audit's (events/checkpoint.h): nothing to decide with.
-  void operator()(const ChainCheckpointed&) const {}
+  // A signed checkpoint is the audit's to verify (events/checkpoint.h); the writer keeps only
+  // which key signs the next one, to rotate from it.
+  void operator()(const ChainCheckpointed& x) const {
+    KOBO_ASSERT(e.business.empty(), "a checkpoint is partition-level");
+    s.checkpoint_key = x.next_key.value_or(x.key);
+  }
 
   void change_status() const {
     const auto c = status_change(e.data);

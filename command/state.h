@@ -195,6 +195,10 @@ struct PartitionState {
   std::unordered_map<std::string, Kobo> held;
   Kobo total;  // sum of every balance in the partition: zero after every command
   TierLimits tier_limits = cbn_tier_limits();  // as the last WriterStarted recorded them
+  // The writer key that signs the partition's next checkpoint, as its last checkpoint names it
+  // (that one's `nextKey`, else its `key`; 64 hex digits), empty before the first: a writer
+  // given the key it rotates from (LedgerOptions::previous_signer) hands over from this one.
+  std::string checkpoint_key;
 
   // A wallet's or a system account's balance (0 for an account that does not exist).
   Kobo balance_of(std::string_view ledger_account) const;

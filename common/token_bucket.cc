@@ -23,6 +23,22 @@ TokenBucket::Taken TokenBucket::take(Clock::time_point now) {
           tokens_};
 }
 
+bool TokenBucket::full(Clock::time_point now) const {
+  const double elapsed_s = now > at_ ? std::chrono::duration<double>(now - at_).count() : 0.0;
+  return tokens_ + elapsed_s * limit_.rate_per_s >= limit_.burst;
+}
+
+void TokenBucket::set_limit(TokenBucketLimit limit, Clock::time_point now) {
+  KOBO_ASSERT(limit.rate_per_s > 0 && limit.burst >= 1, "a token bucket gains tokens and holds one");
+  if (now > at_) {
+    tokens_ = std::min(limit_.burst,
+                       tokens_ + std::chrono::duration<double>(now - at_).count() * limit_.rate_per_s);
+    at_ = now;
+  }
+  limit_ = limit;
+  tokens_ = std::min(tokens_, limit_.burst);
+}
+
 KeyedTokenBuckets::KeyedTokenBuckets(TokenBucketLimit limit, std::size_t keys_max)
     : limit_(limit), keys_max_(keys_max) {
   KOBO_ASSERT(limit.rate_per_s > 0 && limit.burst >= 1, "a token bucket gains tokens and holds one");

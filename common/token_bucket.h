@@ -4,8 +4,9 @@
 // the wait until one is there (HTTP 429 with Retry-After). Time is an input (`now`), so tests
 // need no clock.
 //
-// KeyedTokenBuckets keeps one bucket per key (a secret key's id) and is what the routes use:
-// own-bank name enquiry today (docs/security.md, "No harvesting"), per-key request limits next.
+// KeyedTokenBuckets keeps one bucket per key (a secret key's id): own-bank name enquiry
+// (docs/security.md, "No harvesting"). The per-key request limits (query-api/rate_limit.h) keep
+// their buckets in a table of their own, sharded, each bucket at its key's business's rate.
 // It holds at most `keys_max` buckets; past that the least recently used is dropped, and a
 // dropped bucket comes back full, so the bound errs toward allowing, never toward refusing a key
 // that has not been busy. Thread-safe (one mutex; a take is a hash lookup and a few arithmetic
@@ -39,6 +40,12 @@ class TokenBucket {
   };
   // Takes a token at `now` when there is one.
   Taken take(Clock::time_point now);
+  // Whether the bucket is full at `now` (it carries no state: dropping it loses nothing).
+  bool full(Clock::time_point now) const;
+  // From `now` on, the bucket gains and holds as `limit` says; what it holds beyond the new burst
+  // is dropped.
+  void set_limit(TokenBucketLimit limit, Clock::time_point now);
+  const TokenBucketLimit& limit() const { return limit_; }
 
  private:
   TokenBucketLimit limit_;

@@ -14,7 +14,7 @@
 namespace kobo {
 namespace {
 
-constexpr NameTable<EventType, 29> kTypeNames{{
+constexpr NameTable<EventType, 30> kTypeNames{{
     {EventType::writer_started, "WriterStarted"},
     {EventType::business_registered, "BusinessRegistered"},
     {EventType::account_updated, "AccountUpdated"},
@@ -44,6 +44,7 @@ constexpr NameTable<EventType, 29> kTypeNames{{
     {EventType::business_resumed, "BusinessResumed"},
     {EventType::webhooks_configured, "WebhooksConfigured"},
     {EventType::chain_checkpointed, "ChainCheckpointed"},
+    {EventType::business_rate_limits_set, "BusinessRateLimitsSet"},
 }};
 static_assert(std::variant_size_v<EventData> == kTypeNames.size(), "every event type has a name");
 
@@ -573,6 +574,12 @@ Status validate(const Event& e) {
   if (const auto* ended = std::get_if<WebhookDeliveriesEnded>(&e.data))
     return validate_deliveries_ended(e, *ended);
   if (const auto* c = std::get_if<ChainCheckpointed>(&e.data)) return validate_checkpoint(e, *c);
+  if (const auto* r = std::get_if<BusinessRateLimitsSet>(&e.data)) {
+    for (const auto& limit : {r->reads_per_second, r->writes_per_second})
+      if (limit && *limit > kRateLimitPerSecondMax)
+        return Status::error("a rate limit over " + std::to_string(kRateLimitPerSecondMax) + " per second");
+    return {};
+  }
   return std::visit(
       [](const auto& x) -> Status {
         if constexpr (requires { x.legs(); })

@@ -719,6 +719,22 @@ struct ChainCheckpointed {
   }
 };
 
+// The admin set the envelope's business's own rate limits (docs/security.md, "Rate limits and
+// fairness"): requests per second per key of the business, reads and commands apart, in place of
+// the deployment's (`kobo serve --rate-limit-reads`, `--rate-limit-writes`). An absent member:
+// the deployment's; 0: not limited. Every node's limiter reads it from its views. Moves no money.
+struct BusinessRateLimitsSet {
+  std::optional<std::uint64_t> reads_per_second;
+  std::optional<std::uint64_t> writes_per_second;
+  auto operator<=>(const BusinessRateLimitsSet&) const = default;
+  template <typename Self, typename F>
+  static void fields(Self& x, F&& f) {
+    f("readsPerSecond", x.reads_per_second);
+    f("writesPerSecond", x.writes_per_second);
+  }
+};
+inline constexpr std::uint64_t kRateLimitPerSecondMax = 1'000'000;
+
 // The alternatives of EventData, in the order of EventType.
 using EventData =
     std::variant<WriterStarted, BusinessRegistered, AccountUpdated, WalletOpened, TransitWalletOpened,
@@ -727,7 +743,7 @@ using EventData =
                  IncomingCreditReceived, WalletTierChanged, HoldPlaced, HoldCaptured, HoldVoided, HoldExpired,
                  WebhookSecretRotated, BulkTransferAccepted, WebhookDeliveriesEnded, SigningKeySealed,
                  SecretKeyRolled, SecretKeyRevoked, BusinessSuspended, BusinessResumed, WebhooksConfigured,
-                 ChainCheckpointed>;
+                 ChainCheckpointed, BusinessRateLimitsSet>;
 
 enum class EventType {
   writer_started,
@@ -759,6 +775,7 @@ enum class EventType {
   business_resumed,
   webhooks_configured,
   chain_checkpointed,
+  business_rate_limits_set,
 };
 
 inline EventType type_of(const EventData& d) { return static_cast<EventType>(d.index()); }

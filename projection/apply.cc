@@ -573,6 +573,8 @@ void ViewBatch::apply_event(const Event& e) {
           put(view_keys::suspended(e.business), "\1" + x.reason.value_or(""));
         } else if constexpr (std::is_same_v<T, BusinessResumed>) {
           put(view_keys::suspended(e.business), "");
+        } else if constexpr (std::is_same_v<T, BusinessRateLimitsSet>) {
+          put(view_keys::rate_limits(e.business), encode_fact(e));
         } else if constexpr (std::is_same_v<T, WalletOpened>) {
           open_wallet(e, x.wallet, x.account_number);
           list_record(l::kWallets, e, x.wallet.value,

@@ -16,6 +16,7 @@
 //   k<account16><mode>                       -> AccountKeysRow: the account's keys of the mode,
 //                                               and its signing key wrapped
 //   Z<business16>                            -> the admin's reason, while the business is suspended
+//   R<business16>                            -> the fact of the admin's last BusinessRateLimitsSet
 //   N<account number>                        -> wallet publicId
 //   S<partition:4><ledger account>           -> a system account's balance (signed varint)
 //   Y<partition:4>                           -> TierLimits: the KYC tier limits in force
@@ -146,6 +147,7 @@ inline std::string account_keys(std::string_view account, bool live) {
   return k;
 }
 inline std::string suspended(std::string_view business) { return "Z" + id16(business); }
+inline std::string rate_limits(std::string_view business) { return "R" + id16(business); }
 inline std::string account_number(std::string_view number) { return "N" + std::string(number); }
 inline std::string system_balance(std::uint32_t p, std::string_view ledger_account) {
   KOBO_ASSERT(!ledger_account.empty(), "a system balance is of a named system account");

@@ -353,6 +353,18 @@ Result<std::optional<std::string>> Views::suspension(std::string_view business) 
   return std::optional<std::string>(row.value()->substr(1));
 }
 
+Result<std::optional<BusinessRateLimitsSet>> Views::rate_limits(std::string_view business) const {
+  auto row = read(view_keys::rate_limits(business));
+  if (!row) return row.status();
+  if (!row.value()) return std::optional<BusinessRateLimitsSet>();
+  auto fact = decode_fact(*row.value());
+  if (!fact) return fact.status();
+  const auto* limits = std::get_if<BusinessRateLimitsSet>(&fact->data);
+  if (limits == nullptr || fact->business != business)
+    return Status::error("a rate limits row of the views is not its business's BusinessRateLimitsSet");
+  return std::optional<BusinessRateLimitsSet>(*limits);
+}
+
 Result<bool> Views::has_business(std::string_view id) const {
   const auto b = read(view_keys::business(id));
   if (!b) return b.status();

@@ -138,6 +138,9 @@ class Views {
 
   // Why `business` is suspended (the admin's words, may be empty) while it is; nullopt while it is not.
   [[nodiscard]] Result<std::optional<std::string>> suspension(std::string_view business) const;
+  // The business's own rate limits as the admin last set them; nullopt when never (the
+  // deployment's apply).
+  [[nodiscard]] Result<std::optional<BusinessRateLimitsSet>> rate_limits(std::string_view business) const;
   // Whether the views have business `id`.
   [[nodiscard]] Result<bool> has_business(std::string_view id) const;
   // The business of account `public_id` (the admin's reads); nullopt when no business has it.

@@ -23,7 +23,7 @@ using nlohmann::json;
 
 std::optional<Context> Protocol::authenticate(const Request& req, const Responder& respond) const {
   const std::string_view key = req.header("x-service-key");
-  if (key.empty() || key.size() > 128) {
+  if (key.empty() || key.size() > kApiKeyLengthMax) {
     respond(http::error(401, "Unauthorized"));
     return std::nullopt;
   }

@@ -30,6 +30,9 @@
 
 namespace kobo::api {
 
+// The longest x-service-key header read as a key (ours are 48 characters).
+inline constexpr std::size_t kApiKeyLengthMax = 128;
+
 // Request limits more than one resource checks.
 inline constexpr std::int64_t kAmountMax = 1'000'000'000'000;
 inline constexpr std::size_t kNameLengthMax = 100;
@@ -60,8 +63,8 @@ class Protocol {
   void run(Where where, http::Responder respond, Continuation then);
 
   // Resolves the caller, or answers and returns nullopt: 401 for a missing, unknown, revoked or
-  // expired key; 403 for a live key of an account not in live mode, and for any key of a
-  // suspended business; 503 when the views cannot be read.
+  // expired key (one longer than kApiKeyLengthMax is no key); 403 for a live key of an account not in live
+  // mode, and for any key of a suspended business; 503 when the views cannot be read.
   std::optional<Context> authenticate(const http::Request& req, const http::Responder& respond) const;
 
   // Read barrier: `then` runs once the views have applied everything durable in the caller's

@@ -1,5 +1,7 @@
 #include "query-api/api.h"
 
+#include "common/crypto.h"
+#include "query-api/answer.h"
 #include "query-api/positions.h"
 #include "query-api/rate_limit.h"
 #include "query-api/route.h"
@@ -49,12 +51,22 @@ std::string Api::not_ready() const {
 void Api::add_routes(http::Router& router) {
   position_hooks_ = std::make_unique<api::PositionHooks>(projector_, ledger_.config().partitions, read_wait_);
   api::EdgeHooks& hooks = options_.hooks != nullptr ? *options_.hooks : *position_hooks_;
-  // The rate limits admit (or refuse) a request before the other hooks see it.
-  if (options_.rate_limit_reads > 0 || options_.rate_limit_writes > 0)
-    limits_ = std::make_unique<api::RateLimitHooks>(
-        api::RateLimitOptions{options_.rate_limit_reads, options_.rate_limit_writes}, hooks);
+  // The rate limits admit (or refuse) a request before the other hooks see it: the deployment's,
+  // or the key's business's own (which the admin may set whatever the deployment's are).
+  api::RateLimitOptions limits;
+  limits.reads_per_second = options_.rate_limit_reads;
+  limits.writes_per_second = options_.rate_limit_writes;
+  limits.own = [&views = views_](std::string_view key) -> std::optional<BusinessRateLimitsSet> {
+    if (key.size() > api::kApiKeyLengthMax) return std::nullopt;  // no key: authentication answers 401
+    const auto owner = views.key_owner(sha256_hex(key));
+    if (!owner || !owner.value()) return std::nullopt;
+    auto own = views.rate_limits(owner.value()->business);
+    if (!own) return std::nullopt;  // unreadable views: the deployment's limits; the route answers 503
+    return own.value();
+  };
+  limits_ = std::make_unique<api::RateLimitHooks>(std::move(limits), hooks);
   api::Routes routes(router, std::make_shared<api::Protocol>(ledger_, views_, projector_, options_, answers_),
-                     limits_ ? *limits_ : hooks);
+                     *limits_);
   api::add_wallet_routes(routes);
   api::add_statement_routes(routes);
   api::add_transfer_routes(routes);

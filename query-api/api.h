@@ -67,8 +67,8 @@ class Api {
   std::uint64_t ready_max_lag_ = 10'000;
   mutable std::atomic<bool> caught_up_once_{false};
   std::unique_ptr<api::EdgeHooks>
-      position_hooks_;  // the hook points (position tokens), when options_ names none
-  std::unique_ptr<api::EdgeHooks> limits_;  // the rate limits before those, when set
+      position_hooks_;                      // the hook points (position tokens), when options_ names none
+  std::unique_ptr<api::EdgeHooks> limits_;  // the rate limits before those
   boost::asio::thread_pool answers_{2};
 };
 

@@ -282,6 +282,19 @@ TEST(SuspendBusiness, IsAnEventOfAKnownBusinessInTestMode) {
   only_event<BusinessResumed>(p.run(SuspendBusiness{{"biz-n", "", false, "admin"}, false, {}}));
 }
 
+TEST(SetRateLimits, IsAnEventOfAKnownBusinessInTestMode) {
+  Partition0 p;
+  p.run(CreateBusiness{"biz-n", "N", "acc-n", "Default", "th", "lh", "pk_t", "pk_l"});
+  EXPECT_EQ(p.decide(SetRateLimits{{"biz-missing", "", false, "admin"}, 5, 1}).rejection,
+            Rejection::account_not_found);
+  const Decision d = p.run(SetRateLimits{{"biz-n", "", true, "admin"}, 5, std::nullopt});
+  const auto& x = only_event<BusinessRateLimitsSet>(d);
+  EXPECT_EQ(x.reads_per_second, 5u);
+  EXPECT_EQ(x.writes_per_second, std::nullopt) << "absent: the deployment's";
+  EXPECT_FALSE(d.events[0].live) << "a business's limits are of no mode";
+  EXPECT_EQ(d.events[0].business, "biz-n");
+}
+
 // Sandbox switches act in test mode only: the sandbox rail moves test payouts, and a live
 // payout's sandboxOutcome is not read.
 TEST(BankTransfer, TheSandboxRailMovesTestPayoutsOnly) {

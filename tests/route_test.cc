@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "events/memory_log.h"
 #include "query-api/api.h"
@@ -272,6 +273,45 @@ TEST_F(RouteWrapper, RateLimitsAnswer429PerKeyAndKind) {
   dispatch_to_ = &router_;
 }
 
+// The admin sets a business's own limits (PUT /v1/admin/businesses/{id}/rate-limits, an event the
+// views apply): its keys are limited though the deployment has no limit; another business's keys
+// are not; the body's limits are checked; the route is the admin's.
+TEST_F(RouteWrapper, TheAdminSetsABusinesssOwnRateLimits) {
+  const Credentials other = new_credentials();
+  auto business = create_business_command(other, "Other", master_.get());
+  ASSERT_TRUE(business.ok()) << business.status().message();
+  ASSERT_TRUE(ledger_->execute(std::move(business).value()).ok());
+  for (std::uint32_t p = 0; p < kPartitions; ++p)
+    ASSERT_TRUE(projector_->wait_applied(Partition(p), ledger_->durable_seq(Partition(p)), 5s));
+  const std::string route = "/v1/admin/businesses/" + creds_.business_id + "/rate-limits";
+  const auto post = [&](const std::string& key) {
+    return call(bhttp::verb::post, "/v1/virtual-accounts", "{not json", {{"x-service-key", key}});
+  };
+  EXPECT_NE(post(creds_.test_secret_key).status, 429u) << "the deployment has no limit";
+
+  EXPECT_EQ(call(bhttp::verb::put, route, R"({"writesPerSecond":-1})").status, 400u);
+  EXPECT_EQ(call(bhttp::verb::put, route, R"({"readsPerSecond":1000001})").status, 400u);
+  EXPECT_EQ(call(bhttp::verb::put, "/v1/admin/businesses/biz-none/rate-limits", "{}").status, 404u);
+  EXPECT_EQ(
+      call(bhttp::verb::put, route, R"({"writesPerSecond":2})", {{"x-admin-key", "not-the-admin"}}).status,
+      401u);
+  const http::Response set = call(bhttp::verb::put, route, R"({"writesPerSecond":2})");
+  ASSERT_EQ(set.status, 200u) << set.body;
+  EXPECT_NE(set.body.find(R"("readsPerSecond":null)"), std::string::npos) << set.body;
+  EXPECT_NE(set.body.find(R"("writesPerSecond":2)"), std::string::npos) << set.body;
+
+  // The limiter read the business's limits before they were set: within its refresh they apply.
+  std::this_thread::sleep_for(1'100ms);
+  EXPECT_EQ(post(creds_.test_secret_key).status, 400u);
+  EXPECT_EQ(post(creds_.test_secret_key).status, 400u);
+  const http::Response refused = post(creds_.test_secret_key);
+  EXPECT_EQ(refused.status, 429u) << refused.body;
+  EXPECT_EQ(header(refused, "RateLimit-Limit"), "2");
+  EXPECT_NE(post(creds_.live_secret_key).status, 429u) << "each key of the business has its own bucket";
+  for (int i = 0; i < 5; ++i) EXPECT_NE(post(other.test_secret_key).status, 429u) << "another business's key";
+  EXPECT_NE(call(bhttp::verb::get, "/v1/virtual-accounts").status, 429u) << "reads keep the deployment's";
+}
+
 // A body of 10,000 nested arrays is 400 at once, and nothing of it reaches the log.
 TEST_F(RouteWrapper, ADeeplyNestedBodyIs400AndNothingReachesTheLog) {
   std::vector<Seq> before;
@@ -288,17 +328,33 @@ TEST_F(RouteWrapper, ADeeplyNestedBodyIs400AndNothingReachesTheLog) {
 
 TEST(TokenBuckets, RefillAtTheRateAndTrackABoundedNumberOfKeys) {
   using Clock = api::TokenBuckets::Clock;
-  api::TokenBuckets buckets(10, 64);
+  api::TokenBuckets buckets(64);
   const auto t0 = Clock::now();
-  for (int i = 0; i < 10; ++i) EXPECT_TRUE(buckets.take(7, t0).admitted);
-  const auto refused = buckets.take(7, t0);
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(buckets.take(7, 10, t0).admitted);
+  const auto refused = buckets.take(7, 10, t0);
   EXPECT_FALSE(refused.admitted);
   EXPECT_NEAR(refused.retry_after_s, 0.1, 1e-9);
-  EXPECT_FALSE(buckets.take(7, t0 + 50ms).admitted);
-  EXPECT_TRUE(buckets.take(7, t0 + 100ms).admitted);
+  EXPECT_FALSE(buckets.take(7, 10, t0 + 50ms).admitted);
+  EXPECT_TRUE(buckets.take(7, 10, t0 + 100ms).admitted);
   // Many keys, few slots: the table stays within its bound.
-  for (std::uint64_t k = 0; k < 10'000; ++k) EXPECT_TRUE(buckets.take(k * 16 + 1, t0).admitted);
+  for (std::uint64_t k = 0; k < 10'000; ++k) EXPECT_TRUE(buckets.take(k * 16 + 1, 10, t0).admitted);
   EXPECT_LE(buckets.tracked(), 64u);
+}
+
+// A key's rate can change (its business's own limits were set): the bucket keeps what it holds,
+// up to its new size, and refills at the new rate.
+TEST(TokenBuckets, ABucketWhoseRateChangesKeepsWhatItHoldsUpToItsNewSize) {
+  using Clock = api::TokenBuckets::Clock;
+  api::TokenBuckets buckets(64);
+  const auto t0 = Clock::now();
+  EXPECT_TRUE(buckets.take(7, 100, t0).admitted);  // 99 left
+  const auto smaller = buckets.take(7, 2, t0);     // 2 at most: 1 left after this one
+  EXPECT_TRUE(smaller.admitted);
+  EXPECT_EQ(smaller.limit, 2u);
+  EXPECT_EQ(smaller.remaining, 1u);
+  EXPECT_TRUE(buckets.take(7, 2, t0).admitted);
+  EXPECT_FALSE(buckets.take(7, 2, t0).admitted);
+  EXPECT_TRUE(buckets.take(7, 2, t0 + 500ms).admitted) << "refilled at 2 a second";
 }
 
 }  // namespace

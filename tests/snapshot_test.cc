@@ -289,8 +289,9 @@ TEST_F(SnapshotTest, ASnapshotWhoseHashHoldsButWhoseStateIsInconsistentIsRefused
   }
   ASSERT_TRUE(decode_snapshot(bytes, kPartitions).ok());
   // The last partition's state ends with its total (i64), then the tier table: a count (u64)
-  // and three tiers of (i64, u8, i64). One kobo more in the total, and the hash made anew.
-  constexpr std::size_t kHash = 32, kTiers = 8 + 3 * 17;
+  // and three tiers of (i64, u8, i64), then its checkpoint key (a u64 length: 0, unsigned). One
+  // kobo more in the total, and the hash made anew.
+  constexpr std::size_t kHash = 32, kTiers = 8 + 3 * 17 + 8;
   std::string body = bytes.substr(0, bytes.size() - kHash);
   body[body.size() - kTiers - 8] = static_cast<char>(body[body.size() - kTiers - 8] + 1);
   const Sha256 hash = sha256(body);
@@ -304,6 +305,36 @@ TEST_F(SnapshotTest, ASnapshotWhoseHashHoldsButWhoseStateIsInconsistentIsRefused
   EXPECT_FALSE(load_snapshot(snapshots_, *log).has_value());
   log.reset();
   expect_start_equals_whole_replay();
+}
+
+// The key that signs a partition's next checkpoint (a writer rotates from it) survives a
+// snapshot; one that is not a key is refused.
+TEST_F(SnapshotTest, TheCheckpointKeyRoundTripsAndAMalformedOneIsRefused) {
+  make_log_with_snapshots();
+  std::string bytes;
+  {
+    std::ifstream in(snapshot_files().front(), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto snapshot = decode_snapshot(bytes, kPartitions);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status().message();
+  const std::string key(64, 'a');
+  snapshot->states.back().checkpoint_key = key;
+  const auto again = decode_snapshot(encode_snapshot(snapshot.value()), kPartitions);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->states.back().checkpoint_key, key);
+  // The key is the last partition's state's last member: one digit edited, the hash made anew.
+  constexpr std::size_t kHash = 32;
+  const std::string encoded = encode_snapshot(snapshot.value());
+  std::string body = encoded.substr(0, encoded.size() - kHash);
+  ASSERT_EQ(body.substr(body.size() - key.size()), key);
+  body[body.size() - 1] = 'X';
+  const Sha256 hash = sha256(body);
+  const auto refused = decode_snapshot(
+      body + std::string(reinterpret_cast<const char*>(hash.data()), hash.size()), kPartitions);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("checkpoint key"), std::string::npos)
+      << refused.status().message();
 }
 
 TEST_F(SnapshotTest, TheNewestUsableSnapshotIsTheOneUsed) {

@@ -263,7 +263,8 @@ TEST(ParseJsonObject, SurvivesDeepNestingWithinTheBodyLimit) {
   const std::size_t depth = 30'000;
   const std::string deep = "{\"a\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
   EXPECT_FALSE(parse_json_object(deep).has_value());
-  const std::string allowed = "{\"a\":" + std::string(kJsonDepthMax - 1, '[') + std::string(kJsonDepthMax - 1, ']') + "}";
+  const std::string allowed =
+      "{\"a\":" + std::string(kJsonDepthMax - 1, '[') + std::string(kJsonDepthMax - 1, ']') + "}";
   const auto parsed = parse_json_object(allowed);
   ASSERT_TRUE(parsed.has_value());
   Validator v(*parsed);

@@ -201,6 +201,10 @@ class Webhooks::Impl {
   // Sender: these run on the io thread.
   asio::awaitable<void> tick_forever();
   void tick();
+  // Asks the io thread for a scheduling pass soon (any thread). At most one asked pass waits in
+  // the io queue at a time: one per recorded batch could queue passes faster than a pass over a
+  // long due index runs, and the attempts' own completions would wait behind all of them.
+  void wake();
   asio::awaitable<void> attempt(json record);
   void complete(const json& sent, UnixMs started, const PostResult& result);
 
@@ -229,6 +233,7 @@ class Webhooks::Impl {
   std::string consumer_fault_;  // guarded by fault_mu_
   std::string sender_fault_;    // guarded by fault_mu_
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> pass_asked_{false};  // a pass asked by wake() waits in the io queue
   std::thread consumer_;
 
   // Guards read-modify-write of delivery records and the in-flight bookkeeping.
@@ -475,7 +480,7 @@ Status Webhooks::Impl::step(std::chrono::milliseconds wait) {
   }
   if (recorder.recorded() > 0) {
     webhook_metrics().recorded.inc(recorder.recorded());
-    asio::post(io_, [this] { tick(); });
+    wake();
   }
   return {};
 }
@@ -566,6 +571,14 @@ Result<std::optional<json>> Webhooks::Impl::get(const std::string& id) const {
   if (!well_formed_delivery(d) || d["id"] != id)
     return Status::error("webhooks read: delivery " + id + " is not a delivery record");
   return std::optional<json>(std::move(d));
+}
+
+void Webhooks::Impl::wake() {
+  if (pass_asked_.exchange(true)) return;
+  asio::post(io_, [this] {
+    pass_asked_.store(false);  // before the pass: what is recorded during it asks for another
+    tick();
+  });
 }
 
 asio::awaitable<void> Webhooks::Impl::tick_forever() {
@@ -758,7 +771,7 @@ void Webhooks::Impl::complete(const json& sent, UnixMs started, const PostResult
     KOBO_ASSERT(busy != per_endpoint_.end() && busy->second > 0, "endpoint slots out of balance");
     if (--busy->second == 0) per_endpoint_.erase(busy);
     m.in_flight.set(static_cast<double>(in_flight_.size()));
-    asio::post(io_, [this] { tick(); });
+    wake();
   };
   auto read = get(id);
   if (!read || !read.value()) {
@@ -879,7 +892,7 @@ Webhooks::RetryOutcome Webhooks::Impl::retry(const Scope& scope, std::string_vie
     return RetryOutcome::unavailable;
   }
   lock.unlock();
-  asio::post(io_, [this] { tick(); });
+  wake();
   if (record != nullptr) *record = json_text(public_record(std::move(*d)));
   return RetryOutcome::queued;
 }

@@ -1,6 +1,7 @@
 // The admin API, enabled by an admin key (--admin-key-file, KOBO_ADMIN_KEY; header x-admin-key):
 // POST /v1/admin/businesses (a business and its keys, shown once), POST
-// /v1/admin/businesses/{id}/suspend and /resume, and PATCH /v1/admin/accounts/{id} (live mode).
+// /v1/admin/businesses/{id}/suspend and /resume, PUT /v1/admin/businesses/{id}/rate-limits (the
+// business's own, docs/security.md), and PATCH /v1/admin/accounts/{id} (live mode).
 // The admin's roll of a tenant's keys is with the keys (routes/keys.cc). Every event they write
 // records the actor "admin".
 
@@ -25,7 +26,7 @@ Caller admin_caller(std::string business, std::string account = {}) {
 // business, so that the keys work as soon as they are handed out.
 Answer business_answer(Credentials creds) {
   Answer a;
-  a.accepted = [creds = std::move(creds)](const Exchange& x, Outcome o, http::Responder respond) {
+  a.accepted = [creds = std::move(creds)](const Exchange& x, const Outcome& o, http::Responder respond) {
     x.protocol.after_projection(o, std::move(respond), [creds, o](http::Responder r) {
       const Event& e = o.events.front();
       const auto records = render::business_records(e, std::get<BusinessRegistered>(e.data));
@@ -70,7 +71,8 @@ Made set_suspended(const Exchange& x, bool suspended) {
   if (!known.value()) return http::error(404, "Data not found");
   if (!suspended) reason.reset();
   Answer answer;
-  answer.accepted = [business, suspended, reason](const Exchange& done, Outcome o, http::Responder respond) {
+  answer.accepted = [business, suspended, reason](const Exchange& done, const Outcome& o,
+                                                  http::Responder respond) {
     // Every key of it is refused (or works again) from the answer on.
     done.protocol.after_projection(
         o, std::move(respond), [o, business, suspended, reason](http::Responder r) {
@@ -88,6 +90,45 @@ Made set_suspended(const Exchange& x, bool suspended) {
         });
   };
   return Submission(SuspendBusiness{admin_caller(business), suspended, reason}, std::move(answer));
+}
+
+// A rate limit of the body: absent or null, the deployment's.
+std::optional<std::uint64_t> limit_of(const nlohmann::json& body, const char* name) {
+  const auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  return it->get<std::uint64_t>();
+}
+
+void write_limit(JsonWriter& w, std::string_view name, const std::optional<std::uint64_t>& limit) {
+  if (limit)
+    w.member(name, *limit);
+  else
+    w.null_member(name);
+}
+
+// The business's own rate limits, in place of the deployment's: every node's limiter reads them
+// from its views, within a second of applying the event.
+Made set_rate_limits(const Exchange& x) {
+  const std::string& business = x.param("id");
+  const auto known = x.views().has_business(business);
+  if (!known) return unavailable(known.status());
+  if (!known.value()) return http::error(404, "Data not found");
+  const auto reads = limit_of(x.body, "readsPerSecond");
+  const auto writes = limit_of(x.body, "writesPerSecond");
+  Answer answer;
+  answer.accepted = [business, reads, writes](const Exchange& done, const Outcome& o, http::Responder respond) {
+    done.protocol.after_projection(o, std::move(respond), [o, business, reads, writes](http::Responder r) {
+      std::string data;
+      JsonWriter w(data);
+      w.begin_object().member("business", business);
+      write_limit(w, "readsPerSecond", reads);
+      w.member("updatedAt", format_iso8601(o.events.front().time));
+      write_limit(w, "writesPerSecond", writes);
+      w.end_object();
+      r(http::ok_text(200, data, "Rate limits set"));
+    });
+  };
+  return Submission(SetRateLimits{admin_caller(business), reads, writes}, std::move(answer));
 }
 
 std::optional<Response> account_rejected(const Outcome& o) {
@@ -131,6 +172,17 @@ void add_admin_routes(Routes& routes) {
   routes.command({.path = "/v1/admin/businesses/{id}/resume",
                   .traits = admin,
                   .make = [](const Exchange& x) { return set_suspended(x, false); },
+                  .rejected = account_rejected});
+  routes.command({.method = boost::beast::http::verb::put,
+                  .path = "/v1/admin/businesses/{id}/rate-limits",
+                  .traits = admin,
+                  .rules =
+                      [](const Exchange&, http::Validator& v) {
+                        for (const char* name : {"readsPerSecond", "writesPerSecond"})
+                          v.optional(name).is_int().min(0).max(
+                              static_cast<std::int64_t>(kRateLimitPerSecondMax));
+                      },
+                  .make = set_rate_limits,
                   .rejected = account_rejected});
   routes.command({.method = boost::beast::http::verb::patch,
                   .path = "/v1/admin/accounts/{id}",

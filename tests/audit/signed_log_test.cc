@@ -351,6 +351,126 @@ TEST(SignedCheckpoints, TheWriterSignsItsTailAfterTheInterval) {
   ledger.stop();
 }
 
+// A key file of a new Ed25519 key in `dir`, and its public key.
+std::pair<fs::path, std::string> new_key_file(const fs::path& dir, const std::string& name) {
+  const std::string pem = new_ed25519_private_key_pem();
+  std::ofstream(dir / name) << pem;
+  return {dir / name, public_key_of_pem(pem).value()};
+}
+
+// One writer generation on the log at `dir` signing with `key`, rotating from `previous` when
+// given, that adds a business to each partition.
+void generation(const fs::path& dir, const fs::path& key, const std::optional<fs::path>& previous, int n) {
+  auto log = open_embedded_log({dir.string(), kPartitions, /*sync=*/false});
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  LedgerOptions lo = signing(key);
+  if (previous) lo.previous_signer = open_key_file_signer(*previous).value();
+  Ledger ledger(*log.value(), lo);
+  ASSERT_TRUE(ledger.start().ok());
+  for (std::uint32_t p = 0; p < kPartitions; ++p) business(ledger, n + static_cast<int>(p));
+  ledger.stop();
+}
+
+// The audit of the log at `dir`, with the writer key `key` (64 hex digits) or unkeyed.
+AuditReport audit_at(const fs::path& dir, const std::optional<std::string>& key) {
+  auto log = open_embedded_log({dir.string(), 0, false, false});
+  EXPECT_TRUE(log.ok()) << log.status().message();
+  SignatureOptions o;
+  o.public_key = key.value_or("");
+  o.now = now_ms();
+  auto r = key ? audit_log(*log.value(), o) : audit_log(*log.value());
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return std::move(r).value();
+}
+
+// The checkpoints of partition p of the log at `dir` that name a next key.
+std::vector<Event> handovers(const fs::path& dir, std::uint32_t p) {
+  std::vector<Event> out;
+  LogSurgery surgery(dir);
+  for (const std::string& record : surgery.records(p)) {
+    Event e = event_of(record);
+    if (const auto* c = std::get_if<ChainCheckpointed>(&e.data); c != nullptr && c->next_key)
+      out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// Rotating the writer key: a writer given its new key and the one it replaces signs each
+// partition's first checkpoint with the old key, naming the new one; the audit, given the first
+// key, follows the handover and verifies the whole log; a writer with the new key alone goes on
+// without another rotation; a writer with a key nobody handed over to is flagged; and a handover
+// whose next key a forger changed (the chain re-sealed, the later checkpoints re-signed with the
+// forger's key) fails at the handover.
+TEST(SignedRotation, TheOldKeySignsTheHandoverAndTheAuditFollowsIt) {
+  testing::ScratchDir dir("signed-rotation");
+  const auto [old_key, old_public] = new_key_file(dir.path(), "old.pem");
+  const auto [new_key, new_public] = new_key_file(dir.path(), "new.pem");
+  const fs::path log_dir = dir / "log";
+  generation(log_dir, old_key, std::nullopt, 0);
+  generation(log_dir, new_key, old_key, 10);  // the rotation
+  generation(log_dir, new_key, old_key, 20);  // rotated already: nothing to hand over
+  generation(log_dir, new_key, std::nullopt, 30);
+  std::uint64_t handover_seq = 0;
+  for (std::uint32_t p = 0; p < kPartitions; ++p) {
+    const auto found = handovers(log_dir, p);
+    ASSERT_EQ(found.size(), 1u) << "partition " << p << " rotates once";
+    const auto& c = std::get<ChainCheckpointed>(found[0].data);
+    EXPECT_EQ(c.key, old_public);
+    EXPECT_EQ(c.next_key, new_public);
+    EXPECT_TRUE(checkpoint_verifies(found[0], c, old_public));
+    if (p == 0) handover_seq = found[0].seq.value;
+  }
+  const AuditReport r = audit_at(log_dir, old_public);
+  EXPECT_TRUE(r.clean()) << summary(r);
+  EXPECT_EQ(r.signatures.unsigned_events, 0u);
+  bool noted = false;
+  for (const std::string& note : r.notes) noted = noted || note.find("handed over") != std::string::npos;
+  EXPECT_TRUE(noted) << summary(r);
+  // The new key alone does not verify what the old one signed before the handover.
+  EXPECT_FALSE(audit_at(log_dir, new_public).clean());
+
+  // A writer whose key nobody handed over to: its checkpoints are another key's.
+  testing::ScratchDir wrong("signed-rotation-wrong");
+  fs::copy(log_dir, wrong / "log", fs::copy_options::recursive);
+  const auto [stray_key, stray_public] = new_key_file(wrong.path(), "stray.pem");
+  generation(wrong / "log", stray_key, std::nullopt, 40);
+  const AuditReport stray = audit_at(wrong / "log", old_public);
+  bool flagged = false;
+  for (const Violation& v : stray.violations)
+    flagged = flagged || (v.check == Check::signature && v.reason.find("another key") != std::string::npos);
+  EXPECT_TRUE(flagged) << summary(stray);
+
+  // A forger changes the handover's next key to its own and re-signs every later checkpoint.
+  testing::ScratchDir forged("signed-rotation-forged");
+  fs::copy(log_dir, forged / "log", fs::copy_options::recursive);
+  const auto [forger_key, forger_public] = new_key_file(forged.path(), "forger.pem");
+  {
+    LogSurgery surgery(forged / "log");
+    auto records = surgery.records(0);
+    auto forger = open_key_file_signer(forger_key).value();
+    for (std::size_t i = 1; i < records.size(); ++i) {
+      Event e = event_of(records[i]);
+      e.prev_hash = event_of(records[i - 1]).hash;
+      auto* c = std::get_if<ChainCheckpointed>(&e.data);
+      if (c != nullptr && e.seq.value > handover_seq) {
+        ASSERT_TRUE(sign_checkpoint(*forger, e).ok());
+      } else if (c != nullptr && e.seq.value == handover_seq) {
+        c->next_key = forger_public;  // the old key's signature is kept: the forger cannot make one
+      }
+      records[i] = seal_unvalidated(e);
+    }
+    surgery.rewrite(0, records);
+  }
+  EXPECT_TRUE(audit_at(forged / "log", std::nullopt).clean()) << "the unkeyed chain cannot tell";
+  const AuditReport f = audit_at(forged / "log", old_public);
+  ASSERT_FALSE(f.clean());
+  const Violation& v = f.violations.front();
+  EXPECT_EQ(v.check, Check::signature) << summary(f);
+  ASSERT_TRUE(v.seq.has_value() && v.partition.has_value());
+  EXPECT_EQ(v.partition->value, 0u);
+  EXPECT_EQ(v.seq->value, handover_seq) << summary(f);
+}
+
 // The sample of tests/schemas/sample_events.jsonl, signed by OpenSSL's command line over the
 // message the schema describes: the writer's message and the audit's check are that message.
 TEST(SignedCheckpoints, AnEventSignedByOpenSslOverTheDocumentedMessageVerifies) {

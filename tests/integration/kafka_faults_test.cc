@@ -28,6 +28,8 @@
 #include <set>
 #include <thread>
 
+#include "events/checkpoint.h"
+#include "events/kafka_log.h"
 #include "tests/audit/run_kobo.h"
 #include "tests/integration/harness.h"
 #include "tests/support/test_kafka.h"
@@ -812,6 +814,116 @@ TEST_F(KafkaFaults, ASecondWriterFencesTheFirst) {
     a.keep_data_dir(true);
     b.keep_data_dir(true);
   }
+}
+
+// `kobo audit --verify-key` on a topic (docs/security.md, "Signed log"): what a signing writer
+// served verifies; an event that another producer (a transactional id of its own, no writer key)
+// appends, chained to a partition's head so that the unkeyed audit accepts it, is named with its
+// partition and seq once it is older than the unsigned tail allowed. In the Kafka run, plain and
+// secured (the forger is a client the ACLs let write, as a leaked producer credential would).
+TEST(KafkaSignedLog, AnEventAnotherProducerAppendedIsFlaggedWithItsPosition) {
+  const std::string brokers = kobo::testing::test_kafka_brokers();
+  ASSERT_FALSE(brokers.empty()) << "a Kafka-only test: KOBO_TEST_KAFKA_DIR is not set";
+  TempDir keys("it-kafka-signed");
+  const std::string pem = new_ed25519_private_key_pem();
+  std::ofstream(keys / "writer.pem") << pem;
+  std::ofstream(keys / "writer.pub") << public_key_of_pem(pem).value() << "\n";
+  std::string topic;
+  {
+    KoboProcess server(
+        kobo_options({"--writer-key-file", keys.str("writer.pem"), "--checkpoint-events", "5"}));
+    const std::string key = server.test_key();
+    const json a = create_wallet(server.client(), key), b = create_wallet(server.client(), key);
+    fund(server.client(), key, a, 1'000'000);
+    for (int i = 0; i < 8; ++i)
+      data_or_throw(
+          server.client().post(
+              "/v1/transactions/transfer",
+              transfer_body(a["publicId"], b["publicId"], 10'000 + i, unique_name("signed-kafka")), key),
+          200, "transfer");
+    topic = server.kafka_topic();
+    ASSERT_EQ(server.terminate(), 0) << server.log_tail();
+  }
+  const auto audit_signed = [&](std::vector<std::string> more) {
+    std::vector<std::string> args{"audit",        "--kafka-brokers",     brokers, "--kafka-topic", topic,
+                                  "--verify-key", keys.str("writer.pub")};
+    args.insert(args.end(), more.begin(), more.end());
+    return kobo::testing::run_kobo(kobo_binary(), args);
+  };
+  const auto clean = audit_signed({});
+  ASSERT_EQ(clean.exit_code, 0) << clean.output;
+  EXPECT_NE(clean.output.find("checkpoints verified with the writer key"), std::string::npos) << clean.output;
+
+  // The forger reads the topic, takes the head of its busiest partition and appends after it.
+  KafkaLogOptions o;
+  o.brokers = brokers;
+  o.topic = topic;
+  o.create_topic = false;
+  o.transactional_id_prefix = "kobo.forger";  // not the writer's, within what the ACLs let write
+  o.config = kobo::testing::test_kafka_config();
+  auto log = open_kafka_log(o);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  const auto ends = log.value()->end_offsets();
+  ASSERT_TRUE(ends.ok()) << ends.status().message();
+  auto reader = log.value()->open_reader(std::vector<Offset>(log.value()->partitions(), Offset(0)));
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  std::map<std::uint32_t, std::vector<std::string>> records;
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  const auto read_all = [&] {
+    for (std::uint32_t p = 0; p < log.value()->partitions(); ++p)
+      if (reader.value()->position(Partition(p)) < ends.value()[p]) return false;
+    return true;
+  };
+  while (!read_all() && Clock::now() < deadline) {
+    std::vector<LogRecord> batch;
+    ASSERT_TRUE(reader.value()->poll(1'000, milliseconds(200), batch).ok());
+    for (LogRecord& r : batch) records[r.partition.value].push_back(std::move(r.bytes));
+  }
+  ASSERT_TRUE(read_all()) << "the topic was not read to its end";
+  std::uint32_t partition = 0;
+  for (const auto& [p, rs] : records)
+    if (rs.size() > records[partition].size()) partition = p;
+  auto head = decode_event(records[partition].back());
+  ASSERT_TRUE(head.ok()) << head.status().message();
+  Event e;
+  e.partition = head->partition;
+  e.seq = Seq(head->seq.value + 1);
+  e.command_seq = e.seq;
+  e.epoch = head->epoch;
+  e.time = head->time + 1;
+  e.data = WebhookDeliveriesEnded{{WebhookDeliveryEnded{"whd-forged", true}}};
+  e.prev_hash = head->hash;
+  const std::string bytes = seal(e);
+  // Then a forged epoch after it: a WriterStarted no checkpoint of the key follows.
+  Event w = e;
+  w.seq = Seq(e.seq.value + 1);
+  w.command_seq = w.seq;
+  w.epoch = Epoch(e.epoch.value + 1);
+  w.time = e.time + 1;
+  w.data = WriterStarted{w.epoch, std::nullopt};
+  w.prev_hash = e.hash;
+  const std::string epoch_bytes = seal(w);
+  const std::vector<EncodedEvent> forged{{e.partition, e.seq, e.type(), "", e.time, bytes},
+                                         {w.partition, w.seq, w.type(), "", w.time, epoch_bytes}};
+  ASSERT_TRUE(log.value()->append(forged).ok());
+  log.value().reset();
+
+  const auto unkeyed = audit(topic);
+  EXPECT_EQ(unkeyed.exit_code, 0) << "the unkeyed chain cannot tell\n" << unkeyed.output;
+  const fs::path report = keys / "forged.json";
+  const auto r = audit_signed({"--unsigned-max-age-s", "0", "--json", report.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  std::ifstream in(report);
+  const json j = json::parse(in, nullptr, false);
+  const auto named = [&](const char* check, std::uint64_t seq) {
+    for (const json& v : j["violations"])
+      if (v["check"] == check && v["partition"] == partition && v["seq"] == seq) return true;
+    return false;
+  };
+  EXPECT_TRUE(named("signature", e.seq.value)) << "partition " << partition << " seq " << e.seq.value << "\n"
+                                               << r.output;
+  EXPECT_TRUE(named("epoch", w.seq.value)) << "partition " << partition << " seq " << w.seq.value << "\n"
+                                           << r.output;
 }
 
 // What a client sees of every wallet and every transaction: publicId → record.

@@ -5,7 +5,7 @@ Runs `kobo serve` on a fresh data dir, makes the requests that emit each event t
 business, an account update, its webhook secret, wallets, a transit wallet, incoming credits, a wallet transfer, a
 saved beneficiary, a payout that succeeds and one that fails, a collection wallet that is paid
 and one that expires, a hold captured in two parts, one voided and one that expires, a bulk transfer with a refused item,
-live mode enabled by the admin, a business suspended and resumed, a key rolled and the old one revoked, the live mode's webhooks), stops it and dumps the log with `kobo events`.
+live mode enabled by the admin, a business suspended and resumed and given its own rate limits, a key rolled and the old one revoked, the live mode's webhooks), stops it and dumps the log with `kobo events`.
 
   tests/schemas/make_sample_events.py --kobo build/kobo [--out tests/schemas/sample_events.jsonl]
 
@@ -21,7 +21,8 @@ same kinds of events. `WebhookDeliveriesEnded` is appended by a cluster's nodes 
 (the line before the last) was appended by the writer over a MemoryLog (command
 EndWebhookDeliveries). `ChainCheckpointed` (the last line) is made by hand after it: signed with a
 throwaway key by `openssl pkeyutl -sign -rawin` over the message its schema gives, which
-tests/audit/signed_log_test.cc verifies with kobo's own code.
+tests/audit/signed_log_test.cc verifies with kobo's own code. `BusinessRateLimitsSet` (after
+`BusinessResumed`) is this script's own output, taken from a run of it.
 """
 
 import argparse
@@ -96,6 +97,8 @@ def main():
             Client(base, "").call("POST", f"/v1/admin/businesses/{other['business']['publicId']}/suspend",
                                   {"reason": "sample"}, admin)
             Client(base, "").call("POST", f"/v1/admin/businesses/{other['business']['publicId']}/resume", None, admin)
+            Client(base, "").call("PUT", f"/v1/admin/businesses/{other['business']['publicId']}/rate-limits",
+                                  {"readsPerSecond": 50, "writesPerSecond": 10}, admin)
             rolled = api.call("POST", f"/v1/accounts/{account}/keys/roll", {"overlapSeconds": 3600})
             api = Client(base, rolled["secretKey"])
             api.call("POST", f"/v1/accounts/{account}/keys/revoke", {"keyId": rolled["previousKeyId"]})
