@@ -49,7 +49,8 @@
 
 namespace kobo::audit {
 
-// phase is "log" or "views"; done and total count records (log) or events (views).
+// phase is "log", "reuses" (the second read of the log, only when names were used again) or
+// "views"; done and total count records (log, reuses) or events (views).
 using AuditProgress = std::function<void(std::string_view phase, std::uint64_t done, std::uint64_t total)>;
 
 // Replays the whole log and checks it. An error means the log (or the audit's scratch index on
