@@ -82,6 +82,14 @@ AuditCommands::AuditCommands(CLI::App& app) {
                    "checkpoint is older than this (the writer signs every --checkpoint-seconds)")
       ->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
+  audit_
+      ->add_option(
+          "--scratch-dir", audit_flags_.scratch_dir,
+          "Where the audit keeps what it checks the past against (every id and reference used), in a "
+          "directory it makes and removes: its memory then follows the wallets, not the log's length. "
+          "Default: the system's temporary directory ($TMPDIR or /tmp)")
+      ->envname("KOBO_AUDIT_SCRATCH_DIR")
+      ->check(CLI::ExistingDirectory);
 
   replay_ = app.add_subcommand(
       "replay",
@@ -127,7 +135,7 @@ Result<std::optional<audit::SignatureOptions>> signature_options(const std::stri
 }
 
 int run_audit(const std::string& data_dir_flag, const KafkaFlags& log_flags, const std::string& json_file,
-              bool progress_flag, const std::optional<audit::SignatureOptions>& signatures) {
+              bool progress_flag, const audit::AuditOptions& options) {
   if (data_dir_flag.empty() && log_flags.brokers.empty())
     return cannot_run("audit", "give --data-dir D or --kafka-brokers B");
   const fs::path data_dir(data_dir_flag);
@@ -153,8 +161,7 @@ int run_audit(const std::string& data_dir_flag, const KafkaFlags& log_flags, con
   auto progress = [&](std::string_view phase, std::uint64_t done, std::uint64_t total) {
     bar.update(phase, done, total);
   };
-  auto report = signatures ? audit::audit_log(*log.value(), *signatures, progress)
-                           : audit::audit_log(*log.value(), progress);
+  auto report = audit::audit_log(*log.value(), options, progress);
   if (!report) {
     bar.finish();
     return cannot_run("audit", "reading the log: " + report.status().message());
@@ -227,8 +234,11 @@ std::optional<int> AuditCommands::run() const {
     auto signatures = signature_options(audit_flags_.verify_key, audit_flags_.verified_before,
                                         audit_flags_.unsigned_max_age_s);
     if (!signatures) return cannot_run("audit", signatures.status().message());
+    audit::AuditOptions options;
+    options.signatures = std::move(signatures).value();
+    options.scratch_dir = audit_flags_.scratch_dir;
     return run_audit(audit_flags_.data_dir, audit_flags_.log, audit_flags_.json_file, audit_flags_.progress,
-                     signatures.value());
+                     options);
   }
   if (replay_->parsed()) return run_replay(replay_flags_.data_dir, replay_flags_.log, replay_flags_.progress);
   return std::nullopt;

@@ -2,9 +2,11 @@
 // `kobo audit` and `kobo replay` (README.md, "The data directory holds"): their flags and what they run.
 //
 //   kobo audit (--data-dir D | --kafka-brokers B [--kafka-topic T] [--data-dir D]) [--json FILE] [--progress]
-//              [--verify-key KEY [--verified-before REPORT] [--unsigned-max-age-s S]]
+//              [--verify-key KEY [--verified-before REPORT] [--unsigned-max-age-s S]] [--scratch-dir S]
 //     exit 0: the log (and the views, when D has them) are clean; 1: violations; 2: cannot run.
-//     With --verify-key, the writer's signed checkpoints too (audit/signatures.h).
+//     With --verify-key, the writer's signed checkpoints too (audit/signatures.h). What the audit
+//     remembers of the past goes to a scratch index in a directory it makes under S (default: the
+//     system's temporary directory) and removes (audit/options.h).
 //   kobo replay --data-dir D [--kafka-brokers B [--kafka-topic T]] [--progress]
 //     rebuilds D/views from the log (D/log, or the Kafka topic) into D/views.rebuild-<pid> and
 //     swaps it in; exit 0 when done,
@@ -39,6 +41,7 @@ class AuditCommands {
     std::string verify_key;       // the writer's public key, or a file holding it
     std::string verified_before;  // an earlier --json report
     double unsigned_max_age_s = 60;
+    std::string scratch_dir;  // empty: the system's temporary directory
   };
   struct ReplayFlags {
     std::string data_dir;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "audit/model.h"
+#include "audit/scratch_index.h"
 #include "audit/signatures.h"
 #include "events/log_follower.h"
 #include "projection/rebuild.h"
@@ -14,53 +15,7 @@ namespace kobo::audit {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string_view to_string(Check c) {
-  switch (c) {
-    case Check::chain:
-      return "chain";
-    case Check::epoch:
-      return "epoch";
-    case Check::command:
-      return "command";
-    case Check::double_entry:
-      return "double_entry";
-    case Check::balance:
-      return "balance";
-    case Check::negative:
-      return "negative";
-    case Check::reference:
-      return "reference";
-    case Check::transfer:
-      return "transfer";
-    case Check::status:
-      return "status";
-    case Check::record:
-      return "record";
-    case Check::hold:
-      return "hold";
-    case Check::limits:
-      return "limits";
-    case Check::views:
-      return "views";
-    case Check::signature:
-      return "signature";
-  }
-  return "unknown";
-}
-
-void AuditReport::add(Violation v) {
-  ++violation_count;
-  if (violations.size() < kViolationsListedMax) violations.push_back(std::move(v));
-}
-
-void AuditReport::note(std::string text) {
-  if (notes.size() < kNotesMax) notes.push_back(std::move(text));
-}
-
-namespace {
-
-Result<AuditReport> audit_log_with(EventLog& log, const SignatureOptions* signatures,
-                                   const AuditProgress& progress) {
+Result<AuditReport> audit_log(EventLog& log, const AuditOptions& options, const AuditProgress& progress) {
   const auto started = std::chrono::steady_clock::now();
   AuditReport report;
   report.partitions = log.partitions();
@@ -69,31 +24,51 @@ Result<AuditReport> audit_log_with(EventLog& log, const SignatureOptions* signat
   std::uint64_t total = 0;
   for (Offset o : ends.value()) total += o.value;
 
+  std::error_code ec;
+  const fs::path scratch_dir =
+      options.scratch_dir.empty() ? fs::temp_directory_path(ec) : options.scratch_dir;
+  if (ec) return Status::error("no temporary directory for the audit's scratch index: " + ec.message());
+  auto scratch = ScratchIndex::open(scratch_dir, options.scratch_cache_bytes);
+  if (!scratch) return scratch.status();
+
   std::optional<SignatureAuditor> signed_checks;
-  if (signatures != nullptr) signed_checks.emplace(log.partitions(), *signatures, report);
-  LogAuditor auditor(log.partitions(), report, signed_checks ? &*signed_checks : nullptr);
+  if (options.signatures) signed_checks.emplace(log.partitions(), *options.signatures, report);
+  LogAuditor auditor(log.partitions(), report, *scratch.value(), signed_checks ? &*signed_checks : nullptr);
   LogFollower follower(log, LogFollowerOptions{.require_canonical_form = true});
   if (auto s = follower.open(); !s) return s;
   const auto s = follower.follow_to(auditor, ends.value(), [&] {
     if (progress) progress("log", follower.records_read(), total);
   });
   if (!s) return s;
-  auditor.finish();
+  if (auto f = auditor.finish(); !f) return f;
   report.records = follower.records_read();
   report.events = follower.events_accepted();
+
+  // Names used again: a second read of the log, as far as the last of them, says what was used.
+  if (!auditor.reuses().empty()) {
+    ReuseNamer namer(auditor.reuses(), report);
+    LogFollower again(log, LogFollowerOptions{.require_canonical_form = true});
+    if (auto o = again.open(); !o) return o;
+    while (!namer.done() && !again.reached(ends.value())) {
+      auto step = again.step(namer, std::chrono::milliseconds(0), &ends.value());
+      if (!step) return step.status();
+      if (progress) progress("reuses", again.records_read(), total);
+    }
+    namer.finish();
+  }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
 }
 
-}  // namespace
-
 Result<AuditReport> audit_log(EventLog& log, const AuditProgress& progress) {
-  return audit_log_with(log, nullptr, progress);
+  return audit_log(log, AuditOptions{}, progress);
 }
 
 Result<AuditReport> audit_log(EventLog& log, const SignatureOptions& signatures,
                               const AuditProgress& progress) {
-  return audit_log_with(log, &signatures, progress);
+  AuditOptions options;
+  options.signatures = signatures;
+  return audit_log(log, options, progress);
 }
 
 Result<std::vector<VerifiedCheckpoint>> verified_checkpoints(const json& report) {

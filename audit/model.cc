@@ -1,11 +1,15 @@
 #include "audit/model.h"
 
-#include <cstring>
+#include <algorithm>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <tuple>
+#include <unordered_set>
 
-#include "common/crypto.h"
 #include "common/time.h"
+#include "common/varint.h"
 #include "events/keys.h"
 #include "events/ledger.h"
 #include "events/partitioner.h"
@@ -14,24 +18,23 @@ namespace kobo::audit {
 
 namespace {
 
-// 128 bits of SHA-256 stand in for long keys (references, transaction ids) held for the whole
-// audit: a fraction of the memory, and no collision in any log that fits on a disk.
-struct Key {
-  std::uint64_t hi = 0, lo = 0;
-  bool operator==(const Key&) const = default;
-};
-
-struct KeyHash {
-  std::size_t operator()(const Key& k) const noexcept { return static_cast<std::size_t>(k.hi ^ k.lo); }
-};
-
-Key key16(std::string_view a, std::string_view b = {}) {
-  const Sha256 d = sha256(a, b);
-  Key k;
-  std::memcpy(&k.hi, d.data(), sizeof k.hi);
-  std::memcpy(&k.lo, d.data() + sizeof k.hi, sizeof k.lo);
-  return k;
-}
+// The names an event claims (scratch_index.h), by tag: no later event of the partition may use
+// one again. Found by a digest of the names, or by the number.
+constexpr char kTransactionTag = 'T';        // a transaction's publicId
+constexpr char kTransactionNumberTag = 'I';  // a transaction's integer id
+constexpr char kReferenceTag = 'R';          // scope_key(account, mode), a transaction's reference
+constexpr char kHoldReferenceTag = 'O';      // scope_key(account, mode), a hold's reference
+constexpr char kBulkReferenceTag = 'K';      // scope_key(account, mode), a bulk transfer's reference
+constexpr char kAccountNumberTag = 'N';      // a wallet's or collection wallet's account number
+constexpr char kWalletNameTag = 'M';         // scope_key(account, mode), a wallet's name
+constexpr char kAccountIdTag = 'A';          // an account's integer id
+constexpr char kWalletIdTag = 'W';           // a wallet's integer id
+constexpr char kBankAccountTag = 'B';        // a saved bank account's bka-…
+constexpr char kBankAccountIdTag = 'b';      // a saved bank account's integer id
+// The records that have ended, found by a digest of their id.
+constexpr char kClosedCollectionTag = 'C';  // a collection wallet paid or expired -> its business
+constexpr char kSettledPayoutTag = 'P';     // a payout that succeeded or failed -> Payout::encode()
+constexpr char kEndedHoldTag = 'H';         // a hold captured, voided or expired -> mode byte, business
 
 bool is_hex64(std::string_view s) {
   if (s.size() != 64) return false;
@@ -68,7 +71,131 @@ std::optional<Seq> peek_seq(std::string_view bytes) {
   return std::nullopt;
 }
 
+// What the audit does with a record the chain refused (events/log_follower.h): a duplicate (a
+// retried append) and a fenced writer's event are passed over; an event that decodes and extends
+// its partition's chain, even past a gap or a broken link, is adopted as the new head, so that one
+// tampered event is reported where it is and the audit goes on; anything else is passed over.
+// Both passes of the audit follow it, so they read the same events.
+Disposition chain_disposition(const RefusedRecord& r) {
+  if (r.verdict == ChainVerdict::duplicate || r.verdict == ChainVerdict::zombie) return Disposition::skip;
+  if (r.event == nullptr) return Disposition::skip;
+  if (!r.problem.empty() && r.event->partition != r.partition) return Disposition::skip;
+  KOBO_ASSERT(r.chain != nullptr, "a refused record comes with its partition's head");
+  return r.event->seq.value > r.chain->last_seq().value ? Disposition::adopt : Disposition::skip;
+}
+
+// The names event `e` claims, in a fixed order: sink(name, check, describe) for each, where
+// describe(first) is the violation's reason should the name have been claimed before, at seq
+// `first`. Pure: the audit's first pass writes the claims (LogAuditor::apply), and its second
+// describes the reuses the scratch index found (ReuseNamer); both see the same claims in the
+// same order. `created` is transactions_created(e.data), and `payout_account` the account of the
+// payout a PayoutFailed reverses (its reversal's reference is of that account).
+template <typename Sink>
+void claims_of(const Event& e, const std::vector<CreatedTransaction>& created,
+               std::string_view payout_account, Sink&& sink) {
+  // The descriptions capture by reference and build their text only when called: the first pass
+  // never calls them, and the second calls them within sink().
+  const Partition p = e.partition;
+  const auto number = [&](const std::string& what, const std::string& n) {
+    if (is_digits(n, 10))
+      sink(ScratchKey::digest(kAccountNumberTag, p, n), Check::record,
+           [&](Seq) { return what + ": account number " + n + " is already taken"; });
+  };
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, BusinessRegistered>) {
+          sink(ScratchKey::number(kAccountIdTag, p, x.id), Check::record, [&](Seq) {
+            return "business " + e.business + ": account id " + std::to_string(x.id) + " is already taken";
+          });
+        } else if constexpr (std::is_same_v<T, WalletOpened> || std::is_same_v<T, TransitWalletOpened>) {
+          const std::string what = "wallet " + x.wallet.value;
+          number(what, x.account_number);
+          sink(ScratchKey::number(kWalletIdTag, p, x.id), Check::record,
+               [&](Seq) { return what + ": id " + std::to_string(x.id) + " is already taken"; });
+          // Transit wallets' names are exempt (API document 2.2).
+          if constexpr (std::is_same_v<T, WalletOpened>)
+            sink(ScratchKey::digest(kWalletNameTag, p, scope_key(x.account.value, e.live), x.name),
+                 Check::record, [&](Seq) {
+                   return what + ": name '" + x.name + "' is already taken in its account and mode";
+                 });
+        } else if constexpr (std::is_same_v<T, CollectionWalletOpened>) {
+          number("collection wallet " + x.wallet.value, x.account_number);
+        } else if constexpr (std::is_same_v<T, BeneficiarySaved>) {
+          const std::string what = "bank account " + x.bank_account.value;
+          sink(ScratchKey::number(kBankAccountIdTag, p, x.id), Check::record,
+               [&](Seq) { return what + ": id " + std::to_string(x.id) + " is already taken"; });
+          sink(ScratchKey::digest(kBankAccountTag, p, x.bank_account.value), Check::record,
+               [&](Seq) { return what + ": saved again"; });
+        } else if constexpr (std::is_same_v<T, HoldPlaced>) {
+          sink(ScratchKey::digest(kHoldReferenceTag, p, scope_key(x.account.value, e.live), x.reference),
+               Check::reference, [&](Seq first) {
+                 return "hold " + x.hold.value + ": reference '" + x.reference +
+                        "' was used by a hold before, at seq " + std::to_string(first.value);
+               });
+        } else if constexpr (std::is_same_v<T, BulkTransferAccepted>) {
+          sink(ScratchKey::digest(kBulkReferenceTag, p, scope_key(x.account.value, e.live), x.reference),
+               Check::reference,
+               [&](Seq) { return "bulk transfer reference '" + x.reference + "' was used before"; });
+        }
+      },
+      e.data);
+
+  // The transaction records the event creates: ids and references unique.
+  std::string account(payout_account);
+  std::visit(
+      [&](const auto& x) {
+        if constexpr (requires { x.account; }) account = x.account.value;
+      },
+      e.data);
+  const std::string scope = scope_key(account, e.live);
+  for (const CreatedTransaction& t : created) {
+    sink(ScratchKey::digest(kTransactionTag, p, t.id.value), Check::record,
+         [&](Seq) { return "transaction " + t.id.value + " is created again"; });
+    if (t.number != 0)  // 0 is refused at once (check_records)
+      sink(ScratchKey::number(kTransactionNumberTag, p, t.number), Check::record, [&](Seq) {
+        return "transaction " + t.id.value + ": id " + std::to_string(t.number) + " is taken or zero";
+      });
+    sink(ScratchKey::digest(kReferenceTag, p, scope, t.reference), Check::reference, [&](Seq first) {
+      return "reference '" + t.reference + "' of " + t.id.value + " was used before, at seq " +
+             std::to_string(first.value);
+    });
+  }
+}
+
 }  // namespace
+
+// A payout: in memory until it is settled (succeeds or fails), then in the scratch index.
+struct LogAuditor::Payout {
+  std::string business, source, account;
+  Kobo amount, fee;
+  TransactionStatus status = TransactionStatus::pending;
+
+  std::string encode() const {
+    std::string out;
+    put_length_prefixed(out, business);
+    put_length_prefixed(out, source);
+    put_length_prefixed(out, account);
+    put_signed_varint(out, amount.value);
+    put_signed_varint(out, fee.value);
+    put_varint(out, static_cast<std::uint64_t>(status));
+    return out;
+  }
+  static Payout decode(std::string_view bytes) {
+    VarintReader in(bytes);
+    Payout p;
+    p.business = std::string(in.length_prefixed());
+    p.source = std::string(in.length_prefixed());
+    p.account = std::string(in.length_prefixed());
+    p.amount = Kobo(in.signed_varint());
+    p.fee = Kobo(in.signed_varint());
+    const std::uint64_t status = in.varint();
+    KOBO_ASSERT(in.ok() && in.done() && status <= static_cast<std::uint64_t>(TransactionStatus::failed),
+                "the scratch index holds what Payout::encode() wrote");
+    p.status = static_cast<TransactionStatus>(status);
+    return p;
+  }
+};
 
 struct LogAuditor::Model {
   struct Wallet {
@@ -81,43 +208,33 @@ struct LogAuditor::Model {
     std::uint8_t tier = 0;  // its KYC tier; 0: none
     DailyDebits debits;
   };
+  // A pending hold: it leaves for the scratch index when it ends.
   struct Hold {
     std::string business, source;
     bool live = false;
     Kobo amount, captured;
     UnixMs expires_at = 0;
-    bool pending = true;
   };
+  // A collection wallet not yet paid or expired: it leaves for the scratch index when it is.
   struct Collection {
     std::string business, destination;
     bool live = false;
     Kobo amount;
     UnixMs expires_at = 0;
-    bool active = true;
   };
-  struct Payout {
-    std::string business, source, account;
-    Kobo amount, fee;
-    TransactionStatus status = TransactionStatus::pending;
-  };
-
   Partition partition{0};
   Epoch epoch{0};
+  // In memory: what is per business, account and wallet, and what is in flight. The past is in
+  // the scratch index (the tags above).
   std::unordered_set<std::string> businesses;
-  std::unordered_map<std::string, std::string> accounts;  // acc-… -> biz-…
-  std::unordered_map<std::string, Wallet> wallets;        // vba-… -> wallet (transit wallets too)
-  std::unordered_map<std::string, Collection> collections;
-  std::unordered_set<std::string> account_numbers, wallet_names, bank_accounts;
-  std::unordered_set<std::uint64_t> account_ids, wallet_ids, transaction_ids, bank_account_ids;
-  std::unordered_map<std::string, Kobo> system;      // sys:…
-  std::unordered_set<Key, KeyHash> transactions;     // key16(publicId)
-  std::unordered_map<Key, Seq, KeyHash> references;  // key16(account|mode|, reference) -> first use
-  std::unordered_map<std::string, Payout> payouts;   // trx-… of the payout
-  TierLimits tier_limits = cbn_tier_limits();        // as the last WriterStarted recorded them
-  std::unordered_map<std::string, Hold> holds;       // hld-… (every hold: the audit reads the whole log)
-  std::unordered_map<Key, Seq, KeyHash> hold_references;  // key16(account|mode|, reference) -> first use
-  std::unordered_set<Key, KeyHash> bulk_references;       // key16(account|mode|, a bulk transfer's reference)
-  Kobo total;                                             // the sum of every balance in the partition
+  std::unordered_map<std::string, std::string> accounts;    // acc-… -> biz-…
+  std::unordered_map<std::string, Wallet> wallets;          // vba-… -> wallet (transit wallets too)
+  std::unordered_map<std::string, Collection> collections;  // vba-… of a collection wallet still open
+  std::unordered_map<std::string, Kobo> system;             // sys:…
+  std::unordered_map<std::string, Payout> payouts;          // trx-… of a payout not yet settled
+  TierLimits tier_limits = cbn_tier_limits();               // as the last WriterStarted recorded them
+  std::unordered_map<std::string, Hold> holds;              // hld-… of a pending hold
+  Kobo total;                                               // the sum of every balance in the partition
   Kobo total_reported;  // the total after the last command: a lasting imbalance is reported once
 
   // The command being read.
@@ -133,8 +250,10 @@ struct LogAuditor::Model {
   std::uint64_t bulk_items = 0, bulk_items_seen = 0;
 };
 
-LogAuditor::LogAuditor(std::uint32_t partitions, AuditReport& report, SignatureAuditor* signatures)
-    : partitions_(partitions), report_(report), signatures_(signatures) {
+LogAuditor::LogAuditor(std::uint32_t partitions, AuditReport& report, ScratchIndex& scratch,
+                       SignatureAuditor* signatures)
+    : partitions_(partitions), report_(report), scratch_(scratch), signatures_(signatures) {
+  KOBO_ASSERT(partitions <= ScratchKey::kPartitionsMax, "every partition has scratch keys of its own");
   for (std::uint32_t p = 0; p < partitions; ++p) {
     models_.push_back(std::make_unique<Model>());
     models_.back()->partition = Partition(p);
@@ -151,19 +270,63 @@ void LogAuditor::violation(Check check, const Event& e, std::string reason) {
   violation(check, e.partition, e.seq, std::move(reason));
 }
 
+// ---- the past, in the scratch index ------------------------------------------------------------
+
+// A collection wallet, open (in memory) or closed (in the scratch index).
+bool LogAuditor::collection_exists(Model& m, const std::string& id) {
+  return m.collections.contains(id) || closed_collection(m, id).has_value();
+}
+
+// The business of a collection wallet that was paid or expired, or nullopt.
+std::optional<std::string> LogAuditor::closed_collection(Model& m, const std::string& id) {
+  return scratch_.find(ScratchKey::digest(kClosedCollectionTag, m.partition, id));
+}
+
+// A collection wallet paid or expired leaves memory for the scratch index.
+void LogAuditor::close_collection(Model& m, const std::string& id) {
+  const auto c = m.collections.find(id);
+  KOBO_ASSERT(c != m.collections.end(), "an open collection wallet closes");
+  scratch_.put(ScratchKey::digest(kClosedCollectionTag, m.partition, id), c->second.business);
+  m.collections.erase(c);
+}
+
+// A payout, in flight (in memory) or settled (in the scratch index), or nullopt.
+std::optional<LogAuditor::Payout> LogAuditor::payout(Model& m, const std::string& id) {
+  if (const auto p = m.payouts.find(id); p != m.payouts.end()) return p->second;
+  const auto settled = scratch_.find(ScratchKey::digest(kSettledPayoutTag, m.partition, id));
+  if (!settled) return std::nullopt;
+  return Payout::decode(*settled);
+}
+
+std::size_t LogAuditor::entries() const {
+  std::size_t n = 0;
+  for (const auto& m : models_)
+    n += m->businesses.size() + m->accounts.size() + m->wallets.size() + m->collections.size() +
+         m->system.size() + m->payouts.size() + m->holds.size();
+  return n;
+}
+
+// ---- the log -----------------------------------------------------------------------------------
+
 Disposition LogAuditor::refused(const RefusedRecord& r) {
   if (signatures_ != nullptr) signatures_->refused(r);
+  report_refused(r);
+  return chain_disposition(r);
+}
+
+// Why the chain refused a record, and where: what chain_disposition() makes of it is reported.
+void LogAuditor::report_refused(const RefusedRecord& r) {
   const std::string at =
       "partition " + std::to_string(r.partition.value) + " offset " + std::to_string(r.offset.value);
   switch (r.verdict) {
     case ChainVerdict::duplicate:
       ++report_.duplicates;
-      return Disposition::skip;
+      return;
     case ChainVerdict::zombie:
       ++report_.zombies;
       report_.note(at + " seq " + std::to_string(r.event->seq.value) + ": skipped an event of epoch " +
                    std::to_string(r.event->epoch.value) + " from a fenced writer");
-      return Disposition::skip;
+      return;
     case ChainVerdict::accept:
     case ChainVerdict::broken:
       break;
@@ -173,7 +336,7 @@ Disposition LogAuditor::refused(const RefusedRecord& r) {
   };
   if (r.event == nullptr) {
     chain_violation(peek_seq(r.bytes), "the record cannot be read: " + r.problem);
-    return Disposition::skip;
+    return;
   }
   const Event& e = *r.event;
   const ChainFollower& head = *r.chain;
@@ -182,7 +345,7 @@ Disposition LogAuditor::refused(const RefusedRecord& r) {
     chain_violation(e.seq, r.problem == "hash mismatch"
                                ? seq + ": its hash does not match its contents (the event was edited)"
                                : seq + ": " + r.problem);
-    if (e.partition != r.partition) return Disposition::skip;
+    if (e.partition != r.partition) return;
   }
   const std::uint64_t expected = head.last_seq().value + 1;
   if (e.seq.value == expected) {
@@ -200,7 +363,7 @@ Disposition LogAuditor::refused(const RefusedRecord& r) {
                                                          std::to_string(head.epoch().value)
                                                    : seq + ": WriterStarted does not raise the epoch"});
     }
-    return Disposition::adopt;
+    return;
   }
   if (e.seq.value > expected) {
     const std::uint64_t missing_last = e.seq.value - 1;
@@ -213,11 +376,10 @@ Disposition LogAuditor::refused(const RefusedRecord& r) {
                           r.offset,
                           {},
                           what + " (" + seq + " follows seq " + std::to_string(expected - 1) + ")"});
-    return Disposition::adopt;
+    return;
   }
   chain_violation(e.seq, seq + " comes after seq " + std::to_string(expected - 1) +
                              " (out of order, or a second, different event with that seq)");
-  return Disposition::skip;
 }
 
 Status LogAuditor::accepted(const Event& e) {
@@ -227,7 +389,8 @@ Status LogAuditor::accepted(const Event& e) {
   begin_command(m, e);
   apply(m, e);
   if (e.last_of_command()) end_command(m, m.seen == m.size);
-  return {};
+  // The past could not be read or written: the audit cannot judge what follows.
+  return scratch_.status();
 }
 
 void LogAuditor::begin_command(Model& m, const Event& e) {
@@ -317,7 +480,9 @@ void LogAuditor::apply(Model& m, const Event& e) {
   if (e.type() != EventType::business_registered && !m.businesses.contains(e.business))
     violation(Check::record, e, "business '" + e.business + "' does not exist in this partition");
   check_bulk(m, e);
-  check_records(m, e);
+  const std::vector<CreatedTransaction> created = transactions_created(e.data);
+  check_records(m, e, created);
+  claim_names(m, e, created);
   if (const auto* postings = postings_of(e.data)) {
     check_movement(m, e);
     post(m, e, *postings);
@@ -331,8 +496,6 @@ void LogAuditor::apply(Model& m, const Event& e) {
 void LogAuditor::check_bulk(Model& m, const Event& e) {
   if (const auto* x = std::get_if<BulkTransferAccepted>(&e.data)) {
     if (e.seq != e.command_seq) violation(Check::command, e, "a bulk transfer does not open its command");
-    if (!m.bulk_references.insert(key16(scope_key(x->account.value, e.live), x->reference)).second)
-      violation(Check::reference, e, "bulk transfer reference '" + x->reference + "' was used before");
     if (x->atomic && !x->rejected.empty())
       violation(Check::command, e, "an atomic bulk transfer refuses items");
     m.bulk = x->batch.value;
@@ -350,8 +513,8 @@ void LogAuditor::check_bulk(Model& m, const Event& e) {
   if (batch != nullptr && batch->value == m.bulk) ++m.bulk_items_seen;
 }
 
-// The records an event opens: ids well formed and unique, owners that exist.
-void LogAuditor::check_records(Model& m, const Event& e) {
+// The records an event opens: ids well formed, owners that exist.
+void LogAuditor::check_records(Model& m, const Event& e, const std::vector<CreatedTransaction>& created) {
   const auto owned = [&](const AccountId& account) {
     const auto a = m.accounts.find(account.value);
     return a != m.accounts.end() && a->second == e.business;
@@ -359,14 +522,9 @@ void LogAuditor::check_records(Model& m, const Event& e) {
   const auto bad = [&](const std::string& what, const std::string& why) {
     violation(Check::record, e, what + ": " + why);
   };
+  // (Whether an id, number, name or reference was used before is claims_of()'s.)
   const auto number = [&](const std::string& what, const std::string& n) {
-    if (!is_digits(n, 10))
-      bad(what, "account number '" + n + "' is not 10 digits");
-    else if (!m.account_numbers.insert(n).second)
-      bad(what, "account number " + n + " is already taken");
-  };
-  const auto wallet_id = [&](const std::string& what, std::uint64_t id) {
-    if (!m.wallet_ids.insert(id).second) bad(what, "id " + std::to_string(id) + " is already taken");
+    if (!is_digits(n, 10)) bad(what, "account number '" + n + "' is not 10 digits");
   };
   std::visit(
       [&](const auto& x) {
@@ -381,8 +539,6 @@ void LogAuditor::check_records(Model& m, const Event& e) {
             bad(what, "account id " + x.account.value + " is not acc-…");
           if (!is_hex64(x.test_secret_key_hash) || !is_hex64(x.live_secret_key_hash))
             bad(what, "the secret key hashes are not SHA-256 hex");
-          if (!m.account_ids.insert(x.id).second)
-            bad(what, "account id " + std::to_string(x.id) + " is already taken");
           if (!m.accounts.emplace(x.account.value, e.business).second)
             bad(what, "account " + x.account.value + " exists");
         } else if constexpr (std::is_same_v<T, AccountUpdated>) {
@@ -424,7 +580,6 @@ void LogAuditor::check_records(Model& m, const Event& e) {
           if (!owned(x.account))
             bad(what, "account " + x.account.value + " is not an account of its business");
           number(what, x.account_number);
-          wallet_id(what, x.id);
           Model::Wallet w{
               e.business, x.account.value, e.live,  transit,
               {},         Kobo(0),         Kobo(0), static_cast<std::uint8_t>(x.kyc_tier.value_or(0)),
@@ -436,13 +591,8 @@ void LogAuditor::check_records(Model& m, const Event& e) {
               bad(what,
                   "settles to " + x.settlement_wallet.value + ", not a wallet of its business and mode");
             w.settlement = x.settlement_wallet.value;
-          } else {
-            // Transit wallets' names are exempt (API document 2.2).
-            if (!m.wallet_names.insert(scope_key(x.account.value, e.live) + x.name).second)
-              bad(what, "name '" + x.name + "' is already taken in its account and mode");
           }
-          if (m.collections.contains(x.wallet.value) ||
-              !m.wallets.emplace(x.wallet.value, std::move(w)).second)
+          if (collection_exists(m, x.wallet.value) || !m.wallets.emplace(x.wallet.value, std::move(w)).second)
             bad(what, "opened again");
         } else if constexpr (std::is_same_v<T, CollectionWalletOpened>) {
           const std::string what = "collection wallet " + x.wallet.value;
@@ -453,23 +603,25 @@ void LogAuditor::check_records(Model& m, const Event& e) {
           const auto d = m.wallets.find(x.destination.value);
           if (d == m.wallets.end() || d->second.business != e.business || d->second.live != e.live)
             bad(what, "pays into " + x.destination.value + ", not a wallet of its business and mode");
-          Model::Collection c{e.business, x.destination.value, e.live, x.amount, x.expires_at.ms, true};
-          if (m.wallets.contains(x.wallet.value) ||
+          Model::Collection c{e.business, x.destination.value, e.live, x.amount, x.expires_at.ms};
+          if (m.wallets.contains(x.wallet.value) || collection_exists(m, x.wallet.value) ||
               !m.collections.emplace(x.wallet.value, std::move(c)).second)
             bad(what, "opened again");
         } else if constexpr (std::is_same_v<T, CollectionWalletExpired>) {
           const auto c = m.collections.find(x.wallet.value);
-          if (c == m.collections.end() || c->second.business != e.business)
+          const std::optional<std::string> closed =
+              c == m.collections.end() ? closed_collection(m, x.wallet.value) : std::nullopt;
+          if (c == m.collections.end() ? closed != e.business : c->second.business != e.business)
             violation(Check::status, e,
                       "expiry of collection wallet " + x.wallet.value + ", which its business does not have");
-          else if (!c->second.active)
+          else if (closed)
             violation(Check::status, e,
                       "expiry of collection wallet " + x.wallet.value + ", which is paid or expired");
           else if (e.time < c->second.expires_at)
             violation(Check::status, e,
                       "collection wallet " + x.wallet.value + " expires before its expiration");
           else
-            c->second.active = false;
+            close_collection(m, x.wallet.value);
         } else if constexpr (std::is_same_v<T, WalletTierChanged>) {
           const auto w = m.wallets.find(x.wallet.value);
           if (w == m.wallets.end() || w->second.business != e.business || w->second.live != e.live)
@@ -488,38 +640,28 @@ void LogAuditor::check_records(Model& m, const Event& e) {
           const std::string what = "bank account " + x.bank_account.value;
           if (!x.bank_account.value.starts_with("bka-")) bad(what, "id is not bka-…");
           if (!owned(x.account)) bad(what, "its account is not an account of its business");
-          if (!m.bank_account_ids.insert(x.id).second)
-            bad(what, "id " + std::to_string(x.id) + " is already taken");
-          if (!m.bank_accounts.insert(x.bank_account.value).second) bad(what, "saved again");
         }
       },
       e.data);
 
-  // The transaction records the event creates: ids and references unique.
-  for (const CreatedTransaction& t : transactions_created(e.data)) {
+  // The transaction records the event creates (their ids' and references' reuse is claims_of()'s).
+  for (const CreatedTransaction& t : created) {
     ++report_.transactions;
-    if (!m.transactions.insert(key16(t.id.value)).second)
-      violation(Check::record, e, "transaction " + t.id.value + " is created again");
-    if (t.number == 0 || !m.transaction_ids.insert(t.number).second)
-      violation(Check::record, e,
-                "transaction " + t.id.value + ": id " + std::to_string(t.number) + " is taken or zero");
-    std::string account;
-    if (const auto* f = std::get_if<PayoutFailed>(&e.data)) {
-      if (const auto p = m.payouts.find(f->transaction.value); p != m.payouts.end())
-        account = p->second.account;
-    } else {
-      std::visit(
-          [&](const auto& x) {
-            if constexpr (requires { x.account; }) account = x.account.value;
-          },
-          e.data);
-    }
-    const auto [first, fresh] = m.references.emplace(key16(scope_key(account, e.live), t.reference), e.seq);
-    if (!fresh)
-      violation(Check::reference, e,
-                "reference '" + t.reference + "' of " + t.id.value + " was used before, at seq " +
-                    std::to_string(first->second.value));
+    if (t.number == 0) violation(Check::record, e, "transaction " + t.id.value + ": id 0 is taken or zero");
   }
+}
+
+// Claims every name the event uses (claims_of()): a reuse is found at the end of the log, when
+// the scratch index reads the claims in order (finish()).
+void LogAuditor::claim_names(Model& m, const Event& e, const std::vector<CreatedTransaction>& created) {
+  std::string payout_account;
+  if (const auto* f = std::get_if<PayoutFailed>(&e.data))
+    if (const auto p = payout(m, f->transaction.value)) payout_account = p->account;
+  std::uint16_t ordinal = 0;
+  claims_of(e, created, payout_account, [&](const ScratchKey& name, Check, const auto&) {
+    KOBO_ASSERT(ordinal < std::numeric_limits<std::uint16_t>::max(), "an event claims a few names");
+    scratch_.claim(name, e.seq, ordinal++);
+  });
 }
 
 // The KYC tier limits (events/limits.h) of the tables the log recorded: no counted debit beyond
@@ -559,12 +701,6 @@ void LogAuditor::place_hold(Model& m, const Event& e, const HoldPlaced& x) {
   const auto a = m.accounts.find(x.account.value);
   if (a == m.accounts.end() || a->second != e.business)
     violation(Check::record, e, what + ": its account is not an account of its business");
-  const auto [first, fresh] =
-      m.hold_references.emplace(key16(scope_key(x.account.value, e.live), x.reference), e.seq);
-  if (!fresh)
-    violation(Check::reference, e,
-              what + ": reference '" + x.reference + "' was used by a hold before, at seq " +
-                  std::to_string(first->second.value));
   const auto w = m.wallets.find(x.source.value);
   if (w == m.wallets.end() || w->second.business != e.business || w->second.live != e.live) {
     violation(Check::hold, e, what + " is on " + x.source.value + ", not a wallet of its business and mode");
@@ -576,9 +712,10 @@ void LogAuditor::place_hold(Model& m, const Event& e, const HoldPlaced& x) {
               what + " reserves " + kobo_text(x.amount) + " of " + x.source.value + ", which has " +
                   kobo_text(w->second.balance - w->second.held) + " available");
   w->second.held += x.amount;
-  if (!m.holds
+  if (scratch_.find(ScratchKey::digest(kEndedHoldTag, m.partition, x.hold.value)) ||
+      !m.holds
            .emplace(x.hold.value,
-                    Model::Hold{e.business, x.source.value, e.live, x.amount, Kobo(0), x.expires_at.ms, true})
+                    Model::Hold{e.business, x.source.value, e.live, x.amount, Kobo(0), x.expires_at.ms})
            .second)
     violation(Check::record, e, what + " is placed again");
 }
@@ -590,17 +727,24 @@ void LogAuditor::place_hold(Model& m, const Event& e, const HoldPlaced& x) {
 void LogAuditor::change_hold(Model& m, const Event& e, const HoldId& id, Kobo captured, bool ends,
                              const std::string& from) {
   const std::string what = "hold " + id.value;
+  const ScratchKey ended_key = ScratchKey::digest(kEndedHoldTag, m.partition, id.value);
   const auto h = m.holds.find(id.value);
-  if (h == m.holds.end() || h->second.business != e.business || h->second.live != e.live) {
+  if (h == m.holds.end()) {
+    // An ended hold is in the scratch index: its mode byte, then its business.
+    const auto ended = scratch_.find(ended_key);
+    if (!ended || ended->substr(1) != e.business || (ended->front() == 'l') != e.live)
+      violation(Check::hold, e,
+                std::string(to_string(e.type())) + " of " + what + ", which its business does not have");
+    else
+      violation(Check::hold, e, std::string(to_string(e.type())) + " of " + what + ", which has ended");
+    return;
+  }
+  if (h->second.business != e.business || h->second.live != e.live) {
     violation(Check::hold, e,
               std::string(to_string(e.type())) + " of " + what + ", which its business does not have");
     return;
   }
   Model::Hold& hold = h->second;
-  if (!hold.pending) {
-    violation(Check::hold, e, std::string(to_string(e.type())) + " of " + what + ", which has ended");
-    return;
-  }
   const bool expiry = e.type() == EventType::hold_expired;
   if (expiry ? e.time < hold.expires_at : e.time >= hold.expires_at)
     violation(Check::hold, e, what + (expiry ? " expires before" : " changes after") + " its expiresAt");
@@ -614,11 +758,14 @@ void LogAuditor::change_hold(Model& m, const Event& e, const HoldId& id, Kobo ca
   }
   hold.captured += captured;
   Kobo released = captured;
-  if (ends || hold.captured >= hold.amount) {
-    hold.pending = false;
-    released += hold.amount - hold.captured;
-  }
+  const bool ended = ends || hold.captured >= hold.amount;
+  if (ended) released += hold.amount - hold.captured;
   if (const auto w = m.wallets.find(hold.source); w != m.wallets.end()) w->second.held -= released;
+  if (ended) {
+    // An ended hold leaves memory for the scratch index.
+    scratch_.put(ended_key, (hold.live ? "l" : "t") + hold.business);
+    m.holds.erase(h);
+  }
 }
 
 // The postings of one movement of money against what that movement is (docs/architecture.md section
@@ -664,28 +811,26 @@ void LogAuditor::check_movement(Model& m, const Event& e) {
           else if (postings[1].amount.value <= 0 || postings[2].amount.value <= 0 ||
                    postings[0].amount != -(postings[1].amount + postings[2].amount))
             wrong("the source is not debited the amount and the fee that suspense and fees are credited");
-          else
-            m.payouts.emplace(
-                x.transaction.value,
-                Model::Payout{e.business, postings[0].account, x.account.value, postings[1].amount,
-                              postings[2].amount, TransactionStatus::pending});
+          else if (!payout(m, x.transaction.value))  // one created again is a record violation
+            m.payouts.emplace(x.transaction.value,
+                              Payout{e.business, postings[0].account, x.account.value, postings[1].amount,
+                                     postings[2].amount, TransactionStatus::pending});
         } else if constexpr (std::is_same_v<T, PayoutSucceeded> || std::is_same_v<T, PayoutFailed>) {
           constexpr bool failed = std::is_same_v<T, PayoutFailed>;
           expected = failed ? 3 : 2;
-          const auto p = m.payouts.find(x.transaction.value);
-          if (p == m.payouts.end()) return;  // change_status reports it
-          const Model::Payout& payout = p->second;
+          const auto found = payout(m, x.transaction.value);
+          if (!found) return;  // change_status reports it
+          const Payout& paid = *found;
           const bool suspense =
-              is_system(0, SystemAccount::payout_suspense) && postings[0].amount == -payout.amount;
+              is_system(0, SystemAccount::payout_suspense) && postings[0].amount == -paid.amount;
           if constexpr (failed) {
-            if (!suspense || !is_system(1, SystemAccount::fees) || postings[1].amount != -payout.fee ||
-                !at(2) || postings[2].account != payout.source ||
-                postings[2].amount != payout.amount + payout.fee)
+            if (!suspense || !is_system(1, SystemAccount::fees) || postings[1].amount != -paid.fee ||
+                !at(2) || postings[2].account != paid.source || postings[2].amount != paid.amount + paid.fee)
               wrong("the reversal of " + x.transaction.value +
                     " does not give its amount and fee back to its source");
           } else {
             if (!suspense || !is_system(1, SystemAccount::outbound_settlement) ||
-                postings[1].amount != payout.amount)
+                postings[1].amount != paid.amount)
               wrong(x.transaction.value + " does not move its amount from suspense to outbound settlement");
           }
         } else if constexpr (std::is_same_v<T, IncomingCreditReceived>) {
@@ -702,17 +847,18 @@ void LogAuditor::check_movement(Model& m, const Event& e) {
             wrong("transit wallet " + postings[1].account +
                   " does not sweep what it received to its settlement wallet");
           if (x.collection) {
-            const auto c = m.collections.find(x.collection->value);
-            if (c == m.collections.end() || c->second.business != e.business)
-              wrong("pays collection wallet " + x.collection->value + ", which its business does not have");
-            else if (!c->second.active || e.time >= c->second.expires_at)
-              violation(Check::status, e,
-                        "collection wallet " + x.collection->value + " is paid when paid or expired");
+            const std::string& id = x.collection->value;
+            const auto c = m.collections.find(id);
+            const std::optional<std::string> closed =
+                c == m.collections.end() ? closed_collection(m, id) : std::nullopt;
+            if (c == m.collections.end() ? closed != e.business : c->second.business != e.business)
+              wrong("pays collection wallet " + id + ", which its business does not have");
+            else if (closed || e.time >= c->second.expires_at)
+              violation(Check::status, e, "collection wallet " + id + " is paid when paid or expired");
             else if (at(1) &&
                      (postings[1].account != c->second.destination || postings[1].amount != c->second.amount))
-              wrong("collection wallet " + x.collection->value +
-                    " pays another amount or wallet than it was opened for");
-            if (c != m.collections.end()) c->second.active = false;
+              wrong("collection wallet " + id + " pays another amount or wallet than it was opened for");
+            if (c != m.collections.end()) close_collection(m, id);
           }
         }
       },
@@ -779,12 +925,13 @@ void LogAuditor::post(Model& m, const Event& e, const std::vector<Posting>& post
 void LogAuditor::change_status(Model& m, const Event& e) {
   const StatusChange c = *status_change(e.data);
   const std::string& id = c.transaction.value;
-  const auto it = m.payouts.find(id);
-  if (it == m.payouts.end()) {
+  const auto in_flight = m.payouts.find(id);
+  std::optional<Payout> found = payout(m, id);
+  if (!found) {
     violation(Check::status, e, "status change of " + id + ", which is no payout of this partition");
     return;
   }
-  Model::Payout& p = it->second;
+  Payout& p = *found;
   if (p.business != e.business)
     violation(Check::record, e, "status change of " + id + " of another business");
   if (p.status != c.from || rank(c.to) <= rank(p.status))
@@ -792,6 +939,13 @@ void LogAuditor::change_status(Model& m, const Event& e) {
               "the status of " + id + " moves from " + std::string(to_string(p.status)) + " to " +
                   std::string(to_string(c.to)));
   p.status = c.to;
+  if (in_flight != m.payouts.end() && rank(p.status) < rank(TransactionStatus::success)) {
+    in_flight->second.status = p.status;
+    return;
+  }
+  // A settled payout leaves memory for the scratch index, where a later change finds it.
+  scratch_.put(ScratchKey::digest(kSettledPayoutTag, m.partition, id), p.encode());
+  if (in_flight != m.payouts.end()) m.payouts.erase(in_flight);
 }
 
 // Totals over partitions are the report's, not the ledger's: a sum beyond the range of kobo
@@ -803,7 +957,7 @@ void LogAuditor::sum_into(Kobo& total, Kobo amount, std::string_view what) {
     report_.note("the total of " + std::string(what) + " over partitions is beyond the range of kobo");
 }
 
-void LogAuditor::finish() {
+Status LogAuditor::finish() {
   if (signatures_ != nullptr) signatures_->finish();
   for (auto& mp : models_) {
     Model& m = *mp;
@@ -823,6 +977,76 @@ void LogAuditor::finish() {
     for (const auto& [account, balance] : m.system)
       if (account.starts_with("sys:")) sum_into(report_.system[account], balance, account);
   }
+  // The names used again, found in one ordered pass over the claims. The first of them, by
+  // partition and seq, as many as the report still lists, are described by a second read of the
+  // log (ReuseNamer); the rest are counted.
+  const std::size_t listed_max = AuditReport::kViolationsListedMax -
+                                 std::min(report_.violations.size(), AuditReport::kViolationsListedMax);
+  const auto earlier = [](const Reuse& a, const Reuse& b) {
+    return std::tuple(a.partition.value, a.seq.value, a.ordinal) <
+           std::tuple(b.partition.value, b.seq.value, b.ordinal);
+  };
+  std::uint64_t count = 0;
+  reuses_.clear();
+  if (auto s = scratch_.reuses([&](const Reuse& r) {
+        ++count;
+        if (listed_max == 0) return;
+        reuses_.push_back(r);  // a heap whose top is the latest kept
+        std::push_heap(reuses_.begin(), reuses_.end(), earlier);
+        if (reuses_.size() > listed_max) {
+          std::pop_heap(reuses_.begin(), reuses_.end(), earlier);
+          reuses_.pop_back();
+        }
+      });
+      !s)
+    return s;
+  std::sort_heap(reuses_.begin(), reuses_.end(), earlier);
+  KOBO_ASSERT(reuses_.size() <= listed_max && reuses_.size() <= count,
+              "the reuses listed are some of those found");
+  report_.violation_count += count - reuses_.size();
+  return {};
+}
+
+// ---- the second pass -----------------------------------------------------------------------------
+
+ReuseNamer::ReuseNamer(const std::vector<Reuse>& reuses, AuditReport& report) : report_(report) {
+  for (const Reuse& r : reuses) wanted_[{r.partition.value, r.seq.value}].push_back(r);
+  KOBO_ASSERT(wanted_.size() <= reuses.size(), "an event per reuse at most");
+}
+
+Disposition ReuseNamer::refused(const RefusedRecord& r) { return chain_disposition(r); }
+
+Status ReuseNamer::accepted(const Event& e) {
+  const auto it = wanted_.find({e.partition.value, e.seq.value});
+  if (it == wanted_.end()) return {};
+  std::uint16_t ordinal = 0;
+  claims_of(e, transactions_created(e.data), {},
+            [&](const ScratchKey& name, Check check, const auto& describe) {
+              for (const Reuse& r : it->second)
+                if (r.ordinal == ordinal && r.tag == name.tag())
+                  report_.add(Violation{check, e.partition, e.seq, std::nullopt, {}, describe(r.first)});
+              ++ordinal;
+            });
+  // Each reuse is the claim of its ordinal, of its kind: the event the first pass claimed it for.
+  for (const Reuse& r : it->second)
+    KOBO_ASSERT(r.ordinal < ordinal, "the second pass reads the event the first pass claimed for");
+  wanted_.erase(it);
+  return {};
+}
+
+void ReuseNamer::finish() {
+  // An event the first pass claimed for and the second did not read again: the log changed
+  // between the two reads.
+  for (const auto& [at, reuses] : wanted_)
+    for (const Reuse& r : reuses)
+      report_.add(Violation{Check::record,
+                            r.partition,
+                            r.seq,
+                            std::nullopt,
+                            {},
+                            "uses a name (of kind '" + std::string(1, r.tag) + "') used before, at seq " +
+                                std::to_string(r.first.value) + "; the log changed while it was audited"});
+  wanted_.clear();
 }
 
 }  // namespace kobo::audit

@@ -28,7 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "audit/audit.h"
+#include "audit/options.h"
+#include "audit/report.h"
 #include "events/log_follower.h"
 
 namespace kobo::audit {

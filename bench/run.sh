@@ -69,6 +69,9 @@ measure memory "$build/bench/kobo_engine_bench" writer-memory --data-dir "$scrat
 # The writer against its history: kill -9 and restart on 1M and 10M transfers.
 measure history1m "$here/memory_bench.sh" "$build" 1000000
 measure history10m "$here/memory_bench.sh" "$build" 10000000
+# kobo audit against history: peak memory and time on 1M and 5M transfers among 5,000 wallets.
+measure audit1m "$here/audit_bench.sh" "$build" 1000000
+measure audit5m "$here/audit_bench.sh" "$build" 5000000
 
 set +u  # a row of a benchmark that ONLY left out is printed empty
 pg=${R[peers.pgbench_tps]:-0}
@@ -145,6 +148,12 @@ row "Snapshot of the writer's state on 1M / 10M transfers (history index on disk
     "${R[history1m.snapshot_mib]} / ${R[history10m.snapshot_mib]} MiB (index ${R[history1m.history_mib]} / ${R[history10m.history_mib]} MiB)" "-" \
     "<= 1.2x the 1M figure" \
     "$(meets "${R[history10m.snapshot_mib]}" '<=' "$(python3 -c "print(1.2 * ${R[history1m.snapshot_mib]:-0})")")"
+row "kobo audit of 1M / 5M wallet transfers among 5,000 wallets: peak resident memory" \
+    "${R[audit1m.audit_rss_mib]} / ${R[audit5m.audit_rss_mib]} MiB ($(ratio "${R[audit5m.audit_rss_mib]}" "${R[audit1m.audit_rss_mib]}"))" "-" \
+    "<= 1.2x the 1M figure" \
+    "$(meets "${R[audit5m.audit_rss_mib]}" '<=' "$(python3 -c "print(1.2 * ${R[audit1m.audit_rss_mib]:-0})")")"
+row "kobo audit of 1M / 5M wallet transfers among 5,000 wallets: wall time (CPU time, every thread)" \
+    "${R[audit1m.audit_s]} s (${R[audit1m.audit_cpu_s]} s) / ${R[audit5m.audit_s]} s (${R[audit5m.audit_cpu_s]} s)" "-" "-" "-"
 row "kobo serve resident memory after kill -9 and restart, following $(n "${R[http.mem_transfers]}") HTTP transfers" \
     "${R[http.mem_rss_after_mib]} MiB (${R[http.mem_rss_before_mib]} MiB before the kill); ready in ${R[http.mem_ready_s]} s" "-" \
     "<= 300 MiB" "$(meets "${R[http.mem_rss_after_mib]}" '<=' 300)"

@@ -177,6 +177,24 @@ TEST_F(AuditCommand, ReplayAndAuditRemoveTheViewCopiesOfKilledRunsOnly) {
   EXPECT_TRUE(fs::exists(running));
 }
 
+// What the audit remembers of the past is in a scratch index on disk (audit/scratch_index.h), in a
+// directory of its own under --scratch-dir, removed when it is done; one a killed audit left there
+// goes with the next audit.
+TEST_F(AuditCommand, KeepsItsScratchIndexUnderScratchDirAndRemovesIt) {
+  const fs::path dir = copy("scratch");
+  kobo::testing::ScratchDir scratch("audit-scratch", kobo::testing::ScratchDir::Keep::on_failure);
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  const fs::path left = scratch / ("kobo-audit-" + std::to_string(dead) + "-abcdef");
+  fs::create_directories(left / "index");
+  const RunResult audit =
+      run_kobo(binary(), {"audit", "--data-dir", dir.string(), "--scratch-dir", scratch.str()});
+  EXPECT_EQ(audit.exit_code, 0) << audit.output;
+  EXPECT_TRUE(fs::is_empty(scratch.path())) << "the audit left its scratch index, or a killed audit's";
+}
+
 TEST_F(AuditCommand, RefusesADataDirThatARunningServerHolds) {
   const fs::path dir = copy("busy");
   KoboOptions options = kobo_options();

@@ -21,6 +21,7 @@
 #include "projection/rebuild.h"
 #include "projection/render.h"
 #include "projection/rows.h"
+#include "tests/audit/forge.h"
 #include "tests/audit/log_surgery.h"
 #include "tests/support/node.h"
 #include "tests/support/scratch_dir.h"
@@ -31,6 +32,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
+using forge::Forge, forge::opening, forge::wallet, forge::incoming, forge::transfer, forge::payout,
+    forge::reversal;
+using forge::kA, forge::kB, forge::kT, forge::kC, forge::kInbound, forge::kSuspense, forge::kFees;
+using forge::wallet_transfer, forge::hold, forge::beneficiary, forge::bulk;
 using testing::LogSurgery;
 
 constexpr std::uint32_t kPartitions = 4;
@@ -313,183 +318,6 @@ TEST_F(AuditOfARealLog, NamesAnInsertedEvent) {
 
 // ---- the rules, on hand-made logs ---------------------------------------------------------------
 
-// Appends hand-written events to partition 0 of a one-partition MemoryLog, sealed and chained:
-// the auditor must judge content, not just hashes.
-class Forge {
- public:
-  explicit Forge(MemoryLog& log) : log_(log) {}
-
-  struct Draft {
-    Draft(EventData d, std::optional<Epoch> e = std::nullopt) : data(std::move(d)), epoch(e) {}
-    EventData data;
-    std::optional<Epoch> epoch;  // default: the current writer's
-  };
-
-  void writer_started(std::optional<TierLimits> limits = std::nullopt) {
-    epoch_ = Epoch(epoch_.value + 1);
-    append({{WriterStarted{epoch_, std::move(limits)}, epoch_}}, "");
-  }
-
-  // One command; returns the seq of its first event.
-  std::uint64_t command(const std::vector<Draft>& drafts, const std::string& business = kBusiness,
-                        std::optional<std::uint32_t> size = std::nullopt) {
-    return append(drafts, business, size);
-  }
-  // A record as it is, chained or not.
-  void raw(std::string bytes) {
-    const EncodedEvent e{Partition(0), Seq(++seq_), EventType::writer_started, "", 0, std::move(bytes)};
-    EXPECT_TRUE(log_.append(std::span(&e, 1)).ok());
-  }
-
-  static constexpr const char* kBusiness = "biz-00000000-0000-4000-8000-000000000001";
-  static constexpr const char* kAccount = "acc-00000000-0000-4000-8000-000000000001";
-  static constexpr UnixMs kTime = 1'790'000'000'000;
-
- private:
-  std::uint64_t append(const std::vector<Draft>& drafts, const std::string& business,
-                       std::optional<std::uint32_t> size = std::nullopt) {
-    const std::uint64_t first = seq_ + 1;
-    std::vector<EncodedEvent> batch;
-    for (const Draft& d : drafts) {
-      Event e;
-      e.partition = Partition(0);
-      e.seq = Seq(++seq_);
-      e.epoch = d.epoch.value_or(epoch_);
-      e.command_seq = Seq(first);
-      e.command_size = size.value_or(static_cast<std::uint32_t>(drafts.size()));
-      e.business = business;
-      e.time = kTime;
-      e.data = d.data;
-      e.prev_hash = hash_;
-      const std::string bytes = seal_unvalidated(e);  // a row may break what validate() checks
-      hash_ = e.hash;
-      batch.push_back(EncodedEvent{e.partition, e.seq, e.type(), business, e.time, bytes});
-    }
-    EXPECT_TRUE(log_.append(batch).ok());
-    return first;
-  }
-
-  MemoryLog& log_;
-  std::uint64_t seq_ = 0;
-  std::string hash_ = kGenesisHash;
-  Epoch epoch_{0};
-};
-
-const std::string kA = "vba-00000000-0000-4000-8000-00000000000a";
-const std::string kB = "vba-00000000-0000-4000-8000-00000000000b";
-const std::string kT = "vba-00000000-0000-4000-8000-00000000000c";  // transit, sweeping to B
-const std::string kC = "vba-00000000-0000-4000-8000-00000000000d";  // collection of 5,000 into A
-const std::string kInbound = "sys:inbound-settlement";
-const std::string kSuspense = "sys:payout-suspense";
-const std::string kFees = "sys:fees";
-std::uint64_t next_id = 1000;
-
-WalletOpened wallet(const std::string& id, std::uint64_t number, const std::string& account_number,
-                    const std::string& name) {
-  WalletOpened w;
-  w.account = AccountId(Forge::kAccount);
-  w.account_number = account_number;
-  w.bank_code = "099999";
-  w.bank_name = "Kobo Sandbox MFB";
-  w.id = number;
-  w.name = name;
-  w.wallet = WalletId(id);
-  return w;
-}
-
-// A business with wallets A and B, a transit wallet T sweeping to B, a collection wallet C of
-// ₦50 into A, and A funded with ₦1,000 from another bank: seqs 1..7.
-void opening(Forge& f) {
-  f.writer_started();
-  BusinessRegistered b;
-  b.account = AccountId(Forge::kAccount);
-  b.account_name = "Default";
-  b.id = 1;
-  b.live_secret_key_hash = sha256_hex("l");
-  b.test_secret_key_hash = sha256_hex("t");
-  b.name = "Test";
-  f.command({{b}});
-  f.command({{wallet(kA, 1, "0000000011", "A")}});
-  f.command({{wallet(kB, 2, "0000000022", "B")}});
-  TransitWalletOpened t;
-  t.account = AccountId(Forge::kAccount);
-  t.account_number = "0000000033";
-  t.id = 3;
-  t.name = "T";
-  t.settlement_wallet = WalletId(kB);
-  t.wallet = WalletId(kT);
-  f.command({{t}});
-  CollectionWalletOpened c;
-  c.account = AccountId(Forge::kAccount);
-  c.account_number = "0000000044";
-  c.amount = Kobo(5'000);
-  c.destination = WalletId(kA);
-  c.expires_at = Timestamp{Forge::kTime + 60'000};
-  c.id = 4;
-  c.name = "C";
-  c.wallet = WalletId(kC);
-  f.command({{c}});
-  IncomingCreditReceived in;
-  in.account = AccountId(Forge::kAccount);
-  in.ids = {1};
-  in.narration = "funding";
-  in.postings = {{kInbound, Kobo(-100'000), Kobo(-100'000)}, {kA, Kobo(100'000), Kobo(100'000)}};
-  in.transaction = TransactionId("trx-fund");
-  f.command({{in}});
-}
-
-IncomingCreditReceived incoming(std::vector<Posting> postings,
-                                std::optional<std::string> collection = std::nullopt) {
-  IncomingCreditReceived in;
-  in.account = AccountId(Forge::kAccount);
-  in.collection = collection ? std::optional(WalletId(*collection)) : std::nullopt;
-  for (const Posting& p : postings)
-    if (is_wallet_account(p.account)) in.ids.push_back(++next_id);
-  in.narration = "in";
-  in.postings = std::move(postings);
-  in.transaction = TransactionId("trx-in-" + std::to_string(next_id));
-  return in;
-}
-
-// A wallet transfer A -> B: the source's posting and the destination's.
-std::uint64_t transfer(Forge& f, const std::string& n, Posting source, Posting destination,
-                       const std::string& reference) {
-  WalletTransferSettled t;
-  t.account = AccountId(Forge::kAccount);
-  t.ids = {200 + std::stoull(n) * 2, 201 + std::stoull(n) * 2};
-  t.narration = "rent";
-  t.postings = {std::move(source), std::move(destination)};
-  t.reference = reference;
-  t.transaction = TransactionId("trx-t" + n);
-  return f.command({{t}});
-}
-
-// A payout of ₦200 (fee ₦10.75) from A at 100,000, moved to processing.
-void payout(Forge& f) {
-  BankTransferInitiated p;
-  p.account = AccountId(Forge::kAccount);
-  p.beneficiary =
-      Beneficiary{"Ada Obi", "0123456784", BankAccountId("bka-1"), "044", "Access Bank", 0, "ner-1"};
-  p.ids = {300};
-  p.narration = "payout";
-  p.postings = {{kA, Kobo(-21'075), Kobo(78'925)},
-                {kSuspense, Kobo(20'000), Kobo(20'000)},
-                {kFees, Kobo(1'075), Kobo(1'075)}};
-  p.reference = "pay-1";
-  p.transaction = TransactionId("trx-pay");
-  f.command({{p}});
-  f.command({{PayoutProcessing{TransactionId("trx-pay")}}});
-}
-
-PayoutFailed reversal() {
-  PayoutFailed x;
-  x.ids = {400};
-  x.postings = {
-      {kSuspense, Kobo(-20'000), Kobo(0)}, {kFees, Kobo(-1'075), Kobo(0)}, {kA, Kobo(21'075), Kobo(100'000)}};
-  x.transaction = TransactionId("trx-pay");
-  return x;
-}
-
 // Tier 1: 10,000 a day, 200,000 at most; tier 2: 1,000,000 a day, 50,000 at most; tier 3 unbounded.
 const TierLimits kSmallLimits{TierLimit{Kobo(10'000), Kobo(200'000)},
                               TierLimit{Kobo(1'000'000), Kobo(50'000)},
@@ -590,6 +418,130 @@ TEST(AuditRules, EachRuleIsReportedWhereItIsBroken) {
          transfer(f, "2", {kA, Kobo(-10'000), Kobo(80'000)}, {kB, Kobo(10'000), Kobo(20'000)}, "r1");
        },
        Check::reference, 9, "'r1'"},
+      {"reference used twice, naming its first use",
+       [](Forge& f) {
+         transfer(f, "1", {kA, Kobo(-10'000), Kobo(90'000)}, {kB, Kobo(10'000), Kobo(10'000)}, "r1");
+         transfer(f, "2", {kA, Kobo(-10'000), Kobo(80'000)}, {kB, Kobo(10'000), Kobo(20'000)}, "r1");
+       },
+       Check::reference, 9, "was used before, at seq 8"},
+      // What the audit remembers of the past (audit/scratch_index.h), one kind a row: ids, integer
+      // ids, account numbers, names and references used, and the records that have ended.
+      {"a transaction created again",
+       [](Forge& f) {
+         f.command({{wallet_transfer("trx-t1", {201, 202}, {kA, Kobo(-10'000), Kobo(90'000)},
+                                     {kB, Kobo(10'000), Kobo(10'000)}, "r1")}});
+         f.command({{wallet_transfer("trx-t1", {203, 204}, {kA, Kobo(-10'000), Kobo(80'000)},
+                                     {kB, Kobo(10'000), Kobo(20'000)}, "r2")}});
+       },
+       Check::record, 9, "transaction trx-t1 is created again"},
+      {"a transaction's integer id taken",
+       [](Forge& f) {
+         f.command({{wallet_transfer("trx-t1", {201, 202}, {kA, Kobo(-10'000), Kobo(90'000)},
+                                     {kB, Kobo(10'000), Kobo(10'000)}, "r1")}});
+         f.command({{wallet_transfer("trx-t2", {202, 203}, {kA, Kobo(-10'000), Kobo(80'000)},
+                                     {kB, Kobo(10'000), Kobo(20'000)}, "r2")}});
+       },
+       Check::record, 9, "trx-t2: id 202 is taken or zero"},
+      {"a wallet's account number taken",
+       [](Forge& f) { f.command({{wallet("vba-x", 5, "0000000011", "X")}}); }, Check::record, 8,
+       "account number 0000000011 is already taken"},
+      {"a wallet's integer id taken", [](Forge& f) { f.command({{wallet("vba-x", 2, "0000000055", "X")}}); },
+       Check::record, 8, "id 2 is already taken"},
+      {"an account's integer id taken",
+       [](Forge& f) {
+         BusinessRegistered b;
+         b.account = AccountId("acc-00000000-0000-4000-8000-000000000002");
+         b.account_name = "Default";
+         b.id = 1;
+         b.live_secret_key_hash = sha256_hex("l2");
+         b.test_secret_key_hash = sha256_hex("t2");
+         b.name = "Other";
+         f.command({{b}}, "biz-00000000-0000-4000-8000-000000000002");
+       },
+       Check::record, 8, "account id 1 is already taken"},
+      {"a bank account saved again",
+       [](Forge& f) {
+         f.command({{beneficiary("bka-1", 7)}});
+         f.command({{beneficiary("bka-1", 8)}});
+       },
+       Check::record, 9, "bank account bka-1: saved again"},
+      {"a bank account's integer id taken",
+       [](Forge& f) {
+         f.command({{beneficiary("bka-1", 7)}});
+         f.command({{beneficiary("bka-2", 7)}});
+       },
+       Check::record, 9, "bank account bka-2: id 7 is already taken"},
+      {"a hold reference used twice",
+       [](Forge& f) {
+         f.command({{hold("hld-1", "h1")}});
+         f.command({{hold("hld-2", "h1")}});
+       },
+       Check::reference, 9, "reference 'h1' was used by a hold before, at seq 8"},
+      {"a bulk transfer reference used twice",
+       [](Forge& f) {
+         f.command({{bulk("blk-1", "b1")}});
+         f.command({{bulk("blk-2", "b1")}});
+       },
+       Check::reference, 9, "bulk transfer reference 'b1' was used before"},
+      {"a hold placed again after it ended",
+       [](Forge& f) {
+         f.command({{hold("hld-1", "h1")}});
+         f.command({{HoldVoided{HoldId("hld-1")}}});
+         f.command({{hold("hld-1", "h2")}});
+       },
+       Check::record, 10, "hold hld-1 is placed again"},
+      {"a hold voided after it ended",
+       [](Forge& f) {
+         f.command({{hold("hld-1", "h1")}});
+         f.command({{HoldVoided{HoldId("hld-1")}}});
+         f.command({{HoldVoided{HoldId("hld-1")}}});
+       },
+       Check::hold, 10, "HoldVoided of hold hld-1, which has ended"},
+      {"a hold of another business voided",
+       [](Forge& f) {
+         f.command({{hold("hld-1", "h1")}});
+         f.command({{HoldVoided{HoldId("hld-1")}}});
+         f.command({{HoldVoided{HoldId("hld-1")}, std::nullopt}}, "biz-other");
+       },
+       Check::hold, 10, "which its business does not have"},
+      {"a settled payout's status that moves back",
+       [](Forge& f) {
+         payout(f);
+         PayoutSucceeded x;
+         x.postings = {{kSuspense, Kobo(-20'000), Kobo(0)},
+                       {"sys:outbound-settlement", Kobo(20'000), Kobo(20'000)}};
+         x.transaction = TransactionId("trx-pay");
+         f.command({{x}});
+         f.command({{PayoutProcessing{TransactionId("trx-pay")}}});
+       },
+       Check::status, 11, "the status of trx-pay moves from success to processing"},
+      {"a settled payout reversed to another wallet",
+       [](Forge& f) {
+         payout(f);
+         PayoutSucceeded x;
+         x.postings = {{kSuspense, Kobo(-20'000), Kobo(0)},
+                       {"sys:outbound-settlement", Kobo(20'000), Kobo(20'000)}};
+         x.transaction = TransactionId("trx-pay");
+         f.command({{x}});
+         PayoutFailed back = reversal();
+         back.postings.back().account = kB;
+         f.command({{back}});
+       },
+       Check::transfer, 11, "does not give its amount and fee back to its source"},
+      {"a paid collection wallet that expires",
+       [](Forge& f) {
+         f.command(
+             {{incoming({{kInbound, Kobo(-5'000), Kobo(-105'000)}, {kA, Kobo(5'000), Kobo(105'000)}}, kC)}});
+         f.command({{CollectionWalletExpired{WalletId(kC)}}});
+       },
+       Check::status, 9, "which is paid or expired"},
+      {"a wallet opened with a paid collection wallet's id",
+       [](Forge& f) {
+         f.command(
+             {{incoming({{kInbound, Kobo(-5'000), Kobo(-105'000)}, {kA, Kobo(5'000), Kobo(105'000)}}, kC)}});
+         f.command({{wallet(kC, 5, "0000000055", "X")}});
+       },
+       Check::record, 9, "opened again"},
       {"a transfer that does not balance",
        [](Forge& f) {
          transfer(f, "1", {kA, Kobo(-30'000), Kobo(70'000)}, {kB, Kobo(29'000), Kobo(29'000)}, "r1");
