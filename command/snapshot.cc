@@ -568,6 +568,22 @@ std::optional<Snapshot> load_snapshot(const std::filesystem::path& dir, EventLog
   return std::nullopt;
 }
 
+Status copy_newest_snapshot(const std::filesystem::path& dir, const std::filesystem::path& into) {
+  std::error_code ec;
+  std::filesystem::create_directories(into, ec);
+  if (ec) return Status::error("create " + into.string() + ": " + ec.message());
+  const auto all = snapshots_in(dir);
+  if (all.empty()) return {};
+  const std::filesystem::path to = into / all.front().filename();
+  std::filesystem::create_hard_link(all.front(), to, ec);
+  if (ec) {
+    ec.clear();
+    std::filesystem::copy_file(all.front(), to, ec);
+  }
+  if (ec) return Status::error("copy " + all.front().string() + " to " + to.string() + ": " + ec.message());
+  return {};
+}
+
 // ---- Snapshotter ---------------------------------------------------------------------------
 
 namespace {
