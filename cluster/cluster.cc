@@ -55,6 +55,63 @@ std::vector<Partition> partitions_of(const rd_kafka_topic_partition_list_t* list
   return out;
 }
 
+// A group's description as an owner map: its Kobo members (those whose client.id is a node's)
+// and the partitions of `topic` each was assigned.
+OwnerMap owner_map(const rd_kafka_ConsumerGroupDescription_t* g, const std::string& topic,
+                   std::uint32_t partitions) {
+  OwnerMap map;
+  map.owner.resize(partitions);
+  map.state = rd_kafka_consumer_group_state_name(rd_kafka_ConsumerGroupDescription_state(g));
+  map.read_at = std::chrono::system_clock::now();
+  const std::size_t members = rd_kafka_ConsumerGroupDescription_member_count(g);
+  for (std::size_t i = 0; i < members; ++i) {
+    const rd_kafka_MemberDescription_t* m = rd_kafka_ConsumerGroupDescription_member(g, i);
+    const auto address = parse_member_client_id(rd_kafka_MemberDescription_client_id(m));
+    if (!address) continue;  // not a Kobo node (an operator's tool in the group?)
+    OwnerMap::Member member{address->node_id, address->url, {}};
+    const rd_kafka_topic_partition_list_t* assigned =
+        rd_kafka_MemberAssignment_partitions(rd_kafka_MemberDescription_assignment(m));
+    if (assigned != nullptr) member.partitions = partitions_of(assigned, topic);
+    for (const Partition p : member.partitions)
+      if (p.value < map.owner.size()) map.owner[p.value] = map.members.size();
+    map.members.push_back(std::move(member));
+  }
+  return map;
+}
+
+// The group as its coordinator describes it, through the Admin API of `rk` (any client of the
+// brokers); an error when it could not be read in time.
+Result<OwnerMap> describe_group(rd_kafka_t* rk, const std::string& group, const std::string& topic,
+                                std::uint32_t partitions) {
+  char err[512];
+  rd_kafka_AdminOptions_t* admin = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
+  rd_kafka_AdminOptions_set_request_timeout(admin, kDescribeTimeoutMs, err, sizeof err);
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+  const char* name = group.c_str();
+  rd_kafka_DescribeConsumerGroups(rk, &name, 1, admin, queue);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, kDescribeTimeoutMs + 1'000);
+  Result<OwnerMap> out =
+      Status::error("cluster: the group was not described in time", ErrorKind::unavailable);
+  if (ev != nullptr && rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    out = Status::error(std::string("cluster: describing the group: ") + rd_kafka_event_error_string(ev),
+                        ErrorKind::unavailable);
+  } else if (ev != nullptr) {
+    std::size_t n = 0;
+    const rd_kafka_ConsumerGroupDescription_t** groups =
+        rd_kafka_DescribeConsumerGroups_result_groups(rd_kafka_event_DescribeConsumerGroups_result(ev), &n);
+    if (n == 1 && rd_kafka_ConsumerGroupDescription_error(groups[0]) == nullptr)
+      out = owner_map(groups[0], topic, partitions);
+    else if (n == 1)
+      out = Status::error(std::string("cluster: describing the group: ") +
+                              rd_kafka_error_string(rd_kafka_ConsumerGroupDescription_error(groups[0])),
+                          ErrorKind::unavailable);
+  }
+  if (ev != nullptr) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(queue);
+  rd_kafka_AdminOptions_destroy(admin);
+  return out;
+}
+
 std::string to_text(const std::vector<Partition>& ps) {
   std::string out;
   for (const Partition p : ps) out += (out.empty() ? "" : ",") + std::to_string(p.value);
@@ -176,58 +233,10 @@ class Cluster::Member {
   // The group as its coordinator describes it; an error when it could not be read in time.
   Result<OwnerMap> describe() {
     const ClusterOptions& o = cluster_.options_;
-    char err[512];
-    rd_kafka_AdminOptions_t* admin = rd_kafka_AdminOptions_new(rk_, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
-    rd_kafka_AdminOptions_set_request_timeout(admin, kDescribeTimeoutMs, err, sizeof err);
-    rd_kafka_queue_t* queue = rd_kafka_queue_new(rk_);
-    const char* group = o.name.c_str();
-    rd_kafka_DescribeConsumerGroups(rk_, &group, 1, admin, queue);
-    rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, kDescribeTimeoutMs + 1'000);
-    Result<OwnerMap> out =
-        Status::error("cluster: the group was not described in time", ErrorKind::unavailable);
-    if (ev != nullptr && rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      out = Status::error(std::string("cluster: describing the group: ") + rd_kafka_event_error_string(ev),
-                          ErrorKind::unavailable);
-    } else if (ev != nullptr) {
-      std::size_t n = 0;
-      const rd_kafka_ConsumerGroupDescription_t** groups =
-          rd_kafka_DescribeConsumerGroups_result_groups(rd_kafka_event_DescribeConsumerGroups_result(ev), &n);
-      if (n == 1 && rd_kafka_ConsumerGroupDescription_error(groups[0]) == nullptr)
-        out = read_group(groups[0]);
-      else if (n == 1)
-        out = Status::error(std::string("cluster: describing the group: ") +
-                                rd_kafka_error_string(rd_kafka_ConsumerGroupDescription_error(groups[0])),
-                            ErrorKind::unavailable);
-    }
-    if (ev != nullptr) rd_kafka_event_destroy(ev);
-    rd_kafka_queue_destroy(queue);
-    rd_kafka_AdminOptions_destroy(admin);
-    return out;
+    return describe_group(rk_, o.name, o.kafka.topic, cluster_.log_.partitions());
   }
 
  private:
-  OwnerMap read_group(const rd_kafka_ConsumerGroupDescription_t* g) const {
-    const ClusterOptions& o = cluster_.options_;
-    OwnerMap map;
-    map.owner.resize(cluster_.log_.partitions());
-    map.state = rd_kafka_consumer_group_state_name(rd_kafka_ConsumerGroupDescription_state(g));
-    map.read_at = std::chrono::system_clock::now();
-    const std::size_t members = rd_kafka_ConsumerGroupDescription_member_count(g);
-    for (std::size_t i = 0; i < members; ++i) {
-      const rd_kafka_MemberDescription_t* m = rd_kafka_ConsumerGroupDescription_member(g, i);
-      const auto address = parse_member_client_id(rd_kafka_MemberDescription_client_id(m));
-      if (!address) continue;  // not a Kobo node (an operator's tool in the group?)
-      OwnerMap::Member member{address->node_id, address->url, {}};
-      const rd_kafka_topic_partition_list_t* assigned =
-          rd_kafka_MemberAssignment_partitions(rd_kafka_MemberDescription_assignment(m));
-      if (assigned != nullptr) member.partitions = partitions_of(assigned, o.kafka.topic);
-      for (const Partition p : member.partitions)
-        if (p.value < map.owner.size()) map.owner[p.value] = map.members.size();
-      map.members.push_back(std::move(member));
-    }
-    return map;
-  }
-
   static void on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* list,
                            void* opaque) {
     static_cast<Member*>(opaque)->rebalance(rk, err, list);
@@ -273,6 +282,34 @@ class Cluster::Member {
   Cluster& cluster_;
   rd_kafka_t* rk_ = nullptr;
 };
+
+Result<OwnerMap> read_group(const ClusterOptions& options, std::uint32_t partitions) {
+  if (options.kafka.brokers.empty()) return Status::error("--cluster needs --kafka-brokers");
+  // A client of its own, in no group: the caller's settings (security, --kafka-config) but for
+  // what would make it a member.
+  std::vector<std::pair<std::string, std::string>> props{{"bootstrap.servers", options.kafka.brokers},
+                                                         {"client.id", "kobo-join:" + options.node_id}};
+  for (const auto& [key, value] : options.kafka.config)
+    if (key != "group.id" && key != "client.id" && key != "group.instance.id" &&
+        key != "partition.assignment.strategy")
+      props.emplace_back(key, value);
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  for (const auto& [key, value] : props) {
+    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return Status::error("cluster: kafka property " + key + ": " + err);
+    }
+  }
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return Status::error(std::string("cluster: ") + err);
+  }
+  auto map = describe_group(rk, options.name, options.kafka.topic, partitions);
+  rd_kafka_destroy(rk);
+  return map;
+}
 
 Result<std::unique_ptr<Cluster>> Cluster::open(ClusterOptions options, Ledger& ledger, EventLog& log) {
   if (options.name.empty()) return Status::error("--cluster needs a name");
