@@ -365,7 +365,8 @@ void join_cluster(const ServeOptions& o, const fs::path& data_dir, const std::st
              {"files", joined->files},
              {"bytes", joined->bytes},
              {"events", joined->events},
-             {"seconds", joined->seconds}});
+             {"seconds", joined->seconds},
+             {"receivedSeconds", joined->received_seconds}});
 }
 
 // A projector node: the views follow the log; HTTP serves only health and metrics.

@@ -42,9 +42,11 @@ echo "== writing $events events into topic $topic" >&2
 "$build/bench/kobo_make_log" --data-dir "$dir/make-log" --events "$events" --kafka-brokers "$bootstrap" \
   --kafka-topic "$topic" >&2
 
-# start NAME JOIN_FROM: a node of cluster `bench` with an empty data dir; prints seconds to ready.
+# start NAME JOIN_FROM: a node of cluster `bench` with an empty data dir; sets `ready_s`, the
+# seconds from its start to its first /readyz 200. (Not in a $(...): the node would hold its pipe.)
+ready_s=
 start() {
-  local name=$1 from=$2 port t0 t1
+  local name=$1 from=$2 port t0
   port=$(free_port)
   mkdir -p "$dir/$name"
   echo "$port" >"$dir/$name/port"
@@ -52,29 +54,30 @@ start() {
   "$build/kobo" serve --listen "127.0.0.1:$port" --data-dir "$dir/$name" --kafka-brokers "$bootstrap" \
     --kafka-topic "$topic" --cluster bench --node-id "$name" --cluster-secret-file "$dir/cluster-secret" \
     --master-key-file "$dir/master-key" --kafka-config session.timeout.ms=6000 --join-from "$from" \
-    2>"$dir/$name/kobo.log" &
+    >"$dir/$name/kobo.stdout" 2>"$dir/$name/kobo.log" &
   pids+=($!)
   until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
     kill -0 "${pids[-1]}" 2>/dev/null || { echo "join_bench: $name exited:" >&2; tail -5 "$dir/$name/kobo.log" >&2; exit 1; }
     sleep 0.05
   done
-  t1=$(now)
-  secs "$t0" "$t1"
+  ready_s=$(secs "$t0" "$(now)")
 }
 
 echo "== n1: a new node that replays the topic (--join-from replay)" >&2
-replay_s=$(start n1 replay)
+start n1 replay
+replay_s=$ready_s
 echo "n1 ready in $replay_s s" >&2
-# n1's writer writes a snapshot of the state it replayed at its first look (within a second or
-# two); a new node takes the newest one there is.
+# n1's writer writes a snapshot of the state it replayed at its first look, when that is at least
+# a snapshot's worth (--snapshot-every-events, 100,000); a new node takes the newest one there is.
 port1=$(cat "$dir/n1/port")
-for _ in $(seq 1 300); do
+for _ in $(seq 1 $(( events >= 100000 ? 300 : 0 ))); do
   curl -sf "http://127.0.0.1:$port1/metrics" | grep -q '^kobo_snapshots_written_total [1-9]' && break
   sleep 0.1
 done
 
 echo "== n2: a new node that takes n1's checkpoint (--join-from auto)" >&2
-checkpoint_s=$(start n2 auto)
+start n2 auto
+checkpoint_s=$ready_s
 echo "n2 ready in $checkpoint_s s" >&2
 joined=$(grep '"cluster: joined through a peer' "$dir/n2/kobo.log" || true)
 [ -n "$joined" ] || { echo "join_bench: n2 did not join through a checkpoint:" >&2; grep -i checkpoint "$dir/n2/kobo.log" >&2; exit 1; }

@@ -226,6 +226,7 @@ Result<Joined> join_through_checkpoint(const JoinOptions& o, EventLog& log) {
     auto manifest = sink.finish();
     if (!manifest) return manifest.status();
     Joined joined{url, manifest->node_id, manifest->files.size(), manifest->bytes()};
+    joined.received_seconds = std::chrono::duration<double>(Clock::now() - began).count();
     if (auto s = check(o, manifest.value(), log, joined); !s) return s;
     if (auto s = install(o); !s) return s;
     joined.seconds = std::chrono::duration<double>(Clock::now() - began).count();

@@ -57,8 +57,9 @@ struct Joined {
   std::string peer_node_id;
   std::size_t files = 0;
   std::uint64_t bytes = 0;
-  std::uint64_t events = 0;  // the views' events, all partitions: what the node need not read
-  double seconds = 0;        // asking the first peer to the checkpoint in place
+  std::uint64_t events = 0;     // the views' events, all partitions: what the node need not read
+  double seconds = 0;           // asking the first peer to the checkpoint in place
+  double received_seconds = 0;  // of which receiving the stream (the peer's copy made, sent, written)
 };
 
 // Whether `data_dir` is a new node's: no views, no history index and no snapshots.
