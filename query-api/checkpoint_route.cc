@@ -79,12 +79,11 @@ void CheckpointServer::serve(std::string joiner, http::Responder respond) {
   if (busy_->exchange(true)) return respond(busy("5"));  // one copy at a time
   std::lock_guard lock(maker_mu_);
   if (maker_.joinable()) maker_.join();  // the last copy's maker, done once it answered
-  maker_ = std::thread([this, joiner = std::move(joiner), respond = std::move(respond)]() mutable {
-    make(joiner, std::move(respond));
-  });
+  maker_ = std::thread(
+      [this, joiner = std::move(joiner), respond = std::move(respond)] { make(joiner, respond); });
 }
 
-void CheckpointServer::make(const std::string& joiner, http::Responder respond) {
+void CheckpointServer::make(const std::string& joiner, const http::Responder& respond) {
   const auto began = std::chrono::steady_clock::now();
   std::error_code ec;
   fs::remove_all(options_.scratch, ec);

@@ -51,7 +51,7 @@ class CheckpointServer {
  private:
   void serve(std::string joiner, http::Responder respond);
   // Makes the copy and answers with its stream (the maker's thread); `joiner`: who asked.
-  void make(const std::string& joiner, http::Responder respond);
+  void make(const std::string& joiner, const http::Responder& respond);
 
   const CheckpointServerOptions options_;
   const Views& views_;

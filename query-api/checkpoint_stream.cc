@@ -189,7 +189,7 @@ CheckpointSink::~CheckpointSink() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status CheckpointSink::fail(std::string why) {
+Status CheckpointSink::fail(const std::string& why) {
   if (failed_.ok()) failed_ = Status::error("the checkpoint stream is refused: " + why);
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;

@@ -107,7 +107,7 @@ class CheckpointSink {
 
  private:
   enum class Stage : std::uint8_t { magic, manifest_length, manifest, files, digest, done };
-  [[nodiscard]] Status fail(std::string why);
+  [[nodiscard]] Status fail(const std::string& why);
   [[nodiscard]] Status open_next_file();
   [[nodiscard]] Status close_file();
 
