@@ -450,7 +450,8 @@ int serve(const ServeOptions& o) {
   // wrapped under it. A projector node signs nothing and needs none.
   std::unique_ptr<MasterKey> master_key_holder;
   if (roles->command) {
-    const char* env_key = std::getenv("KOBO_MASTER_KEY");
+    // Read once, before the node starts a thread (getenv is unsafe only beside a setenv).
+    const char* env_key = std::getenv("KOBO_MASTER_KEY");  // NOLINT(concurrency-mt-unsafe)
     // What one node wraps, every node must open: a cluster's nodes are given one key, never each
     // a key of its own data dir.
     if (!o.cluster.empty() && o.master_key_file.empty() && (env_key == nullptr || *env_key == '\0') &&

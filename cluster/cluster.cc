@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <span>
 
+#include "common/assert.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/thread.h"
@@ -55,63 +57,6 @@ std::vector<Partition> partitions_of(const rd_kafka_topic_partition_list_t* list
   return out;
 }
 
-// A group's description as an owner map: its Kobo members (those whose client.id is a node's)
-// and the partitions of `topic` each was assigned.
-OwnerMap owner_map(const rd_kafka_ConsumerGroupDescription_t* g, const std::string& topic,
-                   std::uint32_t partitions) {
-  OwnerMap map;
-  map.owner.resize(partitions);
-  map.state = rd_kafka_consumer_group_state_name(rd_kafka_ConsumerGroupDescription_state(g));
-  map.read_at = std::chrono::system_clock::now();
-  const std::size_t members = rd_kafka_ConsumerGroupDescription_member_count(g);
-  for (std::size_t i = 0; i < members; ++i) {
-    const rd_kafka_MemberDescription_t* m = rd_kafka_ConsumerGroupDescription_member(g, i);
-    const auto address = parse_member_client_id(rd_kafka_MemberDescription_client_id(m));
-    if (!address) continue;  // not a Kobo node (an operator's tool in the group?)
-    OwnerMap::Member member{address->node_id, address->url, {}};
-    const rd_kafka_topic_partition_list_t* assigned =
-        rd_kafka_MemberAssignment_partitions(rd_kafka_MemberDescription_assignment(m));
-    if (assigned != nullptr) member.partitions = partitions_of(assigned, topic);
-    for (const Partition p : member.partitions)
-      if (p.value < map.owner.size()) map.owner[p.value] = map.members.size();
-    map.members.push_back(std::move(member));
-  }
-  return map;
-}
-
-// The group as its coordinator describes it, through the Admin API of `rk` (any client of the
-// brokers); an error when it could not be read in time.
-Result<OwnerMap> describe_group(rd_kafka_t* rk, const std::string& group, const std::string& topic,
-                                std::uint32_t partitions) {
-  char err[512];
-  rd_kafka_AdminOptions_t* admin = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
-  rd_kafka_AdminOptions_set_request_timeout(admin, kDescribeTimeoutMs, err, sizeof err);
-  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
-  const char* name = group.c_str();
-  rd_kafka_DescribeConsumerGroups(rk, &name, 1, admin, queue);
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, kDescribeTimeoutMs + 1'000);
-  Result<OwnerMap> out =
-      Status::error("cluster: the group was not described in time", ErrorKind::unavailable);
-  if (ev != nullptr && rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    out = Status::error(std::string("cluster: describing the group: ") + rd_kafka_event_error_string(ev),
-                        ErrorKind::unavailable);
-  } else if (ev != nullptr) {
-    std::size_t n = 0;
-    const rd_kafka_ConsumerGroupDescription_t** groups =
-        rd_kafka_DescribeConsumerGroups_result_groups(rd_kafka_event_DescribeConsumerGroups_result(ev), &n);
-    if (n == 1 && rd_kafka_ConsumerGroupDescription_error(groups[0]) == nullptr)
-      out = owner_map(groups[0], topic, partitions);
-    else if (n == 1)
-      out = Status::error(std::string("cluster: describing the group: ") +
-                              rd_kafka_error_string(rd_kafka_ConsumerGroupDescription_error(groups[0])),
-                          ErrorKind::unavailable);
-  }
-  if (ev != nullptr) rd_kafka_event_destroy(ev);
-  rd_kafka_queue_destroy(queue);
-  rd_kafka_AdminOptions_destroy(admin);
-  return out;
-}
-
 std::string to_text(const std::vector<Partition>& ps) {
   std::string out;
   for (const Partition p : ps) out += (out.empty() ? "" : ",") + std::to_string(p.value);
@@ -152,6 +97,128 @@ std::optional<MemberAddress> parse_member_client_id(std::string_view client_id) 
   if (!check_node_id(a.node_id).ok() || !check_advertise(a.url).ok()) return std::nullopt;
   return a;
 }
+
+namespace {
+
+// Big-endian reads over a byte range that refuse to run past its end.
+class Reader {
+ public:
+  explicit Reader(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
+  std::optional<std::int64_t> integer(std::size_t width) {
+    KOBO_ASSERT(width == 2 || width == 4, "Kafka's protocol integers here are int16 or int32");
+    if (bytes_.size() - at_ < width) return std::nullopt;
+    std::uint32_t v = 0;
+    for (std::size_t i = 0; i < width; ++i) v = (v << 8) | bytes_[at_ + i];
+    at_ += width;
+    return width == 2 ? std::int64_t{static_cast<std::int16_t>(v)}
+                      : std::int64_t{static_cast<std::int32_t>(v)};
+  }
+  std::optional<std::string_view> text(std::size_t size) {
+    if (bytes_.size() - at_ < size) return std::nullopt;
+    const std::string_view out(reinterpret_cast<const char*>(bytes_.data() + at_), size);
+    at_ += size;
+    return out;
+  }
+  std::size_t left() const { return bytes_.size() - at_; }
+
+ private:
+  std::span<const std::uint8_t> bytes_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
+std::optional<std::vector<Partition>> parse_member_assignment(std::span<const std::uint8_t> bytes,
+                                                              std::string_view topic) {
+  std::vector<Partition> out;
+  if (bytes.empty()) return out;  // a member between rebalances holds nothing yet
+  Reader r(bytes);
+  const auto version = r.integer(2);
+  const auto topics = r.integer(4);
+  if (!version || *version < 0 || !topics) return std::nullopt;
+  for (std::int64_t t = 0; t < *topics; ++t) {
+    const auto name_size = r.integer(2);
+    if (!name_size || *name_size < 0) return std::nullopt;
+    const auto name = r.text(static_cast<std::size_t>(*name_size));
+    const auto count = r.integer(4);
+    // Each partition is 4 bytes: a count beyond what is left is a lie, refused before any read.
+    if (!name || !count || *count < -1 || (*count > 0 && static_cast<std::size_t>(*count) > r.left() / 4))
+      return std::nullopt;
+    for (std::int64_t i = 0; i < *count; ++i) {
+      const auto partition = r.integer(4);
+      KOBO_ASSERT(partition.has_value(), "the count was checked against the bytes left");
+      if (*partition < 0) return std::nullopt;
+      if (*name == topic) out.emplace_back(static_cast<std::uint32_t>(*partition));
+    }
+  }
+  return out;  // the user data that follows is not Kobo's
+}
+
+namespace {
+
+// A group's description as an owner map: its Kobo members (those whose client.id is a node's)
+// and the partitions of `topic` each was assigned.
+OwnerMap owner_map(const rd_kafka_group_info& g, const std::string& topic, std::uint32_t partitions) {
+  OwnerMap map;
+  map.owner.resize(partitions);
+  map.state = g.state != nullptr ? g.state : "";
+  map.read_at = std::chrono::system_clock::now();
+  for (int i = 0; i < g.member_cnt; ++i) {
+    const rd_kafka_group_member_info& m = g.members[i];
+    const auto address = parse_member_client_id(m.client_id != nullptr ? m.client_id : "");
+    if (!address) continue;  // not a Kobo node (an operator's tool in the group?)
+    OwnerMap::Member member{address->node_id, address->url, {}};
+    const auto assigned =
+        parse_member_assignment(std::span(static_cast<const std::uint8_t*>(m.member_assignment),
+                                          static_cast<std::size_t>(std::max(m.member_assignment_size, 0))),
+                                topic);
+    if (!assigned) {
+      log::warn("cluster: a member's assignment does not parse; its partitions count as unowned",
+                {{"node", address->node_id}});
+    } else {
+      member.partitions = *assigned;
+    }
+    for (const Partition p : member.partitions)
+      if (p.value < map.owner.size()) map.owner[p.value] = map.members.size();
+    map.members.push_back(std::move(member));
+  }
+  return map;
+}
+
+// The group as its coordinator describes it, asked through `rk` (any client of the brokers); an
+// error when it could not be read in time.
+//
+// Read with rd_kafka_list_groups(), not the admin API's DescribeConsumerGroups: librdkafka 2.0's
+// admin path aborts the process (`rd_kafka_enq_once_del_source_return: eonce->refcnt > 0`) when a
+// describe times out while the coordinator is unreachable (a broker outage), a use-after-free
+// fixed only in later releases. list_groups keeps its state to itself and drops late answers.
+Result<OwnerMap> describe_group(rd_kafka_t* rk, const std::string& group, const std::string& topic,
+                                std::uint32_t partitions) {
+  const rd_kafka_group_list* list = nullptr;
+  const rd_kafka_resp_err_t err = rd_kafka_list_groups(rk, group.c_str(), &list, kDescribeTimeoutMs);
+  Result<OwnerMap> out =
+      Status::error("cluster: the group was not described in time", ErrorKind::unavailable);
+  if (list == nullptr) {
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      out = Status::error(std::string("cluster: describing the group: ") + rd_kafka_err2str(err),
+                          ErrorKind::unavailable);
+    return out;
+  }
+  // __PARTIAL: a broker did not answer, but the one that coordinates the group did.
+  for (int i = 0; i < list->group_cnt; ++i) {
+    const rd_kafka_group_info& g = list->groups[i];
+    if (group != g.group) continue;
+    if (g.err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      out = Status::error(std::string("cluster: describing the group: ") + rd_kafka_err2str(g.err),
+                          ErrorKind::unavailable);
+    else
+      out = owner_map(g, topic, partitions);
+  }
+  rd_kafka_group_list_destroy(list);
+  return out;
+}
+
+}  // namespace
 
 // The group member: a librdkafka consumer subscribed to the log's topic. Its rebalance callback
 // runs on the cluster's thread, inside rd_kafka_consumer_poll() (and rd_kafka_consumer_close()).

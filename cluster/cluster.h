@@ -30,11 +30,14 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -68,6 +71,12 @@ struct MemberAddress {
   std::string url;
 };
 std::optional<MemberAddress> parse_member_client_id(std::string_view client_id);
+
+// The partitions of `topic` in a member's assignment as the group describes it (Kafka's
+// ConsumerProtocolAssignment: int16 version, [topic string, [int32 partition]], user data);
+// nothing when the bytes are not one. Empty bytes: a member that holds nothing yet.
+std::optional<std::vector<Partition>> parse_member_assignment(std::span<const std::uint8_t> bytes,
+                                                              std::string_view topic);
 
 // Who writes a partition. node_id empty: nobody the group knows of now (a rebalance, or no
 // member); epoch: of the partition's last WriterStarted, as this node's writer has read it.

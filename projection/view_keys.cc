@@ -96,8 +96,6 @@ std::string describe(std::string_view key) {
   switch (key[0]) {
     case 'P':
     case 'Y':
-      parts.number(4);
-      break;
     case 'S':
       parts.number(4);
       break;
@@ -114,8 +112,6 @@ std::string describe(std::string_view key) {
       parts.id();
       break;
     case 'a':
-      parts.id().number(8);
-      break;
     case 'h':
       parts.id().number(8);
       break;

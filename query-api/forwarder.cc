@@ -252,6 +252,7 @@ struct Forwarder::Impl {
       f.error = error;
     }
     std::unique_ptr<Connection> c = std::move(x->connection);
+    std::unique_ptr<Connection> closing;  // a connection kept by no one: closed once the lock is let go
     std::shared_ptr<Exchange> next;
     {
       std::lock_guard lock(mu);
@@ -259,19 +260,26 @@ struct Forwarder::Impl {
       if (!peer.waiting.empty()) {
         next = std::move(peer.waiting.front());
         peer.waiting.pop_front();
-        next->connection = reuse ? std::move(c) : std::make_unique<Connection>(io);
+        if (reuse) {
+          next->connection = std::move(c);
+        } else {
+          next->connection = std::make_unique<Connection>(io);
+          closing = std::move(c);
+        }
         next->connection->buffer.clear();
       } else {
         --peer.busy;
         if (reuse) {
           c->buffer.clear();
           peer.idle.push_back(std::move(c));
+        } else {
+          closing = std::move(c);
         }
       }
     }
-    if (c) {
+    if (closing) {
       boost::system::error_code ec;
-      c->stream.socket().close(ec);
+      closing->stream.socket().close(ec);
     }
     if (next) start(url, next);
     x->done(std::move(f));

@@ -11,7 +11,7 @@ namespace kobo::api {
 namespace {
 
 constexpr std::string_view kPrefix = "k1";
-constexpr std::size_t kMaxToken = 64 * 1024;
+constexpr std::size_t kMaxToken = std::size_t{64} * 1024;
 
 metrics::Histogram& position_wait_seconds() {
   static metrics::Histogram& h = metrics::registry().histogram(

@@ -35,7 +35,7 @@ Answer created(unsigned status, std::string message, std::optional<TransactionSt
 Answer projected(unsigned status, std::string message, ReadRecord record) {
   KOBO_ASSERT(record != nullptr, "a projected answer without the record it reads");
   Answer a;
-  a.accepted = [status, message = std::move(message), record](const Exchange& x, Outcome o,
+  a.accepted = [status, message = std::move(message), record](const Exchange& x, const Outcome& o,
                                                               Responder respond) {
     x.protocol.after_projection(
         o, std::move(respond), [&x, id = o.id, status, message, record](Responder later) {
@@ -50,7 +50,7 @@ Answer projected(unsigned status, std::string message, ReadRecord record) {
 
 Answer or_replayed(Answer answer, std::string message, ReadRecord original) {
   KOBO_ASSERT(original != nullptr, "an idempotent repeat's answer without the record it reads");
-  answer.replayed = [message = std::move(message), original](const Exchange& x, Outcome o,
+  answer.replayed = [message = std::move(message), original](const Exchange& x, const Outcome& o,
                                                              Responder respond) {
     answer_original(x, o, message, original, std::move(respond));
   };

@@ -164,9 +164,13 @@ TEST_P(EventLogContract, RespectsTheRecordLimitOfAPoll) {
   ASSERT_TRUE(log_->append(batch).ok());
   auto reader = log_->open_reader(std::vector<Offset>(3, Offset(0)));
   ASSERT_TRUE(reader.ok());
+  // Each poll holds at most 4; a remote log may take a few polls to hand over the first records
+  // (a TLS broker on a loaded machine), so poll until some come, every one within the limit.
   std::vector<LogRecord> out;
-  ASSERT_TRUE(reader.value()->poll(4, 100ms, out).ok());
-  EXPECT_LE(out.size(), 4u);
+  for (int polls = 0; out.empty() && polls < 50; ++polls) {
+    ASSERT_TRUE(reader.value()->poll(4, 100ms, out).ok());
+    EXPECT_LE(out.size(), 4u);
+  }
   EXPECT_FALSE(out.empty());
 }
 

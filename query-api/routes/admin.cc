@@ -25,7 +25,7 @@ Caller admin_caller(std::string business, std::string account = {}) {
 // business, so that the keys work as soon as they are handed out.
 Answer business_answer(Credentials creds) {
   Answer a;
-  a.accepted = [creds = std::move(creds)](const Exchange& x, Outcome o, http::Responder respond) {
+  a.accepted = [creds = std::move(creds)](const Exchange& x, const Outcome& o, http::Responder respond) {
     x.protocol.after_projection(o, std::move(respond), [creds, o](http::Responder r) {
       const Event& e = o.events.front();
       const auto records = render::business_records(e, std::get<BusinessRegistered>(e.data));
@@ -70,7 +70,8 @@ Made set_suspended(const Exchange& x, bool suspended) {
   if (!known.value()) return http::error(404, "Data not found");
   if (!suspended) reason.reset();
   Answer answer;
-  answer.accepted = [business, suspended, reason](const Exchange& done, Outcome o, http::Responder respond) {
+  answer.accepted = [business, suspended, reason](const Exchange& done, const Outcome& o,
+                                                  http::Responder respond) {
     // Every key of it is refused (or works again) from the answer on.
     done.protocol.after_projection(
         o, std::move(respond), [o, business, suspended, reason](http::Responder r) {

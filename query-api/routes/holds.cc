@@ -23,7 +23,7 @@ constexpr std::size_t kMetadataBytesMax = std::size_t{8} * 1024;
 Result<std::optional<std::string>> hold_of(const Exchange& x, std::string_view id) {
   return x.views().hold_text(x.caller.scope, id);
 }
-Answer hold_answer(unsigned status, std::string message) {
+Answer hold_answer(unsigned status, const std::string& message) {
   return or_replayed(projected(status, message, hold_of), message, hold_of);
 }
 

@@ -92,7 +92,8 @@ Made roll_submission(const Exchange& x, Caller caller, const std::string& accoun
   auto wrapped = wrap_signing_key(*x.options().master_key, account, live, key);
   if (!wrapped) return unavailable(wrapped.status());
   Answer answer;
-  answer.accepted = [account, key, live, previous](const Exchange& done, Outcome o, http::Responder respond) {
+  answer.accepted = [account, key, live, previous](const Exchange& done, const Outcome& o,
+                                                   http::Responder respond) {
     // The key works as soon as it is handed out: the views have applied the roll.
     done.protocol.after_projection(
         o, std::move(respond), [o, account, key, live, previous](http::Responder r) {
@@ -154,7 +155,7 @@ Made revoke(const Exchange& x) {
   if (!current) return http::error(404, "Key not found");
   if (*current) return http::error(409, "The current key cannot be revoked: roll it first");
   Answer answer;
-  answer.accepted = [account, key_id, live](const Exchange& done, Outcome o, http::Responder respond) {
+  answer.accepted = [account, key_id, live](const Exchange& done, const Outcome& o, http::Responder respond) {
     // Refused from the answer on: the views have applied the revocation.
     done.protocol.after_projection(o, std::move(respond), [o, account, key_id, live](http::Responder r) {
       std::string data;
