@@ -10,6 +10,7 @@
 #include <boost/url/parse.hpp>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "command/snapshot.h"
 #include "common/file.h"
@@ -37,6 +38,7 @@ constexpr std::size_t kReadPieceBytes = std::size_t{256} << 10;
 // Room the data dir's disk must have beyond the checkpoint itself (RocksDB's logs, the log-source).
 constexpr std::uint64_t kDiskMarginBytes = std::uint64_t{256} << 20;
 constexpr std::size_t kRefusalBodyMax = std::size_t{16} << 10;  // an error answer's body kept for the log
+constexpr std::chrono::milliseconds kBusyRetry{1'000};          // between two rounds of busy peers
 
 // A failure that sends the join to the next peer (it could not be asked, or was busy), as
 // opposed to a refusal of what it gave.
@@ -52,8 +54,9 @@ boost::system::error_code run_one(net::io_context& io, Start start) {
   return result;
 }
 
-// Receives the checkpoint of the peer at `url` into options.scratch through `sink`.
-Status fetch(const JoinOptions& o, const std::string& url, CheckpointSink& sink) {
+// Receives the checkpoint of the peer at `url` into options.scratch through `sink`. `busy`: the
+// peer answered 503 (it is streaming a copy to another node, or has not started yet).
+Status fetch(const JoinOptions& o, const std::string& url, CheckpointSink& sink, bool& busy) {
   const auto parsed = boost::urls::parse_uri(url);
   if (!parsed || parsed->scheme() != "http" || parsed->host().empty())
     return pass_over("the peer's URL " + url + " is not http://HOST:PORT");
@@ -112,6 +115,7 @@ Status fetch(const JoinOptions& o, const std::string& url, CheckpointSink& sink)
                              " bytes, the data dir's disk has " + std::to_string(space.available) + " free");
     }
   }
+  busy = status == 503;
   if (status == 503 || status == 404)
     return pass_over(url + " answered " + std::to_string(status) + ": " + refusal.substr(0, 200));
   if (status == 401) return Status::error(url + " refused the cluster's secret (401)");
@@ -208,31 +212,39 @@ Result<Joined> join_through_checkpoint(const JoinOptions& o, EventLog& log) {
     }
   } scratch{o.scratch};
   Status last = Status::error("no peer to take a checkpoint from");
-  for (const std::string& url : o.peers) {
-    std::error_code ec;
-    fs::remove_all(o.scratch, ec);
-    fs::create_directories(o.scratch, ec);
-    if (ec) return Status::error("cannot create " + o.scratch.string() + ": " + ec.message());
-    log::info("cluster: taking a peer's checkpoint", {{"peer", url}});
-    CheckpointSink sink(o.scratch);
-    Status fetched = fetch(o, url, sink);
-    if (!fetched && fetched.kind() == ErrorKind::unavailable) {
-      log::warn("cluster: a peer gave no checkpoint; asking the next",
-                {{"peer", url}, {"why", fetched.message()}});
-      last = fetched;
-      continue;
+  for (;;) {
+    bool any_busy = false;
+    for (const std::string& url : o.peers) {
+      std::error_code ec;
+      fs::remove_all(o.scratch, ec);
+      fs::create_directories(o.scratch, ec);
+      if (ec) return Status::error("cannot create " + o.scratch.string() + ": " + ec.message());
+      log::info("cluster: taking a peer's checkpoint", {{"peer", url}});
+      CheckpointSink sink(o.scratch);
+      bool busy = false;
+      Status fetched = fetch(o, url, sink, busy);
+      if (!fetched && fetched.kind() == ErrorKind::unavailable) {
+        log::warn("cluster: a peer gave no checkpoint; asking the next",
+                  {{"peer", url}, {"why", fetched.message()}});
+        any_busy = any_busy || busy;
+        last = fetched;
+        continue;
+      }
+      if (!fetched) return fetched;
+      auto manifest = sink.finish();
+      if (!manifest) return manifest.status();
+      Joined joined{url, manifest->node_id, manifest->files.size(), manifest->bytes()};
+      joined.received_seconds = std::chrono::duration<double>(Clock::now() - began).count();
+      if (auto s = check(o, manifest.value(), log, joined); !s) return s;
+      if (auto s = install(o); !s) return s;
+      joined.seconds = std::chrono::duration<double>(Clock::now() - began).count();
+      return joined;
     }
-    if (!fetched) return fetched;
-    auto manifest = sink.finish();
-    if (!manifest) return manifest.status();
-    Joined joined{url, manifest->node_id, manifest->files.size(), manifest->bytes()};
-    joined.received_seconds = std::chrono::duration<double>(Clock::now() - began).count();
-    if (auto s = check(o, manifest.value(), log, joined); !s) return s;
-    if (auto s = install(o); !s) return s;
-    joined.seconds = std::chrono::duration<double>(Clock::now() - began).count();
-    return joined;
+    // A peer busy with another node's copy (two nodes added at once) is asked again, for a while:
+    // a copy takes seconds, a replay of the topic far longer.
+    if (!any_busy || Clock::now() + kBusyRetry > began + o.busy_wait) return last;
+    std::this_thread::sleep_for(kBusyRetry);
   }
-  return last;
 }
 
 }  // namespace kobo

@@ -50,6 +50,9 @@ struct JoinOptions {
   std::chrono::milliseconds connect_timeout{3'000};
   // The stream is refused when no byte of it came for this long.
   std::chrono::milliseconds stall_timeout{30'000};
+  // While every peer that answered was busy (503: a copy for another node), they are asked again
+  // every second for this long.
+  std::chrono::milliseconds busy_wait{60'000};
 };
 
 struct Joined {
@@ -67,7 +70,8 @@ bool data_dir_is_new(const std::filesystem::path& data_dir);
 
 // Takes the checkpoint of the first peer that gives one, checks it against `log` and moves it
 // into the data dir. A peer that cannot be reached, or is busy (503), is passed over for the
-// next; a checkpoint refused by a check ends the join. The error says why.
+// next, and busy ones are asked again (JoinOptions::busy_wait); a checkpoint refused by a check
+// ends the join. The error says why.
 [[nodiscard]] Result<Joined> join_through_checkpoint(const JoinOptions& options, EventLog& log);
 
 }  // namespace kobo

@@ -1033,16 +1033,20 @@ TEST_F(ClusterSuite, TheCheckpointRouteAnswersOnlyWithTheClusterSecret) {
 }
 
 // A peer that serves `bytes` as its checkpoint (the cluster's secret checked), cut short after
-// half of them when `cut`: what a node tampered with, or failing, would send.
+// half of them when `cut`: what a node tampered with, or failing, would send. Its first `busy`
+// answers are 503 (a copy for another node in progress).
 class FakePeer {
  public:
-  FakePeer(std::string bytes, bool cut) {
+  FakePeer(std::string bytes, bool cut, int busy = 0) {
     http::ServerOptions o;
     o.threads = 1;
+    auto busy_left = std::make_shared<std::atomic<int>>(busy);
     server_ = std::make_unique<http::Server>(
-        o, [bytes = std::move(bytes), cut](http::Request&& req, http::Responder respond) {
+        o, [bytes = std::move(bytes), cut, busy_left, this](http::Request&& req, http::Responder respond) {
           if (req.header("x-cluster-secret") != kSecret)
             return respond(http::Response{401, "{}", "application/json", {}});
+          ++asked_;
+          if (busy_left->fetch_sub(1) > 0) return respond(http::Response{503, "{}", "application/json", {}});
           http::Response r;
           r.content_type = "application/octet-stream";
           auto sent = std::make_shared<bool>(false);
@@ -1178,6 +1182,23 @@ TEST_F(ClusterSuite, ACheckpointThatDoesNotMatchTheTopicIsRefusedAndTheNodeRepla
     ASSERT_EQ(fresh.terminate(), 0) << fresh.log_tail();
     expect_views_equal_a_rebuild(fresh, brokers(), topic_);
   }
+}
+
+// Two nodes added at once: the peer streams one copy at a time and answers the other 503. That
+// node asks again a second later and joins, rather than replaying the topic.
+TEST_F(ClusterSuite, ANewNodeAsksABusyPeerAgainAndJoinsOnceItServes) {
+  Business b = create_business("busy-peer");
+  add_wallets(b, 2, 1'000'000);
+  const HttpResult genuine = node(0).client().request(boost::beast::http::verb::get, "/v1/cluster/checkpoint",
+                                                      std::nullopt, {{"x-cluster-secret", kSecret}});
+  ASSERT_EQ(genuine.status, 200u) << genuine.body.substr(0, 200);
+  FakePeer busy_twice(genuine.body, false, 2);
+  start_node(kNodes, {"--join-from", busy_twice.url()});
+  KoboProcess& fresh = node(kNodes);
+  EXPECT_EQ(busy_twice.asked(), 3);
+  ASSERT_TRUE(log_line(fresh, "cluster: joined through a peer's checkpoint")) << fresh.log_tail();
+  EXPECT_TRUE(
+      wait_until([&] { return list_all(fresh.client(), b.key, "/v1/virtual-accounts").size() == 2; }));
 }
 
 }  // namespace
