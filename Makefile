@@ -62,7 +62,9 @@ cluster-bank: build kafka
 	python3 tools/cluster_bank.py $(BANK_FLAGS)
 
 # The cluster's rows of docs/capacity.md: one partition's rate and latency at 64 and 384
-# connections, sent to its owner and forwarded through another node (bench/cluster_bench.sh).
+# connections, sent to its owner and forwarded through another node (bench/cluster_bench.sh). A new
+# node's readiness on a 1,000,000-event topic, through a peer's checkpoint and by replaying the
+# topic, is `make bench`'s (ONLY=join: bench/join_bench.sh, which needs kobo_make_log).
 cluster-bench: build kafka
 	bench/cluster_bench.sh 10
 

@@ -25,7 +25,8 @@ fs::path scratch_views(const fs::path& data_dir, std::string_view what) {
   std::vector<fs::path> left;
   for (const auto& entry : fs::directory_iterator(data_dir, ec)) {
     const std::string name = entry.path().filename().string();
-    for (const std::string_view kind : {"views.rebuild-", "views.audit-"}) {
+    for (const std::string_view kind :
+         {"views.rebuild-", "views.audit-", "views.join-", "views.checkpoint-"}) {
       if (!name.starts_with(kind)) continue;
       const std::string_view digits = std::string_view(name).substr(kind.size());
       pid_t pid = 0;

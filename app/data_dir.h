@@ -30,9 +30,11 @@ namespace kobo {
                                                                  const KafkaFlags& kafka,
                                                                  bool beside_a_writer = false);
 
-// Where this process builds a copy of the views beside the live ones: <data-dir>/views.<what>-<pid>.
-// Copies that processes no longer running left there (killed mid-rebuild) are removed first, as
-// they are as large as the views; a copy of a running process is left alone.
+// Where this process builds a copy of the views beside the live ones: <data-dir>/views.<what>-<pid>
+// (`kobo replay`'s rebuild, `kobo audit`'s, a checkpoint a new node receives (join) or one a
+// peer makes for it (checkpoint)). Copies that processes no longer running left there (killed
+// mid-rebuild) are removed first, as they are as large as the views; a copy of a running process
+// is left alone.
 std::filesystem::path scratch_views(const std::filesystem::path& data_dir, std::string_view what);
 
 // A complete copy of the views rebuilt from `log` beside data_dir/views (in scratch_views(data_dir,

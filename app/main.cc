@@ -34,9 +34,11 @@
 #include "projection/projector.h"
 #include "projection/views.h"
 #include "query-api/api.h"
+#include "query-api/checkpoint_route.h"
 #include "query-api/cluster_status.h"
 #include "query-api/credentials.h"
 #include "query-api/http_server.h"
+#include "query-api/join.h"
 #include "query-api/owner_wait.h"
 #include "query-api/router.h"
 #include "webhooks/webhooks.h"
@@ -86,6 +88,9 @@ struct ServeOptions {
   std::string cluster_secret_file;  // empty: commands are not forwarded, /v1/cluster is absent
   int read_wait_ms = 2'000;
   std::uint64_t ready_max_lag = 10'000;
+  // A new node (an empty data dir): "auto" takes a checkpoint of a peer the group lists, a URL
+  // that peer's, "replay" none (docs/architecture.md, "A new node").
+  std::string join_from = "auto";
   // Webhooks (docs/webhooks.md).
   bool webhook_allow_private = false;
   int webhook_timeout_ms = 10'000;
@@ -276,7 +281,6 @@ ProjectorOptions projector_options(const ServeOptions& o) {
   return po;
 }
 
-// A projector node: the views follow the log; HTTP serves only health and metrics.
 // The cluster's secret, from a file only its owner may read (0600): a secret any user of the
 // machine can read is refused, as ssh refuses such a key.
 Result<std::string> read_cluster_secret(const std::string& path) {
@@ -296,6 +300,82 @@ Result<std::string> read_cluster_secret(const std::string& path) {
   return secret;
 }
 
+// The node's membership options (--cluster, --node-id, --advertise and the Kafka flags).
+Result<ClusterOptions> cluster_options(const ServeOptions& o) {
+  ClusterOptions co;
+  co.name = o.cluster;
+  co.node_id = o.node_id;
+  co.advertise = o.advertise.empty() ? "http://" + o.listen : o.advertise;
+  auto kafka = o.kafka.log_options();
+  if (!kafka) return kafka.status();
+  co.kafka = std::move(kafka).value();
+  return co;
+}
+
+// --join-from: auto, replay, or a peer's URL.
+Status check_join_from(const ServeOptions& o) {
+  if (o.join_from == "auto" || o.join_from == "replay") return {};
+  if (o.cluster.empty()) return Status::error("--join-from is for a node of a --cluster");
+  if (!check_advertise(o.join_from).ok() || !o.join_from.starts_with("http://"))
+    return Status::error("--join-from wants auto, replay or a peer's URL http://HOST:PORT, got " +
+                         o.join_from);
+  return {};
+}
+
+// A new node of a cluster (an empty data dir) starts from a checkpoint of a peer's views and
+// writer state when it can (docs/architecture.md, "A new node"), and otherwise, as it always
+// could, from the log's offset 0. Whatever it says is logged; nothing here stops the start.
+void join_cluster(const ServeOptions& o, const fs::path& data_dir, const std::string& secret, EventLog& log) {
+  const std::string rebuilds = "; it rebuilds its views and writer state from the log";
+  if (o.join_from == "replay") {
+    log::info("cluster: a new node (--join-from replay)" + rebuilds);
+    return;
+  }
+  if (secret.empty()) {
+    log::warn("cluster: a new node without --cluster-secret-file cannot take a peer's checkpoint" + rebuilds);
+    return;
+  }
+  std::vector<std::string> peers;
+  if (o.join_from == "auto") {
+    auto co = cluster_options(o);
+    auto group = co ? read_group(co.value(), log.partitions()) : Result<OwnerMap>(co.status());
+    if (!group) {
+      log::warn("cluster: a new node could not read its cluster's group to find a peer" + rebuilds,
+                {{"error", group.status().message()}});
+      return;
+    }
+    for (const OwnerMap::Member& m : group->members)
+      if (m.node_id != o.node_id) peers.push_back(m.url);
+    if (peers.empty()) {
+      log::info("cluster: a new node, and no peer in its cluster's group yet" + rebuilds);
+      return;
+    }
+  } else {
+    peers.push_back(o.join_from);
+  }
+  JoinOptions jo;
+  jo.data_dir = data_dir;
+  jo.scratch = scratch_views(data_dir, "join");
+  jo.peers = std::move(peers);
+  jo.secret = secret;
+  jo.topic = o.kafka.topic;
+  jo.node_id = o.node_id;
+  const auto joined = join_through_checkpoint(jo, log);
+  if (!joined) {
+    log::warn("cluster: a peer's checkpoint is refused" + rebuilds, {{"why", joined.status().message()}});
+    return;
+  }
+  log::info("cluster: joined through a peer's checkpoint; the node reads the log from its positions on",
+            {{"peer", joined->peer},
+             {"peerNode", joined->peer_node_id},
+             {"files", joined->files},
+             {"bytes", joined->bytes},
+             {"events", joined->events},
+             {"seconds", joined->seconds},
+             {"receivedSeconds", joined->received_seconds}});
+}
+
+// A projector node: the views follow the log; HTTP serves only health and metrics.
 int serve_projector(const ServeOptions& o, EventLog& log, Views& views,
                     const std::pair<std::string, std::uint16_t>& listen, const std::string& backend,
                     sigset_t& signals) {
@@ -362,6 +442,7 @@ int serve(const ServeOptions& o) {
     return fail("--cluster runs on Kafka: give --kafka-brokers (the embedded log is a single node's)");
   if (!o.cluster.empty() && !roles->command)
     return fail("--cluster is for nodes that take commands; a projector node follows the log without it");
+  if (auto s = check_join_from(o); !s) return fail(s.message());
   // The cluster's secret, which forwarded requests and /v1/cluster carry.
   std::string cluster_secret;
   if (!o.cluster_secret_file.empty()) {
@@ -394,6 +475,8 @@ int serve(const ServeOptions& o) {
   auto log = open_serve_log(o, data_dir, roles->command);
   if (!log) return fail(log.status().message());
   const std::uint32_t partitions = log.value()->partitions();  // an existing topic decides
+  if (!o.cluster.empty() && data_dir_is_new(data_dir))
+    join_cluster(o, data_dir, cluster_secret, *log.value());
   auto views = open_views(data_dir, *log.value());
   if (!views) return fail(views.status().message());
   const std::string backend = o.kafka.brokers.empty() ? "embedded" : "kafka";
@@ -501,16 +584,12 @@ int serve(const ServeOptions& o) {
   std::unique_ptr<Cluster> cluster;
   std::unique_ptr<OwnerWait> owner_wait;
   std::unique_ptr<Forwarder> forwarder;
+  std::unique_ptr<api::CheckpointServer> checkpoints;
   http::Handler handler = router.handler();
   if (!o.cluster.empty()) {
-    ClusterOptions co;
-    co.name = o.cluster;
-    co.node_id = o.node_id;
-    co.advertise = o.advertise.empty() ? "http://" + o.listen : o.advertise;
-    auto kafka = o.kafka.log_options();
-    if (!kafka) return fail(kafka.status().message());
-    co.kafka = std::move(kafka).value();
-    auto opened = Cluster::open(std::move(co), ledger, *log.value());
+    auto co = cluster_options(o);
+    if (!co) return fail(co.status().message());
+    auto opened = Cluster::open(std::move(co).value(), ledger, *log.value());
     if (!opened) return fail(opened.status().message());
     cluster = std::move(opened).value();
     cluster->set_views_position([&projector](Partition p) { return projector.applied_seq(p); });
@@ -529,6 +608,12 @@ int serve(const ServeOptions& o) {
       wait.forwarder = forwarder.get();
       wait.secret = cluster_secret;
       api::add_cluster_route(router, *cluster, ledger, projector, *forwarder, cluster_secret);
+      // A new node's checkpoint (docs/architecture.md, "A new node"), once this one has started.
+      checkpoints = std::make_unique<api::CheckpointServer>(
+          api::CheckpointServerOptions{scratch_views(data_dir, "checkpoint"), cluster_secret, o.kafka.topic,
+                                       o.node_id, [&started_all] { return started_all.load(); }},
+          *views.value(), ledger);
+      checkpoints->add_route(router);
       handler = router.handler();
     } else {
       log::warn(
@@ -764,6 +849,13 @@ int main(int argc, char** argv) {
                 "answered 503 with Retry-After")
       ->envname("KOBO_READ_WAIT_MS")
       ->check(CLI::Range(0, 60'000))
+      ->capture_default_str();
+  s->add_option("--join-from", serve.join_from,
+                "In a cluster, where a new node (an empty data dir) takes its views and writer state from: "
+                "auto (a checkpoint of a peer its cluster's group lists, checked against the log), a peer's "
+                "URL http://HOST:PORT, or replay (none: rebuilt from the log's start). A checkpoint that "
+                "cannot be had or fails a check is refused, and the node rebuilds from the log")
+      ->envname("KOBO_JOIN_FROM")
       ->capture_default_str();
   s->add_option("--ready-max-lag", serve.ready_max_lag,
                 "/readyz: once the views have caught up with the log, the node stays ready while they are at "

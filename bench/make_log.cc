@@ -3,6 +3,10 @@
 // the CPU path, and the log is as valid as a served one.
 //
 //   kobo_make_log --data-dir D [--events 1000000] [--partitions 6] [--businesses 12] [--wallets 20]
+//                 [--kafka-brokers B --kafka-topic T]
+//
+// With --kafka-brokers it writes the topic T (a new one) instead of D/log: the topic a new cluster
+// node joins (bench/join_bench.sh).
 //
 // It creates the businesses and their wallets, funds every wallet from another bank, then runs
 // wallet transfers between random wallets of one business (each one is one event,
@@ -23,6 +27,7 @@
 #include "common/crypto.h"
 #include "common/log.h"
 #include "events/embedded_log.h"
+#include "events/kafka_log.h"
 
 namespace kobo {
 namespace {
@@ -45,10 +50,15 @@ Status print_transfer_bytes(EventLog& log) {
   if (!ends.ok()) return ends.status();
   auto reader = log.open_reader(std::vector<Offset>(log.partitions(), Offset(0)));
   if (!reader.ok()) return reader.status();
-  std::uint64_t total = 0, read = 0, transfers = 0, transfer_bytes = 0, largest = 0;
-  for (Offset o : ends.value()) total += o.value;
+  std::uint64_t transfers = 0, transfer_bytes = 0, largest = 0;
+  // Read to the end offsets (on Kafka they count transaction markers too, which hold no record).
+  const auto at_end = [&] {
+    for (std::uint32_t p = 0; p < log.partitions(); ++p)
+      if (reader.value()->position(Partition(p)) < ends.value()[p]) return false;
+    return true;
+  };
   std::vector<LogRecord> records;
-  while (read < total) {
+  while (!at_end()) {
     records.clear();
     if (auto s = reader.value()->poll(65'536, std::chrono::milliseconds(100), records); !s) return s;
     for (const LogRecord& r : records) {
@@ -60,7 +70,6 @@ Status print_transfer_bytes(EventLog& log) {
         largest = std::max<std::uint64_t>(largest, r.bytes.size());
       }
     }
-    read += records.size();
   }
   if (transfers > 0)
     std::printf("wallet transfers: %llu, one event each: %.0f bytes on average, %llu at most\n",
@@ -70,15 +79,27 @@ Status print_transfer_bytes(EventLog& log) {
   return {};
 }
 
+Result<std::unique_ptr<EventLog>> open_log(const std::string& data_dir, std::uint32_t partitions,
+                                           const std::string& brokers, const std::string& topic) {
+  if (brokers.empty())
+    return open_embedded_log(
+        {(std::filesystem::path(data_dir) / "log").string(), partitions, /*sync=*/false});
+  KafkaLogOptions o;
+  o.brokers = brokers;
+  o.topic = topic;
+  o.partitions = partitions;
+  o.append_timeout = std::chrono::milliseconds(60'000);  // a group commit of 8,192 transfers
+  return open_kafka_log(o);
+}
+
 int run(const std::string& data_dir, std::uint64_t events, std::uint32_t partitions, int businesses,
-        int wallets) {
+        int wallets, const std::string& brokers, const std::string& topic) {
   log::set_min_level(log::Level::warn);
   if (std::filesystem::exists(std::filesystem::path(data_dir) / "log")) {
     std::fprintf(stderr, "kobo_make_log: %s/log exists; give a fresh data dir\n", data_dir.c_str());
     return 2;
   }
-  auto log =
-      open_embedded_log({(std::filesystem::path(data_dir) / "log").string(), partitions, /*sync=*/false});
+  auto log = open_log(data_dir, partitions, brokers, topic);
   if (!log) {
     std::fprintf(stderr, "kobo_make_log: %s\n", log.status().message().c_str());
     return 2;
@@ -110,9 +131,9 @@ int run(const std::string& data_dir, std::uint64_t events, std::uint32_t partiti
   }
   const std::uint64_t written = log_size(*log.value());
   const double write_s = seconds_since(started);
-  std::printf("wrote %llu events in %.1f s (%.0f events/s) to %s/log\n",
-              static_cast<unsigned long long>(written), write_s, static_cast<double>(written) / write_s,
-              data_dir.c_str());
+  std::printf("wrote %llu events in %.1f s (%.0f events/s) to %s\n", static_cast<unsigned long long>(written),
+              write_s, static_cast<double>(written) / write_s,
+              brokers.empty() ? (data_dir + "/log").c_str() : ("topic " + topic).c_str());
 
   if (auto s = print_transfer_bytes(*log.value()); !s) {
     std::fprintf(stderr, "kobo_make_log: %s\n", s.message().c_str());
@@ -153,6 +174,9 @@ int main(int argc, char** argv) {
   app.add_option("--wallets", wallets, "Wallets per business")
       ->check(CLI::Range(2, 1'000))
       ->capture_default_str();
+  std::string brokers, topic = "kobo.ledger.events";
+  app.add_option("--kafka-brokers", brokers, "Write this Kafka cluster's topic instead of <data-dir>/log");
+  app.add_option("--kafka-topic", topic, "The topic (a new one)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  return kobo::run(data_dir, events, partitions, businesses, wallets);
+  return kobo::run(data_dir, events, partitions, businesses, wallets, brokers, topic);
 }

@@ -51,6 +51,9 @@ measure bulk python3 "$here/bulk_bench.py" "$build" "${BULK_RUNS:-30}"
 measure engine "$build/bench/kobo_engine_bench" transfers --data-dir "$scratch/engine" --seconds "$seconds"
 measure render "$build/bench/kobo_engine_bench" render
 measure replay "$here/replay_speed.sh" "$build" "${EVENTS:-1000000}"
+# A new cluster node on a topic of EVENTS events: through a peer's checkpoint, and by replaying it
+# (a broker of its own).
+measure join "$here/join_bench.sh" "$build" "${EVENTS:-1000000}"
 # Lists at a million transaction records in one business: every combination of the filters.
 measure lists "$here/list_bench.sh" "$build" "${LIST_RECORDS:-1000000}"
 # Statements on a wallet with a million movements.
@@ -111,6 +114,9 @@ row "Replay of $(n "${EVENTS:-1000000}") events: every view (kobo replay, sorted
 row "Writer ready after a restart on $(n "${EVENTS:-1000000}") events: from the whole log / from a snapshot" \
     "${R[replay.restart_whole_s]} s / ${R[replay.restart_snapshot_s]} s (snapshot ${R[replay.snapshot_mib]} MiB)" "-" \
     "<= 2 s, flat from 100k to 1M" "$(meets "${R[replay.restart_snapshot_s]}" '<=' 2)"
+row "A new cluster node ready (start to /readyz 200) on a topic of $(n "${EVENTS:-1000000}") events: through a peer's checkpoint / replaying the topic" \
+    "${R[join.join_checkpoint_ready_s]} s / ${R[join.join_replay_ready_s]} s (checkpoint $(n "${R[join.join_checkpoint_bytes]}") bytes)" "-" \
+    "<= 15 s through a checkpoint" "$(meets "${R[join.join_checkpoint_ready_s]}" '<=' 15)"
 row "GET /v1/transactions, $(n "${R[lists.list_records]}") records in one business: ${R[lists.list_combinations]} combinations of the filters, page 1 and page 10,000: p50 / worst" \
     "${R[lists.list_p50_ms]} / ${R[lists.list_worst_ms]} ms" "-" "p50 <= 5 ms, worst <= 20 ms" \
     "$( [ "$(meets "${R[lists.list_p50_ms]}" '<=' 5)" = yes ] && [ "$(meets "${R[lists.list_worst_ms]}" '<=' 20)" = yes ] && echo yes || echo no)"

@@ -154,6 +154,72 @@ std::optional<std::vector<Partition>> parse_member_assignment(std::span<const st
   return out;  // the user data that follows is not Kobo's
 }
 
+namespace {
+
+// A group's description as an owner map: its Kobo members (those whose client.id is a node's)
+// and the partitions of `topic` each was assigned.
+OwnerMap owner_map(const rd_kafka_group_info& g, const std::string& topic, std::uint32_t partitions) {
+  OwnerMap map;
+  map.owner.resize(partitions);
+  map.state = g.state != nullptr ? g.state : "";
+  map.read_at = std::chrono::system_clock::now();
+  for (int i = 0; i < g.member_cnt; ++i) {
+    const rd_kafka_group_member_info& m = g.members[i];
+    const auto address = parse_member_client_id(m.client_id != nullptr ? m.client_id : "");
+    if (!address) continue;  // not a Kobo node (an operator's tool in the group?)
+    OwnerMap::Member member{address->node_id, address->url, {}};
+    const auto assigned =
+        parse_member_assignment(std::span(static_cast<const std::uint8_t*>(m.member_assignment),
+                                          static_cast<std::size_t>(std::max(m.member_assignment_size, 0))),
+                                topic);
+    if (!assigned) {
+      log::warn("cluster: a member's assignment does not parse; its partitions count as unowned",
+                {{"node", address->node_id}});
+    } else {
+      member.partitions = *assigned;
+    }
+    for (const Partition p : member.partitions)
+      if (p.value < map.owner.size()) map.owner[p.value] = map.members.size();
+    map.members.push_back(std::move(member));
+  }
+  return map;
+}
+
+// The group as its coordinator describes it, asked through `rk` (any client of the brokers); an
+// error when it could not be read in time.
+//
+// Read with rd_kafka_list_groups(), not the admin API's DescribeConsumerGroups: librdkafka 2.0's
+// admin path aborts the process (`rd_kafka_enq_once_del_source_return: eonce->refcnt > 0`) when a
+// describe times out while the coordinator is unreachable (a broker outage), a use-after-free
+// fixed only in later releases. list_groups keeps its state to itself and drops late answers.
+Result<OwnerMap> describe_group(rd_kafka_t* rk, const std::string& group, const std::string& topic,
+                                std::uint32_t partitions) {
+  const rd_kafka_group_list* list = nullptr;
+  const rd_kafka_resp_err_t err = rd_kafka_list_groups(rk, group.c_str(), &list, kDescribeTimeoutMs);
+  Result<OwnerMap> out =
+      Status::error("cluster: the group was not described in time", ErrorKind::unavailable);
+  if (list == nullptr) {
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      out = Status::error(std::string("cluster: describing the group: ") + rd_kafka_err2str(err),
+                          ErrorKind::unavailable);
+    return out;
+  }
+  // __PARTIAL: a broker did not answer, but the one that coordinates the group did.
+  for (int i = 0; i < list->group_cnt; ++i) {
+    const rd_kafka_group_info& g = list->groups[i];
+    if (group != g.group) continue;
+    if (g.err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      out = Status::error(std::string("cluster: describing the group: ") + rd_kafka_err2str(g.err),
+                          ErrorKind::unavailable);
+    else
+      out = owner_map(g, topic, partitions);
+  }
+  rd_kafka_group_list_destroy(list);
+  return out;
+}
+
+}  // namespace
+
 // The group member: a librdkafka consumer subscribed to the log's topic. Its rebalance callback
 // runs on the cluster's thread, inside rd_kafka_consumer_poll() (and rd_kafka_consumer_close()).
 class Cluster::Member {
@@ -232,66 +298,12 @@ class Cluster::Member {
   }
 
   // The group as its coordinator describes it; an error when it could not be read in time.
-  //
-  // Read with rd_kafka_list_groups(), not the admin API's DescribeConsumerGroups: librdkafka 2.0's
-  // admin path aborts the process (`rd_kafka_enq_once_del_source_return: eonce->refcnt > 0`) when a
-  // describe times out while the coordinator is unreachable (a broker outage), a use-after-free
-  // fixed only in later releases. list_groups keeps its state to itself and drops late answers.
   Result<OwnerMap> describe() {
     const ClusterOptions& o = cluster_.options_;
-    const rd_kafka_group_list* list = nullptr;
-    const rd_kafka_resp_err_t err = rd_kafka_list_groups(rk_, o.name.c_str(), &list, kDescribeTimeoutMs);
-    Result<OwnerMap> out =
-        Status::error("cluster: the group was not described in time", ErrorKind::unavailable);
-    if (list == nullptr) {
-      if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-        out = Status::error(std::string("cluster: describing the group: ") + rd_kafka_err2str(err),
-                            ErrorKind::unavailable);
-      return out;
-    }
-    // __PARTIAL: a broker did not answer, but the one that coordinates the group did.
-    for (int i = 0; i < list->group_cnt; ++i) {
-      const rd_kafka_group_info& g = list->groups[i];
-      if (o.name != g.group) continue;
-      if (g.err != RD_KAFKA_RESP_ERR_NO_ERROR)
-        out = Status::error(std::string("cluster: describing the group: ") + rd_kafka_err2str(g.err),
-                            ErrorKind::unavailable);
-      else
-        out = read_group(g);
-    }
-    rd_kafka_group_list_destroy(list);
-    return out;
+    return describe_group(rk_, o.name, o.kafka.topic, cluster_.log_.partitions());
   }
 
  private:
-  OwnerMap read_group(const rd_kafka_group_info& g) const {
-    const ClusterOptions& o = cluster_.options_;
-    OwnerMap map;
-    map.owner.resize(cluster_.log_.partitions());
-    map.state = g.state != nullptr ? g.state : "";
-    map.read_at = std::chrono::system_clock::now();
-    for (int i = 0; i < g.member_cnt; ++i) {
-      const rd_kafka_group_member_info& m = g.members[i];
-      const auto address = parse_member_client_id(m.client_id != nullptr ? m.client_id : "");
-      if (!address) continue;  // not a Kobo node (an operator's tool in the group?)
-      OwnerMap::Member member{address->node_id, address->url, {}};
-      const auto assigned =
-          parse_member_assignment(std::span(static_cast<const std::uint8_t*>(m.member_assignment),
-                                            static_cast<std::size_t>(std::max(m.member_assignment_size, 0))),
-                                  o.kafka.topic);
-      if (!assigned) {
-        log::warn("cluster: a member's assignment does not parse; its partitions count as unowned",
-                  {{"node", address->node_id}});
-      } else {
-        member.partitions = *assigned;
-      }
-      for (const Partition p : member.partitions)
-        if (p.value < map.owner.size()) map.owner[p.value] = map.members.size();
-      map.members.push_back(std::move(member));
-    }
-    return map;
-  }
-
   static void on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* list,
                            void* opaque) {
     static_cast<Member*>(opaque)->rebalance(rk, err, list);
@@ -337,6 +349,34 @@ class Cluster::Member {
   Cluster& cluster_;
   rd_kafka_t* rk_ = nullptr;
 };
+
+Result<OwnerMap> read_group(const ClusterOptions& options, std::uint32_t partitions) {
+  if (options.kafka.brokers.empty()) return Status::error("--cluster needs --kafka-brokers");
+  // A client of its own, in no group: the caller's settings (security, --kafka-config) but for
+  // what would make it a member.
+  std::vector<std::pair<std::string, std::string>> props{{"bootstrap.servers", options.kafka.brokers},
+                                                         {"client.id", "kobo-join:" + options.node_id}};
+  for (const auto& [key, value] : options.kafka.config)
+    if (key != "group.id" && key != "client.id" && key != "group.instance.id" &&
+        key != "partition.assignment.strategy")
+      props.emplace_back(key, value);
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  for (const auto& [key, value] : props) {
+    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return Status::error("cluster: kafka property " + key + ": " + err);
+    }
+  }
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return Status::error(std::string("cluster: ") + err);
+  }
+  auto map = describe_group(rk, options.name, options.kafka.topic, partitions);
+  rd_kafka_destroy(rk);
+  return map;
+}
 
 Result<std::unique_ptr<Cluster>> Cluster::open(ClusterOptions options, Ledger& ledger, EventLog& log) {
   if (options.name.empty()) return Status::error("--cluster needs a name");

@@ -99,6 +99,11 @@ struct OwnerMap {
   std::chrono::system_clock::time_point read_at;
 };
 
+// The cluster's group as it is now, read by a client of its own, not a member: how a node that
+// has not joined yet finds its peers (their advertised URLs). An error when it could not be read
+// within a few seconds.
+[[nodiscard]] Result<OwnerMap> read_group(const ClusterOptions& options, std::uint32_t partitions);
+
 class Cluster {
  public:
   // Checks the options; connects nothing yet.

@@ -4,6 +4,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
+#include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_buffer_manager.h>
 
 #include <charconv>
@@ -131,6 +132,7 @@ class History::Store {
   [[nodiscard]] virtual Status clear() = 0;
   [[nodiscard]] virtual Status sync() = 0;
   [[nodiscard]] virtual Status reopen() = 0;
+  [[nodiscard]] virtual Status checkpoint(const std::filesystem::path& dir) = 0;
 };
 
 namespace {
@@ -154,6 +156,9 @@ class MemoryStore final : public History::Store {
   }
   Status sync() override { return {}; }
   Status reopen() override { return {}; }
+  Status checkpoint(const std::filesystem::path&) override {
+    return Status::error("the history index is kept in memory: it has no files to copy");
+  }
 
  private:
   std::map<std::string, std::string, std::less<>> map_;
@@ -250,6 +255,18 @@ class RocksStore final : public History::Store {
   Status reopen() override {
     db_.reset();
     return open();
+  }
+
+  Status checkpoint(const std::filesystem::path& dir) override {
+    if (!db_) return closed();
+    rocksdb::Checkpoint* raw = nullptr;
+    if (const auto s = rocksdb::Checkpoint::Create(db_.get(), &raw); !s.ok())
+      return store_error("checkpoint", s);
+    const std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+    // 0: the memtables are flushed first, so the copy holds every fact written (the index writes
+    // no write-ahead log that could carry them instead).
+    const auto s = checkpoint->CreateCheckpoint(dir.string(), /*log_size_for_flush=*/0);
+    return s.ok() ? Status() : store_error("checkpoint into " + dir.string(), s);
   }
 
  private:
@@ -517,6 +534,11 @@ Status History::reopen() {
 Status History::sync() {
   std::lock_guard lock(store_mu_);
   return store_->sync();
+}
+
+Status History::checkpoint(const std::filesystem::path& dir) {
+  std::lock_guard lock(store_mu_);
+  return store_->checkpoint(dir);
 }
 
 void History::publish_position() {

@@ -119,6 +119,10 @@ class History {
   // Makes what was written to the index durable: flushes its memtables (a snapshot is written
   // only after it).
   [[nodiscard]] Status sync();
+  // A copy of the index as written so far, in `dir` (which must not exist): a RocksDB checkpoint,
+  // its memtables flushed first and its files linked where the disk allows. For a peer that
+  // joins the cluster (docs/architecture.md, "A new node"). An index kept in memory has none.
+  [[nodiscard]] Status checkpoint(const std::filesystem::path& dir);
 
  private:
   History(std::unique_ptr<Store> store, std::uint32_t partitions);
@@ -126,7 +130,7 @@ class History {
   [[nodiscard]] Result<std::optional<CollectionOwner>> owner(const std::string& key) const;
   void publish_position();
 
-  std::mutex store_mu_;  // guards store_ against sync() while reopen() replaces it
+  std::mutex store_mu_;  // guards store_ against sync() and checkpoint() while reopen() replaces it
   std::unique_ptr<Store> store_;
   void set(std::string key, std::string value);  // into the tail, journalled during a trial
 

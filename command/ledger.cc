@@ -284,6 +284,15 @@ Status Ledger::replay_after(Snapshot from) {
     for (std::uint32_t p = 0; p < n; ++p) states_[p].partition = Partition(p);
   }
   KOBO_ASSERT(states_.size() == n, "a snapshot of another partition count");
+  // The index's head is checked against the log as the replay passes it (below), but a head at
+  // the snapshot's own seq is not passed: it must be the snapshot's head, which load_snapshot()
+  // checked against the log (an index copied from a peer may be of another log).
+  for (std::uint32_t p = 0; p < n && !whole_log; ++p) {
+    const IndexPosition& indexed = history_->position()[p];
+    if (indexed.seq == states_[p].chain.last_seq() && indexed.seq.value > 0 &&
+        indexed.hash != states_[p].chain.last_hash())
+      return index_of_another_log();
+  }
   // The same loop and acceptance rule as the projectors and `kobo audit` (events/log_follower.h).
   // An event the state reflects already (the snapshot's) is not applied again, and one whose facts
   // the index holds is not noted again: the index's position is checked against the log instead.
@@ -594,6 +603,18 @@ Status Ledger::start() {
     }
   }
   return {};
+}
+
+Status Ledger::checkpoint(const std::filesystem::path& dir) {
+  {
+    std::lock_guard lock(mu_);  // started_ under mu_: history_ was made before it was set
+    if (!started_) return Status::error("the writer has not started");
+  }
+  KOBO_ASSERT(history_ != nullptr, "a started writer has its history index");
+  if (options_.history_dir.empty()) return Status::error("the writer keeps its history index in memory");
+  if (!options_.snapshot_dir.empty())
+    if (auto s = copy_newest_snapshot(options_.snapshot_dir, dir / "snapshots"); !s) return s;
+  return history_->checkpoint(dir / "history");
 }
 
 void Ledger::stop() {

@@ -186,6 +186,13 @@ class Ledger {
     return Offset(followed_offset_[p.value].load(std::memory_order_acquire));
   }
 
+  // Thread-safe, once start() succeeded. What a new node's writer starts from, copied into
+  // `dir` for a peer that joins the cluster (docs/architecture.md, "A new node"): the newest
+  // snapshot into dir/snapshots (when there is one) and then a checkpoint of the history index
+  // into dir/history, in that order, so that the index covers the snapshot (the Snapshotter
+  // writes one only once the index has reached it).
+  [[nodiscard]] Status checkpoint(const std::filesystem::path& dir);
+
  private:
   struct Pending {
     Command command;

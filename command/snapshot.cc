@@ -552,38 +552,11 @@ Status write_snapshot(const std::filesystem::path& dir, const Snapshot& s) {
 
 namespace {
 
-// Whether `log` holds what the snapshot says it reflects: every partition reaches its position,
-// and the record before it is its head event, or (on Kafka, where offsets also count markers)
-// the first record from there is the head or extends it.
+// Whether `log` holds what the snapshot says it reflects: the head of every partition where its
+// cursor says (events/log_follower.h, check_positions).
 Status check_position(EventLog& log, const Snapshot& s) {
   KOBO_ASSERT(s.cursors.size() == log.partitions(), "a decoded snapshot has the log's partitions");
-  auto ends = log.end_offsets();
-  if (!ends) return ends.status();
-  KOBO_ASSERT(ends.value().size() == s.cursors.size(), "the log has an end offset per partition");
-  for (std::uint32_t p = 0; p < s.cursors.size(); ++p) {
-    const FollowCursor& c = s.cursors[p];
-    if (ends.value()[p] < c.next_offset)
-      return Status::error("partition " + std::to_string(p) +
-                           " of the log ends before the snapshot's position");
-    if (c.chain.last_seq().value == 0 || c.next_offset.value == 0) continue;
-    std::vector<Offset> start = ends.value();
-    start[p] = Offset(c.next_offset.value - 1);
-    auto reader = log.open_reader(std::move(start));
-    if (!reader) return reader.status();
-    std::vector<LogRecord> records;
-    if (auto st = reader.value()->poll(1, std::chrono::milliseconds(2'000), records); !st) return st;
-    if (records.empty()) continue;  // a Kafka marker and no tail: the end offset was checked
-    auto e = decode_event(records.front().bytes);
-    if (!e) return Status::error("partition " + std::to_string(p) + ": " + e.status().message());
-    const bool head = e.value().seq == c.chain.last_seq() && e.value().hash == c.chain.last_hash();
-    const bool next =
-        e.value().seq.value == c.chain.last_seq().value + 1 && e.value().prev_hash == c.chain.last_hash();
-    if (!head && !next)
-      return Status::error("partition " + std::to_string(p) +
-                           " of the log does not hold the snapshot's seq " +
-                           std::to_string(c.chain.last_seq().value));
-  }
-  return {};
+  return check_positions(log, s.cursors);
 }
 
 }  // namespace
@@ -602,6 +575,22 @@ std::optional<Snapshot> load_snapshot(const std::filesystem::path& dir, EventLog
               {{"snapshot", path.string()}, {"why", why.message()}});
   }
   return std::nullopt;
+}
+
+Status copy_newest_snapshot(const std::filesystem::path& dir, const std::filesystem::path& into) {
+  std::error_code ec;
+  std::filesystem::create_directories(into, ec);
+  if (ec) return Status::error("create " + into.string() + ": " + ec.message());
+  const auto all = snapshots_in(dir);
+  if (all.empty()) return {};
+  const std::filesystem::path to = into / all.front().filename();
+  std::filesystem::create_hard_link(all.front(), to, ec);
+  if (ec) {
+    ec.clear();
+    std::filesystem::copy_file(all.front(), to, ec);
+  }
+  if (ec) return Status::error("copy " + all.front().string() + " to " + to.string() + ": " + ec.message());
+  return {};
 }
 
 // ---- Snapshotter ---------------------------------------------------------------------------

@@ -59,6 +59,12 @@ struct Snapshot {
 // its head event where the snapshot says, or the event after it extends it); nullopt when there
 // is none. Each one refused is logged as a warning, naming why.
 [[nodiscard]] std::optional<Snapshot> load_snapshot(const std::filesystem::path& dir, EventLog& log);
+// Links (or, across disks, copies) the newest snapshot in `dir` into the directory `into`
+// (created), for a peer that joins the cluster (docs/architecture.md, "A new node"); nothing when
+// `dir` has none. Safe beside the Snapshotter: a snapshot file never changes once written, and
+// the two newest are never removed.
+[[nodiscard]] Status copy_newest_snapshot(const std::filesystem::path& dir,
+                                          const std::filesystem::path& into);
 
 struct SnapshotterOptions {
   std::filesystem::path dir;

@@ -9,6 +9,7 @@
 #include <openssl/rand.h>
 
 #include "common/assert.h"
+#include "common/sha256_stream.h"
 
 namespace kobo {
 
@@ -54,6 +55,30 @@ Sha256 sha256(std::initializer_list<std::string_view> parts) {
 }
 
 std::string sha256_hex(std::string_view data) { return to_hex(sha256(data)); }
+
+Sha256Stream::Sha256Stream() : ctx_(EVP_MD_CTX_new()) {
+  KOBO_ASSERT(ctx_ != nullptr, "EVP_MD_CTX_new");
+  const bool ok = EVP_DigestInit_ex2(static_cast<EVP_MD_CTX*>(ctx_), sha256_md(), nullptr) == 1;
+  KOBO_ASSERT(ok, "SHA-256 init");
+}
+
+Sha256Stream::~Sha256Stream() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+
+void Sha256Stream::update(std::string_view piece) {
+  KOBO_ASSERT(!finished_, "a finished digest takes no more bytes");
+  const bool ok = EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), piece.data(), piece.size()) == 1;
+  KOBO_ASSERT(ok, "SHA-256 update");
+}
+
+Sha256 Sha256Stream::finish() {
+  KOBO_ASSERT(!finished_, "a digest is finished once");
+  finished_ = true;
+  Sha256 out{};
+  unsigned int len = 0;
+  const bool ok = EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), out.data(), &len) == 1;
+  KOBO_ASSERT(ok && len == out.size(), "SHA-256 final");
+  return out;
+}
 
 std::string hmac_sha512_hex(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];

@@ -226,4 +226,127 @@ Status LogFollower::follow_to_end(LogVisitor& v, const std::function<void()>& af
   return follow_to(v, ends.value(), after_step);
 }
 
+// ---- check_positions ----------------------------------------------------------------------------
+
+namespace {
+
+// How far back from a position its head is looked for: 16 records, then 16 times more each round
+// up to 65,536 (Kafka's transaction markers, duplicates and a fenced writer's events may lie
+// between the head and the position).
+constexpr std::uint64_t kHeadWindowMin = 16;
+constexpr std::uint64_t kHeadWindowMax = 65'536;
+constexpr std::size_t kHeadPollRecords = 1'024;
+
+// What one window of a partition showed before the cursor's next_offset.
+struct HeadSearch {
+  std::optional<Offset> head;       // the first event with the head's seq, hash and epoch
+  std::optional<Offset> extension;  // the first event after `head` that extends it
+  std::string mismatch;             // the first event with the head's seq and another hash or epoch
+};
+
+std::string short_hash(const std::string& hex) { return hex.substr(0, 16) + (hex.size() > 16 ? "…" : ""); }
+
+void look_at(HeadSearch& h, const FollowCursor& c, const LogRecord& r) {
+  KOBO_ASSERT(r.offset < c.next_offset, "only records before the position are looked at");
+  auto decoded = decode_event(r.bytes);
+  if (!decoded) return;  // not an event of the chain: a reader would not have applied it either
+  const Event& e = decoded.value();
+  if (e.partition != r.partition) return;
+  const ChainFollower& head = c.chain;
+  if (e.seq == head.last_seq()) {
+    if (e.hash == head.last_hash() && e.epoch == head.epoch()) {
+      if (!h.head) h.head = r.offset;  // a later copy is a duplicate of a retried append
+    } else if (h.mismatch.empty()) {
+      h.mismatch = "partition " + std::to_string(r.partition.value) + " seq " + std::to_string(e.seq.value) +
+                   ": the log's event (offset " + std::to_string(r.offset.value) + ") has hash " +
+                   short_hash(e.hash) + " and epoch " + std::to_string(e.epoch.value) +
+                   ", the position says " + short_hash(head.last_hash()) + " and epoch " +
+                   std::to_string(head.epoch().value);
+    }
+    return;
+  }
+  if (h.head && !h.extension && e.seq.value == head.last_seq().value + 1 && e.prev_hash == head.last_hash() &&
+      e.epoch >= head.epoch())
+    h.extension = r.offset;
+}
+
+}  // namespace
+
+Status check_positions(EventLog& log, const std::vector<FollowCursor>& cursors,
+                       std::chrono::milliseconds timeout) {
+  const std::uint32_t n = log.partitions();
+  if (cursors.size() != n)
+    return Status::error("positions of " + std::to_string(cursors.size()) + " partitions, for a log of " +
+                         std::to_string(n));
+  auto ends = log.end_offsets();
+  if (!ends) return ends.status();
+  KOBO_ASSERT(ends.value().size() == n, "the log has an end offset per partition");
+  std::vector<std::uint32_t> pending;
+  for (std::uint32_t p = 0; p < n; ++p) {
+    const FollowCursor& c = cursors[p];
+    const std::string where = "partition " + std::to_string(p);
+    if (ends.value()[p] < c.next_offset)
+      return Status::error(where + ": the log ends at offset " + std::to_string(ends.value()[p].value) +
+                           ", before the position's offset " + std::to_string(c.next_offset.value));
+    if (c.chain.last_seq().value == 0) continue;  // no event yet: nothing to hold
+    if (c.next_offset.value == 0)
+      return Status::error(where + ": seq " + std::to_string(c.chain.last_seq().value) + " at offset 0");
+    pending.push_back(p);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (std::uint64_t window = kHeadWindowMin; !pending.empty(); window *= 16) {
+    KOBO_ASSERT(window <= kHeadWindowMax, "a head is looked for within a bounded window");
+    std::vector<Offset> start = ends.value();  // the partitions not looked at are read from their end
+    for (const std::uint32_t p : pending) {
+      const std::uint64_t next = cursors[p].next_offset.value;
+      start[p] = Offset(next > window ? next - window : 0);
+    }
+    auto reader = log.open_reader(start);
+    if (!reader) return reader.status();
+    std::vector<HeadSearch> seen(n);
+    std::vector<bool> read(n, true);
+    for (const std::uint32_t p : pending) read[p] = false;
+    std::vector<LogRecord> records;
+    while (!std::all_of(read.begin(), read.end(), [](bool b) { return b; })) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return Status::error(
+            "the log was not read back to the positions within " + std::to_string(timeout.count()) + " ms",
+            ErrorKind::unavailable);
+      records.clear();
+      if (auto s = reader.value()->poll(kHeadPollRecords, std::chrono::milliseconds(100), records); !s)
+        return s;
+      for (const LogRecord& r : records) {
+        const std::uint32_t p = r.partition.value;
+        if (p >= n || read[p]) continue;
+        if (r.offset >= cursors[p].next_offset) {
+          read[p] = true;
+          continue;
+        }
+        look_at(seen[p], cursors[p], r);
+      }
+      for (const std::uint32_t p : pending)
+        if (reader.value()->position(Partition(p)) >= cursors[p].next_offset) read[p] = true;
+    }
+    std::vector<std::uint32_t> wider;
+    for (const std::uint32_t p : pending) {
+      const HeadSearch& h = seen[p];
+      const FollowCursor& c = cursors[p];
+      const std::string where = "partition " + std::to_string(p);
+      if (h.head && h.extension)
+        return Status::error(where + ": the position (offset " + std::to_string(c.next_offset.value) +
+                             ") is past seq " + std::to_string(c.chain.last_seq().value + 1) + " (offset " +
+                             std::to_string(h.extension->value) + "), which extends its head");
+      if (h.head) continue;
+      if (!h.mismatch.empty()) return Status::error(h.mismatch);
+      if (start[p].value == 0 || window >= kHeadWindowMax)
+        return Status::error(where + ": the log holds no seq " + std::to_string(c.chain.last_seq().value) +
+                             " with hash " + short_hash(c.chain.last_hash()) + " before offset " +
+                             std::to_string(c.next_offset.value));
+      wider.push_back(p);
+    }
+    pending = std::move(wider);
+  }
+  return {};
+}
+
 }  // namespace kobo

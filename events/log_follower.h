@@ -75,6 +75,17 @@ struct LogFollowerOptions {
   bool require_canonical_form = false;
 };
 
+// Whether `log` holds the heads `cursors` name (one per partition, as a reader stored them: a
+// snapshot's, or the views' positions of a peer's checkpoint), before they are trusted. For
+// each partition whose head is an event: the log reaches its next_offset, an event before that
+// offset has the head's seq, hash and epoch, and no event between it and next_offset extends
+// it (a position past an event it never applied). A partition is read backwards from its
+// next_offset in growing windows, so Kafka's transaction markers, duplicates and a fenced
+// writer's events there are passed over. An error names the partition and what disagrees
+// (ErrorKind::unavailable when the log could not be read in `timeout`).
+[[nodiscard]] Status check_positions(EventLog& log, const std::vector<FollowCursor>& cursors,
+                                     std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000));
+
 class LogFollower {
  public:
   explicit LogFollower(EventLog& log, LogFollowerOptions options = {});

@@ -8,7 +8,7 @@ set -uo pipefail
 build=${1:?usage: fuzz/run.sh BUILD_DIR}
 seconds=${FUZZ_SECONDS:-60}
 seeds="$(cd "$(dirname "$0")" && pwd)/corpus"
-targets=(http_request request_body query_string event_codec)
+targets=(http_request request_body query_string event_codec checkpoint_stream)
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

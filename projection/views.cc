@@ -5,6 +5,7 @@
 #include <rocksdb/slice_transform.h>
 #include <rocksdb/sst_file_writer.h>
 #include <rocksdb/table.h>
+#include <rocksdb/utilities/checkpoint.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -194,6 +195,17 @@ Status Views::flush() {
   KOBO_ASSERT(db_ != nullptr, "views without a database");
   const auto s = db_->Flush(rocksdb::FlushOptions());  // waits
   if (!s.ok()) return write_error(s, "views flush");
+  return {};
+}
+
+Status Views::checkpoint(const std::string& dir) const {
+  std::shared_lock lock(db_lock_);
+  rocksdb::Checkpoint* raw = nullptr;
+  if (const auto s = rocksdb::Checkpoint::Create(db_.get(), &raw); !s.ok())
+    return Status::error("views checkpoint: " + s.ToString());
+  const std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  const auto s = checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0);
+  if (!s.ok()) return write_error(s, "views checkpoint");
   return {};
 }
 

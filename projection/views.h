@@ -232,6 +232,11 @@ class Views {
   // which clears RocksDB's background error (its Resume() stays "busy" after a failed WAL
   // write). Reads in flight finish first; reads that come meanwhile wait for the new one.
   [[nodiscard]] Status reopen();
+  // A copy of the views as written so far, in `dir` (which must not exist): a RocksDB
+  // checkpoint, its memtables flushed first and its files linked where the disk allows. Each
+  // partition's position is in it with the rows it reflects (one WriteBatch), so the copy is of
+  // whole commands. For a peer that joins the cluster (docs/architecture.md, "A new node").
+  [[nodiscard]] Status checkpoint(const std::string& dir) const;
   // For offline tools only (rebuild and compare): no reopen may run meanwhile.
   rocksdb::DB& db() const {
     KOBO_ASSERT(db_ != nullptr, "the views always have a database (reopen() never leaves none)");

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/support/sample_events.h"
@@ -244,6 +246,77 @@ TEST(LogFollower, ResumesFromCursorsAndKnowsCommandBoundaries) {
   ASSERT_TRUE(g.follow_to_end(rest).ok());
   EXPECT_EQ(rest.seen, (std::vector<std::pair<std::uint32_t, std::uint64_t>>{{0, 3}, {0, 4}}));
   EXPECT_FALSE(g.mid_command());
+}
+
+// check_positions: a stored position is trusted only where the log holds its head (a peer's
+// checkpoint, a snapshot). One row per way a position can disagree with the log, and the ways a
+// good one is still found (records past its head: duplicates, a zombie's).
+TEST(CheckPositions, HoldsWhereTheLogHasTheHeadAndNamesWhatDisagrees) {
+  MemoryLog log(2);
+  Writer a{log, Partition(0)}, b{log, Partition(1)};
+  a.start();
+  b.start();
+  a.command(2);
+  const auto last = a.command(1);
+  b.command(1);
+  LogFollower f(log);
+  ASSERT_TRUE(f.open().ok());
+  Recorder r;
+  ASSERT_TRUE(f.follow_to_end(r).ok());
+  const std::vector<FollowCursor> good = f.cursors();
+  EXPECT_TRUE(check_positions(log, good).ok());
+  EXPECT_TRUE(check_positions(log, std::vector<FollowCursor>(2)).ok()) << "no event yet holds anywhere";
+
+  struct Row {
+    std::string what;
+    std::function<void(FollowCursor&)> edit;
+    std::string error;
+  };
+  const std::vector<Row> rows{
+      {"a hash the log does not have",
+       [](FollowCursor& c) {
+         c.chain = ChainFollower(c.chain.last_seq(), std::string(64, 'a'), c.chain.epoch());
+       },
+       "partition 0 seq 4: the log's event (offset 3) has hash "},
+      {"another epoch",
+       [](FollowCursor& c) { c.chain = ChainFollower(c.chain.last_seq(), c.chain.last_hash(), Epoch(7)); },
+       "partition 0 seq 4: the log's event (offset 3) has hash "},
+      {"a position past the log's end", [](FollowCursor& c) { c.next_offset = Offset(9); },
+       "partition 0: the log ends at offset 4, before the position's offset 9"},
+      {"a seq the log does not have before the position",
+       [](FollowCursor& c) { c.chain = ChainFollower(Seq(9), c.chain.last_hash(), c.chain.epoch()); },
+       "partition 0: the log holds no seq 9 with hash "},
+      {"a position past an event that extends its head",
+       [&](FollowCursor& c) {
+         const Event& third = last.front();
+         c.chain = ChainFollower(Seq(third.seq.value - 1), third.prev_hash, third.epoch);
+       },
+       "partition 0: the position (offset 4) is past seq 4 (offset 3), which extends its head"},
+  };
+  for (const Row& row : rows) {
+    std::vector<FollowCursor> cursors = good;
+    row.edit(cursors[0]);
+    const Status s = check_positions(log, cursors);
+    ASSERT_FALSE(s.ok()) << row.what;
+    EXPECT_EQ(s.message().substr(0, row.error.size()), row.error) << row.what << ": " << s.message();
+  }
+  EXPECT_FALSE(check_positions(log, std::vector<FollowCursor>(1)).ok()) << "a cursor per partition";
+
+  // A duplicate and a fenced writer's event after the head: the head is still found.
+  const auto second = a.command(1);
+  a.append(second);
+  Writer zombie = a;
+  a.start();
+  zombie.command(1);
+  LogFollower g(log);
+  ASSERT_TRUE(g.open().ok());
+  Recorder all;
+  ASSERT_TRUE(g.follow_to_end(all).ok());
+  std::vector<FollowCursor> past = g.cursors();
+  EXPECT_TRUE(check_positions(log, past).ok());
+  past[0] = FollowCursor{ChainFollower(second.front().seq, second.front().hash, second.front().epoch),
+                         g.cursor(Partition(0)).next_offset, false};
+  EXPECT_FALSE(check_positions(log, past).ok()) << "WriterStarted after it extends it";
 }
 
 }  // namespace

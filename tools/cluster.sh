@@ -14,6 +14,10 @@
 #   tools/cluster.sh stop DIR         stops the nodes (SIGTERM: each hands its partitions over), then the broker
 #   tools/cluster.sh kill DIR [NODE]  kill -9: node NODE (n1, n2 or n3) alone, or every node and the broker
 #   tools/cluster.sh restart DIR NODE starts node NODE again on its port and data dir
+#   tools/cluster.sh add DIR NODE     starts a new node NODE (n4, …) with an empty data dir on a free
+#                                     port: it joins through a checkpoint of a peer's views and
+#                                     writer state (docs/architecture.md, "A new node"), and is
+#                                     listed in DIR/nodes once ready
 #
 # KOBO (default build/kobo) is the binary; KOBO_CLUSTER_NODES (default 3) how many nodes;
 # KOBO_CLUSTER_ARGS more `kobo serve` flags for every node. Each node runs with
@@ -23,13 +27,16 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 cmd="${1:-}"; dir="${2:-}"; node="${3:-}"
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop|kill|restart DIR [NODE]" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop|kill|restart|add DIR [NODE]" >&2; exit 2; }
 kobo="${KOBO:-$root/build/kobo}"
 nodes="${KOBO_CLUSTER_NODES:-3}"
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
+
+# Every node started in DIR (n1, n2, … and those added), by name.
+node_names() { awk '{print $1}' "$dir/nodes" 2>/dev/null; }
 
 start_node() {  # start_node NAME: its port is in DIR/NAME/port
   local name="$1" d="$dir/$1" port
@@ -109,14 +116,14 @@ case "$cmd" in
     echo "admin key in $dir/admin-key"
     ;;
   stop)
-    for n in $(seq 1 "$nodes"); do stop_pid "$dir/n$n/pid" TERM; done
+    for n in $(node_names); do stop_pid "$dir/$n/pid" TERM; done
     "$here/kafka/broker.sh" stop "$dir/kafka" >/dev/null || true
     ;;
   kill)
     if [ -n "$node" ]; then
       stop_pid "$dir/$node/pid" KILL
     else
-      for n in $(seq 1 "$nodes"); do stop_pid "$dir/n$n/pid" KILL; done
+      for n in $(node_names); do stop_pid "$dir/$n/pid" KILL; done
       "$here/kafka/broker.sh" kill "$dir/kafka" >/dev/null || true
     fi
     ;;
@@ -125,6 +132,15 @@ case "$cmd" in
     start_node "$node"
     wait_ready "$node"
     ;;
+  add)
+    [ -n "$node" ] || { echo "usage: $0 add DIR NODE" >&2; exit 2; }
+    [ ! -e "$dir/$node" ] || { echo "cluster.sh: $dir/$node exists; add a node of a new name" >&2; exit 1; }
+    mkdir -p "$dir/$node"
+    free_port >"$dir/$node/port"
+    start_node "$node"
+    wait_ready "$node"
+    echo "$node http://127.0.0.1:$(cat "$dir/$node/port")" | tee -a "$dir/nodes"
+    ;;
   *)
-    echo "usage: $0 start|stop|kill|restart DIR [NODE]" >&2; exit 2 ;;
+    echo "usage: $0 start|stop|kill|restart|add DIR [NODE]" >&2; exit 2 ;;
 esac

@@ -407,6 +407,18 @@ Status Webhooks::Impl::open_follower() {
     cursors[p].next_offset = Offset(j.at("offset").get<std::uint64_t>());
     stored = true;
   }
+  if (!stored) {
+    // A new database starts at the log's end: it skips from where the views are (all that is
+    // before them is before the end too), not from the log's start, so that a new cluster node
+    // that started from a peer's checkpoint reads only the log's tail here too
+    // (docs/architecture.md, "A new node").
+    auto positions = views_.positions();
+    if (!positions) return positions.status();
+    for (std::uint32_t p = 0; p < cursors.size(); ++p) {
+      const ViewPosition& v = positions.value().at(p);
+      cursors[p] = FollowCursor{ChainFollower(v.last_seq, v.last_hash, v.epoch), v.next_offset, false};
+    }
+  }
   follower_ = std::make_unique<LogFollower>(log_, LogFollowerOptions{options_.poll_records_max});
   if (auto s = follower_->open(std::move(cursors)); !s) return s;
   skip_to_end_ = !stored;  // by start(): it needs the log's end, which open() must not ask for

@@ -14,7 +14,11 @@
 //  - a webhook delivery in flight on a killed owner is delivered by the next owner with the same
 //    webhook-id, and one the old owner delivered is not sent again;
 //  - a zombie (an owner paused with SIGSTOP past its session, then resumed) cannot append and
-//    acknowledges nothing.
+//    acknowledges nothing;
+//  - a new node (an empty data dir) starts from a peer's checkpoint, under load, and its views
+//    equal the peer's and a rebuild's; a checkpoint that does not match the topic (a tampered
+//    position, a changed file), a cut stream or a wrong secret is refused and the node replays;
+//    the checkpoint route answers only with the cluster's secret.
 // Each test makes a topic and a cluster of its own. Figures (the failover times) are printed.
 // Random choices come from a seed printed at the start (KOBO_TEST_SEED).
 
@@ -35,6 +39,11 @@
 #include <utility>
 
 #include "events/partitioner.h"
+#include "projection/rows.h"
+#include "projection/view_keys.h"
+#include "projection/views.h"
+#include "query-api/checkpoint_stream.h"
+#include "query-api/http_server.h"
 #include "tests/audit/run_kobo.h"
 #include "tests/integration/harness.h"
 #include "tests/support/scratch_dir.h"
@@ -84,7 +93,9 @@ class ClusterSuite : public ::testing::Test {
     fs::permissions(master_key_file_, fs::perms::owner_read | fs::perms::owner_write);
     for (int i = 0; i < kNodes; ++i) {
       start_node(i);
-      if (i == 0) continue;  // the first made the topic; the others join it
+      // The first makes the topic; the others join it with empty data dirs, each through a
+      // checkpoint of a running node's views and writer state (docs/architecture.md, "A new node").
+      if (i == 0) continue;
     }
     ASSERT_TRUE(wait_until([&] { return stable(); }, milliseconds(30'000))) << describe_owners();
   }
@@ -96,7 +107,9 @@ class ClusterSuite : public ::testing::Test {
     fs::remove(master_key_file_, ec);
   }
 
-  void start_node(int i) {
+  // Node i (n<i+1>), started or started again; `more`: flags of its own after every node's;
+  // `secret_file`: the cluster's secret it is given (empty: the cluster's own).
+  void start_node(int i, const std::vector<std::string>& more = {}, const fs::path& secret_file = {}) {
     std::vector<std::string> args{"--partitions",
                                   std::to_string(kPartitions),
                                   "--cluster",
@@ -110,10 +123,11 @@ class ClusterSuite : public ::testing::Test {
                                   "--rail-delay-ms",
                                   "50",
                                   "--cluster-secret-file",
-                                  secret_file_.string(),
+                                  (secret_file.empty() ? secret_file_ : secret_file).string(),
                                   "--master-key-file",
                                   master_key_file_.string()};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+    args.insert(args.end(), more.begin(), more.end());
     KoboOptions o = kobo_options(args);
     o.kafka_topic = topic_;
     o.bootstrap = false;
@@ -941,6 +955,308 @@ TEST_F(ClusterSuite, TheClusterRouteListsTheGroupAndEveryNodesPositionsWithTheSe
        "--cluster-secret-file", loose.string(), "--data-dir", (secret_dir_ / "n9").string()});
   EXPECT_EQ(refused.exit_code, 1) << refused.output.substr(0, 2000);
   EXPECT_NE(refused.output.find("chmod 600"), std::string::npos) << refused.output.substr(0, 2000);
+}
+
+// ---- a new node through a peer's checkpoint (docs/architecture.md, "A new node") ----------------
+
+// The first line of `node`'s log whose message starts with `msg`, as JSON.
+std::optional<json> log_line(const KoboProcess& node, std::string_view msg) {
+  std::ifstream in(node.log_path());
+  std::string line;
+  while (std::getline(in, line)) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("msg", "").starts_with(msg)) return j;
+  }
+  return std::nullopt;
+}
+
+// A counter of `node`'s /metrics (0 when absent).
+double metric(KoboProcess& node, std::string_view name) {
+  const HttpResult res = node.client().get("/metrics");
+  std::istringstream lines(res.body);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.starts_with(std::string(name) + " ")) return std::stod(line.substr(name.size() + 1));
+  return 0;
+}
+
+// What a client reads of every business on `node`: its wallets and its transactions, in order.
+std::string reads(KoboProcess& node, const std::vector<Business>& businesses) {
+  std::string out;
+  for (const Business& b : businesses)
+    for (const char* path : {"/v1/virtual-accounts", "/v1/transactions"})
+      for (const json& record : list_all(node.client(), b.key, path)) out += record.dump() + "\n";
+  return out;
+}
+
+// `kobo audit` of a stopped node's data dir: the log is clean and its views equal a rebuild of
+// the log up to their positions, key by key.
+void expect_views_equal_a_rebuild(const KoboProcess& node, const std::string& brokers,
+                                  const std::string& topic) {
+  const fs::path report = node.data_dir() / "audit.json";
+  const auto r = kobo::testing::run_kobo(
+      kobo_options().binary, {"audit", "--data-dir", node.data_dir().string(), "--kafka-brokers", brokers,
+                              "--kafka-topic", topic, "--json", report.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.output.substr(0, 4000);
+  std::ifstream in(report);
+  const json j = json::parse(in, nullptr, false);
+  EXPECT_EQ(j.value("violationCount", -1), 0) << r.output.substr(0, 4000);
+  EXPECT_TRUE(j.contains("views") && j["views"].value("checked", false)) << j.dump().substr(0, 2000);
+}
+
+// Nodes that write a snapshot every 50 events, so that a joining node's writer starts from one.
+class ClusterJoin : public ClusterSuite {
+ protected:
+  void SetUp() override {
+    extra_args_ = {"--snapshot-every-events", "50"};
+    ClusterSuite::SetUp();
+  }
+};
+
+TEST_F(ClusterJoin, ANewNodeStartsFromAPeersCheckpointAndItsViewsEqualThePeersAndARebuild) {
+  std::vector<Business> businesses = businesses_everywhere(3, 100'000'000);
+  std::vector<std::uint16_t> ports;
+  for (int i = 0; i < kNodes; ++i) ports.push_back(node(i).port());
+  auto load = std::make_unique<Load>(ports, businesses, seed_);
+  ASSERT_TRUE(wait_until([&] { return load->acknowledged() > 100; }, milliseconds(30'000)));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (int i = 0; i < kNodes; ++i)
+          if (metric(node(i), "kobo_snapshots_written_total") < 1) return false;
+        return true;
+      },
+      milliseconds(20'000)))
+      << "every node wrote a snapshot";
+
+  // A fourth node with an empty data dir, while transfers go on: it finds a peer in the group.
+  const auto started = Clock::now();
+  start_node(kNodes);
+  KoboProcess& fresh = node(kNodes);
+  std::cout << "[cluster] a new node ready through a peer's checkpoint in "
+            << seconds_between(started, Clock::now()) << " s" << std::endl;
+  const auto joined = log_line(fresh, "cluster: joined through a peer's checkpoint");
+  ASSERT_TRUE(joined) << fresh.log_tail();
+  EXPECT_FALSE(log_line(fresh, "cluster: a peer's checkpoint is refused")) << fresh.log_tail();
+  EXPECT_GT(joined->value("events", 0), 0) << joined->dump();
+  EXPECT_TRUE(log_line(fresh, "writer state rebuilt from a snapshot and the log after it"))
+      << "the writer starts from the peer's snapshot and history index, not from the log's start\n"
+      << fresh.log_tail();
+  const std::string peer_id = joined->value("peerNode", "");
+  ASSERT_TRUE(peer_id.size() == 2 && peer_id[0] == 'n') << joined->dump();
+  KoboProcess& peer = node(peer_id[1] - '1');
+  std::this_thread::sleep_for(milliseconds(1'000));  // transfers the new node reads from the log
+  load->stop();
+  const auto attempts = load->attempts();
+  load.reset();
+
+  // It reads what its peer reads, once both have applied the same log.
+  std::string at_peer, at_fresh;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        at_peer = reads(peer, businesses);
+        at_fresh = reads(fresh, businesses);
+        return at_peer == at_fresh;
+      },
+      milliseconds(15'000)));
+  EXPECT_EQ(at_fresh, at_peer);
+  expect_bank_invariants(fresh, businesses, attempts);
+  // ... and its views equal a rebuild of the log, key by key.
+  ASSERT_EQ(fresh.terminate(), 0) << fresh.log_tail();
+  expect_views_equal_a_rebuild(fresh, brokers(), topic_);
+}
+
+// A checkpoint served by a peer without the cluster's secret: 401, and no copy is made.
+TEST_F(ClusterSuite, TheCheckpointRouteAnswersOnlyWithTheClusterSecret) {
+  create_business("checkpoint-secret");
+  HttpClient& http = node(0).client();
+  using boost::beast::http::verb;
+  for (const std::optional<std::string>& secret :
+       {std::optional<std::string>(), std::optional<std::string>("wrong")}) {
+    std::vector<std::pair<std::string, std::string>> headers;
+    if (secret) headers.emplace_back("x-cluster-secret", *secret);
+    const HttpResult r = http.request(verb::get, "/v1/cluster/checkpoint", std::nullopt, headers);
+    EXPECT_EQ(r.status, 401u) << r.body.substr(0, 200);
+    EXPECT_EQ(r.json["meta"]["error"]["message"], "Unauthorized") << r.body.substr(0, 200);
+    EXPECT_FALSE(r.body.starts_with("KOBOCKP1"));
+  }
+  for (const auto& entry : fs::directory_iterator(node(0).data_dir()))
+    EXPECT_FALSE(entry.path().filename().string().starts_with("views.checkpoint-")) << entry.path();
+  // (n2 and n3 joined through n1's checkpoints as the suite started them.)
+  const double served = metric(node(0), "kobo_cluster_checkpoints_served_total");
+  const HttpResult good =
+      http.request(verb::get, "/v1/cluster/checkpoint", std::nullopt, {{"x-cluster-secret", kSecret}});
+  EXPECT_EQ(good.status, 200u);
+  EXPECT_TRUE(good.body.starts_with("KOBOCKP1")) << "the route is there, and streams with the secret";
+  EXPECT_EQ(metric(node(0), "kobo_cluster_checkpoints_served_total"), served + 1);
+}
+
+// A peer that serves `bytes` as its checkpoint (the cluster's secret checked), cut short after
+// half of them when `cut`: what a node tampered with, or failing, would send. Its first `busy`
+// answers are 503 (a copy for another node in progress).
+class FakePeer {
+ public:
+  FakePeer(std::string bytes, bool cut, int busy = 0) {
+    http::ServerOptions o;
+    o.threads = 1;
+    auto busy_left = std::make_shared<std::atomic<int>>(busy);
+    server_ = std::make_unique<http::Server>(
+        o, [bytes = std::move(bytes), cut, busy_left, this](http::Request&& req, http::Responder respond) {
+          if (req.header("x-cluster-secret") != kSecret)
+            return respond(http::Response{401, "{}", "application/json", {}});
+          ++asked_;
+          if (busy_left->fetch_sub(1) > 0) return respond(http::Response{503, "{}", "application/json", {}});
+          http::Response r;
+          r.content_type = "application/octet-stream";
+          auto sent = std::make_shared<bool>(false);
+          r.stream = [bytes, cut, sent](std::string& out) -> Result<bool> {
+            if (*sent) return Status::error("the peer went away");
+            *sent = true;
+            out += cut ? bytes.substr(0, bytes.size() / 2) : bytes;
+            return cut;  // a cut stream fails on its next piece: the body never ends
+          };
+          respond(std::move(r));
+        });
+    EXPECT_TRUE(server_->start().ok());
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+
+ private:
+  std::unique_ptr<http::Server> server_;
+};
+
+// A peer's stream received into `root` as a joining node receives it.
+CheckpointManifest receive_checkpoint(const fs::path& root, const std::string& bytes) {
+  CheckpointSink sink(root);
+  EXPECT_TRUE(sink.feed(bytes).ok());
+  auto m = sink.finish();
+  if (!m.ok()) throw std::runtime_error(m.status().message());
+  return m.value();
+}
+
+// The stream of the checkpoint under `root`, as a peer sends it.
+std::string checkpoint_stream(const fs::path& root, const CheckpointManifest& m) {
+  auto listed = list_checkpoint(root, m.topic, m.partitions, m.node_id);
+  if (!listed.ok()) throw std::runtime_error(listed.status().message());
+  CheckpointSource source(root, listed.value());
+  std::string out;
+  for (;;) {
+    auto more = source.next(out);
+    if (!more.ok()) throw std::runtime_error(more.status().message());
+    if (!more.value()) return out;
+  }
+}
+
+TEST_F(ClusterSuite, ACheckpointThatDoesNotMatchTheTopicIsRefusedAndTheNodeReplaysInstead) {
+  std::vector<Business> businesses = businesses_everywhere(2, 100'000'000);
+  for (const Business& b : businesses)
+    data_or_throw(command("/v1/transactions/transfer",
+                          transfer_body(b.wallets[0], b.wallets[1], 10'000, unique_name("t")), b.key,
+                          owners()[b.partition.value]),
+                  200, "transfer");
+  // A genuine checkpoint of n1, as a joining node receives it.
+  const HttpResult genuine = node(0).client().request(boost::beast::http::verb::get, "/v1/cluster/checkpoint",
+                                                      std::nullopt, {{"x-cluster-secret", kSecret}});
+  ASSERT_EQ(genuine.status, 200u) << genuine.body.substr(0, 200);
+  kobo::testing::ScratchDir work("checkpoint-tampered", kobo::testing::ScratchDir::Keep::on_failure);
+  const CheckpointManifest manifest = receive_checkpoint(work.path() / "genuine", genuine.body);
+
+  // 1. The recorded chain hash of a partition's position, changed: views of a chain the topic
+  //    does not have (RocksDB's checksums hold: the row was written through RocksDB).
+  const fs::path hashed = work.path() / "hash";
+  fs::copy(work.path() / "genuine", hashed, fs::copy_options::recursive);
+  {
+    auto views = Views::open((hashed / "views").string(), kPartitions);
+    ASSERT_TRUE(views.ok()) << views.status().message();
+    auto positions = views.value()->positions();
+    ASSERT_TRUE(positions.ok());
+    std::uint32_t p = 0;
+    while (positions.value()[p].last_seq.value == 0) ++p;
+    const ViewPosition& at = positions.value()[p];
+    std::string hash = at.last_hash;
+    hash[10] = hash[10] == '0' ? '1' : '0';
+    const std::string key = view_keys::position(p);
+    const std::string row =
+        rows::encode(rows::PositionRow{at.next_offset.value, at.last_seq.value, hash, at.epoch.value});
+    const ViewChange change{key, row};
+    ASSERT_TRUE(views.value()->write(std::span<const ViewChange>(&change, 1)).ok());
+  }
+  // 2. A byte of a views file changed after the peer wrote it.
+  const fs::path flipped = work.path() / "file";
+  fs::copy(work.path() / "genuine", flipped, fs::copy_options::recursive);
+  {
+    fs::path largest;
+    for (const auto& entry : fs::directory_iterator(flipped / "views"))
+      if (entry.path().extension() == ".sst" &&
+          (largest.empty() || entry.file_size() > fs::file_size(largest)))
+        largest = entry.path();
+    ASSERT_FALSE(largest.empty());
+    std::fstream f(largest, std::ios::in | std::ios::out | std::ios::binary);
+    const auto middle = static_cast<std::streamoff>(fs::file_size(largest) / 2);
+    f.seekg(middle);
+    const char c = static_cast<char>(f.get());
+    f.seekp(middle);
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  FakePeer tampered_hash(checkpoint_stream(hashed, manifest), false);
+  FakePeer tampered_file(checkpoint_stream(flipped, manifest), false);
+  FakePeer short_stream(genuine.body, true);  // 3. cut short halfway
+  // 4. A node given another secret than its peers': the peer answers 401.
+  const fs::path wrong_secret = secret_dir_ / "wrong-secret";
+  std::ofstream(wrong_secret) << "not-the-cluster-secret-0123456789"
+                              << "\n";
+  fs::permissions(wrong_secret, fs::perms::owner_read | fs::perms::owner_write);
+
+  struct Case {
+    std::string what;
+    std::string from;
+    fs::path secret;
+    std::string why;  // in the refusal's log line
+  };
+  const std::vector<Case> cases{
+      {"a recorded chain hash the topic does not have", tampered_hash.url(), {}, "has hash"},
+      {"a views file changed", tampered_file.url(), {}, "the views fail their checksums"},
+      {"a stream cut short", short_stream.url(), {}, "broke off after"},
+      {"a wrong cluster secret", "http://127.0.0.1:" + std::to_string(node(0).port()), wrong_secret,
+       "refused the cluster's secret (401)"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const int n = kNodes + static_cast<int>(i);
+    start_node(n, {"--join-from", c.from}, c.secret);  // waits for /readyz
+    KoboProcess& fresh = node(n);
+    const auto refused = log_line(fresh, "cluster: a peer's checkpoint is refused");
+    ASSERT_TRUE(refused) << c.what << "\n" << fresh.log_tail();
+    EXPECT_NE(refused->value("why", "").find(c.why), std::string::npos) << c.what << ": " << refused->dump();
+    EXPECT_FALSE(log_line(fresh, "cluster: joined through a peer's checkpoint")) << c.what;
+    EXPECT_TRUE(log_line(fresh, "writer state rebuilt from the log"))
+        << c.what << ": the writer replays the log";
+    for (const auto& entry : fs::directory_iterator(fresh.data_dir()))
+      EXPECT_FALSE(entry.path().filename().string().starts_with("views.join-")) << "the copy is removed";
+    // Its views are the log's, whatever it was sent.
+    for (const Business& b : businesses)
+      EXPECT_TRUE(wait_until([&] {
+        return list_all(fresh.client(), b.key, "/v1/virtual-accounts").size() == 2;
+      })) << c.what;
+    ASSERT_EQ(fresh.terminate(), 0) << fresh.log_tail();
+    expect_views_equal_a_rebuild(fresh, brokers(), topic_);
+  }
+}
+
+// Two nodes added at once: the peer streams one copy at a time and answers the other 503. That
+// node asks again a second later and joins, rather than replaying the topic.
+TEST_F(ClusterSuite, ANewNodeAsksABusyPeerAgainAndJoinsOnceItServes) {
+  Business b = create_business("busy-peer");
+  add_wallets(b, 2, 1'000'000);
+  const HttpResult genuine = node(0).client().request(boost::beast::http::verb::get, "/v1/cluster/checkpoint",
+                                                      std::nullopt, {{"x-cluster-secret", kSecret}});
+  ASSERT_EQ(genuine.status, 200u) << genuine.body.substr(0, 200);
+  FakePeer busy_twice(genuine.body, false, 2);
+  start_node(kNodes, {"--join-from", busy_twice.url()});
+  KoboProcess& fresh = node(kNodes);
+  EXPECT_EQ(busy_twice.asked(), 3);
+  ASSERT_TRUE(log_line(fresh, "cluster: joined through a peer's checkpoint")) << fresh.log_tail();
+  EXPECT_TRUE(
+      wait_until([&] { return list_all(fresh.client(), b.key, "/v1/virtual-accounts").size() == 2; }));
 }
 
 }  // namespace
