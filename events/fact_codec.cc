@@ -79,9 +79,13 @@ class Reader : public VarintReader {
   template <typename T>
   void get(T& v) {
     if (!ok()) return;
-    if constexpr (std::is_same_v<T, std::string>)
+    if constexpr (std::is_same_v<T, std::string>) {
+      const std::size_t had = left();
       v.assign(length_prefixed());
-    else if constexpr (std::is_same_v<T, bool>)
+      // A length read is checked against what is left: a string never runs past the fact's end.
+      KOBO_ASSERT(!ok() || had - left() > v.size(),
+                  "a string read is its length and its bytes, inside the fact");
+    } else if constexpr (std::is_same_v<T, bool>)
       v = flag();
     else if constexpr (std::is_same_v<T, std::uint64_t>)
       v = varint();
@@ -91,9 +95,12 @@ class Reader : public VarintReader {
       v.value = varint();
     else if constexpr (std::is_same_v<T, Timestamp>)
       v.ms = signed_varint();
-    else if constexpr (std::is_same_v<T, RawJson>)
+    else if constexpr (std::is_same_v<T, RawJson>) {
+      const std::size_t had = left();
       v.text.assign(length_prefixed());
-    else if constexpr (std::is_enum_v<T>) {
+      KOBO_ASSERT(!ok() || had - left() > v.text.size(),
+                  "raw JSON read is its length and its bytes, inside the fact");
+    } else if constexpr (std::is_enum_v<T>) {
       const unsigned char b = byte();
       if (b > last_enum<T>()) {
         fail();
@@ -103,9 +110,12 @@ class Reader : public VarintReader {
       v = static_cast<T>(b);
     } else if constexpr (IsOptional<T>::value) {
       if (flag()) get(v.emplace());
-    } else if constexpr (IsId<T>::value)
+    } else if constexpr (IsId<T>::value) {
+      const std::size_t had = left();
       v.value.assign(length_prefixed());
-    else if constexpr (Described<T>)
+      KOBO_ASSERT(!ok() || had - left() > v.value.size(),
+                  "an id read is its length and its bytes, inside the fact");
+    } else if constexpr (Described<T>)
       T::fields(v, [&](const char*, auto& member) { get(member); });
     else {
       const std::uint64_t n = varint();
@@ -131,6 +141,9 @@ void append_fact(std::string& out, const Event& e) {
   // fact_time() reads the head alone: the form, the type and live, then the time.
   KOBO_ASSERT(out.size() > head + 4 && static_cast<unsigned char>(out[head + 1]) == e.data.index(),
               "a fact opens with its form, its type and its mode, then its time");
+  // Reading the head back is O(1): a byte each, then one varint.
+  const auto time = fact_time(std::string_view(out).substr(head));
+  KOBO_ASSERT(time.ok() && time.value() == e.time, "fact_time() reads back the time a fact was written with");
 }
 
 std::string encode_fact(const Event& e) {
@@ -150,6 +163,8 @@ Result<Event> decode_fact(std::string_view bytes) {
   e.live = r.flag();
   e.time = r.signed_varint();
   e.business.assign(r.length_prefixed());
+  KOBO_ASSERT(!r.ok() || bytes.size() - r.left() >= 4 + e.business.size(),
+              "a fact's head is read from its bytes: form, type, mode, time, then its business");
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     ((type == I ? r.get(e.data.emplace<I>()) : void()), ...);
   }
@@ -164,6 +179,8 @@ Result<Event> decode_fact(std::string_view bytes) {
     return Status::error("a views row holds a fact that is not valid: " + s.message());
   KOBO_ASSERT(r.done() && is_partition_level(e.type()) == e.business.empty(),
               "a fact read whole is of a business, unless it is the partition's");
+  const auto time = fact_time(bytes);
+  KOBO_ASSERT(time.ok() && time.value() == e.time, "fact_time() reads the time decode_fact() reads");
   return e;
 }
 
@@ -175,6 +192,8 @@ Result<UnixMs> fact_time(std::string_view bytes) {
   const UnixMs time = r.signed_varint();
   if (!r.ok()) return Status::error("a views row holds a malformed fact");
   KOBO_ASSERT(r.ok() && r.left() < bytes.size(), "a fact's time is read from its head");
+  KOBO_ASSERT(bytes.size() - r.left() >= 4,
+              "a fact's head is a byte each of form, type and mode, then the time");
   return time;
 }
 
