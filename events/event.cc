@@ -174,6 +174,7 @@ std::optional<std::string_view> wire_body(std::string_view bytes, const std::str
   if (bytes.size() <= body_at || !bytes.starts_with(kWireHashPrefix) ||
       bytes.substr(kWireHashPrefix.size(), hash.size()) != hash || bytes.substr(body_at - 2, 2) != "\",")
     return std::nullopt;
+  KOBO_ASSERT(body_at == 75 && body_at < bytes.size(), "the body follows the 75 bytes of the hash member");
   return bytes.substr(body_at);
 }
 
@@ -297,7 +298,9 @@ Status read(od::value v, T& out, const char* name) {
     for (auto item : array) {
       od::value element;
       if (item.get(element) != simdjson::SUCCESS) return bad("an array");
+      [[maybe_unused]] const std::size_t had = out.size();
       if (auto s = read(element, out.emplace_back(), name); !s) return s;
+      KOBO_ASSERT(out.size() == had + 1, "an array's item is read into one element");
     }
   }
   return {};
@@ -399,6 +402,7 @@ Result<Event> decode(std::string_view bytes, bool verify) {
     }
     if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return malformed("trailing bytes");
   }
+  KOBO_ASSERT((seen & ~std::uint64_t{16383}) == 0, "only the envelope's 14 members are marked seen");
   KOBO_ASSERT(((seen & kActorBit) != 0) == !e.actor.empty(),
               "an actor is on the wire exactly when there is one (the encoder leaves out an empty one)");
   // The version first: a log of another version is refused for what it is, not for its types.
@@ -415,6 +419,8 @@ Result<Event> decode(std::string_view bytes, bool verify) {
       (seen & 12) == 12 ? e.command_size != 1 : e.command_seq == e.seq && e.command_size == 1,
       "a command's members are read as the encoder writes them: only for a command of several events");
   if (((seen & ~kActorBit) | 12) != 8191) return malformed("the envelope lacks a member");
+  KOBO_ASSERT(data_text.size() >= 2 && data_text.front() == '{',
+              "the data member was read as an object's text");
   const auto type = event_type_from_string(type_name);
   if (!type) return Status::error("unknown event type " + type_name);
   const auto time = parse_iso8601(time_text);
@@ -522,6 +528,9 @@ Status validate_checkpoint(const Event& e, const ChainCheckpointed& c) {
   if (c.log.empty() || c.log.size() > 255 ||
       !std::all_of(c.log.begin(), c.log.end(), [](char ch) { return ch > ' ' && ch < 127; }))
     return Status::error("ChainCheckpointed: log is not 1 to 255 printable characters");
+  // checkpoint_message() writes the log's name and the head it signs as lines of their own.
+  KOBO_ASSERT(c.log.find('\n') == std::string::npos && e.seq.value >= 2,
+              "a checkpoint signs one line per field");
   return {};
 }
 
@@ -568,13 +577,16 @@ Status validate_money(const Money& x) {
   } else if (wallet_postings != 0) {
     return Status::error("a wallet posting of an event that creates no transaction record");
   }
+  // An event's legs() (events/event.h) count on it: each wallet posting is a numbered record.
+  if constexpr (requires { x.ids; })
+    KOBO_ASSERT(x.ids.size() == wallet_postings, "a valid event numbers each record it creates");
   return {};
 }
 
 }  // namespace
 
 const std::vector<Posting>* postings_of(const EventData& d) {
-  return std::visit(
+  const std::vector<Posting>* postings = std::visit(
       [](const auto& x) -> const std::vector<Posting>* {
         if constexpr (requires { x.postings; })
           return &x.postings;
@@ -582,6 +594,8 @@ const std::vector<Posting>* postings_of(const EventData& d) {
           return nullptr;
       },
       d);
+  KOBO_ASSERT(postings == nullptr || !is_partition_level(type_of(d)), "only a business's event moves money");
+  return postings;
 }
 
 Status validate(const Event& e) {
@@ -628,6 +642,8 @@ std::string seal_unvalidated(Event& e) {
   wire += e.hash;
   wire += "\",";
   wire.append(canonical, 1);
+  KOBO_ASSERT(is_hex64(e.hash) && wire.size() == canonical.size() + 74,
+              "a sealed event's hash is 64 hex digits");
   KOBO_ASSERT(wire_body(wire, e.hash) == std::string_view(canonical).substr(1),
               "the wire form is the hash member, then the canonical form");
   return wire;
@@ -674,6 +690,8 @@ Result<Event> decode_event_unverified(std::string_view bytes) {
 }
 
 bool in_canonical_form(const Event& e, std::string_view bytes) {
+  KOBO_ASSERT(e.schema_version == kEventSchemaVersion,
+              "only an event of this schema is compared with its form");
   const auto body = wire_body(bytes, e.hash);
   return body && std::string_view(canonical_without_hash(e)).substr(1) == *body;
 }

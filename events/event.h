@@ -331,7 +331,11 @@ struct WalletTransferSettled {
   std::vector<Posting> postings;
   std::string reference;
   TransactionId transaction;
-  TransferLegs legs() const { return legs_of<TransferLegs>(postings); }
+  TransferLegs legs() const {
+    // validate() checks both, and only an event it passed reaches its legs.
+    KOBO_ASSERT(ids.size() == 2, "a transfer numbers its debit and its credit");
+    return legs_of<TransferLegs>(postings);
+  }
   auto operator<=>(const WalletTransferSettled&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
@@ -382,7 +386,10 @@ struct BankTransferInitiated {
   std::string reference;
   std::optional<bool> save_beneficiary;  // present (true) when the request asked to save it
   TransactionId transaction;
-  PayoutLegs legs() const { return legs_of<PayoutLegs>(postings); }
+  PayoutLegs legs() const {
+    KOBO_ASSERT(ids.size() == 1, "a payout numbers its one record, the source's debit");
+    return legs_of<PayoutLegs>(postings);
+  }
   auto operator<=>(const BankTransferInitiated&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
@@ -430,7 +437,10 @@ struct PayoutFailed {
   std::vector<std::uint64_t> ids;
   std::vector<Posting> postings;
   TransactionId transaction;
-  ReversalLegs legs() const { return legs_of<ReversalLegs>(postings); }
+  ReversalLegs legs() const {
+    KOBO_ASSERT(ids.size() == 1, "a reversal numbers its one record, the source's credit");
+    return legs_of<ReversalLegs>(postings);
+  }
   auto operator<=>(const PayoutFailed&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
@@ -470,7 +480,11 @@ struct IncomingCreditReceived {
   std::vector<Posting> postings;
   Sender sender;
   TransactionId transaction;
-  IncomingLegs legs() const { return legs_of<IncomingLegs>(postings); }
+  IncomingLegs legs() const {
+    KOBO_ASSERT(!postings.empty() && ids.size() == postings.size() - 1,
+                "an incoming credit numbers its wallet postings: the credit, and a sweep's two");
+    return legs_of<IncomingLegs>(postings);
+  }
   auto operator<=>(const IncomingCreditReceived&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {
@@ -525,7 +539,10 @@ struct HoldCaptured {
   std::vector<Posting> postings;
   std::string reference;
   TransactionId transaction;
-  TransferLegs legs() const { return legs_of<TransferLegs>(postings); }
+  TransferLegs legs() const {
+    KOBO_ASSERT(ids.size() == 2, "a capture numbers its debit and its credit");
+    return legs_of<TransferLegs>(postings);
+  }
   auto operator<=>(const HoldCaptured&) const = default;
   template <typename Self, typename F>
   static void fields(Self& x, F&& f) {

@@ -34,6 +34,7 @@ std::string describe(std::initializer_list<Leg> shape) {
     out += leg.system ? std::string(account_name(*leg.system)) : std::string("a wallet");
     out += leg.credit ? " +" : " -";
   }
+  KOBO_ASSERT(out.size() > 2 * shape.size(), "a shape names each of its legs");
   return out + "]";
 }
 
@@ -83,10 +84,17 @@ Status unbalanced(std::string_view what) {
 
 }  // namespace
 
-std::string_view account_name(SystemAccount a) { return name_in(kSystemAccountNames, a); }
+std::string_view account_name(SystemAccount a) {
+  const std::string_view name = name_in(kSystemAccountNames, a);
+  // is_wallet_account() tells the two kinds of account apart by their prefixes.
+  KOBO_ASSERT(name.starts_with("sys:") && !is_wallet_account(name), "a system account's name is sys:…");
+  return name;
+}
 
 std::optional<SystemAccount> system_account_from_name(std::string_view name) {
-  return value_in(kSystemAccountNames, name);
+  const auto account = value_in(kSystemAccountNames, name);
+  KOBO_ASSERT(!account || !is_wallet_account(name), "no name is both a wallet's and a system account's");
+  return account;
 }
 
 bool is_wallet_account(std::string_view account) { return account.starts_with(kWalletIdPrefix); }
@@ -114,6 +122,7 @@ PostingResult post(Kobo before, const Posting& p) {
   if (!after) return {before, PostingFault::overflow};
   if (*after != p.balance) return {*after, PostingFault::balance_disagrees};
   if (is_wallet_account(p.account) && after->value < 0) return {*after, PostingFault::negative_wallet};
+  KOBO_ASSERT(after->value >= 0 || !is_wallet_account(p.account), "only a system account goes below zero");
   KOBO_ASSERT(*after == p.balance, "a posting without fault states the balance it leaves");
   return {*after, PostingFault::none};
 }

@@ -87,6 +87,7 @@ struct TransferLegs {
   Kobo amount() const {
     // A legs struct refers into its postings: they are as read() found them while it lives.
     KOBO_ASSERT(destination.amount.value > 0, "a transfer moves a positive amount");
+    KOBO_ASSERT(source.amount == -destination.amount, "a transfer debits its source what it credits");
     return destination.amount;
   }
   [[nodiscard]] static Result<TransferLegs> read(const std::vector<Posting>& postings);
@@ -101,6 +102,8 @@ struct PayoutLegs {
   // What the beneficiary is paid.
   Kobo amount() const {
     KOBO_ASSERT(suspense.amount.value > 0, "a payout pays a positive amount");
+    KOBO_ASSERT(fee.amount.value > 0 && -source.amount.value - fee.amount.value == suspense.amount.value,
+                "a payout's source is debited what suspense and the fee are credited");
     return suspense.amount;
   }
   // Amount + fee.
@@ -119,6 +122,7 @@ struct PayoutSettledLegs {
   const Posting& outbound;
   Kobo amount() const {
     KOBO_ASSERT(outbound.amount.value > 0, "a settled payout moves a positive amount");
+    KOBO_ASSERT(suspense.amount == -outbound.amount, "what leaves suspense settles outbound");
     return outbound.amount;
   }
   [[nodiscard]] static Result<PayoutSettledLegs> read(const std::vector<Posting>& postings);
@@ -133,6 +137,9 @@ struct ReversalLegs {
   // Amount + fee.
   Kobo credited() const {
     KOBO_ASSERT(source.amount.value > 0, "a reversal credits its source");
+    KOBO_ASSERT(suspense.amount.value < 0 && fee.amount.value < 0 &&
+                    source.amount.value + suspense.amount.value + fee.amount.value == 0,
+                "a reversal gives back what suspense and the fee held");
     return source.amount;
   }
   [[nodiscard]] static Result<ReversalLegs> read(const std::vector<Posting>& postings);
@@ -152,6 +159,7 @@ struct IncomingLegs {
   std::optional<SweepLegs> sweep;
   Kobo amount() const {
     KOBO_ASSERT(wallet.amount.value > 0, "an incoming credit credits a positive amount");
+    KOBO_ASSERT(inbound.amount == -wallet.amount, "a wallet is credited what inbound settlement pays");
     return wallet.amount;
   }
   [[nodiscard]] static Result<IncomingLegs> read(const std::vector<Posting>& postings);
