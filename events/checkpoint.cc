@@ -43,6 +43,7 @@ std::optional<std::string> from_hex(std::string_view hex) {
     if (hi < 0 || lo < 0) return std::nullopt;
     out[i] = static_cast<char>(hi * 16 + lo);
   }
+  KOBO_ASSERT(2 * out.size() == hex.size(), "two hex digits make a byte");
   return out;
 }
 
@@ -50,7 +51,9 @@ std::string raw_public_key_hex(EVP_PKEY* key) {
   std::array<std::uint8_t, kKeyBytes> raw{};
   std::size_t size = raw.size();
   if (EVP_PKEY_get_raw_public_key(key, raw.data(), &size) != 1 || size != kKeyBytes) return {};
-  return to_hex(raw.data(), raw.size());
+  std::string hex = to_hex(raw.data(), raw.size());
+  KOBO_ASSERT(hex.size() == 2 * kKeyBytes, "a public key is named by the hex of its 32 bytes");
+  return hex;
 }
 
 Pkey read_pem_private(std::string_view pem) {
@@ -61,9 +64,15 @@ Pkey read_pem_private(std::string_view pem) {
 
 class KeyFileSigner final : public CheckpointSigner {
  public:
-  KeyFileSigner(Pkey key, std::string public_key)
-      : key_(std::move(key)), public_key_(std::move(public_key)) {}
-  const std::string& public_key() const override { return public_key_; }
+  KeyFileSigner(Pkey key, std::string public_key) : key_(std::move(key)), public_key_(std::move(public_key)) {
+    KOBO_ASSERT(key_ != nullptr && EVP_PKEY_id(key_.get()) == EVP_PKEY_ED25519,
+                "a signer holds an Ed25519 private key");
+    KOBO_ASSERT(public_key_.size() == 2 * kKeyBytes, "a signer knows its public key as 64 hex digits");
+  }
+  const std::string& public_key() const override {
+    KOBO_ASSERT(public_key_.size() == 2 * kKeyBytes, "a checkpoint names its key by 64 hex digits");
+    return public_key_;
+  }
   Result<std::string> sign(std::string_view message) override {
     std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
     std::array<std::uint8_t, kSignatureBytes> sig{};
@@ -73,7 +82,10 @@ class KeyFileSigner final : public CheckpointSigner {
                        message.size()) != 1 ||
         size != kSignatureBytes)
       return Status::error("the writer key could not sign a checkpoint");
-    return to_hex(sig.data(), sig.size());
+    std::string hex = to_hex(sig.data(), sig.size());
+    // validate() refuses a checkpoint whose signature is not 128 hex digits.
+    KOBO_ASSERT(hex.size() == 2 * kSignatureBytes, "a signature is the hex of its 64 bytes");
+    return hex;
   }
 
  private:
@@ -94,6 +106,9 @@ bool is_key_hex(std::string_view s) { return s.size() == 2 * kKeyBytes && from_h
 std::string_view trimmed(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
+  KOBO_ASSERT(s.empty() || (std::isspace(static_cast<unsigned char>(s.front())) == 0 &&
+                            std::isspace(static_cast<unsigned char>(s.back())) == 0),
+              "what is trimmed neither starts nor ends with white space");
   return s;
 }
 
@@ -107,6 +122,7 @@ Result<std::shared_ptr<CheckpointSigner>> open_key_file_signer(const std::filesy
     return Status::error(pem.string() + " holds no Ed25519 private key in PEM");
   std::string pub = raw_public_key_hex(key.get());
   if (pub.empty()) return Status::error(pem.string() + ": the key's public half cannot be read");
+  KOBO_ASSERT(is_key_hex(pub), "a key's public half is read as 64 hex digits");
   return std::shared_ptr<CheckpointSigner>(std::make_shared<KeyFileSigner>(std::move(key), std::move(pub)));
 }
 
@@ -120,13 +136,16 @@ std::string new_ed25519_private_key_pem() {
       "a key in memory is written as PEM");
   char* data = nullptr;
   const long size = BIO_get_mem_data(bio.get(), &data);
+  KOBO_ASSERT(data != nullptr && size > 0, "a key written as PEM is some text");
   return std::string(data, static_cast<std::size_t>(size));
 }
 
 Result<std::string> public_key_of_pem(std::string_view private_key_pem) {
   Pkey key = read_pem_private(private_key_pem);
   if (!key || EVP_PKEY_id(key.get()) != EVP_PKEY_ED25519) return Status::error("not an Ed25519 private key");
-  return raw_public_key_hex(key.get());
+  std::string pub = raw_public_key_hex(key.get());
+  KOBO_ASSERT(pub.empty() || is_key_hex(pub), "a key's public half is 64 hex digits, or unreadable");
+  return pub;
 }
 
 Result<std::string> read_public_key(std::string_view file_or_text) {
@@ -142,7 +161,9 @@ Result<std::string> read_public_key(std::string_view file_or_text) {
   Pkey key(bio ? PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr) : nullptr);
   if (!key || EVP_PKEY_id(key.get()) != EVP_PKEY_ED25519)
     return Status::error("no Ed25519 public key (64 hex digits or PEM) in what was given");
-  return raw_public_key_hex(key.get());
+  std::string pub = raw_public_key_hex(key.get());
+  KOBO_ASSERT(pub.empty() || is_key_hex(pub), "a public key is read as 64 hex digits, or unreadable");
+  return pub;
 }
 
 std::string checkpoint_message(const Event& e, const ChainCheckpointed& c) {
@@ -156,16 +177,21 @@ std::string checkpoint_message(const Event& e, const ChainCheckpointed& c) {
   m += "time " + std::to_string(e.time) + "\n";
   m += "key " + c.key + "\n";
   m += "next " + c.next_key.value_or("") + "\n";
+  KOBO_ASSERT(m.size() > e.prev_hash.size() + c.log.size() + c.key.size() && m.back() == '\n',
+              "what a checkpoint signs is its lines, each ended");
   return m;
 }
 
 Status sign_checkpoint(CheckpointSigner& signer, Event& e) {
   auto* c = std::get_if<ChainCheckpointed>(&e.data);
   KOBO_ASSERT(c != nullptr, "only a checkpoint is signed");
+  KOBO_ASSERT(e.command_seq == e.seq && e.command_size == 1, "a checkpoint is a command of its own");
   c->key = signer.public_key();
   auto sig = signer.sign(checkpoint_message(e, *c));
   if (!sig) return sig.status();
   c->signature = std::move(sig).value();
+  KOBO_ASSERT(c->key == signer.public_key() && !c->signature.empty(),
+              "a signed checkpoint names its signer's key");
   return {};
 }
 
@@ -174,6 +200,8 @@ bool checkpoint_verifies(const Event& e, const ChainCheckpointed& c, std::string
   const auto sig_bytes = from_hex(c.signature);
   if (!key_bytes || key_bytes->size() != kKeyBytes || !sig_bytes || sig_bytes->size() != kSignatureBytes)
     return false;
+  KOBO_ASSERT(key_bytes->size() == kKeyBytes && sig_bytes->size() == kSignatureBytes,
+              "a key and a signature are checked at their sizes");
   if (c.key != public_key) return false;
   Pkey key(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
                                        reinterpret_cast<const unsigned char*>(key_bytes->data()), kKeyBytes));

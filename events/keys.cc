@@ -22,6 +22,9 @@ std::string key_id_of_key(std::string_view secret_key) {
 std::string signing_key_context(std::string_view account, bool live, std::string_view key_id) {
   std::string context("kobo signing key v1|");
   context.append(account).append(live ? "|live|" : "|test|").append(key_id);
+  // The mode is a field of its own: no account's context is another mode's.
+  KOBO_ASSERT(context.size() == 20 + account.size() + 6 + key_id.size(),
+              "a signing key's context is its version, account, mode and key id");
   return context;
 }
 
