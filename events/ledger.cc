@@ -18,13 +18,14 @@ const T* as(const EventData& d) {
 }
 
 std::uint64_t id_at(const std::vector<std::uint64_t>& ids, std::size_t k) {
+  KOBO_ASSERT(k < 3, "an event numbers at most 3 records");
   return k < ids.size() ? ids[k] : 0;
 }
 
 }  // namespace
 
 const AccountId* owner_account(const EventData& d) {
-  return std::visit(
+  const AccountId* owner = std::visit(
       [](const auto& x) -> const AccountId* {
         if constexpr (requires { x.account.value; })
           return &x.account;
@@ -32,6 +33,8 @@ const AccountId* owner_account(const EventData& d) {
           return nullptr;
       },
       d);
+  KOBO_ASSERT(owner == nullptr || !is_partition_level(type_of(d)), "only a business's event has an owner");
+  return owner;
 }
 
 std::string scope_key(std::string_view owner, bool live) {
@@ -208,6 +211,7 @@ std::vector<CreatedTransaction> created(const EventData& d, bool derive) {
       }
     }
   }
+  KOBO_ASSERT(out.size() <= 3, "an event creates at most 3 transaction records");
   // The k-th record is the k-th wallet posting (events/ledger.h): they follow the postings' order.
   KOBO_ASSERT(std::is_sorted(out.begin(), out.end(),
                              [](const CreatedTransaction& a, const CreatedTransaction& b) {
@@ -219,7 +223,15 @@ std::vector<CreatedTransaction> created(const EventData& d, bool derive) {
 
 }  // namespace
 
-std::vector<CreatedTransaction> transactions_created(const EventData& d) { return created(d, true); }
+std::vector<CreatedTransaction> transactions_created(const EventData& d) {
+  std::vector<CreatedTransaction> out = created(d, true);
+  // Derived: every record links to its kin by a uuid (the ids may be the event's own, as read).
+  KOBO_ASSERT(
+      out.size() <= 3 && std::all_of(out.begin(), out.end(),
+                                     [](const CreatedTransaction& t) { return t.link_ref.size() == 36; }),
+      "an event's records, at most 3, each have their link");
+  return out;
+}
 
 const BatchId* batch_of(const EventData& d) {
   if (const auto* w = std::get_if<WalletTransferSettled>(&d)) return w->batch ? &*w->batch : nullptr;
@@ -235,10 +247,15 @@ std::size_t transactions_created_count(const EventData& d) {
 
 std::optional<StatusChange> status_change(const EventData& d) {
   using S = TransactionStatus;
-  if (const auto* x = as<PayoutProcessing>(d)) return StatusChange{x->transaction, S::pending, S::processing};
-  if (const auto* x = as<PayoutSucceeded>(d)) return StatusChange{x->transaction, S::processing, S::success};
-  if (const auto* x = as<PayoutFailed>(d)) return StatusChange{x->transaction, S::processing, S::failed};
-  return std::nullopt;
+  std::optional<StatusChange> change;
+  if (const auto* x = as<PayoutProcessing>(d))
+    change = StatusChange{x->transaction, S::pending, S::processing};
+  if (const auto* x = as<PayoutSucceeded>(d))
+    change = StatusChange{x->transaction, S::processing, S::success};
+  if (const auto* x = as<PayoutFailed>(d)) change = StatusChange{x->transaction, S::processing, S::failed};
+  // pending < processing < success, failed: a payout's status only moves on.
+  KOBO_ASSERT(!change || change->from < change->to, "a payout's status moves forward");
+  return change;
 }
 
 std::vector<FinalizedTransaction> transactions_finalized(const EventData& d) {
@@ -252,6 +269,7 @@ std::vector<FinalizedTransaction> transactions_finalized(const EventData& d) {
       out.push_back({t.id, entry_of(t.kind), t.status});
   for (const FinalizedTransaction& f : out)
     KOBO_ASSERT(!f.id.empty(), "a finalized transaction has its id (webhooks name it)");
+  KOBO_ASSERT(out.size() <= 4, "an event finalizes its payout and at most 3 records it creates");
   return out;
 }
 
@@ -340,6 +358,8 @@ HoldRequest request_of(const HoldPlaced& e, UnixMs placed_at) {
   HoldRequest r{e.source.value, e.amount, std::nullopt, e.metadata.text,
                 (e.expires_at.ms - placed_at) / 1000};
   if (e.narration) r.narration = *e.narration;
+  KOBO_ASSERT(r.expires_in_s >= 0 && r.source == e.source.value,
+              "a hold's request is read back from its event");
   return r;
 }
 
@@ -350,6 +370,7 @@ HoldCaptureRequest request_of(const HoldCaptured& e) {
                        e.final.value_or(false)};
   if (!e.amount_defaulted.value_or(false)) r.amount = legs.amount();
   if (e.narration) r.narration = *e.narration;
+  KOBO_ASSERT(!r.amount || r.amount->value > 0, "a capture's stated amount is positive");
   return r;
 }
 
@@ -366,6 +387,7 @@ WalletTransferRequest request_of(const WalletTransferSettled& e) {
 BankTransferRequest request_of(const BankTransferInitiated& e) {
   const PayoutLegs legs = e.legs();
   KOBO_ASSERT(legs.amount().value > 0, "a payout pays a positive amount");
+  KOBO_ASSERT(is_wallet_account(legs.source.account), "a payout is paid from a wallet");
   return BankTransferRequest{legs.source.account,
                              e.beneficiary.account_number,
                              e.beneficiary.bank_code,
@@ -383,6 +405,8 @@ std::string derived_uuid(std::string_view seed) {
   b[8] = static_cast<std::uint8_t>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
   std::string uuid = format_uuid(b);
   KOBO_ASSERT(uuid.size() == 36 && uuid[14] == '4', "a derived id has the shape of a uuid v4");
+  KOBO_ASSERT(std::string_view("89ab").find(uuid[19]) != std::string_view::npos,
+              "a derived id has the RFC 4122 variant");
   return uuid;
 }
 
@@ -395,8 +419,10 @@ std::string object_id_of(std::string_view public_id) {
 TransactionId nth_transaction_id(const TransactionId& first, std::size_t k) {
   if (k == 0) return first;
   KOBO_ASSERT(k < 3, "an event creates at most 3 transaction records");
-  return TransactionId(std::string(kTransactionIdPrefix) +
-                       derived_uuid(first.value + "#" + std::to_string(k)));
+  TransactionId id(std::string(kTransactionIdPrefix) + derived_uuid(first.value + "#" + std::to_string(k)));
+  KOBO_ASSERT(id.value.size() == kTransactionIdPrefix.size() + 36 && id != first,
+              "a derived transaction id is trx- and a uuid, not the event's own");
+  return id;
 }
 
 std::string derived_reference(std::string_view prefix, const TransactionId& id) {
@@ -408,6 +434,10 @@ std::string derived_reference(std::string_view prefix, const TransactionId& id) 
   return reference;
 }
 
-std::string link_ref_of(const TransactionId& first) { return derived_uuid("link|" + first.value); }
+std::string link_ref_of(const TransactionId& first) {
+  std::string link = derived_uuid("link|" + first.value);
+  KOBO_ASSERT(link.size() == 36, "a link ref is a uuid");
+  return link;
+}
 
 }  // namespace kobo

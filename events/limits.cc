@@ -39,6 +39,8 @@ Result<TierLimits> parse_tier_limits(std::string_view text) {
     if (daily == it->end() || !daily->is_number_integer() ||
         (cap != it->end() && !cap->is_null() && !cap->is_number_integer()))
       return Status::error("tier limits: tier " + std::to_string(tier) + " " + shape);
+    // tier_limit() finds tier t at t - 1.
+    KOBO_ASSERT(out.size() == tier - 1, "the tiers are read in order");
     TierLimit l{Kobo(daily->get<std::int64_t>()), std::nullopt};
     if (cap != it->end() && !cap->is_null()) l.max_balance = Kobo(cap->get<std::int64_t>());
     out.push_back(l);
@@ -58,6 +60,7 @@ std::int64_t lagos_day(UnixMs t) {
   const UnixMs local = t + kLagosOffset;
   const std::int64_t day = local >= 0 ? local / kMsPerDay : (local - kMsPerDay + 1) / kMsPerDay;
   KOBO_ASSERT(local - day * kMsPerDay >= 0 && local - day * kMsPerDay < kMsPerDay, "the day is rounded down");
+  KOBO_ASSERT((local >= 0) == (day >= 0), "a time after 1970-01-01 in Lagos falls on a day after it");
   return day;
 }
 
