@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "common/assert.h"
+
 namespace kobo {
 
 class AppendSignal {
@@ -18,12 +20,14 @@ class AppendSignal {
     {
       std::lock_guard lock(mu_);
       ++generation_;
+      KOBO_ASSERT(generation_ != 0, "a generation only moves forward");
     }
     cv_.notify_all();
   }
   // Waits until the generation moves past `seen` or the timeout passes.
   void wait_past(std::uint64_t seen, std::chrono::milliseconds timeout) const {
     std::unique_lock lock(mu_);
+    KOBO_ASSERT(seen <= generation_, "a reader waits past a generation it has seen");
     cv_.wait_for(lock, timeout, [&] { return generation_ != seen; });
   }
 

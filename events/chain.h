@@ -32,9 +32,20 @@ class ChainFollower {
   // Judges `e` and, when it is accepted, advances past it.
   ChainVerdict follow(const Event& e);
 
-  Seq last_seq() const { return last_seq_; }
-  const std::string& last_hash() const { return last_hash_; }
-  Epoch epoch() const { return epoch_; }
+  Seq last_seq() const {
+    KOBO_ASSERT(recent_.empty() || recent_.back().first == last_seq_,
+                "the last event remembered is the head");
+    return last_seq_;
+  }
+  const std::string& last_hash() const {
+    KOBO_ASSERT(recent_.empty() || recent_.back().second == last_hash_,
+                "the last event remembered is the head");
+    return last_hash_;
+  }
+  Epoch epoch() const {
+    KOBO_ASSERT(recent_.size() <= kRecentMax, "the duplicates a follower recognises are bounded");
+    return epoch_;
+  }
 
  private:
   static constexpr std::size_t kRecentMax = 4096;  // how far back a duplicate is recognised

@@ -30,6 +30,7 @@ std::uint64_t get_be(const char* p, int bytes) {
   KOBO_ASSERT(p != nullptr && bytes >= 1 && bytes <= 8, "a big-endian integer of 1 to 8 bytes");
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  KOBO_ASSERT(bytes == 8 || v >> (8 * bytes) == 0, "a value read fits the bytes it was read from");
   return v;
 }
 
@@ -38,6 +39,8 @@ std::string event_key(Partition p, Offset o) {
   put_be(k, p.value, 4);
   put_be(k, o.value, 8);
   KOBO_ASSERT(k.size() == 13, "an event key is its prefix, partition and offset");  // readers check the size
+  KOBO_ASSERT(get_be(k.data() + 1, 4) == p.value && get_be(k.data() + 5, 8) == o.value,
+              "an event key reads back as its partition and offset");
   return k;
 }
 
@@ -87,7 +90,11 @@ class EmbeddedLogImpl final : public EventLog {
   }
   bool read_only() const { return !secondary_dir_.empty(); }
 
-  std::uint32_t partitions() const override { return partitions_; }
+  std::uint32_t partitions() const override {
+    KOBO_ASSERT(partitions_ > 0 && ends_.size() == partitions_,
+                "a log has its partitions and an end for each");
+    return partitions_;
+  }
 
   Status append(std::span<const EncodedEvent> batch) override {
     if (read_only()) return Status::error("log append: this log was opened read-only");
@@ -101,6 +108,7 @@ class EmbeddedLogImpl final : public EventLog {
       const auto s = wb.Put(event_key(e.partition, Offset(next[e.partition.value]++)), e.bytes);
       if (!s.ok()) return Status::error("log batch: " + s.ToString());
     }
+    KOBO_ASSERT(wb.Count() == batch.size(), "the write holds every event of the batch, once");
     // After a failed write RocksDB holds a background error, and writing again before
     // Resume() would trip its own assertion: the log refuses until reset_writer() clears it.
     if (write_failed_)
@@ -213,6 +221,7 @@ class EmbeddedReader final : public LogReader {
       for (;;) {
         if (auto s = log_.scan_ends(); !s) return s;
         read_available(max_records, out);
+        KOBO_ASSERT(out.size() - before <= max_records, "a poll returns no more records than asked");
         if (out.size() != before || std::chrono::steady_clock::now() >= until) return {};
         std::this_thread::sleep_for(
             std::min<std::chrono::milliseconds>(timeout, std::chrono::milliseconds(50)));

@@ -88,9 +88,17 @@ class EventLog {
   // since this one acquired it, and this one must not append to p before acquiring it again.
   // The embedded and memory logs have one writer, which holds every partition from the start.
   // Called by the writer thread, as append().
-  [[nodiscard]] virtual Status acquire(Partition) { return {}; }
-  virtual void release(Partition) {}
-  virtual bool fenced(Partition) const { return fenced(); }
+  [[nodiscard]] virtual Status acquire(Partition p) {
+    KOBO_ASSERT(p.value < partitions(), "a writer acquires one of the log's partitions");
+    return {};
+  }
+  virtual void release(Partition p) {
+    KOBO_ASSERT(p.value < partitions(), "a writer releases one of the log's partitions");
+  }
+  virtual bool fenced(Partition p) const {
+    KOBO_ASSERT(p.value < partitions(), "only one of the log's partitions can be taken");
+    return fenced();
+  }
 
   // Thread-safe. Why the log cannot be used now, or "" (Kafka: the brokers it has not reached
   // yet, or what they refused), for /readyz while a node waits for its log.

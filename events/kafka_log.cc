@@ -15,7 +15,11 @@
 
 namespace kobo {
 
-std::string cloud_event_type(EventType t) { return "ng.kobo.ledger." + std::string(to_string(t)); }
+std::string cloud_event_type(EventType t) {
+  KOBO_ASSERT(static_cast<std::size_t>(t) < std::variant_size_v<EventData>,
+              "a CloudEvents type of an event type");
+  return "ng.kobo.ledger." + std::string(to_string(t));
+}
 
 namespace {
 
@@ -200,6 +204,8 @@ class KafkaReader final : public LogReader {
       out.push_back(
           LogRecord{Partition(p), Offset(offset),
                     m->len == 0 ? std::string() : std::string(static_cast<const char*>(m->payload), m->len)});
+      KOBO_ASSERT(out.back().bytes.size() == m->len && out.back().offset.value == offset,
+                  "a record handed on holds its payload whole, at its offset");
       pos_[p] = Offset(offset + 1);
       ++got;
     }
@@ -253,7 +259,11 @@ class KafkaLogImpl final : public EventLog {
     return {};
   }
 
-  std::uint32_t partitions() const override { return partitions_; }
+  std::uint32_t partitions() const override {
+    KOBO_ASSERT(partitions_ > 0 && partitions_ <= kPartitionsMax,
+                "a log serves 1 to kPartitionsMax partitions");
+    return partitions_;
+  }
 
   Status append(std::span<const EncodedEvent> batch) override {
     if (!connected_.load(std::memory_order_acquire)) return not_connected();
@@ -382,10 +392,20 @@ class KafkaLogImpl final : public EventLog {
       if (auto s = init_writer(p, deadline); !s) return s;
       KOBO_ASSERT(!writers_[p].in_doubt && writers_[p].rk != nullptr, "a reset writer can write");
     }
+    // What another writer took stays in doubt until acquire() takes it back.
+    for (std::uint32_t p = 0; p < partitions_; ++p)
+      KOBO_ASSERT(!writers_[p].in_doubt || fenced_partition_[p].load(),
+                  "after a reset, every partition this writer holds can be written");
     return {};
   }
 
-  bool fenced() const override { return fenced_.load(); }
+  bool fenced() const override {
+    const bool fenced = fenced_.load();
+    // note_fatal(): a cluster node is fenced a partition at a time, never as a whole.
+    KOBO_ASSERT(!fenced || !options_.acquire_partitions,
+                "only a log that writes every partition is fenced whole");
+    return fenced;
+  }
 
   Status acquire(Partition partition) override {
     if (!options_.writer) return Status::error("kafka: this log was opened to read only");
@@ -408,6 +428,8 @@ class KafkaLogImpl final : public EventLog {
     // No transaction of ours is open between appends (each commits or fails before append()
     // returns). One left open by a failed append is aborted by the next owner's acquire().
     writers_[p] = Writer{};
+    KOBO_ASSERT(writers_[p].rk == nullptr && !writers_[p].in_doubt,
+                "a released partition has no producer of ours");
   }
 
   bool fenced(Partition p) const override {
@@ -536,6 +558,7 @@ class KafkaLogImpl final : public EventLog {
       if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         problem = rd_kafka_err2str(err);
       } else {
+        KOBO_ASSERT(md != nullptr, "librdkafka answers a metadata request that succeeded with the metadata");
         const rd_kafka_resp_err_t topic_err =
             md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
         std::uint32_t n = 0;
@@ -572,6 +595,8 @@ class KafkaLogImpl final : public EventLog {
   // retention limit; the replication factor is the cluster's default.
   Status create_topic(Clock::time_point deadline) {
     KOBO_ASSERT(options_.writer && options_.create_topic, "only a writer that may creates the topic");
+    KOBO_ASSERT(options_.partitions > 0 && options_.partitions <= kPartitionsMax,
+                "open() refuses a partition count the topic cannot be made with");
     char err[512];
     rd_kafka_NewTopic_t* topic = rd_kafka_NewTopic_new(
         options_.topic.c_str(), static_cast<int>(options_.partitions), -1, err, sizeof err);
@@ -750,6 +775,7 @@ class KafkaLogImpl final : public EventLog {
         return Status::error(std::string("produce: ") + rd_kafka_err2str(err));
       }
     }
+    KOBO_ASSERT(writers_[p].in_doubt, "produced events are in doubt until their transaction commits");
     return {};
   }
 
@@ -825,6 +851,8 @@ class KafkaLogImpl final : public EventLog {
                    {{"error", rd_kafka_error_string(e)}});
       }
     }
+    KOBO_ASSERT(!options_.acquire_partitions || !fenced_.load(),
+                "a cluster node is fenced a partition at a time");
   }
 
   Status failed(std::uint32_t p, const Status& s) {

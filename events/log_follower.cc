@@ -120,6 +120,9 @@ Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
     if (as_written) refused.event = &as_written.value();
   }
 
+  // What extends the chain and is in its partition and form has been taken above.
+  KOBO_ASSERT(refused.verdict != ChainVerdict::accept || !refused.problem.empty(),
+              "a record refused though the chain would take it is refused for a problem it names");
   switch (v.refused(refused)) {
     case Disposition::skip:
       return {};
@@ -268,6 +271,7 @@ void look_at(HeadSearch& h, const FollowCursor& c, const LogRecord& r) {
   if (h.head && !h.extension && e.seq.value == head.last_seq().value + 1 && e.prev_hash == head.last_hash() &&
       e.epoch >= head.epoch())
     h.extension = r.offset;
+  KOBO_ASSERT(!h.extension || (h.head && *h.head < *h.extension), "what extends the head comes after it");
 }
 
 }  // namespace
@@ -300,6 +304,7 @@ Status check_positions(EventLog& log, const std::vector<FollowCursor>& cursors,
     for (const std::uint32_t p : pending) {
       const std::uint64_t next = cursors[p].next_offset.value;
       start[p] = Offset(next > window ? next - window : 0);
+      KOBO_ASSERT(start[p] <= cursors[p].next_offset, "a head is looked for before its position");
     }
     auto reader = log.open_reader(start);
     if (!reader) return reader.status();

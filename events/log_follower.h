@@ -113,14 +113,26 @@ class LogFollower {
   bool reached(const std::vector<Offset>& until) const;
   // Some partition's head is not the last event of its command.
   bool mid_command() const;
-  std::uint32_t partitions() const { return static_cast<std::uint32_t>(cursors_.size()); }
+  std::uint32_t partitions() const {
+    KOBO_ASSERT(reader_ != nullptr || cursors_.empty(), "a follower has cursors once it is open");
+    return static_cast<std::uint32_t>(cursors_.size());
+  }
   const FollowCursor& cursor(Partition p) const {
     KOBO_ASSERT(p.value < cursors_.size(), "the cursor of one of the follower's partitions");
     return cursors_[p.value];
   }
-  const std::vector<FollowCursor>& cursors() const { return cursors_; }
-  std::uint64_t records_read() const { return records_read_; }
-  std::uint64_t events_accepted() const { return events_accepted_; }
+  const std::vector<FollowCursor>& cursors() const {
+    KOBO_ASSERT(reader_ != nullptr || cursors_.empty(), "a follower has cursors once it is open");
+    return cursors_;
+  }
+  std::uint64_t records_read() const {
+    KOBO_ASSERT(events_accepted_ <= records_read_, "every event handed on is of a record read");
+    return records_read_;
+  }
+  std::uint64_t events_accepted() const {
+    KOBO_ASSERT(events_accepted_ <= records_read_, "every event handed on is of a record read");
+    return events_accepted_;
+  }
 
  private:
   [[nodiscard]] Status handle(LogVisitor& v, const LogRecord& r);

@@ -68,11 +68,16 @@ MemoryLog::MemoryLog(std::uint32_t partitions) : state_(std::make_shared<State>(
 }
 MemoryLog::~MemoryLog() = default;
 
-std::uint32_t MemoryLog::partitions() const { return static_cast<std::uint32_t>(state_->records.size()); }
+std::uint32_t MemoryLog::partitions() const {
+  // Sized once, by the constructor: read without the lock.
+  KOBO_ASSERT(!state_->records.empty(), "a log has a partition at least");
+  return static_cast<std::uint32_t>(state_->records.size());
+}
 
 Status MemoryLog::append(std::span<const EncodedEvent> batch) {
   {
     std::lock_guard lock(state_->mu);
+    KOBO_ASSERT(state_->failures_pending >= 0, "a count of appends to fail is never negative");
     if (state_->failures_pending > 0) {
       --state_->failures_pending;
       return Status::error("injected append failure");
