@@ -226,6 +226,8 @@ std::string value(std::int64_t number) {
   std::string out(1, '\x08');
   put_be(out, static_cast<std::uint64_t>(number));
   KOBO_ASSERT(out.size() == 9, "a number as a list value is 8 bytes");
+  KOBO_ASSERT(static_cast<std::int64_t>(get_be(out, 1)) == number,
+              "a number as a list value reads back as itself");
   return out;
 }
 

@@ -126,6 +126,7 @@ inline std::string position(std::uint32_t p) {
   std::string k("P");
   put_be(k, p, 4);
   KOBO_ASSERT(k.size() == 5, "a position key is P and 4 bytes");
+  KOBO_ASSERT(get_be(k, 1, 4) == p, "a position key reads back as its partition");
   return k;
 }
 inline bool is_position(std::string_view key) { return key.size() == 5 && key.front() == 'P'; }
@@ -144,6 +145,7 @@ inline std::string account_list(std::string_view business, std::uint64_t id) {
   std::string k = account_list_prefix(business);
   put_be(k, id);
   KOBO_ASSERT(k.size() == 25, "an account list key is a, an id16 and 8 bytes");
+  KOBO_ASSERT(get_be(k, 17) == id, "an account list key reads back as its number");
   return k;
 }
 // `hash`: the hex SHA-256 of a secret key, as the log holds it; keyed by its 32 bytes (a hash
@@ -164,12 +166,14 @@ inline std::string system_balance(std::uint32_t p, std::string_view ledger_accou
   put_be(k, p, 4);
   k += ledger_account;
   KOBO_ASSERT(k.size() == 5 + ledger_account.size(), "a system balance key is S, 4 bytes and a name");
+  KOBO_ASSERT(get_be(k, 1, 4) == p, "a system balance key reads back as its partition");
   return k;
 }
 inline std::string tier_limits(std::uint32_t p) {
   std::string k("Y");
   put_be(k, p, 4);
   KOBO_ASSERT(k.size() == 5, "a tier limits key is Y and 4 bytes");
+  KOBO_ASSERT(get_be(k, 1, 4) == p, "a tier limits key reads back as its partition");
   return k;
 }
 inline std::string wallet(std::string_view id) { return record_key('W', id); }
@@ -179,6 +183,7 @@ inline std::string statement_line(std::string_view wallet, std::uint64_t number)
   std::string k = statement_prefix(wallet);
   put_be(k, number);
   KOBO_ASSERT(k.size() == 25, "a statement line key is h, an id16 and 8 bytes");
+  KOBO_ASSERT(get_be(k, 17) == number, "a statement line key reads back as its number");
   return k;
 }
 inline std::string bank_account(std::string_view id) { return record_key('D', id); }
@@ -192,6 +197,7 @@ inline std::string event(std::string_view scope, std::uint64_t first) {
   std::string k = event_prefix(scope);
   put_be(k, first);
   KOBO_ASSERT(k.size() == 1 + kScopeSize + 8, "an event key is L, a scope and 8 bytes");
+  KOBO_ASSERT(get_be(k, 1 + kScopeSize) == first, "an event key reads back as its first record");
   return k;
 }
 inline std::string transaction(std::string_view id) { return record_key('T', id); }
@@ -255,6 +261,7 @@ inline std::string listed(char kind, std::string_view scope, std::uint64_t numbe
   std::string k = listed_prefix(kind, scope);
   put_be(k, number);
   KOBO_ASSERT(k.size() == 2 + kScopeSize + 8, "a listed key is g, a kind, a scope and 8 bytes");
+  KOBO_ASSERT(get_be(k, 2 + kScopeSize) == number, "a listed key reads back as its number");
   return k;
 }
 // The bitmap of field `field` = `value` (list::value's spelling) of a list, without its chunk.
@@ -273,6 +280,7 @@ inline std::string bitmap_chunk(std::string_view bitmap, std::uint32_t chunk) {
   std::string k(bitmap);
   put_be(k, chunk, 4);
   KOBO_ASSERT(k.size() == bitmap.size() + 4, "a chunk key is its bitmap's and 4 bytes");
+  KOBO_ASSERT(get_be(k, bitmap.size(), 4) == chunk, "a chunk key reads back as its chunk");
   return k;
 }
 
@@ -292,6 +300,7 @@ inline std::string webhook_event(std::string_view account, bool live, std::uint6
   std::string k = webhook_events_prefix(account, live);
   put_be(k, sequence);
   KOBO_ASSERT(k.size() == 1 + kScopeSize + 8, "a webhook event key is e, an id16, a mode and 8 bytes");
+  KOBO_ASSERT(get_be(k, 1 + kScopeSize) == sequence, "a webhook event key reads back as its sequence");
   return k;
 }
 
