@@ -45,7 +45,9 @@ class Reader : public VarintReader {
   }
   void set_end(const char* end) { end_ = end; }
   void skip(std::size_t n) {
+    [[maybe_unused]] const std::size_t had = left();
     for (std::size_t i = 0; i < n; ++i) byte();
+    KOBO_ASSERT(!ok() || had - left() == n, "a skip read past its bytes fails the read");
   }
 
  private:
@@ -56,6 +58,7 @@ class Reader : public VarintReader {
 Reader reader(std::string_view bytes) {
   Reader r(bytes);
   r.set_end(bytes.data() + bytes.size());
+  KOBO_ASSERT(r.ok() && r.left() == bytes.size(), "a reader starts at its bytes' front");
   return r;
 }
 
@@ -93,6 +96,10 @@ bool step_follows(TransactionStatus from, TransactionStatus to) {
 std::string encode(const RecordAt& at) {
   std::string out;
   put_record_at(out, at);
+  // Two varints: reading them back is O(1).
+  const auto back = decode_record_at(out);
+  KOBO_ASSERT(back.ok() && back.value().first == at.first && back.value().index == at.index,
+              "a reference row reads back as what was written");
   return out;
 }
 
@@ -334,6 +341,8 @@ std::string encode(const ListRow& row) {
   put_varint(out, row.count);
   put_signed_varint(out, row.latest);
   put_varint(out, row.displaced);
+  const auto back = decode_list(out);
+  KOBO_ASSERT(back.ok() && back.value() == row, "a list row reads back as what was written");
   return out;
 }
 
@@ -355,6 +364,8 @@ std::string encode(const ListedRow& row) {
   put_signed_varint(out, row.time);
   put_varint(out, static_cast<std::uint64_t>(row.delay));
   out += row.public_id;  // the rest
+  KOBO_ASSERT(out.size() >= 2 + row.public_id.size() && out.ends_with(row.public_id),
+              "a listed row is its time, its delay, then its id to the end");
   return out;
 }
 
@@ -378,6 +389,8 @@ std::string encode(const KeyRow& row) {
   put_signed_varint(out, row.expires_at);
   put_length_prefixed(out, row.business);
   out += row.account;  // the rest
+  const auto back = decode_key(out);
+  KOBO_ASSERT(back.ok() && back.value() == row, "a key row reads back as what was written");
   return out;
 }
 
@@ -484,6 +497,9 @@ std::string encode(const PositionRow& row) {
   out += hash_bytes(row.hash);
   KOBO_ASSERT(out.size() >= kHashSize + 2, "a position row holds its raw hash");
   put_varint(out, row.epoch);
+  // Written once a flush per partition: reading it back costs a few varints and 32 bytes.
+  const auto back = decode_position(out);
+  KOBO_ASSERT(back.ok() && back.value() == row, "a position row reads back as what was written");
   return out;
 }
 
@@ -543,6 +559,8 @@ std::string encode_balance(Kobo balance) {
   std::string out;
   put_signed_varint(out, balance.value);
   KOBO_ASSERT(!out.empty(), "a balance takes a byte at least");
+  const auto back = decode_balance(out);
+  KOBO_ASSERT(back.ok() && back.value() == balance, "a balance reads back as what was written");
   return out;
 }
 
