@@ -20,8 +20,10 @@ namespace {
 // turned back into a Status by apply(), its one caller: it never leaves this file.
 class ViewsReadFailed : public std::runtime_error {
  public:
-  explicit ViewsReadFailed(Status status)
-      : std::runtime_error(status.message()), status_(std::move(status)) {}
+  explicit ViewsReadFailed(Status status) : std::runtime_error(status.message()), status_(std::move(status)) {
+    // apply() answers it: an ok status would pass a batch half applied as applied.
+    KOBO_ASSERT(!status_.ok(), "a read that failed has its error");
+  }
   const Status& status() const { return status_; }
 
  private:
@@ -135,6 +137,7 @@ void ViewBatch::mark(const std::string& bitmap, std::uint64_t number, bool on) {
     c.set(bit);
   else
     c.clear(bit);
+  KOBO_ASSERT(c.test(bit) == on, "a record's bit is as it was marked");
 }
 
 rows::ListRow& ViewBatch::list(char kind, const std::string& scope) {
@@ -501,6 +504,8 @@ void ViewBatch::roll_key(const Event& e, const SecretKeyRolled& x) {
       kept.push_back(std::move(key));
     }
     k.keys = std::move(kept);
+    KOBO_ASSERT(!k.keys.empty() && k.keys.front().hash == x.secret_key_hash && k.keys.front().expires_at == 0,
+                "the rolled-in key is the account's current one, with no expiry");
     k.signing_key = x.signing_key;
   });
   put(view_keys::key_owner(x.secret_key_hash), rows::encode(rows::KeyRow{e.business, account, e.live, 0}));
@@ -523,6 +528,10 @@ void ViewBatch::revoke_key(const Event& e, const SecretKeyRevoked& x) {
 }
 
 Status ViewBatch::apply(const Event& e) {
+  // The projector applies what its follower accepted: decoded, validated, extending the chain.
+  KOBO_ASSERT(
+      e.seq.value >= 1 && e.command_seq <= e.seq && is_partition_level(e.type()) == e.business.empty(),
+      "an event applied is one the log's decoder accepted");
   try {
     apply_event(e);
   } catch (const ViewsReadFailed& failed) {

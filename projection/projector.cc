@@ -62,6 +62,7 @@ class Projector::Lane {
     }
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
+    KOBO_ASSERT(!thread_.joinable(), "a stopped lane's thread has ended");
   }
 
   // Wakes whoever waits on the lane, to see that the projector stops.
@@ -73,9 +74,14 @@ class Projector::Lane {
   }
   // The reader's side: hands `h` over, waiting while the lane holds too much.
   void hand(Handed h) {
-    for (const Event& e : h.events)
+    for (std::size_t i = 0; i < h.events.size(); ++i) {
+      const Event& e = h.events[i];
       KOBO_ASSERT(e.partition.value % owner_.lanes_.size() == index_,
                   "an event handed to a lane not its partition's");
+      // The batch applies them in the order handed: a partition's in the order of its chain.
+      KOBO_ASSERT(i == 0 || h.events[i - 1].partition != e.partition || h.events[i - 1].seq < e.seq,
+                  "a partition's events are handed to its lane in chain order");
+    }
     std::unique_lock lock(mu_);
     space_.wait(lock,
                 [&] { return held_ < kLaneEventsMax || stopping_ || exited_ || owner_.stopping_.load(); });
@@ -98,6 +104,7 @@ class Projector::Lane {
   Status sync() {
     std::unique_lock lock(mu_);
     const std::uint64_t ticket = ++sync_asked_;
+    KOBO_ASSERT(sync_done_ < ticket, "a sync waits for what is not written yet");
     Handed h;
     h.sync = true;
     queue_.push_back(std::move(h));
@@ -332,6 +339,9 @@ class Projector::Dispatcher final : public LogVisitor {
   }
   Disposition refused(const RefusedRecord& r) override {
     const Disposition d = LogVisitor::refused(r);
+    // The views apply only what extends the chain: a duplicate or a fenced writer's event is
+    // skipped, anything else stops the projection.
+    KOBO_ASSERT(d != Disposition::adopt, "the projection adopts no record the chain refuses");
     if (d == Disposition::stop) refused_ = true;
     return d;
   }
@@ -359,6 +369,7 @@ class Projector::Dispatcher final : public LogVisitor {
       if (moved[lane] || !handed_[lane].events.empty()) p_.lanes_[lane]->hand(std::move(handed_[lane]));
       handed_[lane] = Handed{};
     }
+    KOBO_ASSERT(p_.handed_.size() == cursors.size(), "the positions handed are one per partition");
   }
 
  private:
@@ -559,6 +570,7 @@ void Projector::start_again(const Status& failed) {
     if (!opened) set_fault("the projection stopped: " + opened.message());
   } while (!opened);
   set_fault({});
+  KOBO_ASSERT(follower_ != nullptr, "the projection goes on with a follower open");
   healthy_.store(true);
   log::info("the projection goes on");
 }

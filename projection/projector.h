@@ -60,7 +60,10 @@ class Projector {
   void stop();
 
   // The lanes the projector applies partitions with.
-  std::uint32_t lanes() const { return static_cast<std::uint32_t>(lanes_.size()); }
+  std::uint32_t lanes() const {
+    KOBO_ASSERT(!lanes_.empty(), "a projector applies with a lane at least");
+    return static_cast<std::uint32_t>(lanes_.size());
+  }
 
   // Thread-safe. The seq of the last event applied to the views in partition p.
   Seq applied_seq(Partition p) const {
@@ -84,7 +87,12 @@ class Projector {
   bool healthy() const { return healthy_.load(); }
   // Thread-safe. True while the views cannot be written (a full disk, an I/O error) and the
   // projector retries: they lag the log but still hold every command applied before.
-  bool views_unwritable() const { return unwritten_.load() > 0; }
+  bool views_unwritable() const {
+    const int unwritten = unwritten_.load();
+    KOBO_ASSERT(unwritten >= 0 && static_cast<std::size_t>(unwritten) <= lanes_.size(),
+                "each lane retries one flush at a time");
+    return unwritten > 0;
+  }
   // Thread-safe. Why the views are not being kept up to date ("the views' disk is full: …"),
   // or "" while they are. A write fault clears itself once the views can be written again.
   std::string fault() const;
@@ -116,7 +124,10 @@ class Projector {
   [[nodiscard]] Status sync_lanes();
   // The first error a lane met applying events, or ok (clears it).
   Status lane_failure();
-  Lane& lane_of(std::uint32_t partition) { return *lanes_[partition % lanes_.size()]; }
+  Lane& lane_of(std::uint32_t partition) {
+    KOBO_ASSERT(partition < log_.partitions() && !lanes_.empty(), "the lane of one of the log's partitions");
+    return *lanes_[partition % lanes_.size()];
+  }
   void stop_lanes();
 
   EventLog& log_;

@@ -43,6 +43,8 @@ class Object {
   Object& string(std::string_view key, std::string_view value) {
     const std::size_t begin = values_.size();
     append_json_string(values_, value);
+    KOBO_ASSERT(values_.size() >= begin + 2 + value.size() && values_.back() == '"',
+                "a string member is its value quoted, escaped where it must be");
     return set(key, begin);
   }
   template <std::integral T>
@@ -52,6 +54,8 @@ class Object {
       append_json_number(values_, static_cast<std::int64_t>(value));
     else
       append_json_number(values_, static_cast<std::uint64_t>(value));
+    KOBO_ASSERT(values_.size() > begin && values_.size() - begin <= 20,
+                "a number member is 1 to 20 characters");
     return set(key, begin);
   }
   Object& boolean(std::string_view key, bool value) { return raw(key, value ? "true" : "false"); }
@@ -59,13 +63,18 @@ class Object {
   Object& object(std::string_view key, const Object& value) {
     const std::size_t begin = values_.size();
     value.append_to(values_);
+    KOBO_ASSERT(values_.size() >= begin + 2 && values_[begin] == '{' && values_.back() == '}',
+                "an object member is an object's text");
     return set(key, begin);
   }
 
   // The JSON text of member `key`'s value, while this Object lives and is not changed.
   std::optional<std::string_view> get(std::string_view key) const {
-    for (auto m = members_.rbegin(); m != members_.rend(); ++m)  // the last value set is the value
-      if (m->key == key) return std::string_view(values_).substr(m->begin, m->end - m->begin);
+    for (auto m = members_.rbegin(); m != members_.rend(); ++m) {  // the last value set is the value
+      if (m->key != key) continue;
+      KOBO_ASSERT(m->begin < m->end && m->end <= values_.size(), "a member's value lies in the values' text");
+      return std::string_view(values_).substr(m->begin, m->end - m->begin);
+    }
     return std::nullopt;
   }
 
@@ -75,6 +84,7 @@ class Object {
   std::string text() const {
     std::string out;
     append_to(out);
+    KOBO_ASSERT(out.size() >= 2 && out.front() == '{' && out.back() == '}', "a record's text is an object");
     return out;
   }
   // Appends text() to `out`.

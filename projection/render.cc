@@ -22,7 +22,12 @@ std::string iso(UnixMs ms) { return format_iso8601(ms); }
 // A JSON value the event holds as it was given (a request's metadata), in canonical form: its
 // members in key order, compact. Events written by this ledger hold it so already; one written
 // otherwise (by hand, by another writer) is parsed and written again.
-std::string canonical(const RawJson& raw) { return json_text(json::parse(raw.text)); }
+std::string canonical(const RawJson& raw) {
+  std::string text = json_text(json::parse(raw.text));
+  // The event codec holds metadata as an object (events/event.h, RawJson).
+  KOBO_ASSERT(text.size() >= 2 && text.front() == '{' && text.back() == '}', "metadata is an object");
+  return text;
+}
 
 // What records and statement lines both show, written once.
 constexpr std::string_view kSweepNarration = "Transit settlement";
@@ -960,10 +965,12 @@ bool formula(std::string_view text) {
 }
 
 void escaped(std::string& out, std::string_view text) {
+  [[maybe_unused]] const std::size_t before = out.size();
   for (const char c : text) {
     if (c == '"') out += '"';
     out += c;
   }
+  KOBO_ASSERT(out.size() >= before + text.size(), "escaping keeps every character, doubling quotes");
 }
 
 // One CSV field made of `parts`, written as they are: quoted when it holds a comma, a quote or a

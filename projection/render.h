@@ -210,7 +210,11 @@ class BulkAnswer {
 
   // Asserts that `events` are a bulk's as described above. Holds them by reference.
   explicit BulkAnswer(const std::vector<Event>& events);
-  std::size_t items() const { return item_event_.size(); }
+  std::size_t items() const {
+    // validate() refuses a bulk of no items, and the constructor asserts an event per item.
+    KOBO_ASSERT(!item_event_.empty(), "a bulk has an item at least");
+    return item_event_.size();
+  }
   // Items [from, to), comma-separated, appended to `out`; false when a record could not be read.
   bool write_items(std::size_t from, std::size_t to, const Record& record, ItemShown accepted,
                    Refused refused, std::string& out) const;

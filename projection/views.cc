@@ -200,6 +200,8 @@ Status Views::flush() {
 
 Status Views::checkpoint(const std::string& dir) const {
   std::shared_lock lock(db_lock_);
+  // reopen() never leaves the views without a database (it keeps the failed one instead).
+  KOBO_ASSERT(db_ != nullptr && !dir.empty(), "a checkpoint of open views, somewhere");
   rocksdb::Checkpoint* raw = nullptr;
   if (const auto s = rocksdb::Checkpoint::Create(db_.get(), &raw); !s.ok())
     return Status::error("views checkpoint: " + s.ToString());
@@ -280,10 +282,13 @@ namespace {
 std::vector<std::uint64_t> transaction_numbers(const EventData& d) {
   return std::visit(
       [](const auto& x) -> std::vector<std::uint64_t> {
-        if constexpr (requires { x.ids; })
+        if constexpr (requires { x.ids; }) {
+          // validate() (decode_event, decode_fact) allows an id per wallet posting: 3 at most.
+          KOBO_ASSERT(x.ids.size() <= 3, "an event numbers at most 3 records");
           return x.ids;
-        else
+        } else {
           return {};
+        }
       },
       d);
 }
@@ -316,6 +321,7 @@ Result<std::optional<EventRead>> read_event(const Views& views, const std::strin
   if (!bytes.value()) return std::optional<EventRead>();
   auto read = event_read(key, *bytes.value(), first);
   if (!read) return read.status();
+  KOBO_ASSERT(read.value().first == first, "the event read is the one whose records start at `first`");
   return std::optional<EventRead>(std::move(read).value());
 }
 
@@ -507,6 +513,8 @@ Result<std::optional<json>> Views::wallet_by_account_number(std::string_view num
 }
 
 Result<std::optional<std::string>> Views::wallet_text(const Scope& scope, std::string_view public_id) const {
+  // An empty business would be the partition's: its facts are no business's records.
+  KOBO_ASSERT(!scope.business.empty(), "a record is read in the scope of a business");
   return render_wallet(public_id, &scope);
 }
 
@@ -536,6 +544,7 @@ Result<std::optional<std::string>> Views::render_bank_account(std::string_view p
 
 Result<std::optional<std::string>> Views::bank_account_text(const Scope& scope,
                                                             std::string_view public_id) const {
+  KOBO_ASSERT(!scope.business.empty(), "a record is read in the scope of a business");
   return render_bank_account(public_id, &scope);
 }
 
@@ -577,6 +586,7 @@ Result<std::optional<std::string>> Views::render_hold(std::string_view public_id
 }
 
 Result<std::optional<std::string>> Views::hold_text(const Scope& scope, std::string_view public_id) const {
+  KOBO_ASSERT(!scope.business.empty(), "a record is read in the scope of a business");
   return render_hold(public_id, &scope);
 }
 
@@ -592,7 +602,9 @@ Result<Page> Views::holds(const Scope& scope, const HoldFilter& filter, const Pa
 class Views::ListedTimes final : public list_index::Times {
  public:
   ListedTimes(const Views& views, char kind, std::string scope)
-      : views_(views), kind_(kind), scope_(std::move(scope)) {}
+      : views_(views), kind_(kind), scope_(std::move(scope)) {
+    KOBO_ASSERT(scope_.size() == view_keys::kScopeSize, "a list's times are of one scope");
+  }
   Result<UnixMs> time(std::uint64_t number) const override {
     auto row = listed(number);
     if (!row) return row.status();
@@ -664,7 +676,9 @@ Result<Page> Views::listed_records(char kind, const Scope& scope,
 // The times of a transaction list: its records' events' (EventRow and fact).
 class Views::EventTimes final : public list_index::Times {
  public:
-  EventTimes(const Views& views, std::string scope) : views_(views), scope_(std::move(scope)) {}
+  EventTimes(const Views& views, std::string scope) : views_(views), scope_(std::move(scope)) {
+    KOBO_ASSERT(scope_.size() == view_keys::kScopeSize, "a transaction list's times are of one scope");
+  }
   Result<UnixMs> time(std::uint64_t number) const override {
     auto e = at(number);
     if (!e) return e.status();
@@ -828,6 +842,7 @@ Result<std::optional<std::vector<Event>>> Views::bulk_events(const Scope& scope,
 
 Result<std::optional<std::string>> Views::transaction_text(const Scope& scope, std::string_view account,
                                                            std::string_view id_or_reference) const {
+  KOBO_ASSERT(!scope.business.empty(), "a record is read in the scope of a business");
   if (id_or_reference.starts_with("trx-")) {
     auto t = render_transaction(id_or_reference, &scope);
     if (!t || t.value()) return t;
@@ -984,6 +999,7 @@ Result<std::optional<WebhookEvent>> Views::webhook_event_of(const Scope& scope,
   auto row = decoded_row(read(view_keys::transaction(transaction)), &rows::decode_transaction);
   if (!row) return row.status();
   if (!row.value() || row.value()->scope != view_keys::scope17(scope.business, scope.live)) return Found();
+  KOBO_ASSERT(row.value()->scope.size() == view_keys::kScopeSize, "a transaction of the scope asked for");
   if (row.value()->webhook == 0) return announced_event(row.value()->scope, row.value()->at);
   // Announced by a later event (a payout's end): its own row, under the payout's account.
   auto read = read_event(*this, row.value()->scope, row.value()->at.first);

@@ -216,7 +216,10 @@ class Views {
   // Where the views are in the log, read when the projector starts (and starts again after a
   // read failed) and by offline tools (kobo audit, kobo replay).
   [[nodiscard]] Result<std::vector<ViewPosition>> positions() const;
-  std::uint32_t partitions() const { return partitions_; }
+  std::uint32_t partitions() const {
+    KOBO_ASSERT(partitions_ > 0, "views of a log with no partition");
+    return partitions_;
+  }
 
   // The projector's access: changes written at once (one WriteBatch), and a key read for them.
   // `changes` in strict key order.
@@ -342,6 +345,8 @@ class ViewRecords final : public render::RecordSource {
   auto decoded(Result<T> r, Fn&& fn) const -> decltype(fn(r.value())) {
     if (!r) {
       if (status_.ok()) status_ = r.status();
+      // The first failure is kept: a caller that sees a nullopt checks status() before it trusts it.
+      KOBO_ASSERT(!status_.ok(), "a read that failed is remembered");
       return std::nullopt;
     }
     return fn(r.value());
