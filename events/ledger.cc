@@ -175,7 +175,10 @@ std::vector<CreatedTransaction> created(const EventData& d, bool derive) {
     const auto* x = failed;
     const auto legs = ReversalLegs::read(x->postings);
     if (!legs) return out;
-    // The reversal is the payout's second record: the payout itself is the first.
+    // The reversal is the payout's second record: the payout itself is the first. It is made
+    // here, not by add(): what add() asserts of a record, asserted of it.
+    KOBO_ASSERT(out.empty() && is_wallet_account(legs->source.account),
+                "a reversal credits its payout's wallet");
     CreatedTransaction t;
     t.kind = TransactionKind::payout_reversal;
     t.number = id_at(x->ids, 0);
