@@ -1119,8 +1119,10 @@ class FakePeer {
     EXPECT_TRUE(server_->start().ok());
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+  int asked() const { return asked_.load(); }  // requests with the secret, answered or not
 
  private:
+  std::atomic<int> asked_{0};  // before server_: its handler counts into it until it stops
   std::unique_ptr<http::Server> server_;
 };
 
