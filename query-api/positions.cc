@@ -4,6 +4,7 @@
 #include <charconv>
 #include <vector>
 
+#include "common/assert.h"
 #include "common/metrics.h"
 #include "query-api/envelope.h"
 
@@ -17,6 +18,23 @@ metrics::Histogram& position_wait_seconds() {
   static metrics::Histogram& h = metrics::registry().histogram(
       "kobo_position_wait_seconds", "How long reads with a Kobo-Position token waited for the views");
   return h;
+}
+
+// The answer to a read that sent a token says how long it waited for the views, in the standard
+// Server-Timing header (`kobo-position;dur=<ms>`), and the wait is counted in
+// kobo_position_wait_seconds: what a client's latency is made of, told apart from the network.
+http::Responder timed(http::Responder respond, std::chrono::steady_clock::time_point since) {
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+  KOBO_ASSERT(waited >= 0, "a steady clock does not go back");
+  position_wait_seconds().observe(waited);
+  char ms[32];
+  const auto [end, ec] = std::to_chars(ms, ms + sizeof ms, waited * 1000, std::chars_format::fixed, 3);
+  KOBO_ASSERT(ec == std::errc(), "a wait of a few seconds fits 32 characters");
+  return [respond = std::move(respond),
+          header = "kobo-position;dur=" + std::string(ms, end)](http::Response r) mutable {
+    r.headers.emplace_back("Server-Timing", std::move(header));
+    respond(std::move(r));
+  };
 }
 
 http::Response with_retry(http::Response r) {
@@ -106,10 +124,10 @@ void PositionHooks::before_read(const Exchange& x, http::Responder respond,
   const auto positions = parse_positions(x.request.header(kPositionHeader), partitions_);
   if (!positions || positions->empty()) return then(std::move(respond));
   auto w = std::make_shared<Wait>();
+  w->since = std::chrono::steady_clock::now();
   for (const auto& [p, seq] : *positions)
     if (projector_.applied_seq(Partition(p)).value < seq) w->needed.emplace_back(p, seq);
-  if (w->needed.empty()) return then(std::move(respond));
-  w->since = std::chrono::steady_clock::now();
+  if (w->needed.empty()) return then(timed(std::move(respond), w->since));
   w->deadline = w->since + read_wait_;
   w->respond = std::move(respond);
   w->then = std::move(then);
@@ -118,21 +136,18 @@ void PositionHooks::before_read(const Exchange& x, http::Responder respond,
 
 void PositionHooks::wait_next(const std::shared_ptr<Wait>& w) {
   if (w->next == w->needed.size()) {
-    position_wait_seconds().observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - w->since).count());
     // when_applied calls back on the projector's thread: the read goes on on the pool.
-    return boost::asio::post(pool_, [w] { w->then(std::move(w->respond)); });
+    return boost::asio::post(pool_, [w, respond = timed(std::move(w->respond), w->since)]() mutable {
+      w->then(std::move(respond));
+    });
   }
   const auto [p, seq] = w->needed[w->next];
   const auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(w->deadline - std::chrono::steady_clock::now());
   projector_.when_applied(
       Partition(p), Seq(seq), std::max(left, std::chrono::milliseconds(0)), [this, w](bool applied) {
-        if (!applied) {
-          position_wait_seconds().observe(
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - w->since).count());
-          return w->respond(with_retry(http::error(503, "Service unavailable")));
-        }
+        if (!applied)
+          return timed(std::move(w->respond), w->since)(with_retry(http::error(503, "Service unavailable")));
         ++w->next;
         wait_next(w);
       });
