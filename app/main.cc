@@ -601,6 +601,8 @@ int serve(const ServeOptions& o) {
       return owner.url;
     };
     wait.leaving = [c = cluster.get()] { return c->leaving(); };
+    wait.projector = &projector;
+    wait.read_wait = std::chrono::milliseconds(o.read_wait_ms);
     if (!cluster_secret.empty()) {
       // Commands of another node's partitions go there (docs/architecture.md, "Forwarding").
       forwarder =

@@ -8,6 +8,7 @@
 #include "common/metrics.h"
 #include "common/thread.h"
 #include "query-api/envelope.h"
+#include "query-api/positions.h"
 
 namespace kobo {
 namespace {
@@ -148,7 +149,7 @@ void OwnerWait::forward(const std::shared_ptr<Waiting>& w, const std::string& ur
     if (f.answer) {
       forwarded_seconds().observe(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count());
-      return w->respond(std::move(*f.answer));
+      return relay(w, std::move(*f.answer));
     }
     if (!f.sent && std::chrono::steady_clock::now() < w->deadline) {
       // Never sent (the owner is gone, or not yet listening): undecided, so it waits for the
@@ -160,6 +161,22 @@ void OwnerWait::forward(const std::shared_ptr<Waiting>& w, const std::string& ur
               {{"owner", url}, {"path", w->req.path}, {"why", f.error}});
     w->respond(no_writer());
   });
+}
+
+// The owner's answer, once this node's views have applied the positions it names (its
+// Kobo-Position): the caller's next read here sees what the owner wrote. A read wait that runs
+// out relays it all the same: the command was decided, and the answer says so.
+void OwnerWait::relay(const std::shared_ptr<Waiting>& w, http::Response answer) {
+  std::optional<api::Positions> positions;
+  if (options_.projector != nullptr)
+    for (const auto& [name, value] : answer.headers)
+      if (boost::beast::iequals(name, api::kPositionHeader))
+        positions = api::parse_positions(value, ledger_.config().partitions);
+  if (!positions) return w->respond(std::move(answer));
+  auto held = std::make_shared<http::Response>(std::move(answer));
+  if (api::views_have_or_wait(*options_.projector, *positions, options_.read_wait,
+                              [w, held](bool) { w->respond(std::move(*held)); }))
+    w->respond(std::move(*held));
 }
 
 }  // namespace kobo

@@ -6,7 +6,8 @@
 //
 // A command (POST, PATCH, PUT or DELETE with an x-service-key; not the name enquiry, which only
 // reads) whose business's partition this node does not write is, without holding a thread:
-//  - forwarded to the node that writes it (Forwarder), whose answer is the answer, as it came;
+//  - forwarded to the node that writes it (Forwarder), whose answer is the answer, as it came,
+//    relayed once this node's views have applied it (OwnerWaitOptions::projector);
 //  - held while no node writes it (a rebalance; a dead owner the group has not yet noticed, which
 //    refuses the connection), until this node or another one does, or for at most `wait`
 //    (--failover-wait-ms), then answered 503 `Service unavailable` with `Retry-After: 1`;
@@ -34,6 +35,7 @@
 #include <string>
 
 #include "command/ledger.h"
+#include "projection/projector.h"
 #include "projection/views.h"
 #include "query-api/forwarder.h"
 #include "query-api/http_server.h"
@@ -52,6 +54,11 @@ struct OwnerWaitOptions {
   std::string secret;
   // Whether this node is leaving its cluster (it has handed its partitions over): nothing waits.
   std::function<bool()> leaving;
+  // This node's views. A forwarded command's answer is relayed once they have applied its
+  // Kobo-Position, or after `read_wait` (--read-wait-ms): a client that talks to this node alone
+  // reads its writes here as on a single node. Null: relayed at once.
+  Projector* projector = nullptr;
+  std::chrono::milliseconds read_wait{2'000};
 };
 
 class OwnerWait {
@@ -67,6 +74,7 @@ class OwnerWait {
   struct Waiting;
   void check(const std::shared_ptr<Waiting>& w);
   void forward(const std::shared_ptr<Waiting>& w, const std::string& url);
+  void relay(const std::shared_ptr<Waiting>& w, http::Response answer);
   void again(const std::shared_ptr<Waiting>& w);
 
   Ledger& ledger_;

@@ -109,48 +109,61 @@ void PositionHooks::command_answered(const Exchange& x, LogPosition at, http::Re
   answer.headers.emplace_back(std::string(kPositionHeader), format_positions(positions));
 }
 
-// A read waiting for the views: the partitions it still needs, one after another.
-struct PositionHooks::Wait {
+namespace {
+
+// A wait for the views: the partitions still needed, one after another.
+struct ViewsWait {
+  Projector& projector;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> needed;
   std::size_t next = 0;
-  std::chrono::steady_clock::time_point since, deadline;
-  bool waited = false;  // a partition was not applied at once: go on on the pool
-  http::Responder respond;
-  std::function<void(http::Responder)> then;
+  std::chrono::steady_clock::time_point deadline;
+  std::function<void(bool)> then;
 };
+
+void wait_next(const std::shared_ptr<ViewsWait>& w) {
+  if (w->next == w->needed.size()) return w->then(true);
+  const auto [p, seq] = w->needed[w->next];
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(w->deadline - std::chrono::steady_clock::now());
+  w->projector.when_applied(Partition(p), Seq(seq), std::max(left, std::chrono::milliseconds(0)),
+                            [w](bool applied) {
+                              if (!applied) return w->then(false);
+                              ++w->next;
+                              wait_next(w);
+                            });
+}
+
+}  // namespace
+
+bool views_have_or_wait(Projector& projector, const Positions& positions, std::chrono::milliseconds wait,
+                        std::function<void(bool)> then) {
+  auto w = std::make_shared<ViewsWait>(ViewsWait{projector, {}, 0, {}, std::move(then)});
+  for (const auto& [p, seq] : positions)
+    if (projector.applied_seq(Partition(p)).value < seq) w->needed.emplace_back(p, seq);
+  if (w->needed.empty()) return true;
+  w->deadline = std::chrono::steady_clock::now() + wait;
+  wait_next(w);
+  return false;
+}
 
 void PositionHooks::before_read(const Exchange& x, http::Responder respond,
                                 std::function<void(http::Responder)> then) {
   const auto positions = parse_positions(x.request.header(kPositionHeader), partitions_);
   if (!positions || positions->empty()) return then(std::move(respond));
-  auto w = std::make_shared<Wait>();
-  w->since = std::chrono::steady_clock::now();
-  for (const auto& [p, seq] : *positions)
-    if (projector_.applied_seq(Partition(p)).value < seq) w->needed.emplace_back(p, seq);
-  if (w->needed.empty()) return then(timed(std::move(respond), w->since));
-  w->deadline = w->since + read_wait_;
-  w->respond = std::move(respond);
-  w->then = std::move(then);
-  wait_next(w);
-}
-
-void PositionHooks::wait_next(const std::shared_ptr<Wait>& w) {
-  if (w->next == w->needed.size()) {
-    // when_applied calls back on the projector's thread: the read goes on on the pool.
-    return boost::asio::post(pool_, [w, respond = timed(std::move(w->respond), w->since)]() mutable {
-      w->then(std::move(respond));
-    });
-  }
-  const auto [p, seq] = w->needed[w->next];
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(w->deadline - std::chrono::steady_clock::now());
-  projector_.when_applied(
-      Partition(p), Seq(seq), std::max(left, std::chrono::milliseconds(0)), [this, w](bool applied) {
-        if (!applied)
-          return timed(std::move(w->respond), w->since)(with_retry(http::error(503, "Service unavailable")));
-        ++w->next;
-        wait_next(w);
-      });
+  struct Read {
+    http::Responder respond;
+    std::function<void(http::Responder)> then;
+    std::chrono::steady_clock::time_point since;
+  };
+  auto r =
+      std::make_shared<Read>(Read{std::move(respond), std::move(then), std::chrono::steady_clock::now()});
+  const bool now = views_have_or_wait(projector_, *positions, read_wait_, [this, r](bool applied) {
+    auto timed_respond = timed(std::move(r->respond), r->since);
+    if (!applied) return timed_respond(with_retry(http::error(503, "Service unavailable")));
+    // Called back on the projector's thread: the read goes on on the pool.
+    boost::asio::post(pool_, [r, rs = std::move(timed_respond)]() mutable { r->then(std::move(rs)); });
+  });
+  if (now) r->then(timed(std::move(r->respond), r->since));
 }
 
 void PositionHooks::read_answered(const Exchange&, http::Response& answer) {

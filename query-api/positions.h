@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,12 @@ std::optional<Positions> parse_positions(std::string_view token, std::uint32_t p
 // The larger seq of each partition.
 void merge_positions(Positions& into, const Positions& other);
 
+// Whether `projector`'s views have applied every position of `positions` now. When they have
+// not, returns false and calls `then(applied)` on the projector's thread once they have (true) or
+// once `wait` has passed (false); no thread is held meanwhile.
+[[nodiscard]] bool views_have_or_wait(Projector& projector, const Positions& positions,
+                                      std::chrono::milliseconds wait, std::function<void(bool)> then);
+
 class PositionHooks : public EdgeHooks {
  public:
   PositionHooks(Projector& projector, std::uint32_t partitions, std::chrono::milliseconds read_wait);
@@ -63,9 +70,6 @@ class PositionHooks : public EdgeHooks {
   std::string views_token() const;
 
  private:
-  struct Wait;
-  void wait_next(const std::shared_ptr<Wait>& w);
-
   Projector& projector_;
   const std::uint32_t partitions_;
   const std::chrono::milliseconds read_wait_;

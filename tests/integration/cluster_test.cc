@@ -486,6 +486,9 @@ TEST_F(ClusterSuite, ACommandSentToANodeThatDoesNotWriteItsPartitionIsAnsweredEx
   const json w0 = made.json["data"];
   const json w1 =
       data_or_throw(at_owner.post("/v1/virtual-accounts", wallet_body("at-owner"), b.key), 201, "wallet");
+  // A transaction's commit answers before its markers reach the partition, so a reader of
+  // committed records may see the last one a moment later.
+  wait_until([&] { return log_events().size() >= before + 2; }, milliseconds(5'000));
   EXPECT_EQ(log_events().size(), before + 2) << "each command decided once";
   data_or_throw(
       elsewhere.post("/v1/sandbox/incoming-transfers", incoming_body(w0["accountNumber"], 50'000), b.key),
