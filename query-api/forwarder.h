@@ -38,7 +38,7 @@ namespace kobo {
 struct ForwarderOptions {
   std::string node_id;  // sent as x-kobo-forwarded
   std::string secret;   // sent as x-cluster-secret
-  std::size_t connections_per_peer = 128;
+  std::size_t connections_per_peer = 512;
   std::chrono::milliseconds timeout{20'000};  // one exchange, connect to the answer's last byte
   std::size_t answer_limit = 64 << 20;        // bytes of an answer's body
   int threads = 1;
