@@ -137,11 +137,12 @@ void wait_next(const std::shared_ptr<ViewsWait>& w) {
 
 bool views_have_or_wait(Projector& projector, const Positions& positions, std::chrono::milliseconds wait,
                         std::function<void(bool)> then) {
-  auto w = std::make_shared<ViewsWait>(ViewsWait{projector, {}, 0, {}, std::move(then)});
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> needed;
   for (const auto& [p, seq] : positions)
-    if (projector.applied_seq(Partition(p)).value < seq) w->needed.emplace_back(p, seq);
-  if (w->needed.empty()) return true;
-  w->deadline = std::chrono::steady_clock::now() + wait;
+    if (projector.applied_seq(Partition(p)).value < seq) needed.emplace_back(p, seq);
+  if (needed.empty()) return true;  // the common case: nothing allocated, nothing waited for
+  auto w = std::make_shared<ViewsWait>(
+      ViewsWait{projector, std::move(needed), 0, std::chrono::steady_clock::now() + wait, std::move(then)});
   wait_next(w);
   return false;
 }
