@@ -41,7 +41,12 @@ namespace {
 //   P<partition:4>                            -> consumer position {offset, seq, hash, epoch}
 //   D<delivery id>                            -> delivery JSON (the API's fields plus body,
 //                                                business and dueMs)
-//   l<business>|<t|l>|<createdAt ms:8><id>    -> "" (listing, newest first)
+//   l<business>|<t|l>|<createdAt ms:8>\0<seq:8><id>
+//                                             -> "" (listing, newest first: deliveries of one
+//                                                millisecond in log order, by their event's
+//                                                seq in the business's partition; entries
+//                                                written before the seq, `l…<createdAt><id>`,
+//                                                are read too: an id never starts with \0)
 //   Q<partition:4><due ms:8><id>              -> "" (pending deliveries by partition, then next
 //                                                attempt time: a cluster node sends only its
 //                                                partitions'; docs/webhooks.md "In a cluster")
@@ -56,10 +61,21 @@ std::string position_key(std::uint32_t p) {
 }
 std::string delivery_key(std::string_view id) { return "D" + std::string(id); }
 std::string list_prefix(std::string_view business, bool live) { return "l" + scope_key(business, live); }
-std::string list_key(std::string_view business, bool live, UnixMs created, std::string_view id) {
+std::string list_key(std::string_view business, bool live, UnixMs created, Seq seq, std::string_view id) {
+  KOBO_ASSERT(!id.empty() && id.front() != '\0', "a delivery id is not mistaken for the seq's mark");
   std::string k = list_prefix(business, live);
   put_be(k, static_cast<std::uint64_t>(created));
+  k.push_back('\0');
+  put_be(k, seq.value);
   return k + std::string(id);
+}
+// The delivery id of a listing entry (`key` past its scope's prefix), either layout above; empty
+// when the entry has none.
+std::string_view listed_delivery(std::string_view key) {
+  if (key.size() <= 8) return {};
+  key.remove_prefix(8);
+  if (key.front() != '\0') return key;
+  return key.size() > 9 ? key.substr(9) : std::string_view();
 }
 std::string due_prefix(Partition p) {
   std::string k("Q");
@@ -372,7 +388,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
                    {"body", event->body}};
       KOBO_ASSERT(well_formed_delivery(d), "a delivery is recorded with every member the sender reads");
       if (auto st = batched(wb_.Put(delivery_key(id), d.dump())); !st) return st;
-      if (auto st = batched(wb_.Put(list_key(e.business, e.live, now, id), "")); !st) return st;
+      if (auto st = batched(wb_.Put(list_key(e.business, e.live, now, e.seq, id), "")); !st) return st;
       if (auto st = batched(wb_.Put(due_key(e.partition, now, id), "")); !st) return st;
       ++recorded_;
     }
@@ -849,9 +865,8 @@ Result<Page> Webhooks::Impl::deliveries(const Scope& scope, const DeliveryFilter
   for (it->SeekForPrev(prefix + std::string(9, '\xff')); it->Valid(); it->Prev()) {
     const auto key = it->key();
     if (!key.starts_with(prefix)) break;
-    if (key.size() <= prefix.size() + 8)
-      return Status::error("webhooks read: a listing entry without a delivery id");
-    const std::string id(key.data() + prefix.size() + 8, key.size() - prefix.size() - 8);
+    const std::string id(listed_delivery(key.ToStringView().substr(prefix.size())));
+    if (id.empty()) return Status::error("webhooks read: a listing entry without a delivery id");
     auto d = get(id);
     if (!d) return d.status();
     if (!d.value())
