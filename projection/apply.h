@@ -13,7 +13,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -102,7 +101,10 @@ class ViewBatch {
   std::unordered_map<std::string, std::string> writes_;  // rows read back: key -> value
   std::size_t held_bytes_ = 0;                           // about what writes_ and the decoded rows hold
   // Decoded rows changed by the batch, encoded into the changes at changes().
-  std::map<std::string, bitmap::Chunk> chunks_;
+  // Hashed, not ordered: changes() sorts every change once, and a lookup by a key that shares
+  // its scope's 18-byte prefix with its neighbours costs a comparison of that prefix per level
+  // of an ordered map.
+  std::unordered_map<std::string, bitmap::Chunk> chunks_;
   std::unordered_map<std::string, rows::ListRow> lists_;
   std::unordered_map<std::string, rows::WebhookRow> webhooks_;
   struct Appended {

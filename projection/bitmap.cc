@@ -120,9 +120,11 @@ std::string encode(const Chunk& c) {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> runs;  // [start, end)
   std::size_t deltas = 1;
   std::int64_t previous = -1;
+  std::size_t bits = 0;
   c.each([&](std::uint32_t bit) {
     deltas += varint_size(static_cast<std::uint64_t>(static_cast<std::int64_t>(bit) - previous));
     previous = bit;
+    ++bits;
     if (!runs.empty() && runs.back().second == bit)
       runs.back().second = bit + 1;
     else
@@ -135,7 +137,7 @@ std::string encode(const Chunk& c) {
     end = stop;
   }
   const std::size_t bitset = 1 + kChunkBits / 8;
-  KOBO_ASSERT(runs.size() <= c.count() && deltas <= 1 + 3 * static_cast<std::size_t>(c.count()),
+  KOBO_ASSERT(runs.size() <= bits && deltas <= 1 + 3 * bits,
               "each run holds a bit at least, and a bit's delta takes 3 bytes at most");
   std::string out;
   if (deltas <= run_bytes && deltas <= bitset) {
