@@ -164,11 +164,15 @@ Status Views::ingest(std::span<const ViewChange> changes) {
   const std::string file =
       path_ + "/ingest-" + std::to_string(::getpid()) + "-" + std::to_string(files.fetch_add(1)) + ".sst";
   {
-    // LZ4 as the upper levels have it: compaction moves the rows to rest in zstd later, off the
-    // rebuild's critical path.
+    // LZ4 as the upper levels have it, and no dictionary: compaction moves the rows to rest in
+    // zstd with its dictionary later, off the rebuild's critical path. (The bottommost level's
+    // dictionary options would otherwise apply to the file: a zstd dictionary trained on every
+    // file's blocks, a seventh of a rebuild's CPU, for LZ4 blocks compaction rewrites anyway.)
     rocksdb::Options options = views_options(env_);
     options.compression = rocksdb::kLZ4Compression;
     options.bottommost_compression = rocksdb::kLZ4Compression;
+    options.bottommost_compression_opts = rocksdb::CompressionOptions();
+    options.compression_opts = rocksdb::CompressionOptions();
     rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options);
     if (const auto s = writer.Open(file); !s.ok()) return write_error(s, "views ingest: open a file");
     for (const ViewChange& c : changes)
