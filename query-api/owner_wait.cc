@@ -172,11 +172,10 @@ void OwnerWait::relay(const std::shared_ptr<Waiting>& w, http::Response answer) 
     for (const auto& [name, value] : answer.headers)
       if (boost::beast::iequals(name, api::kPositionHeader))
         positions = api::parse_positions(value, ledger_.config().partitions);
-  if (!positions) return w->respond(std::move(answer));
+  if (!positions || api::views_have(*options_.projector, *positions)) return w->respond(std::move(answer));
   auto held = std::make_shared<http::Response>(std::move(answer));
-  if (api::views_have_or_wait(*options_.projector, *positions, options_.read_wait,
-                              [w, held](bool) { w->respond(std::move(*held)); }))
-    w->respond(std::move(*held));
+  api::wait_for_views(*options_.projector, *positions, options_.read_wait,
+                      [w, held](bool) { w->respond(std::move(*held)); });
 }
 
 }  // namespace kobo

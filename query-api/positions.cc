@@ -1,5 +1,6 @@
 #include "query-api/positions.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <charconv>
 #include <vector>
@@ -135,36 +136,40 @@ void wait_next(const std::shared_ptr<ViewsWait>& w) {
 
 }  // namespace
 
-bool views_have_or_wait(Projector& projector, const Positions& positions, std::chrono::milliseconds wait,
-                        std::function<void(bool)> then) {
+bool views_have(const Projector& projector, const Positions& positions) {
+  return std::all_of(positions.begin(), positions.end(), [&](const auto& position) {
+    return projector.applied_seq(Partition(position.first)).value >= position.second;
+  });
+}
+
+void wait_for_views(Projector& projector, const Positions& positions, std::chrono::milliseconds wait,
+                    std::function<void(bool)> then) {
   std::vector<std::pair<std::uint32_t, std::uint64_t>> needed;
   for (const auto& [p, seq] : positions)
     if (projector.applied_seq(Partition(p)).value < seq) needed.emplace_back(p, seq);
-  if (needed.empty()) return true;  // the common case: nothing allocated, nothing waited for
-  auto w = std::make_shared<ViewsWait>(
-      ViewsWait{projector, std::move(needed), 0, std::chrono::steady_clock::now() + wait, std::move(then)});
-  wait_next(w);
-  return false;
+  if (needed.empty()) return then(true);  // applied since the caller looked
+  wait_next(std::make_shared<ViewsWait>(
+      ViewsWait{projector, std::move(needed), 0, std::chrono::steady_clock::now() + wait, std::move(then)}));
 }
 
 void PositionHooks::before_read(const Exchange& x, http::Responder respond,
                                 std::function<void(http::Responder)> then) {
   const auto positions = parse_positions(x.request.header(kPositionHeader), partitions_);
   if (!positions || positions->empty()) return then(std::move(respond));
+  const auto since = std::chrono::steady_clock::now();
+  if (views_have(projector_, *positions)) return then(timed(std::move(respond), since));
   struct Read {
     http::Responder respond;
     std::function<void(http::Responder)> then;
     std::chrono::steady_clock::time_point since;
   };
-  auto r =
-      std::make_shared<Read>(Read{std::move(respond), std::move(then), std::chrono::steady_clock::now()});
-  const bool now = views_have_or_wait(projector_, *positions, read_wait_, [this, r](bool applied) {
+  auto r = std::make_shared<Read>(Read{std::move(respond), std::move(then), since});
+  wait_for_views(projector_, *positions, read_wait_, [this, r](bool applied) {
     auto timed_respond = timed(std::move(r->respond), r->since);
     if (!applied) return timed_respond(with_retry(http::error(503, "Service unavailable")));
     // Called back on the projector's thread: the read goes on on the pool.
     boost::asio::post(pool_, [r, rs = std::move(timed_respond)]() mutable { r->then(std::move(rs)); });
   });
-  if (now) r->then(timed(std::move(r->respond), r->since));
 }
 
 void PositionHooks::read_answered(const Exchange&, http::Response& answer) {

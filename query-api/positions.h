@@ -49,11 +49,14 @@ std::optional<Positions> parse_positions(std::string_view token, std::uint32_t p
 // The larger seq of each partition.
 void merge_positions(Positions& into, const Positions& other);
 
-// Whether `projector`'s views have applied every position of `positions` now. When they have
-// not, returns false and calls `then(applied)` on the projector's thread once they have (true) or
-// once `wait` has passed (false); no thread is held meanwhile.
-[[nodiscard]] bool views_have_or_wait(Projector& projector, const Positions& positions,
-                                      std::chrono::milliseconds wait, std::function<void(bool)> then);
+// Whether `projector`'s views have applied every position of `positions` now. Allocates nothing:
+// the common case of a token read and of a relayed answer.
+[[nodiscard]] bool views_have(const Projector& projector, const Positions& positions);
+// Calls `then(applied)` once the views have applied every position (true) or once `wait` has
+// passed (false): on the projector's thread, or on this one when they have them already. No
+// thread is held meanwhile.
+void wait_for_views(Projector& projector, const Positions& positions, std::chrono::milliseconds wait,
+                    std::function<void(bool)> then);
 
 class PositionHooks : public EdgeHooks {
  public:
