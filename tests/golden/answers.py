@@ -556,7 +556,9 @@ def read(path):
 
 
 DURATION = re.compile(r'"durationMs":\d+')
-TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z|\d{8}T\d{9}Z|\b\d{4}-\d\d-\d\d\b")
+# A date also where a time of day follows it in a request (`to=2026-11-28T00:00:00Z`): the scenario
+# asks for today's statements, so the day it runs on must not be part of what is compared.
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z|\d{8}T\d{9}Z|(?<![0-9])\d{4}-\d\d-\d\d(?![0-9])")
 TOKEN = re.compile(
     r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # uuids (ids, references)
     r"|(?<![0-9a-zA-Z])[0-9a-f]{16,}(?![0-9a-zA-Z])"  # hashes, object ids, derived references
