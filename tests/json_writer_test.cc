@@ -66,8 +66,14 @@ TEST(JsonWriter, WritesEveryKindOfParsedValueAsDumpDoes) {
 
 TEST(JsonWriter, WritesADeeplyNestedParsedValue) {
   json deep = json::array();
-  for (int i = 0; i < 5'000; ++i) deep = json::array({std::move(deep), i});
-  EXPECT_EQ(written(deep), dumped(deep));
+  // The expected text is built here, not by dump(): nlohmann's serializer recurses, and 5,000
+  // levels of it overflow the stack of an ASan build.
+  std::string expected = std::string(5'000, '[') + "[]";
+  for (int i = 0; i < 5'000; ++i) {
+    deep = json::array({std::move(deep), i});
+    expected += "," + std::to_string(i) + "]";
+  }
+  EXPECT_EQ(written(deep), expected);
 }
 
 // Every string of bytes: random bytes weighted towards the ones UTF-8 and escaping care about.

@@ -380,7 +380,7 @@ TEST_F(TransactionFilters, EveryCombinationAgreesWithFilteringTheWholeList) {
   for (const auto& [from, to] :
        {std::pair{yesterday, tomorrow}, std::pair{today, today}, std::pair{tomorrow, tomorrow}})
     days.push_back({"createdAt%5BstartDate%5D=" + from + "&createdAt%5BendDate%5D=" + to,
-                    [=](const json& t) { return made_on(t, from, to); }});
+                    [made_on, lo = from, hi = to](const json& t) { return made_on(t, lo, hi); }});
   days.push_back(
       {"createdAt%5BstartDate%5D=" + today, [=](const json& t) { return made_on(t, today, "9999"); }});
   days.push_back(

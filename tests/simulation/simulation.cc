@@ -775,7 +775,10 @@ class Simulation {
   // be decided after the ones before it, except that an item's reference used before (by anyone,
   // this bulk's earlier items included) refuses it. Atomic: all or none; else each on its own.
   void bulk_transfer() {
-    auto [b, live] = caller();
+    // Not a structured binding: the items' lambda below uses both, and clang 14 cannot capture one.
+    const auto picked = caller();
+    const Business* const b = picked.first;
+    const bool live = picked.second;
     BulkTransfer bulk;
     bulk.caller = as_caller(*b, live);
     bulk.atomic = chance(50);
