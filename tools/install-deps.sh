@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Kobo Ledger builds and tests with, only those missing.
 # Idempotent: a machine that has them all returns at once without touching apt.
-# Usage: tools/install-deps.sh [build|kafka|bench|fuzz|format|tidy]...   (default: build)
+# Usage: tools/install-deps.sh [build|kafka|bench|clang|format|tidy]...   (default: build)
 set -euo pipefail
 
 build_pkgs=(
@@ -13,8 +13,8 @@ build_pkgs=(
 )
 kafka_pkgs=(default-jre-headless maven kcat)
 bench_pkgs=(libbenchmark-dev wrk nginx-light postgresql-15)
-# make fuzz: Debian's clang, and libclang-rt for libFuzzer and the sanitizer runtimes.
-fuzz_pkgs=(clang libclang-rt-14-dev)
+# make asan and make fuzz: Debian's clang, and libclang-rt for libFuzzer and the sanitizer runtimes.
+clang_pkgs=(clang libclang-rt-14-dev)
 # make format-check: the formatter .clang-format is written for.
 format_pkgs=(clang-format-14)
 # make tidy: the clang-tidy .clang-tidy's curated checks are chosen for.
@@ -26,10 +26,10 @@ for group in "${@:-build}"; do
     build) wanted+=("${build_pkgs[@]}") ;;
     kafka) wanted+=("${kafka_pkgs[@]}") ;;
     bench) wanted+=("${bench_pkgs[@]}") ;;
-    fuzz) wanted+=("${fuzz_pkgs[@]}") ;;
+    clang) wanted+=("${clang_pkgs[@]}") ;;
     format) wanted+=("${format_pkgs[@]}") ;;
     tidy) wanted+=("${tidy_pkgs[@]}") ;;
-    *) echo "install-deps: unknown group '$group' (build, kafka, bench, fuzz, format, tidy)" >&2; exit 2 ;;
+    *) echo "install-deps: unknown group '$group' (build, kafka, bench, clang, format, tidy)" >&2; exit 2 ;;
   esac
 done
 
