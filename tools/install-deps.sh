@@ -13,7 +13,7 @@ build_pkgs=(
 )
 kafka_pkgs=(default-jre-headless maven kcat)
 bench_pkgs=(libbenchmark-dev wrk nginx-light postgresql-15)
-# make asan and make fuzz: Debian's clang, and libclang-rt for libFuzzer and the sanitizer runtimes.
+# make asan, make tsan and make fuzz: Debian's clang, and libclang-rt for libFuzzer and the sanitizer runtimes.
 clang_pkgs=(clang libclang-rt-14-dev)
 # make format-check: the formatter .clang-format is written for.
 format_pkgs=(clang-format-14)
