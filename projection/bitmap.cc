@@ -133,6 +133,10 @@ std::string encode(const Chunk& c) {
   std::size_t bits = 0, runs = 0;
   std::uint64_t below = 0;  // the top bit of the word before
   for (const std::uint64_t w : c.words_) {
+    if (w == 0) {  // most words of a sparse chunk (popcount is a call where the build targets no POPCNT)
+      below = 0;
+      continue;
+    }
     bits += static_cast<std::size_t>(__builtin_popcountll(w));
     runs += static_cast<std::size_t>(__builtin_popcountll(w & ~((w << 1) | below)));
     below = w >> 63;
