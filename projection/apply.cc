@@ -87,7 +87,7 @@ std::optional<std::string> ViewBatch::find(const std::string& key) const {
 }
 
 namespace {
-// Keeps a row of each change: about what a row held costs, its key and value included.
+// About what holding a row costs beyond its key's and value's bytes (a map node, string headers).
 constexpr std::size_t kRowBytes = 64;
 // How much the rows read back may hold between batches (ViewBatch, apply.h).
 constexpr std::size_t kCarriedBytes = std::size_t{32} << 20;
