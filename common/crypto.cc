@@ -254,12 +254,12 @@ std::string format_uuid(const UuidBytes& b) {
 }
 
 namespace {
-// Each character's value as a lowercase hex digit; -1 for every other character.
-constexpr std::array<std::int8_t, 256> kHexDigit = [] {
-  std::array<std::int8_t, 256> t{};
-  t.fill(-1);
-  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = static_cast<std::int8_t>(c - '0');
-  for (int c = 'a'; c <= 'f'; ++c) t[static_cast<std::size_t>(c)] = static_cast<std::int8_t>(c - 'a' + 10);
+// Each character's value as a lowercase hex digit; 0xff for every other character.
+constexpr std::array<std::uint8_t, 256> kHexDigit = [] {
+  std::array<std::uint8_t, 256> t{};
+  t.fill(0xff);
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c) t[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(c - 'a' + 10);
   return t;
 }();
 }  // namespace
@@ -271,14 +271,14 @@ std::optional<UuidBytes> parse_uuid(std::string_view text) {
   // Where each byte's two digits start: 8-4-4-4-12 digits with a dash between the groups.
   static constexpr std::array<std::uint8_t, 16> kAt = {0,  2,  4,  6,  9,  11, 14, 16,
                                                        19, 21, 24, 26, 28, 30, 32, 34};
-  int bad = 0;
+  unsigned digits = 0;  // every digit's value or'ed: above 0xf once one is not a digit
   for (std::size_t i = 0; i < b.size(); ++i) {
-    const int high = kHexDigit[static_cast<unsigned char>(text[kAt[i]])];
-    const int low = kHexDigit[static_cast<unsigned char>(text[kAt[i] + 1u])];
-    bad |= high | low;  // negative once any digit is not one
-    b[i] = static_cast<std::uint8_t>((high << 4) | (low & 0xf));
+    const unsigned high = kHexDigit[static_cast<unsigned char>(text[kAt[i]])];
+    const unsigned low = kHexDigit[static_cast<unsigned char>(text[kAt[i] + 1u])];
+    digits |= high | low;
+    b[i] = static_cast<std::uint8_t>((high << 4) | low);
   }
-  if (bad < 0) return std::nullopt;
+  if (digits > 0xf) return std::nullopt;
   return b;
 }
 
