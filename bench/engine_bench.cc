@@ -13,6 +13,13 @@
 //       webhook render it (projection/render.h): a wallet transfer's debit, from the committed
 //       event and the wallets' facts the writer answered with, on one thread, in microseconds.
 //
+//   kobo_engine_bench project --data-dir D [--poll N]
+//       The live projector's CPU per event: the log kobo_make_log wrote in D applied to fresh,
+//       logged views (D/views-bench) with WriteBatches, as `kobo serve` applies it, by one lane,
+//       each batch one poll of at most N records (a group commit under HTTP load holds about 30).
+//       Prints the lane's CPU and the whole process's (RocksDB's flushes and compactions too)
+//       per event.
+//
 //   kobo_engine_bench make-wallets --data-dir D --wallets N
 //   kobo_engine_bench writer-memory --data-dir D
 //       Resident memory of the writer per wallet: make-wallets appends N wallets (fsync off: this
@@ -22,6 +29,8 @@
 //       cache holds at most 32 MiB), so it is an upper bound.
 
 #include <malloc.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -37,6 +46,7 @@
 #include "common/log.h"
 #include "events/embedded_log.h"
 #include "events/memory_log.h"
+#include "projection/projector.h"
 #include "projection/render.h"
 
 namespace kobo::bench {
@@ -161,6 +171,73 @@ int render_records(int records) {
   return 0;
 }
 
+// CPU seconds of this process's threads whose name starts with `prefix` (all threads: empty).
+double threads_cpu_seconds(std::string_view prefix) {
+  double total = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::FILE* f = std::fopen((task.path() / "stat").c_str(), "r");
+    if (f == nullptr) continue;
+    char line[1024];
+    const std::size_t n = std::fread(line, 1, sizeof line - 1, f);
+    std::fclose(f);
+    line[n] = 0;
+    const std::string_view stat(line, n);
+    const auto open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string_view::npos || close == std::string_view::npos) continue;
+    if (!stat.substr(open + 1, close - open - 1).starts_with(prefix)) continue;
+    unsigned long utime = 0, stime = 0;  // fields 14 and 15
+    std::string rest(stat.substr(close + 2));
+    if (std::sscanf(rest.c_str(), "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) == 2)
+      total += static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  return total;
+}
+
+int project(const std::string& data_dir, std::size_t poll) {
+  auto log = open_log(data_dir, false);
+  const std::string dir = (std::filesystem::path(data_dir) / "views-bench").string();
+  std::filesystem::remove_all(dir);
+  auto views = Views::open(dir, log->partitions());
+  if (!views) {
+    std::fprintf(stderr, "kobo_engine_bench: %s\n", views.status().message().c_str());
+    return 2;
+  }
+  auto ends = log->end_offsets();
+  if (!ends) {
+    std::fprintf(stderr, "kobo_engine_bench: %s\n", ends.status().message().c_str());
+    return 2;
+  }
+  ProjectorOptions options;
+  options.lanes = 1;
+  options.poll_records_max = poll;
+  options.flush_events_max = poll;
+  Projector projector(*log, *views.value(), options);
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  const auto t0 = Clock::now();
+  if (auto s = projector.catch_up_to(ends.value()); !s) {
+    std::fprintf(stderr, "kobo_engine_bench: %s\n", s.message().c_str());
+    return 2;
+  }
+  const double lane = threads_cpu_seconds("kobo-project-");
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  const double cpu =
+      seconds(after.ru_utime) - seconds(before.ru_utime) + seconds(after.ru_stime) - seconds(before.ru_stime);
+  std::uint64_t events = 0;
+  for (std::uint32_t p = 0; p < log->partitions(); ++p) events += projector.applied_seq(Partition(p)).value;
+  std::printf("projected %llu events in %.2f s: lane %.1f us of CPU per event, process %.1f us\n",
+              static_cast<unsigned long long>(events), wall, lane * 1e6 / static_cast<double>(events),
+              cpu * 1e6 / static_cast<double>(events));
+  std::printf("RESULT project_lane_us=%.1f project_process_us=%.1f\n",
+              lane * 1e6 / static_cast<double>(events), cpu * 1e6 / static_cast<double>(events));
+  return 0;
+}
+
 int make_wallets(const std::string& data_dir, std::uint64_t wallets) {
   auto log = open_log(data_dir, /*sync=*/false);
   Ledger ledger(*log, LedgerOptions{});
@@ -238,6 +315,10 @@ int main(int argc, char** argv) {
   rr->add_option("--records", records, "Records to render")
       ->check(CLI::Range(1, 10'000'000))
       ->capture_default_str();
+  std::size_t poll = 32;
+  auto* pj = app.add_subcommand("project", "The live projector's CPU per event over a kobo_make_log log");
+  pj->add_option("--data-dir", data_dir, "The data directory kobo_make_log wrote")->required();
+  pj->add_option("--poll", poll, "Records per batch")->check(CLI::Range(1, 100'000))->capture_default_str();
   auto* m = app.add_subcommand("make-wallets", "Append wallets to a fresh log (fsync off)");
   m->add_option("--data-dir", data_dir, "A fresh data directory")->required();
   m->add_option("--wallets", wallets, "Wallets to create")->capture_default_str();
@@ -247,6 +328,7 @@ int main(int argc, char** argv) {
   kobo::log::set_min_level(kobo::log::Level::warn);
   if (t->parsed()) return kobo::bench::transfers(data_dir, seconds, producers, window, key_file);
   if (rr->parsed()) return kobo::bench::render_records(records);
+  if (pj->parsed()) return kobo::bench::project(data_dir, poll);
   if (m->parsed()) return kobo::bench::make_wallets(data_dir, wallets);
   return kobo::bench::writer_memory(data_dir);
 }

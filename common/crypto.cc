@@ -1,6 +1,7 @@
 #include "common/crypto.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include <openssl/crypto.h>
@@ -252,23 +253,32 @@ std::string format_uuid(const UuidBytes& b) {
   return s;
 }
 
+namespace {
+// Each character's value as a lowercase hex digit; -1 for every other character.
+constexpr std::array<std::int8_t, 256> kHexDigit = [] {
+  std::array<std::int8_t, 256> t{};
+  t.fill(-1);
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = static_cast<std::int8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c) t[static_cast<std::size_t>(c)] = static_cast<std::int8_t>(c - 'a' + 10);
+  return t;
+}();
+}  // namespace
+
 std::optional<UuidBytes> parse_uuid(std::string_view text) {
-  if (text.size() != 36) return std::nullopt;
+  if (text.size() != 36 || text[8] != '-' || text[13] != '-' || text[18] != '-' || text[23] != '-')
+    return std::nullopt;
   UuidBytes b{};
-  std::size_t at = 0;
+  // Where each byte's two digits start: 8-4-4-4-12 digits with a dash between the groups.
+  static constexpr std::array<std::uint8_t, 16> kAt = {0,  2,  4,  6,  9,  11, 14, 16,
+                                                       19, 21, 24, 26, 28, 30, 32, 34};
+  int bad = 0;
   for (std::size_t i = 0; i < b.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) {
-      if (text[at++] != '-') return std::nullopt;
-    }
-    int byte = 0;
-    for (int half = 0; half < 2; ++half) {
-      const char c = text[at++];
-      const int nibble = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-      if (nibble < 0) return std::nullopt;
-      byte = byte << 4 | nibble;
-    }
-    b[i] = static_cast<std::uint8_t>(byte);
+    const int high = kHexDigit[static_cast<unsigned char>(text[kAt[i]])];
+    const int low = kHexDigit[static_cast<unsigned char>(text[kAt[i] + 1u])];
+    bad |= high | low;  // negative once any digit is not one
+    b[i] = static_cast<std::uint8_t>((high << 4) | (low & 0xf));
   }
+  if (bad < 0) return std::nullopt;
   return b;
 }
 

@@ -1,6 +1,7 @@
 #include "projection/apply.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include "events/fact_codec.h"
@@ -79,17 +80,38 @@ class ViewBatch::Records final : public render::RecordSource {
 
 std::optional<std::string> ViewBatch::find(const std::string& key) const {
   KOBO_ASSERT(!key.empty(), "a view key has a tag");
-  if (auto it = writes_.find(key); it != writes_.end()) return it->second;
+  if (auto it = writes_.find(key); it != writes_.end()) return it->second.row;
   auto value = views_.read(key);
   if (!value) throw ViewsReadFailed(value.status());
   return std::move(value.value());
 }
 
+namespace {
+// Keeps a row of each change: about what a row held costs, its key and value included.
+constexpr std::size_t kRowBytes = 64;
+// How much the rows read back may hold between batches (ViewBatch, apply.h).
+constexpr std::size_t kCarriedBytes = std::size_t{32} << 20;
+}  // namespace
+
+template <typename T>
+T& ViewBatch::changed(typename Rows<T>::value_type& held, Changed<T>& list, std::size_t bytes) {
+  if (!held.second.changed) {
+    held.second.changed = true;
+    list.push_back(&held);
+    ++changed_;
+    changed_bytes_ += held.first.size() + bytes + kRowBytes;
+  }
+  return held.second.row;
+}
+
 void ViewBatch::put(std::string key, std::string value) {
   KOBO_ASSERT(!key.empty(), "a view key has a tag");
   if (read_back(key)) {
-    held_bytes_ += key.size() + value.size() + 64;
-    writes_.insert_or_assign(std::move(key), std::move(value));
+    const std::size_t bytes = value.size();
+    auto [it, added] = writes_.try_emplace(std::move(key));
+    if (added) held_bytes_ += it->first.size() + bytes + kRowBytes;
+    it->second.row = std::move(value);
+    changed<std::string>(*it, changed_writes_, bytes);
     return;
   }
   appended_.push_back(Appended{bytes_.size(), static_cast<std::uint32_t>(key.size()),
@@ -108,24 +130,25 @@ std::string& ViewBatch::edit(const std::string& key, const char* missing) {
     auto value = views_.read(key);
     if (!value) throw ViewsReadFailed(value.status());
     KOBO_ASSERT(value.value().has_value(), missing);
-    held_bytes_ += key.size() + value.value()->size() + 64;
-    it = writes_.emplace(key, std::move(*value.value())).first;
+    held_bytes_ += key.size() + value.value()->size() + kRowBytes;
+    it = writes_.emplace(key, Held<std::string>{std::move(*value.value())}).first;
   }
-  return it->second;
+  return changed<std::string>(*it, changed_writes_, it->second.row.size());
 }
 
 bitmap::Chunk& ViewBatch::chunk(const std::string& bitmap, std::uint64_t number) {
-  std::string key = view_keys::bitmap_chunk(bitmap, bitmap::chunk_of(number));
-  auto it = chunks_.find(key);
+  // Looked up by a key written into one reused buffer: most marks find a chunk the batch holds.
+  view_keys::bitmap_chunk(chunk_key_, bitmap, bitmap::chunk_of(number));
+  auto it = chunks_.find(std::string_view(chunk_key_));
   if (it == chunks_.end()) {
-    auto stored = views_.read(key);
+    auto stored = views_.read(chunk_key_);
     if (!stored) throw ViewsReadFailed(stored.status());
     bitmap::Chunk c;
     if (stored.value()) c = decoded(bitmap::decode(*stored.value()));
-    held_bytes_ += sizeof(bitmap::Chunk) + key.size() + 64;
-    it = chunks_.emplace(std::move(key), c).first;
+    held_bytes_ += sizeof(bitmap::Chunk) + chunk_key_.size() + kRowBytes;
+    it = chunks_.emplace(chunk_key_, Held<bitmap::Chunk>{c}).first;
   }
-  return it->second;
+  return changed<bitmap::Chunk>(*it, changed_chunks_, sizeof(bitmap::Chunk));
 }
 
 void ViewBatch::mark(const std::string& bitmap, std::uint64_t number, bool on) {
@@ -148,10 +171,12 @@ rows::ListRow& ViewBatch::list(char kind, const std::string& scope) {
     if (!stored) throw ViewsReadFailed(stored.status());
     rows::ListRow row;
     if (stored.value()) row = decoded(rows::decode_list(*stored.value()));
-    it = lists_.emplace(std::move(key), row).first;
+    held_bytes_ += key.size() + sizeof(rows::ListRow) + kRowBytes;
+    it = lists_.emplace(std::move(key), Held<rows::ListRow>{row}).first;
   }
-  KOBO_ASSERT(it->second.displaced <= it->second.count, "a list displaces no more records than it holds");
-  return it->second;
+  rows::ListRow& row = changed<rows::ListRow>(*it, changed_lists_, sizeof(rows::ListRow));
+  KOBO_ASSERT(row.displaced <= row.count, "a list displaces no more records than it holds");
+  return row;
 }
 
 std::pair<std::uint64_t, UnixMs> ViewBatch::add_to_list(char kind, const std::string& scope,
@@ -175,13 +200,17 @@ std::pair<std::uint64_t, UnixMs> ViewBatch::add_to_list(char kind, const std::st
 
 rows::WebhookRow& ViewBatch::webhook_row(const std::string& account, bool live) {
   std::string key = view_keys::webhook(account, live);
-  if (auto it = webhooks_.find(key); it != webhooks_.end()) return it->second;
-  rows::WebhookRow row;
-  auto stored = views_.read(key);
-  if (!stored) throw ViewsReadFailed(stored.status());
-  if (stored.value()) row = decoded(rows::decode_webhook(*stored.value()));
-  KOBO_ASSERT(row.announced <= row.sequence, "an account announces no more webhook events than it has");
-  return webhooks_.emplace(std::move(key), std::move(row)).first->second;
+  auto it = webhooks_.find(key);
+  if (it == webhooks_.end()) {
+    rows::WebhookRow row;
+    auto stored = views_.read(key);
+    if (!stored) throw ViewsReadFailed(stored.status());
+    if (stored.value()) row = decoded(rows::decode_webhook(*stored.value()));
+    KOBO_ASSERT(row.announced <= row.sequence, "an account announces no more webhook events than it has");
+    held_bytes_ += key.size() + sizeof(rows::WebhookRow) + kRowBytes;
+    it = webhooks_.emplace(std::move(key), Held<rows::WebhookRow>{std::move(row)}).first;
+  }
+  return changed<rows::WebhookRow>(*it, changed_webhooks_, sizeof(rows::WebhookRow));
 }
 
 // The account an event's transactions are of: the one the event names, else (a payout's later
@@ -535,6 +564,8 @@ Status ViewBatch::apply(const Event& e) {
   try {
     apply_event(e);
   } catch (const ViewsReadFailed& failed) {
+    // Half applied: the rows held may hold part of `e`, which the views do not. None is kept.
+    forget();
     return failed.status();
   }
   times_.push_back(e.time);
@@ -637,23 +668,52 @@ void ViewBatch::put_position(std::uint32_t p, const ViewPosition& position) {
 
 std::vector<ViewBatch::Change> ViewBatch::changes() {
   encoded_.clear();
-  encoded_.reserve(chunks_.size() + lists_.size() + webhooks_.size());
-  std::vector<std::pair<const std::string*, std::size_t>> decoded_rows;  // key, index in encoded_
-  for (const auto& [key, c] : chunks_)
-    decoded_rows.emplace_back(&key, (encoded_.push_back(bitmap::encode(c)), encoded_.size() - 1));
-  for (const auto& [key, row] : lists_)
-    decoded_rows.emplace_back(&key, (encoded_.push_back(rows::encode(row)), encoded_.size() - 1));
-  for (const auto& [key, row] : webhooks_)
-    decoded_rows.emplace_back(&key, (encoded_.push_back(rows::encode(row)), encoded_.size() - 1));
+  encoded_.reserve(changed_chunks_.size() + changed_lists_.size() + changed_webhooks_.size());
   std::vector<Change> out;
-  out.reserve(writes_.size() + appended_.size() + decoded_rows.size());
-  for (const auto& [key, value] : writes_) out.push_back({key, value});
-  for (const auto& [key, i] : decoded_rows) out.push_back({*key, encoded_[i]});
+  out.reserve(changed_ + appended_.size());
+  for (const auto* held : changed_writes_) out.push_back({held->first, held->second.row});
+  // Encoded first, then pointed at: encoded_ does not move once reserved.
+  for (const auto* held : changed_chunks_) encoded_.push_back(bitmap::encode(held->second.row));
+  for (const auto* held : changed_lists_) encoded_.push_back(rows::encode(held->second.row));
+  for (const auto* held : changed_webhooks_) encoded_.push_back(rows::encode(held->second.row));
+  std::size_t next = 0;
+  for (const auto* held : changed_chunks_) out.push_back({held->first, encoded_[next++]});
+  for (const auto* held : changed_lists_) out.push_back({held->first, encoded_[next++]});
+  for (const auto* held : changed_webhooks_) out.push_back({held->first, encoded_[next++]});
+  KOBO_ASSERT(next == encoded_.size() && out.size() == changed_, "every row changed is a change");
   for (const Appended& a : appended_)
     out.push_back({std::string_view(bytes_).substr(a.at, a.key_size),
                    std::string_view(bytes_).substr(a.at + a.key_size, a.value_size)});
-  // Stable: of the changes of one key (only appended keys repeat), the last is written.
-  std::stable_sort(out.begin(), out.end(), [](const Change& a, const Change& b) { return a.key < b.key; });
+  // In key order, and of the changes of one key (only appended keys repeat) the last one last,
+  // as the last is the one written. Keys compare by their first 8 bytes as one big-endian integer
+  // first: most keys differ there (a tag and an id), so a comparison rarely reaches memcmp.
+  struct Sorted {
+    std::uint64_t head;
+    std::uint32_t index;
+  };
+  std::vector<Sorted> order(out.size());
+  for (std::uint32_t i = 0; i < out.size(); ++i) {
+    const std::string_view k = out[i].key;
+    std::uint64_t head = 0;
+    std::memcpy(&head, k.data(), std::min<std::size_t>(sizeof head, k.size()));
+    order[i] = Sorted{__builtin_bswap64(head), i};
+  }
+  auto tail = [&](std::uint32_t i) {
+    const std::string_view k = out[i].key;
+    return k.substr(std::min<std::size_t>(8, k.size()));
+  };
+  std::sort(order.begin(), order.end(), [&](const Sorted& a, const Sorted& b) {
+    if (a.head != b.head) return a.head < b.head;
+    // Equal heads: a key of fewer than 8 bytes is padded with zeros, so its length decides too.
+    if (const int c = tail(a.index).compare(tail(b.index)); c != 0) return c < 0;
+    if (out[a.index].key.size() != out[b.index].key.size())
+      return out[a.index].key.size() < out[b.index].key.size();
+    return a.index < b.index;
+  });
+  std::vector<Change> sorted;
+  sorted.reserve(out.size());
+  for (const Sorted& o : order) sorted.push_back(out[o.index]);
+  out = std::move(sorted);
   std::size_t kept = 0;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (i + 1 < out.size() && out[i + 1].key == out[i].key) continue;
@@ -668,16 +728,43 @@ std::vector<ViewBatch::Change> ViewBatch::changes() {
 }
 
 void ViewBatch::clear() {
-  writes_.clear();
-  chunks_.clear();
-  lists_.clear();
-  webhooks_.clear();
+  for (auto* held : changed_writes_) held->second.changed = false;
+  for (auto* held : changed_chunks_) held->second.changed = false;
+  for (auto* held : changed_lists_) held->second.changed = false;
+  for (auto* held : changed_webhooks_) held->second.changed = false;
+  changed_writes_.clear();
+  changed_chunks_.clear();
+  changed_lists_.clear();
+  changed_webhooks_.clear();
+  changed_ = 0;
+  changed_bytes_ = 0;
   appended_.clear();
   bytes_.clear();
   encoded_.clear();
   times_.clear();
+  // The rows carried to the next batch are what the views hold now; past kCarriedBytes (a
+  // rebuild's many amounts, say), the next batch reads them again instead.
+  if (held_bytes_ > kCarriedBytes) forget();
+  KOBO_ASSERT(empty(), "a cleared batch has no change");
+}
+
+void ViewBatch::forget() {
+  writes_.clear();
+  chunks_.clear();
+  lists_.clear();
+  webhooks_.clear();
+  changed_writes_.clear();
+  changed_chunks_.clear();
+  changed_lists_.clear();
+  changed_webhooks_.clear();
+  changed_ = 0;
+  changed_bytes_ = 0;
   held_bytes_ = 0;
-  KOBO_ASSERT(empty(), "a cleared batch holds nothing");
+  appended_.clear();
+  bytes_.clear();
+  encoded_.clear();
+  times_.clear();
+  KOBO_ASSERT(empty(), "a forgotten batch holds nothing");
 }
 
 }  // namespace kobo

@@ -9,6 +9,11 @@
 // accounts, account keys, hold rows, list rows, bitmap chunks, webhook rows) are kept by key, decoded where
 // they change often; everything else is appended, key and value, to one buffer. changes() gives
 // every change once, in key order, which makes RocksDB's inserts (or the file's writing) cheap.
+// The rows read back stay after a batch is written (clear()), up to kCarriedBytes, as what the
+// views hold: the next batch reads a busy wallet's row, or a list's newest chunk, from memory,
+// not from RocksDB. That holds because one batch (one projector lane) writes every key of the
+// partitions it applies, and nothing else writes the views; a batch that fails, or that is
+// dropped, forgets them (forget()).
 // Not thread-safe: one batch per thread; its reads go to the Views it was made for.
 
 #include <cstdint>
@@ -35,22 +40,27 @@ class ViewBatch {
   ViewBatch& operator=(const ViewBatch&) = delete;
 
   // Applies `e`. A read of the views that fails, or a row that does not decode, is an error: the
-  // batch is then half applied and must be dropped (clear()).
+  // batch then forgets everything it held (forget()), the events applied before `e` too, which
+  // the projector applies again from the views' positions.
   [[nodiscard]] Status apply(const Event& e);
   // The position of partition `p` the batch's changes bring the views to.
   void put_position(std::uint32_t p, const ViewPosition& position);
 
-  bool empty() const { return times_.empty() && writes_.empty() && appended_.empty(); }
+  bool empty() const { return times_.empty() && changed_ == 0 && appended_.empty(); }
   std::size_t events() const { return times_.size(); }
   // About how many bytes the batch holds: a rebuild writes a file when it is large enough.
-  std::size_t bytes() const { return bytes_.size() + held_bytes_; }
+  std::size_t bytes() const { return bytes_.size() + changed_bytes_; }
   // Event::time of each event applied since the last clear(), in order (the projection's lag).
   const std::vector<UnixMs>& times() const { return times_; }
 
   using Change = ViewChange;
   // Every change of the batch, each key once, in key order: valid until the batch changes.
   std::vector<Change> changes();
+  // After the changes were written: the batch starts again, still holding the rows read back.
   void clear();
+  // After a failure, or when the views may hold other rows than the batch believes: the batch
+  // starts again holding nothing.
+  void forget();
 
  private:
   class Records;
@@ -98,15 +108,39 @@ class ViewBatch {
   }
 
   Views& views_;
-  std::unordered_map<std::string, std::string> writes_;  // rows read back: key -> value
-  std::size_t held_bytes_ = 0;                           // about what writes_ and the decoded rows hold
-  // Decoded rows changed by the batch, encoded into the changes at changes().
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view key) const { return std::hash<std::string_view>()(key); }
+  };
+  // A row read back, and whether this batch changed it (changes() writes those only).
+  template <typename T>
+  struct Held {
+    T row;
+    bool changed = false;
+  };
+  template <typename T>
+  using Rows = std::unordered_map<std::string, Held<T>, KeyHash, std::equal_to<>>;
+  template <typename T>
+  using Changed = std::vector<typename Rows<T>::value_type*>;
+  // Marks a held row changed by this batch (once in `list`), and returns it.
+  template <typename T>
+  T& changed(typename Rows<T>::value_type& held, Changed<T>& list, std::size_t bytes);
   // Hashed, not ordered: changes() sorts every change once, and a lookup by a key that shares
   // its scope's 18-byte prefix with its neighbours costs a comparison of that prefix per level
-  // of an ordered map.
-  std::unordered_map<std::string, bitmap::Chunk> chunks_;
-  std::unordered_map<std::string, rows::ListRow> lists_;
-  std::unordered_map<std::string, rows::WebhookRow> webhooks_;
+  // of an ordered map. Node-based, so that the pointers of the Changed lists stay valid.
+  Rows<std::string> writes_;  // rows read back: key -> value
+  Rows<bitmap::Chunk> chunks_;
+  Rows<rows::ListRow> lists_;
+  Rows<rows::WebhookRow> webhooks_;
+  // The rows of each map this batch changed, in the order first changed.
+  Changed<std::string> changed_writes_;
+  Changed<bitmap::Chunk> changed_chunks_;
+  Changed<rows::ListRow> changed_lists_;
+  Changed<rows::WebhookRow> changed_webhooks_;
+  std::string chunk_key_;          // chunk()'s lookups
+  std::size_t changed_ = 0;        // how many rows this batch changed
+  std::size_t changed_bytes_ = 0;  // about what those hold
+  std::size_t held_bytes_ = 0;     // about what every row held holds, changed or carried
   struct Appended {
     std::size_t at;  // in bytes_: the key, then the value
     std::uint32_t key_size, value_size;

@@ -1,7 +1,9 @@
 #include "projection/bitmap.h"
 
 #include <algorithm>
-#include <vector>
+#include <bit>
+#include <cstdint>
+#include <cstring>
 
 #include "common/varint.h"
 
@@ -115,35 +117,66 @@ std::size_t varint_size(std::uint64_t v) {
 
 }  // namespace
 
-std::string encode(const Chunk& c) {
-  // The runs of set bits, and what each encoding would take.
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> runs;  // [start, end)
-  std::size_t deltas = 1;
-  std::int64_t previous = -1;
-  std::size_t bits = 0;
-  c.each([&](std::uint32_t bit) {
-    deltas += varint_size(static_cast<std::uint64_t>(static_cast<std::int64_t>(bit) - previous));
-    previous = bit;
-    ++bits;
-    if (!runs.empty() && runs.back().second == bit)
-      runs.back().second = bit + 1;
-    else
-      runs.emplace_back(bit, bit + 1);
-  });
-  std::size_t run_bytes = 1;
-  std::uint32_t end = 0;
-  for (const auto& [start, stop] : runs) {
-    run_bytes += varint_size(start - end) + varint_size(stop - start - 1);
-    end = stop;
+std::uint32_t Chunk::find_from(std::uint32_t from, bool set) const {
+  KOBO_ASSERT(from <= kChunkBits, "a search from past its chunk");
+  for (std::uint32_t w = from / 64; w < kWords; ++w) {
+    std::uint64_t bits = set ? words_[w] : ~words_[w];
+    if (w == from / 64) bits &= ~std::uint64_t{0} << (from % 64);
+    if (bits != 0) return w * 64 + static_cast<std::uint32_t>(__builtin_ctzll(bits));
   }
+  return kChunkBits;
+}
+
+std::string encode(const Chunk& c) {
+  // How many bits are set and how many runs they make, a word at a time: a run starts at a set
+  // bit whose lower neighbour is clear.
+  std::size_t bits = 0, runs = 0;
+  std::uint64_t below = 0;  // the top bit of the word before
+  for (const std::uint64_t w : c.words_) {
+    if (w == 0) {  // most words of a sparse chunk (popcount is a call where the build targets no POPCNT)
+      below = 0;
+      continue;
+    }
+    bits += static_cast<std::size_t>(__builtin_popcountll(w));
+    runs += static_cast<std::size_t>(__builtin_popcountll(w & ~((w << 1) | below)));
+    below = w >> 63;
+  }
+  const auto each_run = [&](auto&& fn) {  // fn(start, stop) of each run [start, stop), lowest first
+    for (std::uint32_t start = c.find_from(0, true); start < kChunkBits;) {
+      const std::uint32_t stop = c.find_from(start, false);
+      fn(start, stop);
+      start = stop < kChunkBits ? c.find_from(stop, true) : kChunkBits;
+    }
+  };
+  // What each encoding takes. One that cannot be the smallest is not sized (kUnsized): a run takes
+  // two bytes at least, and a bit's delta one.
+  constexpr std::size_t kUnsized = SIZE_MAX;
   const std::size_t bitset = 1 + kChunkBits / 8;
-  KOBO_ASSERT(runs.size() <= bits && deltas <= 1 + 3 * bits,
+  std::size_t run_bytes = kUnsized;
+  if (1 + 2 * runs <= bitset) {
+    run_bytes = 1;
+    std::uint32_t end = 0;
+    each_run([&](std::uint32_t start, std::uint32_t stop) {
+      run_bytes += varint_size(start - end) + varint_size(stop - start - 1);
+      end = stop;
+    });
+  }
+  std::size_t deltas = kUnsized;
+  if (1 + bits <= std::min(bitset, run_bytes)) {
+    deltas = 1;
+    std::int64_t previous = -1;
+    c.each([&](std::uint32_t bit) {
+      deltas += varint_size(static_cast<std::uint64_t>(static_cast<std::int64_t>(bit) - previous));
+      previous = bit;
+    });
+  }
+  KOBO_ASSERT(runs <= bits && (deltas == kUnsized || deltas <= 1 + 3 * bits),
               "each run holds a bit at least, and a bit's delta takes 3 bytes at most");
   std::string out;
   if (deltas <= run_bytes && deltas <= bitset) {
     out.reserve(deltas);
     out.push_back(static_cast<char>(kDeltas));
-    previous = -1;
+    std::int64_t previous = -1;
     c.each([&](std::uint32_t bit) {
       put_varint(out, static_cast<std::uint64_t>(static_cast<std::int64_t>(bit) - previous));
       previous = bit;
@@ -151,22 +184,21 @@ std::string encode(const Chunk& c) {
   } else if (run_bytes <= bitset) {
     out.reserve(run_bytes);
     out.push_back(static_cast<char>(kRuns));
-    end = 0;
-    for (const auto& [start, stop] : runs) {
+    std::uint32_t end = 0;
+    each_run([&](std::uint32_t start, std::uint32_t stop) {
       put_varint(out, start - end);
       put_varint(out, stop - start - 1);
       end = stop;
-    }
+    });
   } else {
+    // The words little-endian, as this machine holds them.
+    static_assert(std::endian::native == std::endian::little, "a bitset chunk is the words' bytes as held");
     out.resize(bitset);
     out[0] = static_cast<char>(kBitset);
-    for (std::uint32_t w = 0; w < kWords; ++w)
-      for (int b = 0; b < 8; ++b)
-        out[1 + w * 8 + static_cast<std::uint32_t>(b)] = static_cast<char>((c.words_[w] >> (8 * b)) & 0xff);
+    std::memcpy(out.data() + 1, c.words_.data(), kChunkBits / 8);
   }
   KOBO_ASSERT(static_cast<unsigned char>(out[0]) <= kBitset, "a chunk opens with its encoding");
-  KOBO_ASSERT(out.size() == std::min({deltas, run_bytes, bitset}),
-              "a chunk encoded in more bytes than planned");
+  KOBO_ASSERT(out.size() == std::min({deltas, run_bytes, bitset}), "a chunk encoded in the fewest bytes");
   return out;
 }
 
@@ -203,12 +235,7 @@ Result<Chunk> decode(std::string_view bytes) {
     }
   } else if (kind == kBitset) {
     if (bytes.size() != 1 + kChunkBits / 8) return malformed();
-    for (std::uint32_t w = 0; w < kWords; ++w) {
-      std::uint64_t word = 0;
-      for (int b = 7; b >= 0; --b)
-        word = (word << 8) | static_cast<unsigned char>(bytes[1 + w * 8 + static_cast<std::uint32_t>(b)]);
-      c.words_[w] = word;
-    }
+    std::memcpy(c.words_.data(), bytes.data() + 1, kChunkBits / 8);  // little-endian words (encode)
   } else {
     return malformed();
   }

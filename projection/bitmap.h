@@ -70,6 +70,8 @@ class Chunk {
   friend std::string encode(const Chunk& c);
   friend Result<Chunk> decode(std::string_view bytes);
   bool disjoint(const Chunk& other) const;
+  // The first bit at or after `from` that is set (`set`) or clear; kChunkBits when there is none.
+  std::uint32_t find_from(std::uint32_t from, bool set) const;
   void set_range(std::uint32_t from, std::uint32_t to);
   std::array<std::uint64_t, kWords> words_{};
 };

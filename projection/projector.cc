@@ -149,7 +149,7 @@ class Projector::Lane {
         cv_.wait(lock, [&] { return stopping_ || drop_ || !queue_.empty(); });
         if (stopping_) return;
         if (drop_) {
-          batch_.clear();
+          batch_.forget();
           pending_.clear();
           whole_ = true;
           sync_pending = false;
@@ -183,6 +183,10 @@ class Projector::Lane {
         }
         whole_ = h.whole;
         sync_pending = sync_pending || h.sync;
+        // A long tail is written in batches of flush_events_max, whole commands each.
+        if (whole_ && owner_.options_.ingest_bytes == 0 &&
+            batch_.events() >= owner_.options_.flush_events_max && !flush())
+          return;  // stopping while the views cannot be written
       }
       work.clear();
       if (failed()) continue;  // the reader starts again (drop())
@@ -244,6 +248,7 @@ class Projector::Lane {
     }
     if (batch_.empty()) return true;
     const std::size_t events = batch_.events();
+    bool forget_rows = false;
     Status s = write();
     if (!s) {
       owner_.unwritten_.fetch_add(1);
@@ -270,6 +275,8 @@ class Projector::Lane {
       owner_.unwritten_.fetch_sub(1);
       owner_.set_fault({});
       log::info("the views are written again");
+      // The views were opened again meanwhile: the next batch reads its rows from them afresh.
+      forget_rows = true;
     }
     const UnixMs now = now_ms();
     for (const UnixMs t : batch_.times())
@@ -277,7 +284,10 @@ class Projector::Lane {
     if (!batch_.times().empty())
       projector_metrics().last_lag.set(static_cast<double>(now - batch_.times().back()) / 1000.0);
     projector_metrics().batch_events.observe(static_cast<double>(events));
-    batch_.clear();
+    if (forget_rows)
+      batch_.forget();
+    else
+      batch_.clear();
     for (const auto& [p, position] : pending_) written_[p] = position;
     KOBO_ASSERT(written_.size() >= pending_.size() && moved.size() <= pending_.size(),
                 "the views hold where the batch brought each of its partitions");

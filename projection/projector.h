@@ -40,6 +40,9 @@ struct ProjectorOptions {
   // Sharing cores with the HTTP threads, the writer and a load generator, the projector at the
   // default priority falls behind under load by tens of milliseconds (docs/architecture.md).
   std::optional<int> nice = std::nullopt;
+  // A live flush (WriteBatches) holds at most about this many events: a lane catching up on a
+  // long tail writes it in batches of this size rather than in one that holds the whole tail.
+  std::size_t flush_events_max = 4096;
   // How many lanes apply partitions in parallel; 0: one per core the machine has, at most one
   // per partition.
   std::uint32_t lanes = 0;

@@ -276,11 +276,16 @@ inline std::string bitmap(char kind, std::string_view scope, char field, std::st
               "a bitmap key is X, a kind, a scope, a field and its value");
   return k;
 }
+// The key of chunk `chunk` of `bitmap`, written into `out` (whatever it held).
+inline void bitmap_chunk(std::string& out, std::string_view bitmap, std::uint32_t chunk) {
+  out.assign(bitmap);
+  put_be(out, chunk, 4);
+  KOBO_ASSERT(out.size() == bitmap.size() + 4, "a chunk key is its bitmap's and 4 bytes");
+  KOBO_ASSERT(get_be(out, bitmap.size(), 4) == chunk, "a chunk key reads back as its chunk");
+}
 inline std::string bitmap_chunk(std::string_view bitmap, std::uint32_t chunk) {
-  std::string k(bitmap);
-  put_be(k, chunk, 4);
-  KOBO_ASSERT(k.size() == bitmap.size() + 4, "a chunk key is its bitmap's and 4 bytes");
-  KOBO_ASSERT(get_be(k, bitmap.size(), 4) == chunk, "a chunk key reads back as its chunk");
+  std::string k;
+  bitmap_chunk(k, bitmap, chunk);
   return k;
 }
 

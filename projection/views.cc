@@ -80,6 +80,11 @@ rocksdb::Options views_options(rocksdb::Env* env) {
   // a memtable insert starts its search where the previous key of that tag went instead of at
   // the top of the skip list.
   o.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(1));
+  // A Bloom filter of the memtable's keys too (2 % of its size): the projector asks it for keys
+  // that do not exist yet (a new amount's bitmap chunk), which a skip list answers only after a
+  // search as long as an insert's.
+  o.memtable_whole_key_filtering = true;
+  o.memtable_prefix_bloom_size_ratio = 0.02;
   // RocksDB's file logger would write beside the views and abort once a full disk failed it.
   o.info_log = rocksdb_logger("views");
   o.max_bgerror_resume_count = 0;  // reopen() clears a write error

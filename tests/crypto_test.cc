@@ -78,6 +78,31 @@ TEST(RandomIds, FormatUuidWritesBytesInOrderWithTheDashesOf8_4_4_4_12) {
   EXPECT_EQ(format_uuid(b), "00112233-4455-6677-8899-aabbccddeeff");
 }
 
+TEST(RandomIds, ParseUuidReadsCanonicalTextOnly) {
+  UuidBytes b;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint8_t>(i * 17);
+  EXPECT_EQ(parse_uuid("00112233-4455-6677-8899-aabbccddeeff"), b);
+  for (int i = 0; i < 1'000; ++i) {
+    const std::string id = uuid_v4();
+    const auto parsed = parse_uuid(id);
+    ASSERT_TRUE(parsed.has_value()) << id;
+    EXPECT_EQ(format_uuid(*parsed), id);
+  }
+  const std::string good = "00112233-4455-6677-8899-aabbccddeeff";
+  EXPECT_EQ(parse_uuid(good.substr(1)), std::nullopt);
+  EXPECT_EQ(parse_uuid(good + "0"), std::nullopt);
+  EXPECT_EQ(parse_uuid("00112233-4455-6677-8899-AABBCCDDEEFF"), std::nullopt);  // canonical is lowercase
+  EXPECT_EQ(parse_uuid("001122334-455-6677-8899-aabbccddeeff"), std::nullopt);
+  for (std::size_t at = 0; at < good.size(); ++at) {
+    for (const char c : {'g', '-', 'G', ' ', '\0', '\xff'}) {
+      if (c == '-' && (at == 8 || at == 13 || at == 18 || at == 23)) continue;
+      std::string bad = good;
+      bad[at] = c;
+      EXPECT_EQ(parse_uuid(bad), std::nullopt) << "at " << at << ": " << bad;
+    }
+  }
+}
+
 TEST(RandomIds, HexHasTheAskedLengthAndDiffers) {
   const std::string a = random_hex(32), b = random_hex(5000);  // the second spans pool refills
   EXPECT_EQ(a.size(), 64u);
