@@ -3,6 +3,7 @@
 // events, and --follow prints new events as they are appended until it is stopped. On the
 // Kafka run (ctest -L kafka) the same tests read the topic with --kafka-brokers/--kafka-topic.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>

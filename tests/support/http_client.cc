@@ -1,9 +1,12 @@
 #include "tests/support/http_client.h"
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
@@ -48,24 +51,32 @@ std::string HttpResult::header(const std::string& name) const {
   return it == headers.end() ? std::string() : it->second;
 }
 
+struct HttpClient::Connection {
+  net::io_context ioc;
+  std::optional<beast::tcp_stream> stream;
+  beast::flat_buffer buffer;
+};
+
 HttpClient::HttpClient(std::string host, std::uint16_t port, std::chrono::milliseconds timeout)
-    : host_(std::move(host)), port_(port), timeout_(timeout) {}
+    : host_(std::move(host)), port_(port), timeout_(timeout), conn_(std::make_unique<Connection>()) {}
+
+HttpClient::~HttpClient() = default;
 
 void HttpClient::run_until_done() {
-  ioc_.restart();
-  ioc_.run();
+  conn_->ioc.restart();
+  conn_->ioc.run();
 }
 
 void HttpClient::connect() {
   close();
-  stream_.emplace(ioc_);
-  buffer_.clear();
-  tcp::resolver resolver(ioc_);
+  conn_->stream.emplace(conn_->ioc);
+  conn_->buffer.clear();
+  tcp::resolver resolver(conn_->ioc);
   beast::error_code ec;
   const auto endpoints = resolver.resolve(host_, std::to_string(port_), ec);
   if (ec) throw ExchangeError("resolve " + host_ + ": " + ec.message(), ec);
-  stream_->expires_after(timeout_);
-  stream_->async_connect(endpoints, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
+  conn_->stream->expires_after(timeout_);
+  conn_->stream->async_connect(endpoints, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
   run_until_done();
   if (ec) {
     close();
@@ -75,25 +86,27 @@ void HttpClient::connect() {
 }
 
 void HttpClient::close() {
-  if (!stream_) return;
+  if (!conn_->stream) return;
   beast::error_code ignored;
-  stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
-  stream_->close();
-  stream_.reset();
-  buffer_.clear();
+  conn_->stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+  conn_->stream->close();
+  conn_->stream.reset();
+  conn_->buffer.clear();
 }
 
 HttpResult HttpClient::exchange(const std::string& wire_request) {
   beast::error_code ec;
-  stream_->expires_after(timeout_);
-  net::async_write(*stream_, net::buffer(wire_request), [&ec](beast::error_code e, std::size_t) { ec = e; });
+  conn_->stream->expires_after(timeout_);
+  net::async_write(*conn_->stream, net::buffer(wire_request),
+                   [&ec](beast::error_code e, std::size_t) { ec = e; });
   run_until_done();
   if (ec) throw ExchangeError("write: " + ec.message(), ec);
 
   bhttp::response_parser<bhttp::string_body> parser;
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-  stream_->expires_after(timeout_);
-  bhttp::async_read(*stream_, buffer_, parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
+  conn_->stream->expires_after(timeout_);
+  bhttp::async_read(*conn_->stream, conn_->buffer, parser,
+                    [&ec](beast::error_code e, std::size_t) { ec = e; });
   run_until_done();
   if (ec) throw ExchangeError("read: " + ec.message(), ec);
 
@@ -123,7 +136,7 @@ HttpResult HttpClient::request(bhttp::verb method, std::string_view target, std:
   wire << req;
   const std::string bytes = wire.str();
 
-  const bool reused = stream_.has_value();
+  const bool reused = conn_->stream.has_value();
   if (!reused) connect();
   try {
     return exchange(bytes);
@@ -171,16 +184,16 @@ HttpResult HttpClient::send_raw(std::string_view bytes) {
 }
 
 bool HttpClient::server_closed_connection(std::chrono::milliseconds wait) {
-  if (!stream_) return false;
+  if (!conn_->stream) return false;
   beast::error_code ec;
   std::size_t n = 0;
-  stream_->expires_after(wait);
-  stream_->async_read_some(buffer_.prepare(1), [&](beast::error_code e, std::size_t got) {
+  conn_->stream->expires_after(wait);
+  conn_->stream->async_read_some(conn_->buffer.prepare(1), [&](beast::error_code e, std::size_t got) {
     ec = e;
     n = got;
   });
   run_until_done();
-  buffer_.commit(n);
+  conn_->buffer.commit(n);
   const bool closed = ec && is_stale_connection(ec);
   if (ec) close();  // closed by the server, or by the timeout: unusable either way
   return closed;

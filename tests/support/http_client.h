@@ -4,14 +4,15 @@
 // fails a test instead of hanging it.
 //
 // Not thread-safe: one client per thread.
+//
+// Its connection (Asio's io_context, Beast's stream and buffer) is behind a pointer: this header is
+// in every integration test's code, which need not compile Asio and Beast for it.
 
-#include <boost/asio/io_context.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -39,6 +40,7 @@ class HttpClient {
              std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000));
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
+  ~HttpClient();
 
   // `body`, when given, is sent as is with content-type application/json unless `headers` set
   // one. Throws std::runtime_error when no response arrives (connect failure, timeout).
@@ -67,12 +69,12 @@ class HttpClient {
   // Runs the io_context until the pending operation finishes or the timeout passes.
   void run_until_done();
 
+  struct Connection;  // the io_context, the stream when open, the read buffer
+
   std::string host_;
   std::uint16_t port_;
   std::chrono::milliseconds timeout_;
-  boost::asio::io_context ioc_;
-  std::optional<boost::beast::tcp_stream> stream_;
-  boost::beast::flat_buffer buffer_;
+  std::unique_ptr<Connection> conn_;
   int connections_opened_ = 0;
 };
 
