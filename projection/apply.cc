@@ -749,22 +749,18 @@ void ViewBatch::clear() {
 }
 
 void ViewBatch::forget() {
-  writes_.clear();
-  chunks_.clear();
-  lists_.clear();
-  webhooks_.clear();
+  // The rows go first, with the lists that point into them; clear() then starts the batch again.
   changed_writes_.clear();
   changed_chunks_.clear();
   changed_lists_.clear();
   changed_webhooks_.clear();
-  changed_ = 0;
-  changed_bytes_ = 0;
+  writes_.clear();
+  chunks_.clear();
+  lists_.clear();
+  webhooks_.clear();
   held_bytes_ = 0;
-  appended_.clear();
-  bytes_.clear();
-  encoded_.clear();
-  times_.clear();
-  KOBO_ASSERT(empty(), "a forgotten batch holds nothing");
+  clear();
+  KOBO_ASSERT(writes_.empty() && chunks_.empty(), "a forgotten batch holds nothing");
 }
 
 }  // namespace kobo
