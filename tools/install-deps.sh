@@ -5,7 +5,7 @@
 set -euo pipefail
 
 build_pkgs=(
-  g++ cmake ninja-build make pkg-config
+  g++ cmake ninja-build make pkg-config lld
   libboost1.81-dev libboost-url1.81-dev
   librocksdb-dev librdkafka-dev nlohmann-json3-dev libsimdjson-dev libssl-dev
   libgtest-dev libgmock-dev libcli11-dev
