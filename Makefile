@@ -85,9 +85,13 @@ sim: build
 # times a Debug ASan build of three nodes on two cores cannot be held to.
 # Built with Debian's clang, as `make tsan` and `make fuzz` are: its sanitized code compiles in
 # less than half GCC's time (a Beast coroutine file under ASan+UBSan: 31 s against 65 s).
+# The clang trees' Debug builds keep line tables only (-gline-tables-only): a sanitizer's report
+# names every frame's file and line from them, and the build takes 8 % less than with full -g.
+SANITIZED_DEBUG_FLAGS ?= -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only
 asan: deps kafka
 	@tools/install-deps.sh clang
-	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DKOBO_SANITIZE=ON >/dev/null
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DKOBO_SANITIZE=ON \
+	  $(SANITIZED_DEBUG_FLAGS) >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir build-asan --output-on-failure -j2 --timeout 1800 -LE 'kafka_secured|cluster' -E '^kafka[.]'
@@ -101,7 +105,8 @@ TSAN_TARGETS ?= kobo command_test projection_test simulation_test log_follower_t
 TSAN_TESTS ?= ^(Ledger|ProjectionTest|SnapshotTest|Simulation|LogFollower|Concurrency)\.
 tsan: deps kafka
 	@tools/install-deps.sh clang
-	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DKOBO_TSAN=ON >/dev/null
+	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DKOBO_TSAN=ON \
+	  $(SANITIZED_DEBUG_FLAGS) >/dev/null
 	@cmake --build build-tsan -j$(JOBS) --target $(TSAN_TARGETS)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tools/tsan.supp \
 	  ctest --test-dir build-tsan --output-on-failure -j2 --timeout 1800 -LE kafka -R '$(TSAN_TESTS)'
@@ -121,7 +126,7 @@ FUZZ_BUILD_TYPE ?= Debug
 fuzz:
 	@tools/install-deps.sh build clang
 	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=$(FUZZ_BUILD_TYPE) -DCMAKE_CXX_COMPILER=clang++ \
-	  -DKOBO_FUZZ=ON >/dev/null
+	  -DKOBO_FUZZ=ON $(SANITIZED_DEBUG_FLAGS) >/dev/null
 	@cmake --build build-fuzz -j$(JOBS) --target fuzz_targets
 	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh build-fuzz
 
