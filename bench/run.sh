@@ -164,7 +164,7 @@ row "kobo serve resident memory after kill -9 and restart, following $(n "${R[ht
     "${R[http.mem_rss_after_mib]} MiB (${R[http.mem_rss_before_mib]} MiB before the kill); ready in ${R[http.mem_ready_s]} s" "-" \
     "<= 300 MiB" "$(meets "${R[http.mem_rss_after_mib]}" '<=' 300)"
 row "Writer resident memory per wallet ($(n "${WALLETS:-1000000}") wallets)" \
-    "${R[memory.bytes_per_wallet]} bytes ($(python3 -c "print(round(${R[memory.bytes_per_wallet]} * 1e6 / 2**20))") MiB per million)" \
+    "${R[memory.bytes_per_wallet]} bytes ($(python3 -c "print(round(${R[memory.bytes_per_wallet]} * 1e6 / 2**20))" 2>/dev/null || echo -) MiB per million)" \
     "-" "<= 300 bytes" "$(meets "${R[memory.bytes_per_wallet]}" '<=' 300)"
 
 echo
