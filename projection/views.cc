@@ -55,11 +55,14 @@ rocksdb::Options views_options(rocksdb::Env* env) {
   rocksdb::Options o;
   if (env != nullptr) o.env = env;
   o.create_if_missing = true;
-  // Rows repeat ids and names: LZ4 while they are still being compacted, zstd where they come to
-  // rest (the log's choice, events/embedded_log.cc), with a dictionary trained on each file's
-  // rows in blocks of 16 KiB, at level 1 (on the views of 205k transfers, 35% less CPU than
-  // zstd's default level for 1.3% more bytes; compaction shares the two cores with everything).
-  o.compression = rocksdb::kLZ4Compression;
+  // Rows repeat ids and names: zstd at level 1 in every level (on the views of 205k transfers,
+  // 35% less CPU than zstd's default level for 1.3% more bytes; compaction shares the two cores
+  // with everything), and where they come to rest with a dictionary trained on each file's rows
+  // in blocks of 16 KiB. The upper levels were LZ4 once: after a 60 s full-speed run the views
+  // then held 223 to 373 B per transfer, by how much had reached the last level, against 192 to
+  // 204 B with zstd there too, for a transfer rate 0 to 5 % lower (three runs each; bench/RESULTS.md).
+  o.compression = rocksdb::kZSTD;
+  o.compression_opts.level = 1;
   o.bottommost_compression = rocksdb::kZSTD;
   o.bottommost_compression_opts.enabled = true;
   o.bottommost_compression_opts.level = 1;
