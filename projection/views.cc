@@ -172,7 +172,7 @@ Status Views::ingest(std::span<const ViewChange> changes) {
   const std::string file =
       path_ + "/ingest-" + std::to_string(::getpid()) + "-" + std::to_string(files.fetch_add(1)) + ".sst";
   {
-    // LZ4 as the upper levels have it, and no dictionary: compaction moves the rows to rest in
+    // LZ4, the cheapest to write, and no dictionary: compaction moves the rows to rest in
     // zstd with its dictionary later, off the rebuild's critical path. (The bottommost level's
     // dictionary options would otherwise apply to the file: a zstd dictionary trained on every
     // file's blocks, a seventh of a rebuild's CPU, for LZ4 blocks compaction rewrites anyway.)
