@@ -39,10 +39,12 @@ class SmallDisk {
   const std::filesystem::path& path() const { return path_; }
 
   // Fills the disk but for about `leave` bytes; false when it has less free than that already.
-  bool fill(std::uintmax_t leave) const {
+  // Each call adds a file of its own, so a second call tops up what the first left (room the
+  // process under test freed meanwhile) without giving the first one's back.
+  bool fill(std::uintmax_t leave) {
     const auto space = std::filesystem::space(path_);
     if (space.available <= leave) return false;
-    std::ofstream f(path_ / "filler", std::ios::binary);
+    std::ofstream f(path_ / ("filler-" + std::to_string(fillers_++)), std::ios::binary);
     const std::string block(64 * 1024, 'x');
     for (std::uintmax_t left = space.available - leave; left > 0;) {
       const auto n = std::min<std::uintmax_t>(left, block.size());
@@ -53,13 +55,17 @@ class SmallDisk {
     return true;
   }
   // Gives the room back.
-  void unfill() const { std::filesystem::remove(path_ / "filler"); }
+  void unfill() {
+    for (; fillers_ > 0; --fillers_)
+      std::filesystem::remove(path_ / ("filler-" + std::to_string(fillers_ - 1)));
+  }
 
  private:
   std::optional<ScratchDir> dir_;  // removed after the destructor's unmount
   std::filesystem::path path_;
   bool mounted_ = false;
   int error_ = 0;
+  int fillers_ = 0;
 };
 
 }  // namespace kobo::testing
