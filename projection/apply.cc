@@ -728,7 +728,16 @@ std::vector<ViewBatch::Change> ViewBatch::changes() {
 }
 
 void ViewBatch::clear() {
-  for (auto* held : changed_writes_) held->second.changed = false;
+  for (auto* held : changed_writes_) {
+    if (carried(held->first)) {
+      held->second.changed = false;
+      continue;
+    }
+    held_bytes_ -= std::min(held_bytes_, held->first.size() + held->second.row.size() + kRowBytes);
+    const auto it = writes_.find(std::string_view(held->first));
+    KOBO_ASSERT(it != writes_.end() && &*it == held, "a changed row is one the batch holds");
+    writes_.erase(it);
+  }
   for (auto* held : changed_chunks_) held->second.changed = false;
   for (auto* held : changed_lists_) held->second.changed = false;
   for (auto* held : changed_webhooks_) held->second.changed = false;
