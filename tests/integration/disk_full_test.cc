@@ -11,6 +11,7 @@
 #include <set>
 
 #include "tests/integration/harness.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/small_disk.h"
 
 namespace kobo::it {
@@ -28,6 +29,7 @@ class DiskFull : public ::testing::Test {
   }
 
   kobo::testing::SmallDisk disk_{"disk-full", "48m"};
+  kobo::testing::ScratchDir logs_{"disk-full-logs", kobo::testing::ScratchDir::Keep::on_failure};
   std::unique_ptr<KoboProcess> server_;
 };
 
@@ -41,6 +43,7 @@ std::int64_t metric(HttpClient& http, const std::string& name) {
 TEST_F(DiskFull, WritesAnswer507ReadsGoOnAndWritesResumeWhenSpaceReturns) {
   KoboOptions options = kobo_options();
   options.data_dir = disk_.path() / "data";
+  options.log_dir = logs_.path();  // the node's log is not on the disk that fills up
   options.embedded_only = true;
   server_ = std::make_unique<KoboProcess>(options);
   HttpClient& http = server_->client();
@@ -90,14 +93,15 @@ TEST_F(DiskFull, WritesAnswer507ReadsGoOnAndWritesResumeWhenSpaceReturns) {
   // its retry loop has classified the error, a moment after the first 507s (the webhook and views
   // databases may log their own errors first). Meanwhile the node can free room itself (a views
   // flush drops its write-ahead log) and the writer resumes once 4 MiB are free, as it should;
-  // so the disk is topped up before each look, to keep it full while it is being looked at.
+  // so the disk is topped up before each look, to keep it full while it is being looked at, and
+  // a writer that resumed meanwhile is sent a transfer to find it full again.
   EXPECT_EQ(http.get("/v1/virtual-accounts/" + ida, key).status, 200u);
   HttpResult ready;
   EXPECT_TRUE(wait_until(
       [&] {
         (void)disk_.fill(1 << 20);
-        send(i++);
         ready = http.get("/readyz", "");
+        if (ready.status == 200) send(i++);
         return ready.status == 503 && server_->log_tail(400).find("disk is full") != std::string::npos;
       },
       std::chrono::milliseconds(10'000)))

@@ -53,6 +53,9 @@ struct KoboOptions {
   std::filesystem::path binary;
   // Empty: a fresh temporary directory, removed by the destructor.
   std::filesystem::path data_dir;
+  // Where the child's log (stderr) and stdout go; empty: the data dir. A test of a data dir on a
+  // disk that fills up keeps them elsewhere, as a deployment's log is, so they are not lost.
+  std::filesystem::path log_dir;
   // 0: a free loopback port.
   std::uint16_t port = 0;
   // Passed after `serve --listen … --data-dir …`, e.g. {"--partitions", "4"}.
