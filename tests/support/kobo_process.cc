@@ -119,15 +119,14 @@ std::string KoboProcess::kafka_topic() const {
   return options_.kafka_topic.empty() ? "it." + data_dir_.filename().string() : options_.kafka_topic;
 }
 
-fs::path KoboProcess::log_path() const {
-  return (options_.log_dir.empty() ? data_dir_ : options_.log_dir) /
-         ("kobo." + std::to_string(starts_) + ".log");
+fs::path KoboProcess::output_path(std::string_view extension) const {
+  const fs::path& dir = options_.log_dir.empty() ? data_dir_ : options_.log_dir;
+  return dir / ("kobo." + std::to_string(starts_) + "." + std::string(extension));
 }
 
-fs::path KoboProcess::stdout_path() const {
-  return (options_.log_dir.empty() ? data_dir_ : options_.log_dir) /
-         ("kobo." + std::to_string(starts_) + ".stdout");
-}
+fs::path KoboProcess::log_path() const { return output_path("log"); }
+
+fs::path KoboProcess::stdout_path() const { return output_path("stdout"); }
 
 std::string KoboProcess::log_tail(std::size_t lines) const {
   std::ifstream in(log_path());

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/support/http_client.h"
@@ -131,6 +132,8 @@ class KoboProcess {
   void keep_data_dir(bool keep) { keep_data_dir_ = keep; }
 
  private:
+  // The current (or last) child's output file of that extension, in KoboOptions::log_dir.
+  std::filesystem::path output_path(std::string_view extension) const;
   void spawn();
   void wait_healthy();
   void wait_ready();
