@@ -146,7 +146,9 @@ bitmap::Chunk& ViewBatch::chunk(const std::string& bitmap, std::uint64_t number)
     bitmap::Chunk c;
     if (stored.value()) c = decoded(bitmap::decode(*stored.value()));
     held_bytes_ += sizeof(bitmap::Chunk) + chunk_key_.size() + kRowBytes;
-    it = chunks_.emplace(chunk_key_, Held<bitmap::Chunk>{c}).first;
+    // A chunk the views do not have yet is carried only once a later batch reads it back: most
+    // are a new amount's, which no later record may share.
+    it = chunks_.emplace(chunk_key_, Held<bitmap::Chunk>{c, false, stored.value().has_value()}).first;
   }
   return changed<bitmap::Chunk>(*it, changed_chunks_, sizeof(bitmap::Chunk));
 }
@@ -738,7 +740,16 @@ void ViewBatch::clear() {
     KOBO_ASSERT(it != writes_.end() && &*it == held, "a changed row is one the batch holds");
     writes_.erase(it);
   }
-  for (auto* held : changed_chunks_) held->second.changed = false;
+  for (auto* held : changed_chunks_) {
+    if (held->second.carried) {
+      held->second.changed = false;
+      continue;
+    }
+    held_bytes_ -= std::min(held_bytes_, sizeof(bitmap::Chunk) + held->first.size() + kRowBytes);
+    const auto it = chunks_.find(std::string_view(held->first));
+    KOBO_ASSERT(it != chunks_.end() && &*it == held, "a changed chunk is one the batch holds");
+    chunks_.erase(it);
+  }
   for (auto* held : changed_lists_) held->second.changed = false;
   for (auto* held : changed_webhooks_) held->second.changed = false;
   changed_writes_.clear();

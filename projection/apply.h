@@ -125,6 +125,7 @@ class ViewBatch {
   struct Held {
     T row;
     bool changed = false;
+    bool carried = true;  // kept for the next batch (clear())
   };
   template <typename T>
   using Rows = std::unordered_map<std::string, Held<T>, KeyHash, std::equal_to<>>;
