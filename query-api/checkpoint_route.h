@@ -10,7 +10,7 @@
 //
 // One copy at a time: another request meanwhile is 503 with Retry-After. The copy is made in
 // `scratch` (RocksDB checkpoints: memtables flushed, files hard-linked) on a thread of its own,
-// then streamed a piece at a time on the HTTP connection's strand; the scratch copy is removed
+// then streamed a piece at a time on the HTTP connection's thread; the scratch copy is removed
 // once the stream ends or its connection goes.
 //
 // Thread safety: the handler runs on the HTTP threads. Lifecycle: construct over open views and

@@ -1,11 +1,12 @@
 #pragma once
-// The HTTP/1.1 server of the query API: Boost.Beast over a pool of io_context threads.
+// The HTTP/1.1 server of the query API: Boost.Beast over threads that each run an io_context.
 //
-// Ownership and threads: a `Server` owns its io_context and threads. Each connection runs on its
-// own strand, so everything about one connection is serialized; the `Handler` is called on that
-// strand. A handler answers through its `Responder`, exactly once, from any thread (the command
-// writer answers writes later from its own thread); the response is posted back to the
-// connection's strand before it is written.
+// Ownership and threads: a `Server` owns its io_contexts and threads, one io_context per thread.
+// Each connection belongs to one of them (the next in turn when it is accepted), so everything
+// about one connection runs on one thread, serialized; the `Handler` is called there. A handler
+// answers through its `Responder`, exactly once, from any thread (the command writer answers
+// writes later from its own thread); the response is posted back to the connection's thread
+// before it is written.
 //
 // Bounded pipelining: a connection reads its next request only after the response to the current
 // one has been written, so at most one request per connection is in flight and a client cannot

@@ -37,7 +37,7 @@ struct Request {
 // A body made piece by piece as it is written, so that its size never has to be in memory: each
 // call appends the next piece (a bounded amount) to `out` and returns whether more follow, or an
 // error, on which the connection closes without ending the body, so the client sees it cut short. Called on
-// the connection's strand, one call at a time.
+// the connection's thread, one call at a time.
 using BodyStream = std::function<Result<bool>(std::string& out)>;
 
 struct Response {
