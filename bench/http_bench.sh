@@ -132,6 +132,17 @@ if [[ ,$phases, == *,memory,* ]]; then
        "$((rss_after / 1024)) MiB after the restart, ready in $ready_s s" >&2
   # The views at rest after the run: their keys by tag and their bytes on disk (the restart wrote
   # what the write-ahead log held into files), over the wallet transfers they hold (every phase's).
+  # At rest means no compaction under way: one counts its input files and its output so far
+  # (195 or 350 B per transfer from the same run, by when it was looked at), so the size is
+  # taken once it held still for two seconds (a minute at most).
+  last=-1 still=0
+  for _ in $(seq 60); do
+    size=$(du -sb "$data/views" | cut -f1)
+    if [ "$size" = "$last" ]; then still=$((still + 1)); else still=0; fi
+    [ "$still" -ge 2 ] && break
+    last=$size
+    sleep 1
+  done
   views=$("$build/bench/kobo_restart_bench" keys --data-dir "$data" | tee >(cat >&2) | grep '^RESULT ')
   echo "RESULT mem_transfers=$transfers mem_rss_before_mib=$((rss_before / 1024)) mem_rss_after_mib=$((rss_after / 1024))" \
        "mem_ready_s=$ready_s ${views#RESULT }"
