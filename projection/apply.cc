@@ -104,9 +104,9 @@ T& ViewBatch::changed(typename Rows<T>::value_type& held, Changed<T>& list, std:
   return held.second.row;
 }
 
-void ViewBatch::put(std::string key, std::string value) {
+void ViewBatch::put(std::string key, std::string value, bool held) {
   KOBO_ASSERT(!key.empty(), "a view key has a tag");
-  if (read_back(key)) {
+  if (held && read_back(key)) {
     const std::size_t bytes = value.size();
     auto [it, added] = writes_.try_emplace(std::move(key));
     if (added) held_bytes_ += it->first.size() + bytes + kRowBytes;
@@ -234,14 +234,20 @@ std::vector<ViewBatch::Created> ViewBatch::put_transactions(const Event& e, cons
   const std::uint64_t webhooks_before = webhook_row(account, e.live).sequence;
   const auto [first, delay] =
       add_to_list(l::kTransactions, scope, static_cast<std::uint32_t>(listed.size()), e.time);
+  // A later event reads a transaction's row, and its event's, only to move a payout on from a
+  // status that is not final (advance_transaction, number_webhook_events); the rows of an event
+  // whose records are all final are appended, not held (a wallet transfer's, most of them).
+  const bool changes_later = std::any_of(listed.begin(), listed.end(),
+                                         [](const render::Listed& t) { return !final_status(t.status); });
   put(view_keys::event(scope, first),
-      rows::encode_event(rows::hash_bytes(e.hash), delay, webhooks_before, encode_fact(e)));
+      rows::encode_event(rows::hash_bytes(e.hash), delay, webhooks_before, encode_fact(e)), changes_later);
   for (std::uint32_t k = 0; k < listed.size(); ++k) {
     const render::Listed& t = listed[k];
     KOBO_ASSERT(t.account.value == account, "an event's transactions are of one account");
     const std::uint64_t n = first + k;
     const rows::RecordAt at{first, k};
-    put(view_keys::transaction(t.id.value), rows::encode(rows::TransactionRow{scope, at, {}, 0}));
+    put(view_keys::transaction(t.id.value), rows::encode(rows::TransactionRow{scope, at, {}, 0}),
+        changes_later);
     put(view_keys::transaction_reference(t.account.value, e.live, t.reference), rows::encode(at));
     mark(view_keys::bitmap(l::kTransactions, scope, l::kEntry, l::value(to_string(t.entry))), n, true);
     mark(view_keys::bitmap(l::kTransactions, scope, l::kStatus, l::value(to_string(t.status))), n, true);

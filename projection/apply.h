@@ -5,9 +5,10 @@
 // way the batch is the one pure function from events to rows (docs/architecture.md section 5),
 // so views rebuilt from the log are byte-identical to the ones kept up to date event by event.
 //
-// Rows that a later event of the batch may read back (wallet rows, transaction rows, event rows,
-// accounts, account keys, hold rows, list rows, bitmap chunks, webhook rows) are kept by key, decoded where
-// they change often; everything else is appended, key and value, to one buffer. changes() gives
+// Rows that a later event of the batch may read back (wallet rows, accounts, account keys, hold
+// rows, list rows, bitmap chunks, webhook rows, and the transaction and event rows of a payout not
+// final yet) are kept by key, decoded where they change often; everything else is appended, key
+// and value, to one buffer. changes() gives
 // every change once, in key order, which makes RocksDB's inserts (or the file's writing) cheap.
 // The rows read back stay after a batch is written (clear()), up to kCarriedBytes, as what the
 // views hold: the next batch reads a busy wallet's row, or a list's newest chunk, from memory,
@@ -65,7 +66,9 @@ class ViewBatch {
  private:
   class Records;
   struct Created;
-  void put(std::string key, std::string value);
+  // A row whose tag is read back (read_back()) is held, unless the caller knows no later event
+  // reads it: `held` false appends it as any other row.
+  void put(std::string key, std::string value, bool held = true);
   std::string& edit(const std::string& key, const char* missing);
   std::optional<std::string> find(const std::string& key) const;
   bitmap::Chunk& chunk(const std::string& bitmap, std::uint64_t number);
