@@ -8,8 +8,8 @@
 // Rows that a later event of the batch may read back (wallet rows, accounts, account keys, hold
 // rows, list rows, bitmap chunks, webhook rows, and the transaction and event rows of a payout not
 // final yet) are kept by key, decoded where they change often; everything else is appended, key
-// and value, to one buffer. changes() gives
-// every change once, in key order, which makes RocksDB's inserts (or the file's writing) cheap.
+// and value, to one buffer. changes() gives every change once, in key order, which makes
+// RocksDB's inserts (or the file's writing) cheap.
 // The rows read back stay after a batch is written (clear()), up to kCarriedBytes, as what the
 // views hold: the next batch reads a busy wallet's row, or a list's newest chunk, from memory,
 // not from RocksDB. That holds because one batch (one projector lane) writes every key of the
