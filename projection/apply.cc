@@ -16,9 +16,10 @@ namespace l = view_keys::list;
 
 namespace {
 
-// A read of the views that failed (or a row that did not decode) while an event was applied.
-// Thrown inside the batch, where rendering (render.h's RecordSource) has no error path, and
-// turned back into a Status by apply(), its one caller: it never leaves this file.
+// A read of the views that failed (or a row that did not decode, or a row the log says exists and
+// the views do not have) while an event was applied. Thrown inside the batch, where rendering (render.h's
+// RecordSource) has no error path, and turned back into a Status by apply(), its one caller: it never leaves
+// this file.
 class ViewsReadFailed : public std::runtime_error {
  public:
   explicit ViewsReadFailed(Status status) : std::runtime_error(status.message()), status_(std::move(status)) {
@@ -35,6 +36,12 @@ template <typename T>
 T decoded(Result<T> r) {
   if (!r) throw ViewsReadFailed(r.status());
   return std::move(r).value();
+}
+
+// A row that earlier events of the log wrote, missing: views damaged or not this log's. The
+// projection stops and says so (Projector::fault()) rather than ending the process.
+[[noreturn]] void missing_row(const char* what) {
+  throw ViewsReadFailed(Status::error(std::string("the views miss a row: ") + what));
 }
 
 bool final_status(TransactionStatus s) {
@@ -69,7 +76,7 @@ class ViewBatch::Records final : public render::RecordSource {
   // The event of the EventRow L<scope><first>.
   Event event_of(const std::string& scope, std::uint64_t first) const {
     const auto bytes = batch_.find(view_keys::event(scope, first));
-    KOBO_ASSERT(bytes.has_value(), "a transaction row names an event the views do not have");
+    if (!bytes) missing_row("a transaction row names an event the views do not have");
     const auto row = decoded(rows::decode_event_row(*bytes));
     return decoded(decode_fact(row.fact));
   }
@@ -129,7 +136,7 @@ std::string& ViewBatch::edit(const std::string& key, const char* missing) {
   if (it == writes_.end()) {
     auto value = views_.read(key);
     if (!value) throw ViewsReadFailed(value.status());
-    KOBO_ASSERT(value.value().has_value(), missing);
+    if (!value.value()) missing_row(missing);
     held_bytes_ += key.size() + value.value()->size() + kRowBytes;
     it = writes_.emplace(key, Held<std::string>{std::move(*value.value())}).first;
   }

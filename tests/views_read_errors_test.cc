@@ -324,6 +324,24 @@ TEST_F(ViewsReadErrors, AWriteIsAnsweredFromItsEventWhileTheProjectionStopsSayin
   EXPECT_EQ(data(get("/v1/transactions")).at("meta").at("pagination").at("totalCount"), 2);
 }
 
+// Views that lack a row the log's earlier events wrote (damaged, or not this log's): the next
+// event that changes the row stops the projection, saying which row, and the process goes on
+// (not ready) instead of ending at an assertion.
+TEST_F(ViewsReadErrors, ARowTheViewsShouldHaveAndDoNotStopsTheProjectionNotTheProcess) {
+  ASSERT_TRUE(views_->db().Delete(rocksdb::WriteOptions(), view_keys::wallet_row(wallet_)).ok());
+  const Caller caller{creds_.business_id, creds_.account_id, false};
+  const Outcome credit = ledger_->execute(
+      IncomingCredit{caller, account_number_, Kobo(500), "g", "S", "0000014579", "058", "GTB", "000014"});
+  ASSERT_TRUE(credit.ok()) << to_string(credit.rejection);
+
+  for (int i = 0; i < 500 && projector_->healthy(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(projector_->healthy());
+  EXPECT_NE(projector_->fault().find("the views miss a row: posting to a wallet the views do not have"),
+            std::string::npos)
+      << projector_->fault();
+  EXPECT_EQ(get("/readyz").status, 503u);
+}
+
 TEST(ProjectorThread, AnExceptionStopsTheProjectionAndSaysWhyInsteadOfEndingTheProcess) {
   const testing::ScratchDir dir;
   ThrowingLog log(kPartitions);
