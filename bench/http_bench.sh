@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The HTTP rows of `make bench`: starts `kobo serve` on a fresh data dir (fsync on every group
-# commit), creates and funds 100 wallets, then runs wrk (2 threads, CONNECTIONS keep-alive connections, default 64)
-# for each phase asked for, on the same server:
+# commit), creates and funds 100 wallets, then runs wrk (CONNECTIONS keep-alive connections,
+# default 64; 2 threads, 1 for the GETs as for nginx's row of bench/peers.sh) for each phase
+# asked for, on the same server:
 #   transfers  POST /v1/transactions/transfer at full speed (the peak)
 #   get        GET /v1/virtual-accounts/{id} over the 100 wallets
 #   lag        transfers paced to 80% of the peak; the projection lag (event appended to visible
@@ -53,9 +54,9 @@ else
 fi
 
 # wrk's own summary goes to stderr; the WRK line it prints last is returned.
-run_wrk() {  # SCRIPT SECONDS
+run_wrk() {  # SCRIPT SECONDS [THREADS, default 2]
   local out
-  out=$(wrk -t2 -c"$connections" -d"$2"s --timeout 10s -s "$here/$1" "$url")
+  out=$(wrk -t"${3:-2}" -c"$connections" -d"$2"s --timeout 10s -s "$here/$1" "$url")
   echo "$out" | grep -v '^WRK ' >&2
   echo "$out" | grep '^WRK '
 }
@@ -87,7 +88,9 @@ if [[ ,$phases, == *,transfers,* || ,$phases, == *,lag,* ]]; then
 fi
 
 if [[ ,$phases, == *,get,* ]]; then
-  r=$(run_wrk get_wallet.lua "$seconds")
+  # One wrk thread, as nginx's row measures its peer: the ratio compares two servers under the
+  # same load generator (this one also runs a script, which nginx's row does not).
+  r=$(run_wrk get_wallet.lua "$seconds" 1)
   echo "RESULT get_rps=$(printf '%.0f' "$(field "$r" rps)") get_p50_ms=$(ms "$(field "$r" p50_us)")" \
        "get_p99_ms=$(ms "$(field "$r" p99_us)") get_non2xx=$(field "$r" non2xx)"
 fi
