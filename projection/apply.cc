@@ -17,9 +17,9 @@ namespace l = view_keys::list;
 namespace {
 
 // A read of the views that failed (or a row that did not decode, or a row the log says exists and
-// the views do not have) while an event was applied. Thrown inside the batch, where rendering (render.h's
-// RecordSource) has no error path, and turned back into a Status by apply(), its one caller: it never leaves
-// this file.
+// the views do not have) while an event was applied. Thrown inside the batch, where rendering
+// (render.h's RecordSource) has no error path, and turned back into a Status by apply(), its one
+// caller: it never leaves this file.
 class ViewsReadFailed : public std::runtime_error {
  public:
   explicit ViewsReadFailed(Status status) : std::runtime_error(status.message()), status_(std::move(status)) {
@@ -116,7 +116,10 @@ void ViewBatch::put(std::string key, std::string value, bool held) {
   if (held && read_back(key)) {
     const std::size_t bytes = value.size();
     auto [it, added] = writes_.try_emplace(std::move(key));
-    if (added) held_bytes_ += it->first.size() + bytes + kRowBytes;
+    if (added) {
+      held_bytes_ += it->first.size() + bytes + kRowBytes;
+      it->second.carried = carried(it->first);
+    }
     it->second.row = std::move(value);
     changed<std::string>(*it, changed_writes_, bytes);
     return;
@@ -138,7 +141,7 @@ std::string& ViewBatch::edit(const std::string& key, const char* missing) {
     if (!value) throw ViewsReadFailed(value.status());
     if (!value.value()) missing_row(missing);
     held_bytes_ += key.size() + value.value()->size() + kRowBytes;
-    it = writes_.emplace(key, Held<std::string>{std::move(*value.value())}).first;
+    it = writes_.emplace(key, Held<std::string>{std::move(*value.value()), false, carried(key)}).first;
   }
   return changed<std::string>(*it, changed_writes_, it->second.row.size());
 }
@@ -742,33 +745,27 @@ std::vector<ViewBatch::Change> ViewBatch::changes() {
   return out;
 }
 
-void ViewBatch::clear() {
-  for (auto* held : changed_writes_) {
-    if (carried(held->first)) {
-      held->second.changed = false;
-      continue;
-    }
-    held_bytes_ -= std::min(held_bytes_, held->first.size() + held->second.row.size() + kRowBytes);
-    const auto it = writes_.find(std::string_view(held->first));
-    KOBO_ASSERT(it != writes_.end() && &*it == held, "a changed row is one the batch holds");
-    writes_.erase(it);
-  }
-  for (auto* held : changed_chunks_) {
+template <typename T, typename Bytes>
+void ViewBatch::settle(Rows<T>& rows, Changed<T>& list, Bytes bytes) {
+  for (auto* held : list) {
     if (held->second.carried) {
       held->second.changed = false;
       continue;
     }
-    held_bytes_ -= std::min(held_bytes_, sizeof(bitmap::Chunk) + held->first.size() + kRowBytes);
-    const auto it = chunks_.find(std::string_view(held->first));
-    KOBO_ASSERT(it != chunks_.end() && &*it == held, "a changed chunk is one the batch holds");
-    chunks_.erase(it);
+    held_bytes_ -= std::min(held_bytes_, held->first.size() + bytes(held->second.row) + kRowBytes);
+    const auto it = rows.find(std::string_view(held->first));
+    KOBO_ASSERT(it != rows.end() && &*it == held, "a changed row is one the batch holds");
+    rows.erase(it);
   }
-  for (auto* held : changed_lists_) held->second.changed = false;
-  for (auto* held : changed_webhooks_) held->second.changed = false;
-  changed_writes_.clear();
-  changed_chunks_.clear();
-  changed_lists_.clear();
-  changed_webhooks_.clear();
+  list.clear();
+}
+
+void ViewBatch::clear() {
+  settle(writes_, changed_writes_, [](const std::string& row) { return row.size(); });
+  settle(chunks_, changed_chunks_, [](const bitmap::Chunk&) { return sizeof(bitmap::Chunk); });
+  // A list's row and an account's webhook row are always carried.
+  settle(lists_, changed_lists_, [](const rows::ListRow&) { return sizeof(rows::ListRow); });
+  settle(webhooks_, changed_webhooks_, [](const rows::WebhookRow&) { return sizeof(rows::WebhookRow); });
   changed_ = 0;
   changed_bytes_ = 0;
   appended_.clear();

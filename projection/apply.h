@@ -128,7 +128,9 @@ class ViewBatch {
   struct Held {
     T row;
     bool changed = false;
-    bool carried = true;  // kept for the next batch (clear())
+    // Kept for the next batch (settle()), decided when the row is first held: a string row by
+    // its tag (carried()), a bitmap chunk by whether the views had it.
+    bool carried = true;
   };
   template <typename T>
   using Rows = std::unordered_map<std::string, Held<T>, KeyHash, std::equal_to<>>;
@@ -137,6 +139,10 @@ class ViewBatch {
   // Marks a held row changed by this batch (once in `list`), and returns it.
   template <typename T>
   T& changed(typename Rows<T>::value_type& held, Changed<T>& list, std::size_t bytes);
+  // After a batch is written: each row it changed stays held for the next batch if it is carried
+  // (Held::carried), else it goes, `bytes(row)` less held.
+  template <typename T, typename Bytes>
+  void settle(Rows<T>& rows, Changed<T>& list, Bytes bytes);
   // Hashed, not ordered: changes() sorts every change once, and a lookup by a key that shares
   // its scope's 18-byte prefix with its neighbours costs a comparison of that prefix per level
   // of an ordered map. Node-based, so that the pointers of the Changed lists stay valid.
