@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The server on a given set of cores, the load generator on others: how far the views trail the
+# writer after a full-speed transfer run, and whether GETs keep their rate right after it (the
+# scaling row of bench/README.md; run it twice, on 2 cores and on 12, with the same binary).
+#   1. `kobo serve` pinned to KOBO_CPUS (its HTTP threads and projector lanes follow the cores it
+#      may use), 100 funded wallets in BUSINESSES businesses (default 1; more spread them over the
+#      log's partitions, PARTITIONS of them, default 6)
+#   2. GETs of one wallet for GET_SECONDS (default 10) before the load: the rate at rest
+#   3. wallet transfers at full speed for SECONDS (default 30), CONNECTIONS connections (default
+#      256), wrk's threads one per load core
+#   4. at once: one more transfer, then a GET of its wallet sending the transfer's Kobo-Position
+#      token (docs/architecture.md, position tokens): the read waits until the views hold the
+#      transfer, so its wait is how far the views trailed the writer when the load ended
+#   5. at once: GETs for GET_SECONDS again, to compare with the rate at rest
+# Prints `RESULT cores=... behind_ms=... get_before_rps=... get_after_rps=...` and the server's
+# CPU per transfer by thread over the transfer run and its catch-up (bench/thread_cpu.py).
+#
+#   bench/cores_bench.sh BUILD_DIR KOBO_CPUS LOAD_CPUS [SECONDS]
+#   e.g. bench/cores_bench.sh build-bench 0-11 12-15 30
+set -euo pipefail
+build=$1 kobo_cpus=$2 load_cpus=$3 seconds=${4:-30}
+here=$(cd "$(dirname "$0")" && pwd)
+get_seconds=${GET_SECONDS:-10}
+connections=${CONNECTIONS:-256}
+businesses=${BUSINESSES:-1}
+partitions=${PARTITIONS:-6}
+cores=$(taskset -c "$kobo_cpus" nproc)
+load_threads=$(taskset -c "$load_cpus" nproc)
+data=$(mktemp -d "${TMPDIR:-/tmp}/kobo-cores.XXXXXX")
+port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+url="http://127.0.0.1:$port"
+admin_key=bench-admin-key-$$-0123456789abcdef-bench
+export KOBO_ADMIN_KEY=$admin_key
+# A read with a token waits for the views up to --read-wait-ms: long enough for any lag measured.
+taskset -c "$kobo_cpus" "$build/kobo" serve --listen 127.0.0.1:$port --data-dir "$data" --log-level warn \
+  --partitions "$partitions" --read-wait-ms 60000 >/dev/null 2>>"$data/stderr" &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
+for _ in $(seq 600); do curl -sf "$url/readyz" >/dev/null && break; sleep 0.05; done
+load() { taskset -c "$load_cpus" "$@"; }
+export KOBO_BENCH_DIR=$here
+export KOBO_KEY=$(curl -sf -XPOST "$url/v1/admin/businesses" -H "x-admin-key: $admin_key" -d '{"name":"bench"}' |
+  python3 -c "import json,sys;print(json.load(sys.stdin)['data']['credentials']['testSecretKey'])")
+if [ "$businesses" -gt 1 ]; then
+  export KOBO_WALLETS=$(load python3 "$here/setup_wallets.py" "$url" "$KOBO_KEY" 100 "$businesses" "$partitions" "$admin_key")
+else
+  export KOBO_WALLETS=$(load python3 "$here/setup_wallets.py" "$url" "$KOBO_KEY" 100)
+fi
+
+run_wrk() {  # SCRIPT SECONDS CONNECTIONS -> the WRK line (wrk's summary to stderr)
+  local out
+  out=$(load wrk -t"$load_threads" -c"$3" -d"$2"s --timeout 10s -s "$here/$1" "$url")
+  echo "$out" | grep -v '^WRK ' >&2
+  echo "$out" | grep '^WRK '
+}
+field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
+ms() { python3 -c "print(f'{$1/1000:.1f}')"; }
+# The GETs name wallets of one business, with its key.
+IFS=';' read -r first _ <<<"$KOBO_WALLETS"
+get_key=$KOBO_KEY get_wallets=$first
+if [[ $first == *:* ]]; then get_key=${first%%:*} get_wallets=${first#*:}; fi
+gets() { KOBO_KEY=$get_key KOBO_WALLETS=$get_wallets run_wrk get_wallet.lua "$get_seconds" 64; }
+
+before=$(gets)
+python3 "$here/thread_cpu.py" "$pid" >"$data/cpu0"
+r=$(run_wrk transfer.lua "$seconds" "$connections")
+# Step 4: a transfer, then a read that waits for it (Server-Timing: kobo-position;dur=<ms>).
+behind=$(load python3 - "$url" "$get_key" "$get_wallets" <<'EOF'
+import json, re, sys, time, urllib.error, urllib.request
+url, key, wallets = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+body = {"source": wallets[0], "sourceType": "VirtualAccount", "destination": wallets[1],
+        "destinationType": "VirtualAccount", "amount": 10000, "currency": "NGN",
+        "narration": "probe", "reference": f"probe-{time.time_ns()}"}
+req = urllib.request.Request(url + "/v1/transactions/transfer", data=json.dumps(body).encode(), method="POST",
+                             headers={"x-service-key": key, "content-type": "application/json"})
+try:
+    token = urllib.request.urlopen(req).headers["Kobo-Position"]
+except urllib.error.HTTPError as e:
+    sys.exit(f"the probe's transfer: {e.code} {e.read().decode()}")
+started = time.monotonic()
+req = urllib.request.Request(url + "/v1/virtual-accounts/" + wallets[1],
+                             headers={"x-service-key": key, "Kobo-Position": token})
+answer = urllib.request.urlopen(req, timeout=90)
+waited = float(re.search(r"kobo-position;dur=([0-9.]+)", answer.headers["Server-Timing"]).group(1))
+print(f"{waited:.1f} {1000 * (time.monotonic() - started):.1f}")
+EOF
+)
+transfers=$(python3 -c "print(round($(field "$r" rps) * $seconds))")
+cpu=$(python3 "$here/thread_cpu.py" "$pid" "$data/cpu0" "$transfers")
+after=$(gets)
+read -r behind_ms read_ms <<<"$behind"
+echo "$cores cores: $(field "$r" rps) transfers/s (p99 $(ms "$(field "$r" p99_us)") ms, non-2xx $(field "$r" non2xx));" \
+     "views behind at the end: ${behind_ms} ms (the read took ${read_ms} ms);" \
+     "GETs $(field "$before" rps)/s before, $(field "$after" rps)/s right after; $businesses business(es)" >&2
+echo "CPU per transfer, by thread (us): $cpu" >&2
+echo "RESULT cores=$cores businesses=$businesses tps=$(printf '%.0f' "$(field "$r" rps)")" \
+     "p99_ms=$(ms "$(field "$r" p99_us)") non2xx=$(field "$r" non2xx) behind_ms=$behind_ms" \
+     "get_before_rps=$(printf '%.0f' "$(field "$before" rps)") get_after_rps=$(printf '%.0f' "$(field "$after" rps)") $cpu"
