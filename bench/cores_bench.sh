@@ -11,7 +11,8 @@
 #   4. at once: one more transfer, then a GET of its wallet sending the transfer's Kobo-Position
 #      token (docs/architecture.md, position tokens): the read waits until the views hold the
 #      transfer, so its wait is how far the views trailed the writer when the load ended
-#   5. at once: GETs for GET_SECONDS again, to compare with the rate at rest
+#   5. at once: GETs for GET_SECONDS again, to compare with the rate at rest, and as many more
+#      windows of GET_SECONDS as GET_AFTER_WINDOWS asks (default 1: none more)
 # Prints `RESULT cores=... behind_ms=... get_before_rps=... get_after_rps=...` and the server's
 # CPU per transfer by thread over the transfer run and its catch-up (bench/thread_cpu.py).
 #
@@ -88,11 +89,14 @@ EOF
 transfers=$(python3 -c "print(round($(field "$r" rps) * $seconds))")
 cpu=$(python3 "$here/thread_cpu.py" "$pid" "$data/cpu0" "$transfers")
 after=$(gets)
+# Later windows (GET_AFTER_WINDOWS, default 1): whether a rate lower than at rest comes back.
+later=
+for _ in $(seq 2 "${GET_AFTER_WINDOWS:-1}"); do later+="${later:+,}$(printf '%.0f' "$(field "$(gets)" rps)")"; done
 read -r behind_ms read_ms <<<"$behind"
 echo "$cores cores: $(field "$r" rps) transfers/s (p99 $(ms "$(field "$r" p99_us)") ms, non-2xx $(field "$r" non2xx));" \
      "views behind at the end: ${behind_ms} ms (the read took ${read_ms} ms);" \
-     "GETs $(field "$before" rps)/s before, $(field "$after" rps)/s right after; $businesses business(es)" >&2
+     "GETs $(field "$before" rps)/s before, $(field "$after" rps)/s right after${later:+ (then $later)}; $businesses business(es)" >&2
 echo "CPU per transfer, by thread (us): $cpu" >&2
 echo "RESULT cores=$cores businesses=$businesses tps=$(printf '%.0f' "$(field "$r" rps)")" \
      "p99_ms=$(ms "$(field "$r" p99_us)") non2xx=$(field "$r" non2xx) behind_ms=$behind_ms" \
-     "get_before_rps=$(printf '%.0f' "$(field "$before" rps)") get_after_rps=$(printf '%.0f' "$(field "$after" rps)") $cpu"
+     "get_before_rps=$(printf '%.0f' "$(field "$before" rps)") get_after_rps=$(printf '%.0f' "$(field "$after" rps)")${later:+ get_later_rps=$later} $cpu"
