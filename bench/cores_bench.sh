@@ -88,15 +88,19 @@ EOF
 )
 transfers=$(python3 -c "print(round($(field "$r" rps) * $seconds))")
 cpu=$(python3 "$here/thread_cpu.py" "$pid" "$data/cpu0" "$transfers")
+files_after_run=$(find "$data/views" -name '*.sst' | wc -l)
 after=$(gets)
 # Later windows (GET_AFTER_WINDOWS, default 1): whether a rate lower than at rest comes back.
 later=
 for _ in $(seq 2 "${GET_AFTER_WINDOWS:-1}"); do later+="${later:+,}$(printf '%.0f' "$(field "$(gets)" rps)")"; done
+files_at_end=$(find "$data/views" -name '*.sst' | wc -l)
 read -r behind_ms read_ms <<<"$behind"
 echo "$cores cores: $(field "$r" rps) transfers/s (p99 $(ms "$(field "$r" p99_us)") ms, non-2xx $(field "$r" non2xx));" \
      "views behind at the end: ${behind_ms} ms (the read took ${read_ms} ms);" \
-     "GETs $(field "$before" rps)/s before, $(field "$after" rps)/s right after${later:+ (then $later)}; $businesses business(es)" >&2
+     "GETs $(field "$before" rps)/s before, $(field "$after" rps)/s right after${later:+ (then $later)};" \
+     "the views' files $files_after_run after the run, $files_at_end at the end; $businesses business(es)" >&2
 echo "CPU per transfer, by thread (us): $cpu" >&2
 echo "RESULT cores=$cores businesses=$businesses tps=$(printf '%.0f' "$(field "$r" rps)")" \
      "p99_ms=$(ms "$(field "$r" p99_us)") non2xx=$(field "$r" non2xx) behind_ms=$behind_ms" \
-     "get_before_rps=$(printf '%.0f' "$(field "$before" rps)") get_after_rps=$(printf '%.0f' "$(field "$after" rps)")${later:+ get_later_rps=$later} $cpu"
+     "get_before_rps=$(printf '%.0f' "$(field "$before" rps)") get_after_rps=$(printf '%.0f' "$(field "$after" rps)")${later:+ get_later_rps=$later}" \
+     "views_files_after_run=$files_after_run views_files_at_end=$files_at_end $cpu"

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "common/thread.h"
 #include "events/fact_codec.h"
 #include "events/partitioner.h"
 #include "events/rocksdb_logger.h"
@@ -93,6 +94,16 @@ rocksdb::Options views_options(rocksdb::Env* env) {
   // views never sync it, so a reservation saves no metadata write, and on a small disk it takes
   // the room the event log needs (guarantee 8's test fills a 48 MiB disk).
   o.allow_fallocate = false;
+  // Compaction keeps pace with the projector on any number of cores. RocksDB's two background jobs
+  // (a flush and a compaction) suit two cores; on twelve the projector writes three times as fast,
+  // one compaction thread falls behind through a full-speed run, and reads right after it search
+  // more files while it catches up: GETs ran at 0.47 to 0.60 of their rate at rest in the first
+  // 5 s after a 30 s run, and at 0.72 and 0.81 with a job per two cores and a level-0 compaction
+  // split over a quarter of them (for 5 % fewer transfers during the run; bench/cores_bench.sh,
+  // bench/RESULTS.md). Two cores keep RocksDB's defaults.
+  const int cores = static_cast<int>(cores_available());
+  o.max_background_jobs = std::max(2, cores / 2);
+  o.max_subcompactions = static_cast<std::uint32_t>(std::max(1, cores / 4));
   // A Bloom filter of the memtable's keys too (2 % of its size): the projector asks it for keys
   // that do not exist yet (a new amount's bitmap chunk), which a skip list answers only after a
   // search as long as an insert's.
