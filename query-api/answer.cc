@@ -97,17 +97,21 @@ void Protocol::after_projection(const Outcome& o, Responder respond, Continuatio
 
 void Protocol::answer_created(Outcome o, int status, std::string message, Responder respond,
                               std::optional<TransactionStatus> shown) {
-  // Rendered on the answers' pool, off the writer's thread that hands the outcome over.
-  // The tier limits this writer recorded as it started (WriterStarted): the ones it decided with.
+  // Rendered by the connection's own thread as it writes the answer (Response::render), not on
+  // the writer's thread that hands the outcome over. The tier limits this writer recorded as it
+  // started (WriterStarted): the ones it decided with.
   const render::TierShown tiers{&ledger_.config().tier_limits, now_ms()};
-  boost::asio::post(answers_, [o = std::move(o), status, message = std::move(message), shown, tiers,
-                               respond = std::move(respond)]() mutable {
-    const render::DecidedFacts facts(o.wallets);
-    KOBO_ASSERT(render::can_render(o.events, facts), "the writer gives every wallet an answer shows");
-    const auto record = render::created_record(o.events, o.id, facts, tiers, shown);
+  http::Response answer;
+  answer.status = static_cast<unsigned>(status);
+  answer.render = [o = std::make_shared<const Outcome>(std::move(o)), status, message = std::move(message),
+                   shown, tiers] {
+    const render::DecidedFacts facts(o->wallets);
+    KOBO_ASSERT(render::can_render(o->events, facts), "the writer gives every wallet an answer shows");
+    const auto record = render::created_record(o->events, o->id, facts, tiers, shown);
     KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
-    respond(http::ok_text(status, *record, message));
-  });
+    return http::ok_text(static_cast<unsigned>(status), *record, message).body;
+  };
+  respond(std::move(answer));
 }
 
 void Protocol::answer_rendered(Outcome o, Responder respond, Render make) {

@@ -83,14 +83,16 @@ class Protocol {
   // (projection/render.h) from the command's events and the wallet facts the writer decided with
   // (Outcome::wallets), without waiting for the projector: the command is durable, and a GET
   // after the answer waits at the read barrier until the views show it, so it finds what the
-  // answer showed. Rendered on Api's pool. `shown`: the status a created transaction shows in
-  // the answer alone (a transfer answers `pending`, docs/architecture.md section 7).
+  // answer showed. Rendered by the connection's thread as it writes the answer (http::Response's
+  // `render`). `shown`: the status a created transaction shows in the answer alone (a transfer
+  // answers `pending`, docs/architecture.md section 7).
   void answer_created(Outcome o, int status, std::string message, http::Responder respond,
                       std::optional<TransactionStatus> shown = std::nullopt);
 
   // Answers a command with what `make` makes of its events and the wallet facts the writer
-  // decided with, as answer_created() does for one record: rendered on Api's pool, without
-  // waiting for the projector.
+  // decided with, as answer_created() does for one record, without waiting for the projector:
+  // rendered on Api's pool, as a bulk's answer can be large enough to hold a connection's
+  // thread (and its other connections) for milliseconds.
   using Render = std::function<http::Response(const Outcome&, const render::RecordSource&)>;
   void answer_rendered(Outcome o, http::Responder respond, Render make);
 

@@ -341,6 +341,14 @@ class Server::Connection : public std::enable_shared_from_this<Connection> {
   void respond(Response response) {
     if (state_ == State::closed) return;  // closed by stop() while the handler ran
     KOBO_ASSERT(state_ == State::handling, "response without a request in flight");
+    if (response.render) {
+      try {
+        response = rendered(std::move(response));
+      } catch (const std::exception& e) {
+        log::error("http response could not be rendered", {{"error", e.what()}});
+        response = internal_error();
+      }
+    }
     write(std::move(response), /*close_after=*/false);
   }
 

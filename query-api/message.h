@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/assert.h"
 #include "common/result.h"
 
 namespace kobo::http {
@@ -48,7 +49,23 @@ struct Response {
   // When set, the body is this (chunked on HTTP/1.1; on HTTP/1.0, until the connection closes)
   // and `body` must be empty.
   BodyStream stream = nullptr;
+  // When set, the body is what this returns, made on the connection's thread just before the
+  // write (`body` must be empty; the status and headers are known already): an answer given
+  // from another thread (the writer's, handing an outcome over) leaves its rendering to the
+  // thread that writes it instead of doing it there or handing it to a third thread.
+  std::function<std::string()> render = nullptr;
 };
+
+// `r` with its body made: Response::render called (and cleared), else `r` as it is. The server
+// does this before it writes; an in-process caller of a handler does it before it reads `body`.
+inline Response rendered(Response r) {
+  if (r.render) {
+    KOBO_ASSERT(r.body.empty() && !r.stream, "a response's body is made one way");
+    r.body = r.render();
+    r.render = nullptr;
+  }
+  return r;
+}
 
 // Call exactly once, from any thread. Calling it twice is a programmer error (asserts). Dropping
 // every copy without calling it answers 500 and logs, so a lost responder never hangs a client.

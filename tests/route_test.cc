@@ -131,8 +131,8 @@ class RouteWrapper : public ::testing::Test {
     for (const auto& [name, value] : headers) req.headers.set(name, value);
     auto answered = std::make_shared<std::promise<http::Response>>();
     auto answer = answered->get_future();
-    dispatch_to_->dispatch(std::move(req),
-                           [answered](http::Response r) { answered->set_value(std::move(r)); });
+    dispatch_to_->dispatch(
+        std::move(req), [answered](http::Response r) { answered->set_value(http::rendered(std::move(r))); });
     if (answer.wait_for(10s) != std::future_status::ready) {
       ADD_FAILURE() << path << " was not answered";
       return http::Response{0, "", "", {}};

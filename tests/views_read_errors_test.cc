@@ -208,7 +208,8 @@ class ViewsReadErrors : public ::testing::Test {
     req.headers.set("x-service-key", creds_.test_secret_key);
     auto answered = std::make_shared<std::promise<http::Response>>();
     auto answer = answered->get_future();
-    router_.dispatch(std::move(req), [answered](http::Response r) { answered->set_value(std::move(r)); });
+    router_.dispatch(std::move(req),
+                     [answered](http::Response r) { answered->set_value(http::rendered(std::move(r))); });
     if (answer.wait_for(10s) != std::future_status::ready) {
       ADD_FAILURE() << path << " was not answered";
       return http::Response{0, "", "", {}};
