@@ -263,6 +263,49 @@ TEST_F(ServerTest, ResponderCalledLaterFromAnotherThreadAnswers) {
   EXPECT_EQ(c.connections_opened(), 1);
 }
 
+// A body given as a function (Response::render) is made on the connection's thread, after the
+// answering thread let go of it, and written with the status and headers given with it.
+TEST_F(ServerTest, ABodyRenderedLaterIsMadeOnTheConnectionsThreadAndWritten) {
+  std::mutex mu;
+  start([this, &mu](Request&& req, Responder respond) {
+    std::lock_guard lock(mu);
+    threads_.emplace_back([path = req.path, respond = std::move(respond)] {
+      Response r;
+      r.status = 201;
+      r.headers.emplace_back("X-Given", "with it");
+      const auto answering = std::this_thread::get_id();
+      r.render = [path, answering] {
+        const bool elsewhere = std::this_thread::get_id() != answering;
+        return ok_text(201, json{{"path", path}, {"elsewhere", elsewhere}}.dump()).body;
+      };
+      respond(std::move(r));
+    });
+  });
+  auto c = client();
+  const HttpResult r = c.post("/rendered", json::object());
+  ASSERT_EQ(r.status, 201u) << r.body;
+  EXPECT_EQ(r.json["data"]["path"], "/rendered");
+  EXPECT_EQ(r.json["data"]["elsewhere"], true);
+  EXPECT_EQ(r.header("x-given"), "with it");
+}
+
+// A render that throws is a 500 like a throwing handler's, and the connection goes on.
+TEST_F(ServerTest, ARenderThatThrowsIs500AndTheConnectionStaysUsable) {
+  start([](Request&& req, Responder respond) {
+    if (req.path != "/boom") return echo(std::move(req), std::move(respond));
+    Response r;
+    r.render = []() -> std::string { throw std::runtime_error("secret: cannot render"); };
+    respond(std::move(r));
+  });
+  auto c = client();
+  const HttpResult r = c.get("/boom");
+  EXPECT_EQ(r.status, 500u);
+  EXPECT_EQ(r.json, error_envelope(500, "Internal server error"));
+  EXPECT_EQ(r.body.find("secret"), std::string::npos);
+  EXPECT_EQ(c.get("/fine").status, 200u);
+  EXPECT_EQ(c.connections_opened(), 1);
+}
+
 TEST_F(ServerTest, ThrowingHandlerIs500WithoutLeakingInternals) {
   start([](Request&& req, Responder respond) {
     if (req.path == "/boom") throw std::runtime_error("secret: rocksdb at /var/lib/kobo is corrupt");
