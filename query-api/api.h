@@ -7,11 +7,12 @@
 // one file per resource in query-api/routes/.
 //
 // Domain rejections are mapped to HTTP in one table, rejections.h.
-// Thread safety: handlers run on the HTTP threads and on the ledger's writer thread (answers);
-// Api holds no mutable state besides a small thread pool on which answers that had to wait for
-// the views, and reads that do real work (lists, statements), are made. Nothing blocks a thread
-// while it waits (Projector::when_applied).
+// Thread safety: handlers run on the HTTP threads and on the ledger's writer thread (answers,
+// which the connection's thread renders); Api holds no mutable state besides a thread pool on
+// which answers that had to wait for the views, and reads that do real work (lists,
+// statements), are made. Nothing blocks a thread while it waits (Projector::when_applied).
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <string>
 
 #include "command/ledger.h"
+#include "common/thread.h"
 #include "projection/projector.h"
 #include "projection/views.h"
 #include "query-api/options.h"
@@ -69,7 +71,9 @@ class Api {
   std::unique_ptr<api::EdgeHooks>
       position_hooks_;                      // the hook points (position tokens), when options_ names none
   std::unique_ptr<api::EdgeHooks> limits_;  // the rate limits before those
-  boost::asio::thread_pool answers_{2};
+  // Reads that do real work (lists, statements), answers that waited for the views and a bulk's
+  // answer: a thread per core available, two at least, as the HTTP threads follow the machine.
+  boost::asio::thread_pool answers_{std::max<std::size_t>(2, cores_available())};
 };
 
 // /healthz (the process runs), /readyz (503 with `not_ready`'s reason while it gives one) and
