@@ -28,43 +28,25 @@ partitions=${PARTITIONS:-6}
 cores=$(taskset -c "$kobo_cpus" nproc)
 load_threads=$(taskset -c "$load_cpus" nproc)
 data=$(mktemp -d "${TMPDIR:-/tmp}/kobo-cores.XXXXXX")
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-url="http://127.0.0.1:$port"
-admin_key=bench-admin-key-$$-0123456789abcdef-bench
-export KOBO_ADMIN_KEY=$admin_key
+load_front=(taskset -c "$load_cpus")
+load() { "${load_front[@]}" "$@"; }
 # A read with a token waits for the views up to --read-wait-ms: long enough for any lag measured.
-taskset -c "$kobo_cpus" "$build/kobo" serve --listen 127.0.0.1:$port --data-dir "$data" --log-level warn \
-  --partitions "$partitions" --read-wait-ms 60000 >/dev/null 2>>"$data/stderr" &
-pid=$!
+serve_flags=(--partitions "$partitions" --read-wait-ms 60000)
+in_front=(taskset -c "$kobo_cpus")
+source "$here/bench_server.sh"
+serve
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 600); do curl -sf "$url/readyz" >/dev/null && break; sleep 0.05; done
-load() { taskset -c "$load_cpus" "$@"; }
-export KOBO_BENCH_DIR=$here
-export KOBO_KEY=$(curl -sf -XPOST "$url/v1/admin/businesses" -H "x-admin-key: $admin_key" -d '{"name":"bench"}' |
-  python3 -c "import json,sys;print(json.load(sys.stdin)['data']['credentials']['testSecretKey'])")
-if [ "$businesses" -gt 1 ]; then
-  export KOBO_WALLETS=$(load python3 "$here/setup_wallets.py" "$url" "$KOBO_KEY" 100 "$businesses" "$partitions" "$admin_key")
-else
-  export KOBO_WALLETS=$(load python3 "$here/setup_wallets.py" "$url" "$KOBO_KEY" 100)
-fi
+funded_wallets "$businesses" "$partitions" load
 
-run_wrk() {  # SCRIPT SECONDS CONNECTIONS -> the WRK line (wrk's summary to stderr)
-  local out
-  out=$(load wrk -t"$load_threads" -c"$3" -d"$2"s --timeout 10s -s "$here/$1" "$url")
-  echo "$out" | grep -v '^WRK ' >&2
-  echo "$out" | grep '^WRK '
-}
-field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
-ms() { python3 -c "print(f'{$1/1000:.1f}')"; }
 # The GETs name wallets of one business, with its key.
 IFS=';' read -r first _ <<<"$KOBO_WALLETS"
 get_key=$KOBO_KEY get_wallets=$first
 if [[ $first == *:* ]]; then get_key=${first%%:*} get_wallets=${first#*:}; fi
-gets() { KOBO_KEY=$get_key KOBO_WALLETS=$get_wallets run_wrk get_wallet.lua "$get_seconds" 64; }
+gets() { KOBO_KEY=$get_key KOBO_WALLETS=$get_wallets run_wrk get_wallet.lua "$get_seconds" "$load_threads" 64; }
 
 before=$(gets)
 python3 "$here/thread_cpu.py" "$pid" >"$data/cpu0"
-r=$(run_wrk transfer.lua "$seconds" "$connections")
+r=$(run_wrk transfer.lua "$seconds" "$load_threads")
 # Step 4: a transfer, then a read that waits for it (Server-Timing: kobo-position;dur=<ms>).
 behind=$(load python3 - "$url" "$get_key" "$get_wallets" <<'EOF'
 import json, re, sys, time, urllib.error, urllib.request

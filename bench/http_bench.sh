@@ -27,41 +27,16 @@ shift $(( $# < 3 ? $# : 3 ))
 [ "${1:-}" = "--" ] && shift
 here=$(cd "$(dirname "$0")" && pwd)
 data=$(mktemp -d "${TMPDIR:-/tmp}/kobo-bench.XXXXXX")
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 serve_flags=("$@")
 connections=${CONNECTIONS:-64}
 businesses=${BUSINESSES:-1}
 partitions=${PARTITIONS:-6}
-admin_key=bench-admin-key-$$-0123456789abcdef-bench
-export KOBO_ADMIN_KEY=$admin_key  # businesses are the admin API's to make
 if [ "$businesses" -gt 1 ]; then serve_flags+=(--partitions "$partitions"); fi
-serve() {  # starts kobo serve on the data dir and waits until it is ready
-  "$build/kobo" serve --listen 127.0.0.1:$port --data-dir "$data" --log-level warn "${serve_flags[@]}" \
-    >/dev/null 2>>"$data/stderr" &
-  pid=$!
-  for _ in $(seq 600); do curl -sf localhost:$port/readyz >/dev/null && break; sleep 0.05; done
-}
+source "$here/bench_server.sh"
 serve
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
-url="http://127.0.0.1:$port"
-export KOBO_BENCH_DIR=$here
-export KOBO_KEY=$(curl -sf -XPOST "$url/v1/admin/businesses" -H "x-admin-key: $admin_key" -d '{"name":"bench"}' |
-  python3 -c "import json,sys;print(json.load(sys.stdin)['data']['credentials']['testSecretKey'])")
-if [ "$businesses" -gt 1 ]; then
-  export KOBO_WALLETS=$(python3 "$here/setup_wallets.py" "$url" "$KOBO_KEY" 100 "$businesses" "$partitions" "$admin_key")
-else
-  export KOBO_WALLETS=$(python3 "$here/setup_wallets.py" "$url" "$KOBO_KEY" 100)
-fi
+funded_wallets "$businesses" "$partitions"
 
-# wrk's own summary goes to stderr; the WRK line it prints last is returned.
-run_wrk() {  # SCRIPT SECONDS [THREADS, default 2]
-  local out
-  out=$(wrk -t"${3:-2}" -c"$connections" -d"$2"s --timeout 10s -s "$here/$1" "$url")
-  echo "$out" | grep -v '^WRK ' >&2
-  echo "$out" | grep '^WRK '
-}
-field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
-ms() { python3 -c "print(f'{$1/1000:.1f}')"; }
 scrape() { curl -sf "$url/metrics" >"$1"; }
 
 peak=0
