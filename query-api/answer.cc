@@ -103,13 +103,13 @@ void Protocol::answer_created(Outcome o, int status, std::string message, Respon
   const render::TierShown tiers{&ledger_.config().tier_limits, now_ms()};
   http::Response answer;
   answer.status = static_cast<unsigned>(status);
-  answer.render = [o = std::make_shared<const Outcome>(std::move(o)), status, message = std::move(message),
-                   shown, tiers] {
+  answer.render = [o = std::make_shared<const Outcome>(std::move(o)), status = answer.status,
+                   message = std::move(message), shown, tiers] {
     const render::DecidedFacts facts(o->wallets);
     KOBO_ASSERT(render::can_render(o->events, facts), "the writer gives every wallet an answer shows");
     const auto record = render::created_record(o->events, o->id, facts, tiers, shown);
     KOBO_ASSERT(record.has_value(), "a command's events do not create the record it names");
-    return http::ok_text(static_cast<unsigned>(status), *record, message).body;
+    return http::ok_text(status, *record, message).body;
   };
   respond(std::move(answer));
 }
