@@ -1,6 +1,7 @@
 #include "projection/apply.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <stdexcept>
 
@@ -703,26 +704,35 @@ std::vector<ViewBatch::Change> ViewBatch::changes() {
     out.push_back({std::string_view(bytes_).substr(a.at, a.key_size),
                    std::string_view(bytes_).substr(a.at + a.key_size, a.value_size)});
   // In key order, and of the changes of one key (only appended keys repeat) the last one last,
-  // as the last is the one written. Keys compare by their first 8 bytes as one big-endian integer
-  // first: most keys differ there (a tag and an id), so a comparison rarely reaches memcmp.
+  // as the last is the one written. Keys compare by their first 32 bytes as four big-endian
+  // integers held in the sorted entries themselves: that covers every key of a transfer (a
+  // statement line's 25 bytes, an event's 26), so a comparison seldom follows a key or reaches
+  // memcmp, which sorting a rebuild's large batches spent a fifth of their time in.
+  constexpr std::size_t kHeadWords = 4;
   struct Sorted {
-    std::uint64_t head;
+    std::array<std::uint64_t, kHeadWords> head;
     std::uint32_t index;
   };
   std::vector<Sorted> order(out.size());
   for (std::uint32_t i = 0; i < out.size(); ++i) {
     const std::string_view k = out[i].key;
-    std::uint64_t head = 0;
-    std::memcpy(&head, k.data(), std::min<std::size_t>(sizeof head, k.size()));
-    order[i] = Sorted{__builtin_bswap64(head), i};
+    Sorted& o = order[i];
+    o.index = i;
+    for (std::size_t w = 0; w < kHeadWords; ++w) {
+      std::uint64_t word = 0;  // a key shorter than the head is padded with zeros
+      const std::size_t at = w * sizeof word;
+      if (at < k.size()) std::memcpy(&word, k.data() + at, std::min(sizeof word, k.size() - at));
+      o.head[w] = __builtin_bswap64(word);
+    }
   }
   auto tail = [&](std::uint32_t i) {
     const std::string_view k = out[i].key;
-    return k.substr(std::min<std::size_t>(8, k.size()));
+    return k.substr(std::min(kHeadWords * sizeof(std::uint64_t), k.size()));
   };
   std::sort(order.begin(), order.end(), [&](const Sorted& a, const Sorted& b) {
-    if (a.head != b.head) return a.head < b.head;
-    // Equal heads: a key of fewer than 8 bytes is padded with zeros, so its length decides too.
+    for (std::size_t w = 0; w < kHeadWords; ++w)
+      if (a.head[w] != b.head[w]) return a.head[w] < b.head[w];
+    // Equal heads: padding is zeros, so the lengths decide between a key and its zero-extension.
     if (const int c = tail(a.index).compare(tail(b.index)); c != 0) return c < 0;
     if (out[a.index].key.size() != out[b.index].key.size())
       return out[a.index].key.size() < out[b.index].key.size();
