@@ -49,8 +49,8 @@ WalletId new_wallet_id(IdSource& ids) {
   KOBO_ASSERT(id.value.size() == kWalletIdPrefix.size() + 36, "a wallet id is its prefix and a uuid");
   return id;
 }
-TransactionId new_transaction_id(IdSource& ids) {
-  TransactionId id(std::string(kTransactionIdPrefix) + ids.uuid());
+TransactionId new_transaction_id(IdSource& ids, UnixMs now) {
+  TransactionId id(std::string(kTransactionIdPrefix) + ids.uuid_v7(now));
   KOBO_ASSERT(id.value.size() == kTransactionIdPrefix.size() + 36,
               "a transaction id is its prefix and a uuid");
   return id;
@@ -436,7 +436,7 @@ Decision decide_wallet_transfer(const PartitionState& s, const History& h, const
   x.name_enquiry_ref = c.name_enquiry_ref;
   x.narration = c.narration;
   x.postings = {{c.source, -c.amount, *src_after}, {c.destination, c.amount, dst_after}};
-  x.transaction = new_transaction_id(ids);
+  x.transaction = new_transaction_id(ids, now);
   x.reference = c.reference ? *c.reference : derived_reference("ref-", x.transaction);
   std::string id = x.transaction.value;
   return one_event(c.caller, std::move(x), std::move(id));
@@ -488,7 +488,7 @@ Decision decide_bank_transfer(const PartitionState& s, const History& h, const B
                 {std::string(sys(SystemAccount::payout_suspense)), c.amount, *suspense_after},
                 {std::string(sys(SystemAccount::fees)), fee, *fees_after}};
   if (c.save_beneficiary) x.save_beneficiary = true;
-  x.transaction = new_transaction_id(ids);
+  x.transaction = new_transaction_id(ids, now);
   x.reference = c.reference ? *c.reference : derived_reference("ref-", x.transaction);
   d.id = x.transaction.value;
   d.events.push_back({c.caller.business, c.caller.live, std::move(x)});
@@ -613,7 +613,7 @@ Decision decide_incoming_credit(const PartitionState& s, const History& h, const
   KOBO_ASSERT(x.ids.size() == (x.postings.size() == 4 ? 3 : 1), "a record id per wallet posting");
   x.sender = Sender{c.sender_name, c.sender_account_number, c.sender_bank_code, c.sender_bank_name,
                     c.sender_bank_nibss_code};
-  x.transaction = new_transaction_id(ids);
+  x.transaction = new_transaction_id(ids, now);
   std::string id = x.transaction.value;
   return one_event(c.caller, std::move(x), std::move(id));
 }
@@ -717,7 +717,7 @@ Decision decide_capture_hold(const PartitionState& s, const History& h, const Ca
   x.postings = {{hold.source, -amount, src->balance - amount},
                 {c.destination, amount, std::get<Kobo>(credit)}};
   x.reference = c.reference;
-  x.transaction = new_transaction_id(ids);
+  x.transaction = new_transaction_id(ids, now);
   return one_event(c.caller, std::move(x), c.hold);
 }
 

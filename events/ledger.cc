@@ -413,6 +413,23 @@ std::string derived_uuid(std::string_view seed) {
   return uuid;
 }
 
+std::string derived_uuid_after(const TransactionId& from, std::string_view seed) {
+  std::string uuid = derived_uuid(seed);
+  const std::string_view from_uuid =
+      std::string_view(from.value).substr(std::min(from.value.size(), kTransactionIdPrefix.size()));
+  const auto time = from_uuid.size() == 36 && from_uuid[14] == '7' ? parse_uuid(from_uuid) : std::nullopt;
+  if (!time) return uuid;  // an id from before time-ordered ids: derived as it always was
+  const auto derived = parse_uuid(uuid);
+  KOBO_ASSERT(derived.has_value(), "a derived id parses as a uuid");
+  UuidBytes b = *derived;
+  for (std::size_t i = 0; i < 6; ++i) b[i] = (*time)[i];   // the time of the id it derives from
+  b[6] = static_cast<std::uint8_t>((b[6] & 0x0f) | 0x70);  // version 7
+  uuid = format_uuid(b);
+  KOBO_ASSERT(uuid.size() == 36 && uuid[14] == '7' && uuid.substr(0, 13) == from_uuid.substr(0, 13),
+              "an id derived from a uuid v7 is a uuid v7 of its time");
+  return uuid;
+}
+
 std::string object_id_of(std::string_view public_id) {
   std::string id = to_hex(sha256(public_id)).substr(0, 24);
   KOBO_ASSERT(id.size() == 24, "an `_id` is 24 hex digits");
@@ -422,7 +439,8 @@ std::string object_id_of(std::string_view public_id) {
 TransactionId nth_transaction_id(const TransactionId& first, std::size_t k) {
   if (k == 0) return first;
   KOBO_ASSERT(k < 3, "an event creates at most 3 transaction records");
-  TransactionId id(std::string(kTransactionIdPrefix) + derived_uuid(first.value + "#" + std::to_string(k)));
+  TransactionId id(std::string(kTransactionIdPrefix) +
+                   derived_uuid_after(first, first.value + "#" + std::to_string(k)));
   KOBO_ASSERT(id.value.size() == kTransactionIdPrefix.size() + 36 && id != first,
               "a derived transaction id is trx- and a uuid, not the event's own");
   return id;
@@ -431,7 +449,7 @@ TransactionId nth_transaction_id(const TransactionId& first, std::size_t k) {
 std::string derived_reference(std::string_view prefix, const TransactionId& id) {
   KOBO_ASSERT(prefix.size() == 4 && prefix.back() == '-',
               "a derived reference's prefix is its kind: ref-, rev-, …");
-  std::string reference = std::string(prefix) + derived_uuid(std::string(prefix) + id.value);
+  std::string reference = std::string(prefix) + derived_uuid_after(id, std::string(prefix) + id.value);
   KOBO_ASSERT(reference.size() == prefix.size() + 36 && reference.starts_with(prefix),
               "a derived reference is its kind and a uuid");
   return reference;

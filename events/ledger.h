@@ -189,6 +189,11 @@ HoldCaptureRequest request_of(const HoldCaptured& e);
 
 // A UUID v4-shaped text derived from `seed` by SHA-256: the same seed, the same id.
 std::string derived_uuid(std::string_view seed);
+// derived_uuid(seed) for an id derived from the transaction `from`: when `from` is time-ordered
+// (a uuid v7), a uuid v7 of its time, so that the records of one event sort together with it
+// (docs/events.md, "Derived, not in the log"); else derived_uuid(seed), as ids derived from the
+// uuid v4 transaction ids of older events always were.
+std::string derived_uuid_after(const TransactionId& from, std::string_view seed);
 // `_id`: 24 lowercase hex digits derived from a record's publicId.
 std::string object_id_of(std::string_view public_id);
 // The publicId of the k-th transaction record of a money event whose first record is `first`.

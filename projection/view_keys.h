@@ -27,6 +27,7 @@
 //   L<scope17><first:8>                      -> EventRow: an event that creates transactions,
 //                                               records first.. of the scope's transaction list
 //   T<transaction16>                         -> TransactionRow: where its event is, status steps
+//                                               (time-ordered ids: new rows land at the end)
 //   r<account16><mode><reference>            -> RecordAt: the transaction a reference names
 //   J<bulk16>                                -> BulkRow: its records and its BulkTransferAccepted
 //   O<hold16>                                -> the fact of its HoldPlaced

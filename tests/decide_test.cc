@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -142,6 +143,26 @@ TEST(WalletTransfer, IsOneSettledEventWithBothPostings) {
   EXPECT_EQ(created[0].kind, TransactionKind::wallet_transfer_debit);
   EXPECT_EQ(created[1].kind, TransactionKind::wallet_transfer_credit);
   EXPECT_EQ(created[0].id.value, d.id);
+}
+
+// docs/events.md, "Time-ordered transaction ids": a uuid v7 whose first 48 bits are the decision's
+// time, the rest drawn; two transactions decided in one millisecond differ.
+TEST(WalletTransfer, ItsIdIsAUuidV7OfTheDecisionsTime) {
+  Partition0 p;
+  const std::string a1 = p.wallet(kAlice, "a1"), a2 = p.wallet(kAlice, "a2");
+  p.fund(kAlice, a1, 25'000);
+  const TransactionId first =
+      only_event<WalletTransferSettled>(p.run(transfer(kAlice, a1, a2, 1'000))).transaction;
+  const TransactionId second =
+      only_event<WalletTransferSettled>(p.run(transfer(kAlice, a1, a2, 1'000))).transaction;
+  char time[13];
+  std::snprintf(time, sizeof time, "%012llx", static_cast<unsigned long long>(kNow));
+  for (const auto* id : {&first, &second}) {
+    ASSERT_EQ(id->value.size(), 4u + 36u) << id->value;
+    EXPECT_EQ(id->value.substr(4, 8) + id->value.substr(13, 4), time) << id->value;
+    EXPECT_EQ(id->value[4 + 14], '7') << id->value;
+  }
+  EXPECT_NE(first, second);
 }
 
 TEST(WalletTransfer, WithoutAReferenceGetsOneDerivedFromItsTransaction) {

@@ -269,6 +269,26 @@ TEST(EventV2, RefusesWhatIsNotAValidEvent) {
   EXPECT_FALSE(missing.ok());
 }
 
+// docs/events.md, "Derived, not in the log": the ids derived from a time-ordered (uuid v7)
+// transaction id keep its time, so that the records of one event sort with it; those derived from
+// the uuid v4 ids of older events are what they always were, so old logs rebuild the same views.
+TEST(EventV2, IdsDerivedFromATimeOrderedTransactionKeepItsTime) {
+  const TransactionId v7("trx-019a6b2c-3d4e-7f50-8a6b-5c4d3e2f1a0b");
+  const TransactionId credit = nth_transaction_id(v7, 1);
+  EXPECT_TRUE(credit.value.starts_with("trx-019a6b2c-3d4e-7")) << credit.value;
+  EXPECT_NE(credit, v7);
+  EXPECT_NE(nth_transaction_id(v7, 2), credit);
+  EXPECT_TRUE(std::string_view("89ab").find(credit.value[4 + 19]) != std::string_view::npos) << credit.value;
+  const std::string reference = derived_reference("ref-", credit);
+  EXPECT_TRUE(reference.starts_with("ref-019a6b2c-3d4e-7")) << reference;
+  EXPECT_EQ(reference, derived_reference("ref-", credit)) << "the same id, the same reference";
+
+  const TransactionId v4("trx-0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b");
+  EXPECT_EQ(nth_transaction_id(v4, 1).value, "trx-" + derived_uuid(v4.value + "#1"));
+  EXPECT_EQ(derived_reference("ref-", v4), "ref-" + derived_uuid("ref-" + v4.value));
+  EXPECT_EQ(nth_transaction_id(v4, 1).value[4 + 14], '4');
+}
+
 TEST(EventV2, EveryWalletPostingIsOneTransactionRecordWithDerivedIds) {
   const WalletTransferSettled t = wallet_transfer();
   const auto created = transactions_created(t);

@@ -323,6 +323,11 @@ bool is_uuid_v4(std::string_view s) {
   return std::regex_match(std::string(s), re);
 }
 
+bool is_uuid_v7(std::string_view s) {
+  static const std::regex re(R"(^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$)");
+  return std::regex_match(std::string(s), re);
+}
+
 namespace {
 
 enum class Kind { kString, kInteger, kBool, kObject, kArray, kStringOrNull, kTimestamp, kTimestampOrNull };
@@ -375,8 +380,10 @@ bool has_prefix(const json& v, std::string_view prefix) {
 }
 
 void expect_public_id(const json& v, std::string_view prefix, std::string_view what) {
-  EXPECT_TRUE(has_prefix(v, prefix) && is_uuid_v4(v.get<std::string>().substr(prefix.size())))
-      << what << " should be " << prefix << "<uuid4>, is " << v.dump();
+  // Transactions' ids are time-ordered (docs/events.md, "Time-ordered transaction ids").
+  const auto is_uuid = prefix == "trx-" ? is_uuid_v7 : is_uuid_v4;
+  EXPECT_TRUE(has_prefix(v, prefix) && is_uuid(v.get<std::string>().substr(prefix.size())))
+      << what << " should be " << prefix << (prefix == "trx-" ? "<uuid7>" : "<uuid4>") << ", is " << v.dump();
 }
 
 void expect_wallet_snapshot(const json& s, std::string_view what) {

@@ -115,5 +115,6 @@ void expect_transaction(const json& t);
 void expect_timestamp(const json& v, std::string_view what);
 
 bool is_uuid_v4(std::string_view s);
+bool is_uuid_v7(std::string_view s);
 
 }  // namespace kobo::it
