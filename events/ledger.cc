@@ -417,7 +417,9 @@ std::string derived_uuid_after(const TransactionId& from, std::string_view seed)
   std::string uuid = derived_uuid(seed);
   const std::string_view from_uuid =
       std::string_view(from.value).substr(std::min(from.value.size(), kTransactionIdPrefix.size()));
-  const auto time = from_uuid.size() == 36 && from_uuid[14] == '7' ? parse_uuid(from_uuid) : std::nullopt;
+  const bool time_ordered =
+      from.value.starts_with(kTransactionIdPrefix) && from_uuid.size() == 36 && from_uuid[14] == '7';
+  const auto time = time_ordered ? parse_uuid(from_uuid) : std::nullopt;
   if (!time) return uuid;  // an id from before time-ordered ids: derived as it always was
   const auto derived = parse_uuid(uuid);
   KOBO_ASSERT(derived.has_value(), "a derived id parses as a uuid");
