@@ -413,23 +413,66 @@ std::string derived_uuid(std::string_view seed) {
   return uuid;
 }
 
-std::string derived_uuid_after(const TransactionId& from, std::string_view seed) {
-  std::string uuid = derived_uuid(seed);
-  const std::string_view from_uuid =
-      std::string_view(from.value).substr(std::min(from.value.size(), kTransactionIdPrefix.size()));
-  const bool time_ordered =
-      from.value.starts_with(kTransactionIdPrefix) && from_uuid.size() == 36 && from_uuid[14] == '7';
-  const auto time = time_ordered ? parse_uuid(from_uuid) : std::nullopt;
-  if (!time) return uuid;  // an id from before time-ordered ids: derived as it always was
-  const auto derived = parse_uuid(uuid);
-  KOBO_ASSERT(derived.has_value(), "a derived id parses as a uuid");
-  UuidBytes b = *derived;
-  for (std::size_t i = 0; i < 6; ++i) b[i] = (*time)[i];   // the time of the id it derives from
-  b[6] = static_cast<std::uint8_t>((b[6] & 0x0f) | 0x70);  // version 7
-  uuid = format_uuid(b);
-  KOBO_ASSERT(uuid.size() == 36 && uuid[14] == '7' && uuid.substr(0, 13) == from_uuid.substr(0, 13),
-              "an id derived from a uuid v7 is a uuid v7 of its time");
-  return uuid;
+namespace {
+
+// The uuid of a time-ordered transaction id (`trx-` and a uuid v7), or nullopt.
+std::optional<UuidBytes> time_ordered_uuid(std::string_view id) {
+  if (!id.starts_with(kTransactionIdPrefix)) return std::nullopt;
+  const std::string_view uuid = id.substr(kTransactionIdPrefix.size());
+  if (uuid.size() != 36 || uuid[14] != '7') return std::nullopt;
+  return parse_uuid(uuid);
+}
+
+// A derivation from a time-ordered id XORs its last 10 bytes with the first 10 of
+// SHA-256(`label`), whose bits under the version's nibble and the variant are cleared: the
+// result is a uuid v7 of the same time, and the derivation is its own inverse. The masks of the
+// labels are hashed once each (every record of a transfer derives).
+const UuidBytes& mask_of(std::string_view label) {
+  static const auto known = [] {
+    std::array<std::pair<std::string_view, UuidBytes>, 6> m{
+        {{"trx#1", {}}, {"trx#2", {}}, {"ref-", {}}, {"swp-", {}}, {"rev-", {}}, {"fee-", {}}}};
+    for (auto& [name, mask] : m) {
+      const Sha256 h = sha256(name);
+      for (std::size_t i = 6; i < mask.size(); ++i) mask[i] = h[i - 6];
+      mask[6] &= 0x0f;  // the version's nibble stays 7
+      mask[8] &= 0x3f;  // the variant's bits stay 10
+    }
+    return m;
+  }();
+  for (const auto& [name, mask] : known)
+    if (name == label) return mask;
+  KOBO_ASSERT(false, "a derivation of a known kind: trx#1, trx#2, ref-, swp-, rev-, fee-");
+  return known.front().second;
+}
+UuidBytes apply_mask(UuidBytes b, std::string_view label) {
+  const UuidBytes& mask = mask_of(label);
+  for (std::size_t i = 6; i < b.size(); ++i) b[i] ^= mask[i];
+  KOBO_ASSERT(b[6] >> 4 == 7 && b[8] >> 6 == 2, "a derivation keeps a uuid v7's version and variant");
+  return b;
+}
+std::string_view record_label(std::size_t k) {
+  KOBO_ASSERT(k == 1 || k == 2, "a derived record is the 2nd or 3rd of its event");
+  return k == 1 ? "trx#1" : "trx#2";
+}
+
+}  // namespace
+
+std::optional<TransactionId> first_of_nth(const TransactionId& id, std::size_t k) {
+  KOBO_ASSERT(k >= 1 && k < 3, "a derived record is the 2nd or 3rd of its event");
+  const auto uuid = time_ordered_uuid(id.value);
+  if (!uuid) return std::nullopt;
+  return TransactionId(std::string(kTransactionIdPrefix) + format_uuid(apply_mask(*uuid, record_label(k))));
+}
+
+std::optional<TransactionId> record_of_derived_reference(std::string_view reference) {
+  constexpr std::size_t kPrefix = 4;
+  if (reference.size() != kPrefix + 36) return std::nullopt;
+  const std::string_view prefix = reference.substr(0, kPrefix);
+  if (prefix != "ref-" && prefix != "swp-" && prefix != "rev-") return std::nullopt;
+  const auto uuid =
+      time_ordered_uuid(std::string(kTransactionIdPrefix) + std::string(reference.substr(kPrefix)));
+  if (!uuid) return std::nullopt;
+  return TransactionId(std::string(kTransactionIdPrefix) + format_uuid(apply_mask(*uuid, prefix)));
 }
 
 std::string object_id_of(std::string_view public_id) {
@@ -441,8 +484,10 @@ std::string object_id_of(std::string_view public_id) {
 TransactionId nth_transaction_id(const TransactionId& first, std::size_t k) {
   if (k == 0) return first;
   KOBO_ASSERT(k < 3, "an event creates at most 3 transaction records");
+  const auto uuid = time_ordered_uuid(first.value);
   TransactionId id(std::string(kTransactionIdPrefix) +
-                   derived_uuid_after(first, first.value + "#" + std::to_string(k)));
+                   (uuid ? format_uuid(apply_mask(*uuid, record_label(k)))
+                         : derived_uuid(first.value + "#" + std::to_string(k))));
   KOBO_ASSERT(id.value.size() == kTransactionIdPrefix.size() + 36 && id != first,
               "a derived transaction id is trx- and a uuid, not the event's own");
   return id;
@@ -451,7 +496,9 @@ TransactionId nth_transaction_id(const TransactionId& first, std::size_t k) {
 std::string derived_reference(std::string_view prefix, const TransactionId& id) {
   KOBO_ASSERT(prefix.size() == 4 && prefix.back() == '-',
               "a derived reference's prefix is its kind: ref-, rev-, …");
-  std::string reference = std::string(prefix) + derived_uuid_after(id, std::string(prefix) + id.value);
+  const auto uuid = time_ordered_uuid(id.value);
+  std::string reference = std::string(prefix) + (uuid ? format_uuid(apply_mask(*uuid, prefix))
+                                                      : derived_uuid(std::string(prefix) + id.value));
   KOBO_ASSERT(reference.size() == prefix.size() + 36 && reference.starts_with(prefix),
               "a derived reference is its kind and a uuid");
   return reference;

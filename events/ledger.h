@@ -189,11 +189,6 @@ HoldCaptureRequest request_of(const HoldCaptured& e);
 
 // A UUID v4-shaped text derived from `seed` by SHA-256: the same seed, the same id.
 std::string derived_uuid(std::string_view seed);
-// derived_uuid(seed) for an id derived from the transaction `from`: when `from` is time-ordered
-// (a uuid v7), a uuid v7 of its time, so that the records of one event sort together with it
-// (docs/events.md, "Derived, not in the log"); else derived_uuid(seed), as ids derived from the
-// uuid v4 transaction ids of older events always were.
-std::string derived_uuid_after(const TransactionId& from, std::string_view seed);
 // `_id`: 24 lowercase hex digits derived from a record's publicId.
 std::string object_id_of(std::string_view public_id);
 // The publicId of the k-th transaction record of a money event whose first record is `first`.
@@ -202,5 +197,12 @@ TransactionId nth_transaction_id(const TransactionId& first, std::size_t k);
 std::string derived_reference(std::string_view prefix, const TransactionId& id);
 // The linkRef that joins the records of one movement of money.
 std::string link_ref_of(const TransactionId& first);
+// The derivations from a time-ordered (uuid v7) transaction id are invertible (docs/events.md,
+// "Derived, not in the log"), so that a record found from its event needs no index of its own:
+// the transaction whose k-th record (k = 1, 2) `id` would be, and the record whose derived
+// reference (`ref-`, `swp-`, `rev-`) `reference` would be. nullopt for any other shape. Only
+// candidates: a reader checks what it finds against them.
+std::optional<TransactionId> first_of_nth(const TransactionId& id, std::size_t k);
+std::optional<TransactionId> record_of_derived_reference(std::string_view reference);
 
 }  // namespace kobo

@@ -257,9 +257,14 @@ std::vector<ViewBatch::Created> ViewBatch::put_transactions(const Event& e, cons
     KOBO_ASSERT(t.account.value == account, "an event's transactions are of one account");
     const std::uint64_t n = first + k;
     const rows::RecordAt at{first, k};
-    put(view_keys::transaction(t.id.value), rows::encode(rows::TransactionRow{scope, at, {}, 0}),
-        changes_later);
-    put(view_keys::transaction_reference(t.account.value, e.live, t.reference), rows::encode(at));
+    // A record found from its event needs no row of its own (views.h transaction_row): one whose
+    // id derives from the event's first record's, when all are final (a payout's record changes
+    // and keeps its row); and a reference derived from the record's own id.
+    if (k == 0 || changes_later || first_of_nth(t.id, k) != listed.front().id)
+      put(view_keys::transaction(t.id.value), rows::encode(rows::TransactionRow{scope, at, {}, 0}),
+          changes_later);
+    if (record_of_derived_reference(t.reference) != t.id)
+      put(view_keys::transaction_reference(t.account.value, e.live, t.reference), rows::encode(at));
     mark(view_keys::bitmap(l::kTransactions, scope, l::kEntry, l::value(to_string(t.entry))), n, true);
     mark(view_keys::bitmap(l::kTransactions, scope, l::kStatus, l::value(to_string(t.status))), n, true);
     mark(view_keys::bitmap(l::kTransactions, scope, l::kAmount, l::value(t.amount)), n, true);

@@ -3,9 +3,9 @@
 //
 // Ids inside keys are 16 bytes (id16 below), a scope (a business and a mode) 17 (scope17), and
 // integers big-endian so that keys sort numerically. A wallet transfer between wallets of one
-// account writes 7 keys that stay: its event under `L`, two `T`, two `r` and two `h`
-// (docs/architecture.md section 5); the rest it changes (wallet rows, list rows, bitmap chunks)
-// are rewritten in place.
+// account writes 5 keys that stay: its event under `L`, the debit's `T`, the caller's `r` and
+// two `h` (docs/architecture.md section 5); the rest it changes (wallet rows, list rows, bitmap
+// chunks) are rewritten in place.
 //
 //   V                                        -> the layout's version (kFormat below)
 //   P<partition:4>                           -> PositionRow: where the views are in the partition
@@ -27,8 +27,11 @@
 //   L<scope17><first:8>                      -> EventRow: an event that creates transactions,
 //                                               records first.. of the scope's transaction list
 //   T<transaction16>                         -> TransactionRow: where its event is, status steps
-//                                               (time-ordered ids: new rows land at the end)
-//   r<account16><mode><reference>            -> RecordAt: the transaction a reference names
+//                                               (time-ordered ids: new rows land at the end); none
+//                                               for a final record whose id derives from its
+//                                               event's first (Views::transaction_row)
+//   r<account16><mode><reference>            -> RecordAt: the transaction a reference names; none
+//                                               for a reference derived from its record's id
 //   J<bulk16>                                -> BulkRow: its records and its BulkTransferAccepted
 //   O<hold16>                                -> the fact of its HoldPlaced
 //   U<hold16>                                -> HoldRow: its number in the hold list, what changed

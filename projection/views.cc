@@ -772,9 +772,33 @@ Result<std::optional<std::string>> Views::render_record(const std::string& scope
   return std::optional<std::string>(render::transaction(e, at.index, steps, records));
 }
 
+Result<std::optional<rows::TransactionRow>> Views::transaction_row(std::string_view public_id) const {
+  using Found = std::optional<rows::TransactionRow>;
+  auto row = decoded_row(read(view_keys::transaction(public_id)), &rows::decode_transaction);
+  if (!row || row.value()) return row;
+  const TransactionId id{std::string(public_id)};
+  for (std::size_t k = 1; k < rows::kRecordsPerEventMax; ++k) {
+    const auto first = first_of_nth(id, k);
+    if (!first) return Found();  // not time-ordered: every record of it has its row
+    auto first_row = decoded_row(read(view_keys::transaction(first->value)), &rows::decode_transaction);
+    if (!first_row) return first_row.status();
+    if (!first_row.value() || first_row.value()->at.index != 0) continue;
+    const rows::TransactionRow& of_first = *first_row.value();
+    auto event = read_event(*this, of_first.scope, of_first.at.first);
+    if (!event) return event.status();
+    if (!event.value())
+      return Status::error("views: transaction " + first->value + " of an event they do not have");
+    const auto created = transactions_created(event.value()->event.data);
+    if (k < created.size() && created[k].id == id)
+      return Found(rows::TransactionRow{
+          of_first.scope, rows::RecordAt{of_first.at.first, static_cast<std::uint32_t>(k)}, {}, 0});
+  }
+  return Found();
+}
+
 Result<std::optional<std::string>> Views::render_transaction(std::string_view public_id,
                                                              const Scope* scope) const {
-  auto row = decoded_row(read(view_keys::transaction(public_id)), &rows::decode_transaction);
+  auto row = transaction_row(public_id);
   if (!row) return row.status();
   if (!row.value()) return std::optional<std::string>();
   if (scope != nullptr && row.value()->scope != view_keys::scope17(scope->business, scope->live))
@@ -829,8 +853,26 @@ Result<std::optional<std::string>> Views::transaction_by_reference_text(const Sc
   auto at = decoded_row(read(view_keys::transaction_reference(account, scope.live, reference)),
                         &rows::decode_record_at);
   if (!at) return at.status();
-  if (!at.value()) return std::optional<std::string>();
   const ViewRecords records(*this);
+  if (!at.value()) {
+    // A reference derived from its record's id has no row of its own (apply.cc put_transactions):
+    // the record it names, if that is of this scope and account and shows this reference.
+    const auto id = record_of_derived_reference(reference);
+    if (!id) return std::optional<std::string>();
+    const auto row = transaction_row(id->value);
+    if (!row) return row.status();
+    const std::string scope17 = view_keys::scope17(scope.business, scope.live);
+    if (!row.value() || row.value()->scope != scope17) return std::optional<std::string>();
+    auto event = read_event(*this, scope17, row.value()->at.first);
+    if (!event) return event.status();
+    if (!event.value())
+      return Status::error("views: transaction " + id->value + " of an event they do not have");
+    const auto listed = render::listed(event.value()->event, records);
+    const std::size_t k = row.value()->at.index;
+    if (k >= listed.size() || listed[k].reference != reference || listed[k].account.value != account)
+      return std::optional<std::string>();
+    return render_record(scope17, row.value()->at, records);
+  }
   KOBO_ASSERT(at.value()->index < rows::kRecordsPerEventMax, "a reference names a record past its event's");
   return render_record(view_keys::scope17(scope.business, scope.live), *at.value(), records);
 }
@@ -1029,7 +1071,7 @@ Result<WebhookEvent> Views::irregular_event(std::string_view account, bool live,
 Result<std::optional<WebhookEvent>> Views::webhook_event_of(const Scope& scope,
                                                             std::string_view transaction) const {
   using Found = std::optional<WebhookEvent>;
-  auto row = decoded_row(read(view_keys::transaction(transaction)), &rows::decode_transaction);
+  auto row = transaction_row(transaction);
   if (!row) return row.status();
   if (!row.value() || row.value()->scope != view_keys::scope17(scope.business, scope.live)) return Found();
   KOBO_ASSERT(row.value()->scope.size() == view_keys::kScopeSize, "a transaction of the scope asked for");

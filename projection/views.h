@@ -291,6 +291,10 @@ class Views {
   // The KYC tier limits in force in partition `p` (the last WriterStarted's).
   Result<TierLimits> tier_limits(Partition p) const;
   Result<std::optional<std::string>> render_transaction(std::string_view public_id, const Scope* scope) const;
+  // The row of transaction `public_id` (trx-…): its own `T` row, or, for a record whose id
+  // derives from its event's first record's and that has none (apply.cc put_transactions), one
+  // made from the first's row, once the event is read and names that id. nullopt: no such record.
+  Result<std::optional<rows::TransactionRow>> transaction_row(std::string_view public_id) const;
   // Webhook event `sequence` of `account` announcing transaction `transaction` (trx-…), finalized
   // by the event of hash `hash` (hex) at `time`, with the transaction's record as it is now.
   Result<WebhookEvent> webhook_event(std::string_view account, std::uint64_t sequence, WebhookEventType type,

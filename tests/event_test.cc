@@ -282,11 +282,23 @@ TEST(EventV2, IdsDerivedFromATimeOrderedTransactionKeepItsTime) {
   const std::string reference = derived_reference("ref-", credit);
   EXPECT_TRUE(reference.starts_with("ref-019a6b2c-3d4e-7")) << reference;
   EXPECT_EQ(reference, derived_reference("ref-", credit)) << "the same id, the same reference";
+  // Invertible, so that the views find such a record from its event's first (projection/views.h).
+  EXPECT_EQ(first_of_nth(credit, 1), v7);
+  EXPECT_NE(first_of_nth(credit, 2), v7);
+  EXPECT_EQ(first_of_nth(nth_transaction_id(v7, 2), 2), v7);
+  EXPECT_EQ(record_of_derived_reference(reference), credit);
+  EXPECT_EQ(record_of_derived_reference(derived_reference("swp-", credit)), credit);
+  EXPECT_EQ(record_of_derived_reference(derived_reference("rev-", v7)), v7);
 
   const TransactionId v4("trx-0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b");
   EXPECT_EQ(nth_transaction_id(v4, 1).value, "trx-" + derived_uuid(v4.value + "#1"));
   EXPECT_EQ(derived_reference("ref-", v4), "ref-" + derived_uuid("ref-" + v4.value));
   EXPECT_EQ(nth_transaction_id(v4, 1).value[4 + 14], '4');
+  EXPECT_EQ(first_of_nth(nth_transaction_id(v4, 1), 1), std::nullopt) << "a v4 derivation is a hash";
+  EXPECT_EQ(record_of_derived_reference(derived_reference("ref-", v4)), std::nullopt);
+  EXPECT_EQ(record_of_derived_reference("my-own-reference"), std::nullopt);
+  EXPECT_EQ(record_of_derived_reference("abc-" + v7.value.substr(4)), std::nullopt)
+      << "not a derivation's kind";
 }
 
 TEST(EventV2, EveryWalletPostingIsOneTransactionRecordWithDerivedIds) {

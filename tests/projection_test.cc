@@ -164,6 +164,55 @@ TEST_F(ProjectionTest, BalancesAndTransactionsAreReadable) {
   EXPECT_EQ(views->transactions(scope, debits, PageRequest{1, 10}).value().total_count, 1u);
 }
 
+// docs/architecture.md section 5: a final record whose id derives from its event's first record's
+// (a transfer's credit), and a reference derived from its record's id, have no row of their own;
+// the views find them from the first's row and check the event names them.
+TEST_F(ProjectionTest, ARecordDerivedFromItsEventsFirstIsFoundWithoutARowOfItsOwn) {
+  ASSERT_TRUE(node_.start_projector().ok());
+  Views* const views = &node_.views();
+  traffic("d", 2);  // funds d-0 and moves 10,000 kobo with reference d-ref-0
+  wait_caught_up(node_.projector());
+  const Scope scope{kCaller.business, false};
+  const auto debit =
+      json::parse(*views->transaction_by_reference_text(scope, kCaller.account, "d-ref-0").value());
+  const TransactionId debit_id(debit.at("publicId").get<std::string>());
+  const TransactionId credit_id = nth_transaction_id(debit_id, 1);
+  const std::string credit_reference = derived_reference("ref-", credit_id);
+  ASSERT_EQ(first_of_nth(credit_id, 1), debit_id) << "a transfer's ids are time-ordered, so invertible";
+
+  EXPECT_TRUE(views->read(view_keys::transaction(debit_id.value)).value().has_value());
+  EXPECT_FALSE(views->read(view_keys::transaction(credit_id.value)).value().has_value());
+  EXPECT_FALSE(views->read(view_keys::transaction_reference(kCaller.account, false, credit_reference))
+                   .value()
+                   .has_value());
+
+  const auto by_id = views->transaction_text(scope, kCaller.account, credit_id.value).value();
+  ASSERT_TRUE(by_id.has_value());
+  EXPECT_EQ(json::parse(*by_id).at("publicId"), credit_id.value);
+  EXPECT_EQ(json::parse(*by_id).at("entry"), "credit");
+  const auto by_reference = views->transaction_text(scope, kCaller.account, credit_reference).value();
+  ASSERT_TRUE(by_reference.has_value());
+  EXPECT_EQ(*by_reference, *by_id);
+  // Its webhook event is found as its debit's is (announced by their event, when it was).
+  const auto event = views->webhook_event_of(scope, credit_id.value).value();
+  EXPECT_EQ(event.has_value(), views->webhook_event_of(scope, debit_id.value).value().has_value());
+  if (event) {
+    EXPECT_NE(event->body.find(credit_id.value), std::string::npos) << event->body;
+  }
+
+  // Not found: another scope or account, a third record the event does not create, an id one bit
+  // off, a reference of another kind.
+  EXPECT_FALSE(
+      views->transaction_text(Scope{kCaller.business, true}, kCaller.account, credit_id.value).value());
+  EXPECT_FALSE(views->transaction_text(scope, "acc-other", credit_reference).value());
+  EXPECT_FALSE(
+      views->transaction_text(scope, kCaller.account, nth_transaction_id(debit_id, 2).value).value());
+  std::string off = credit_id.value;
+  off.back() = off.back() == '0' ? '1' : '0';
+  EXPECT_FALSE(views->transaction_text(scope, kCaller.account, off).value());
+  EXPECT_FALSE(views->transaction_text(scope, kCaller.account, "swp-" + credit_reference.substr(4)).value());
+}
+
 // query-api answers a write with the record its events render (projection/render.h): the same
 // record the views then show, so an answer and a GET after it agree.
 TEST_F(ProjectionTest, TheRecordAWriteAnswersIsTheOneTheViewsShow) {
