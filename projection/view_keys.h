@@ -51,7 +51,9 @@
 // its rows are the events themselves (`L`): a record is found from its event, with no index of
 // its own. Records are rendered from these rows on read (render.h).
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -311,6 +313,31 @@ inline std::string webhook_event(std::string_view account, bool live, std::uint6
   KOBO_ASSERT(k.size() == 1 + kScopeSize + 8, "a webhook event key is e, an id16, a mode and 8 bytes");
   KOBO_ASSERT(get_be(k, 1 + kScopeSize) == sequence, "a webhook event key reads back as its sequence");
   return k;
+}
+
+// Where the projector's next key of this kind goes in a memtable, as the part of the key that
+// names the run it extends (the memtable's insert hint, views.cc): a numbered row (a statement
+// line, an event, a listed record, a webhook event) follows the previous one of its wallet, scope
+// or account, and a transaction's time-ordered id the previous transaction; a row rewritten in
+// place (a wallet, a list's count, a bitmap chunk, a position) lands beside its older version, so
+// its whole key is its run. A reference, text the caller chose, has no run: nullopt.
+inline std::optional<std::size_t> insert_run(std::string_view key) {
+  if (key.empty()) return std::nullopt;
+  switch (key.front()) {
+    case 'h':
+      return std::min<std::size_t>(key.size(), 17);  // h<wallet16>
+    case 'L':
+    case 'e':
+      return std::min<std::size_t>(key.size(), 1 + kScopeSize);  // L<scope17>, e<account16><mode>
+    case 'g':
+      return std::min<std::size_t>(key.size(), 2 + kScopeSize);  // g<kind><scope17>
+    case 'T':
+      return 1;
+    case 'r':
+      return std::nullopt;
+    default:
+      return key.size();
+  }
 }
 
 }  // namespace kobo::view_keys

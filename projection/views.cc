@@ -52,6 +52,20 @@ Views::~Views() = default;
 
 namespace {
 
+// The memtable insert hint's key: the run a key extends (view_keys::insert_run).
+class InsertRuns final : public rocksdb::SliceTransform {
+ public:
+  const char* Name() const override { return "kobo.InsertRuns"; }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
+    const auto run = view_keys::insert_run(std::string_view(key.data(), key.size()));
+    KOBO_ASSERT(run.has_value() && *run <= key.size(), "a hint's run is a prefix of a key in its domain");
+    return rocksdb::Slice(key.data(), *run);
+  }
+  bool InDomain(const rocksdb::Slice& key) const override {
+    return view_keys::insert_run(std::string_view(key.data(), key.size())).has_value();
+  }
+};
+
 rocksdb::Options views_options(rocksdb::Env* env) {
   rocksdb::Options o;
   if (env != nullptr) o.env = env;
@@ -80,10 +94,11 @@ rocksdb::Options views_options(rocksdb::Env* env) {
   // block of every level to learn it.
   t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
-  // The projector writes a flush's keys in key order. With a hint kept per key tag (view_keys.h),
-  // a memtable insert starts its search where the previous key of that tag went instead of at
-  // the top of the skip list.
-  o.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(1));
+  // The projector writes a flush's keys in key order. With a hint kept per run of keys
+  // (view_keys::insert_run: a wallet's statement, a scope's events, a rewritten row's versions), a
+  // memtable insert starts its search where the previous key of its run went instead of at the
+  // top of the skip list, or after the last key of its tag, which is another wallet's.
+  o.memtable_insert_with_hint_prefix_extractor = std::make_shared<InsertRuns>();
   // A memtable of 32 MiB, half RocksDB's default: most of a flush's keys land at random places
   // of its skip list (transactions, references, statements, wallets), and a shallower list costs
   // each insert fewer cache misses. Under HTTP transfer load the projector's CPU per transfer

@@ -1035,6 +1035,30 @@ TEST(ViewKeys, IdsAndReferencesAreKeyedByTheirBytes) {
   EXPECT_EQ(view_keys::list::value(std::string(300, 'a')).size(), 33u);
 }
 
+// A memtable insert starts from the last key of its run (views.cc): a wallet's statement lines
+// and a scope's events run on from their own previous key, not from another wallet's or scope's;
+// a rewritten row's run is its whole key; a caller's reference has none.
+TEST(ViewKeys, AnInsertsRunIsThePartOfItsKeyThatItsPreviousKeyShares) {
+  const std::string scope = view_keys::scope17("biz-a", false);
+  const auto run = [](const std::string& key) { return view_keys::insert_run(key); };
+  EXPECT_EQ(run(view_keys::statement_line("wlt-a", 1)), run(view_keys::statement_line("wlt-a", 2)));
+  EXPECT_NE(view_keys::statement_line("wlt-a", 1).substr(0, *run(view_keys::statement_line("wlt-a", 1))),
+            view_keys::statement_line("wlt-b", 1).substr(0, *run(view_keys::statement_line("wlt-b", 1))))
+      << "each wallet's statement is a run of its own";
+  EXPECT_EQ(run(view_keys::event(scope, 7)), 1 + view_keys::kScopeSize);
+  EXPECT_EQ(run(view_keys::webhook_event("acc-1", true, 3)), 1 + view_keys::kScopeSize);
+  EXPECT_EQ(run(view_keys::listed('w', scope, 9)), 2 + view_keys::kScopeSize);
+  EXPECT_EQ(run(view_keys::transaction("trx-00112233-4455-7677-8899-aabbccddeeff")), 1u)
+      << "transaction ids are time-ordered: a new one follows the last";
+  EXPECT_EQ(run(view_keys::wallet_row("wlt-a")), view_keys::wallet_row("wlt-a").size());
+  EXPECT_EQ(run(view_keys::position(3)), view_keys::position(3).size());
+  EXPECT_FALSE(run(view_keys::transaction_reference("acc-1", false, "order-17")).has_value());
+  EXPECT_FALSE(run("").has_value());
+  for (const std::string& key : {view_keys::statement_line("wlt-a", 1), view_keys::event(scope, 1),
+                                 view_keys::wallet_row("wlt-a"), std::string("h")})
+    EXPECT_LE(*run(key), key.size()) << "a run is a prefix of its key";
+}
+
 // Views carry their key layout: new ones get it, and views of another layout (those from before
 // the marker are of the first) are refused with what to do, never read as if their keys meant
 // the same.
