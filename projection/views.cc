@@ -15,6 +15,7 @@
 #include <functional>
 #include <mutex>
 #include <shared_mutex>
+#include <unordered_map>
 
 #include "common/thread.h"
 #include "events/fact_codec.h"
@@ -43,11 +44,33 @@ Views::DbLock::~DbLock() {
   KOBO_ASSERT(r == 0, "the views' lock is not held when the views go");
 }
 
+namespace {
+// Every epoch of every views in the process, so that a thread's kept settings row (Views::read)
+// can never pass for one of other views, or of views opened since at the same address.
+std::atomic<std::uint64_t> next_settings_epoch{1};
+
+struct KeptSetting {
+  std::uint64_t epoch = 0;
+  std::optional<std::string> value;
+};
+// Bounded: a thread keeps the settings of at most this many keys (API keys, accounts, businesses)
+// and starts again once it has more.
+constexpr std::size_t kKeptSettingsMax = 4096;
+thread_local std::unordered_map<std::string, KeptSetting> kept_settings;
+}  // namespace
+
 Views::Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions, rocksdb::Env* env,
              ViewWrites writes)
-    : path_(std::move(path)), env_(env), writes_(writes), db_(std::move(db)), partitions_(partitions) {
+    : path_(std::move(path)),
+      env_(env),
+      writes_(writes),
+      db_(std::move(db)),
+      partitions_(partitions),
+      settings_epoch_(next_settings_epoch.fetch_add(1)) {
   KOBO_ASSERT(partitions_ > 0, "views of a log with no partition");
 }
+
+void Views::settings_changed() { settings_epoch_.store(next_settings_epoch.fetch_add(1)); }
 Views::~Views() = default;
 
 namespace {
@@ -181,9 +204,11 @@ Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_
 
 Status Views::write(std::span<const ViewChange> changes) {
   rocksdb::WriteBatch batch;
+  bool settings = false;
   for (std::size_t i = 0; i < changes.size(); ++i) {
     const ViewChange& c = changes[i];
     KOBO_ASSERT(i == 0 || changes[i - 1].key < c.key, "a batch's changes in strict key order");
+    settings = settings || view_keys::is_setting(c.key);
     const auto s =
         batch.Put(rocksdb::Slice(c.key.data(), c.key.size()), rocksdb::Slice(c.value.data(), c.value.size()));
     KOBO_ASSERT(s.ok(), "WriteBatch put");
@@ -193,6 +218,8 @@ Status Views::write(std::span<const ViewChange> changes) {
   // A rebuild's write-ahead log would hold everything the memtables do, only to be thrown away.
   options.disableWAL = writes_ == ViewWrites::unlogged;
   const auto s = db_->Write(options, &batch);
+  // After the write, failed or not: a row kept from before it is not used once it may be visible.
+  if (settings) settings_changed();
   if (!s.ok()) return write_error(s, "views write");
   return {};
 }
@@ -230,6 +257,7 @@ Status Views::ingest(std::span<const ViewChange> changes) {
   rocksdb::IngestExternalFileOptions options;
   options.move_files = true;
   const auto s = db_->IngestExternalFile({file}, options);
+  settings_changed();
   if (!s.ok()) {
     std::error_code ec;
     std::filesystem::remove(file, ec);
@@ -261,12 +289,25 @@ Status Views::checkpoint(const std::string& dir) const {
 
 Result<std::optional<std::string>> Views::read(const std::string& key) const {
   KOBO_ASSERT(!key.empty(), "a view key has a tag");
+  const bool setting = view_keys::is_setting(key);
+  // Taken before the read: a write that lands after it, of this row or not, moves the epoch on,
+  // and what is kept here is not used again.
+  const std::uint64_t epoch = settings_epoch_.load();
+  if (setting) {
+    const auto kept = kept_settings.find(key);
+    if (kept != kept_settings.end() && kept->second.epoch == epoch) return kept->second.value;
+  }
   std::shared_lock lock(db_lock_);
   std::string value;
   const auto s = db_->Get(rocksdb::ReadOptions(), key, &value);
-  if (s.IsNotFound()) return std::optional<std::string>();
-  if (!s.ok()) return Status::error("views read: " + s.ToString());
-  return std::optional<std::string>(std::move(value));
+  if (!s.ok() && !s.IsNotFound()) return Status::error("views read: " + s.ToString());
+  std::optional<std::string> found;
+  if (s.ok()) found = std::move(value);
+  if (setting) {
+    if (kept_settings.size() >= kKeptSettingsMax) kept_settings.clear();
+    kept_settings.insert_or_assign(key, KeptSetting{epoch, found});
+  }
+  return found;
 }
 
 Status Views::reopen() {
@@ -283,9 +324,11 @@ Status Views::reopen() {
   const auto s = rocksdb::DB::Open(views_options(env_), path_, &raw);
   if (!s.ok()) {
     db_ = std::move(reader);
+    settings_changed();
     return write_error(s, "reopen views");
   }
   db_.reset(raw);
+  settings_changed();
   KOBO_ASSERT(db_ != nullptr, "a reopen left no database");
   return {};
 }

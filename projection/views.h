@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -323,6 +324,13 @@ class Views {
 
   std::unique_ptr<rocksdb::DB> db_;  // guarded by db_lock_
   std::uint32_t partitions_;
+  // The settings rows (view_keys::is_setting: a key's owner, a suspension, an account, the tier
+  // limits) that nearly every request reads and that change rarely are kept by each thread that
+  // reads them, with the epoch of the views they were read in (read()). Any write that touches
+  // one, an ingest and a reopen move the views to a new epoch, unique in the process, so that a
+  // row kept is used only while nothing that could change it has been written since it was read.
+  std::atomic<std::uint64_t> settings_epoch_;
+  void settings_changed();
   friend class ViewRecords;
   friend class Statements;  // projection/statements.h
 };

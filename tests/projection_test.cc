@@ -11,6 +11,8 @@
 #include <map>
 #include <random>
 #include <set>
+#include <span>
+#include <thread>
 
 #include "command/ledger.h"
 #include "events/fact_codec.h"
@@ -1166,6 +1168,49 @@ TEST_F(ProjectionTest, ViewsOfAnotherKeyLayoutAreRefusedNotRead) {
   EXPECT_EQ(later.status().kind(), ErrorKind::other_format);
   EXPECT_NE(later.status().message().find("key layout 99"), std::string::npos) << later.status().message();
   EXPECT_NE(later.status().message().find("kobo replay"), std::string::npos) << later.status().message();
+}
+
+// A settings row (a key's owner, a suspension) is kept by the thread that read it, and never used
+// once a write that could change it has landed: a revoked key or a suspension shows on the next
+// read, on any thread, and views opened since never read what others kept.
+TEST_F(ProjectionTest, AKeptSettingsRowIsReadAgainOnceAWriteCouldHaveChangedIt) {
+  auto views = open_views("settings");
+  ASSERT_TRUE(views);
+  const std::string key = view_keys::suspended("biz-kept");
+  const std::string other = view_keys::suspended("biz-other");
+  ASSERT_TRUE(view_keys::is_setting(key));
+  const auto write = [&](const std::string& k, const std::string& v) {
+    const ViewChange change{k, v};
+    ASSERT_TRUE(views->write(std::span<const ViewChange>(&change, 1)).ok());
+  };
+  EXPECT_EQ(views->read(key).value(), std::nullopt);
+  write(key, "\1fraud");
+  EXPECT_EQ(views->read(key).value(), std::optional<std::string>("\1fraud")) << "a write of the row itself";
+  std::thread([&] { EXPECT_EQ(views->read(key).value(), std::optional<std::string>("\1fraud")); }).join();
+  write(other, "\1x");
+  write(key, "");
+  EXPECT_EQ(views->read(key).value(), std::optional<std::string>(""))
+      << "after writes of other settings rows";
+  std::thread([&] { EXPECT_EQ(views->read(key).value(), std::optional<std::string>("")); }).join();
+  // A row that is not a setting is read from the views each time.
+  const std::string wallet_row = view_keys::wallet_row("vba-kept");
+  ASSERT_FALSE(view_keys::is_setting(wallet_row));
+  write(wallet_row, "a");
+  EXPECT_EQ(views->read(wallet_row).value(), std::optional<std::string>("a"));
+  write(wallet_row, "b");
+  EXPECT_EQ(views->read(wallet_row).value(), std::optional<std::string>("b"));
+  // Views opened again at the same path (a restart, a rebuild) read their own rows.
+  views.reset();
+  {
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Options options;
+    ASSERT_TRUE(rocksdb::DB::Open(options, (dir_ / "settings").string(), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), key, "\1again").ok());
+  }
+  views = open_views("settings");
+  ASSERT_TRUE(views);
+  EXPECT_EQ(views->read(key).value(), std::optional<std::string>("\1again"));
 }
 
 }  // namespace
