@@ -468,7 +468,9 @@ std::optional<TransactionId> record_of_derived_reference(std::string_view refere
   constexpr std::size_t kPrefix = 4;
   if (reference.size() != kPrefix + 36) return std::nullopt;
   const std::string_view prefix = reference.substr(0, kPrefix);
-  if (prefix != "ref-" && prefix != "swp-" && prefix != "rev-") return std::nullopt;
+  if (std::find(kDerivedReferencePrefixes.begin(), kDerivedReferencePrefixes.end(), prefix) ==
+      kDerivedReferencePrefixes.end())
+    return std::nullopt;
   const auto uuid =
       time_ordered_uuid(std::string(kTransactionIdPrefix) + std::string(reference.substr(kPrefix)));
   if (!uuid) return std::nullopt;

@@ -193,7 +193,12 @@ std::string derived_uuid(std::string_view seed);
 std::string object_id_of(std::string_view public_id);
 // The publicId of the k-th transaction record of a money event whose first record is `first`.
 TransactionId nth_transaction_id(const TransactionId& first, std::size_t k);
-// The reference of a transaction record the caller did not name: `prefix` + a derived uuid.
+// The prefixes of the references the service derives for a record the caller named none for: a
+// transfer's credit (`ref-`), a reversal's record (`rev-`), a sweep's (`swp-`). In this order: the
+// views key a derived reference by its index here (projection/view_keys.cc).
+inline constexpr std::array<std::string_view, 3> kDerivedReferencePrefixes{"ref-", "rev-", "swp-"};
+// The reference of a transaction record the caller did not name, `prefix` (one of the above) and
+// a derived uuid; also a fee's `feeReference` (`fee-`), which names no record of its own.
 std::string derived_reference(std::string_view prefix, const TransactionId& id);
 // The linkRef that joins the records of one movement of money.
 std::string link_ref_of(const TransactionId& first);

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/crypto.h"
+#include "events/ledger.h"
 
 namespace kobo::view_keys {
 
@@ -188,10 +189,9 @@ std::string key_owner(std::string_view hash) {
 std::string transaction_reference(std::string_view account, bool live, std::string_view reference) {
   std::string k = "r" + id16(account);
   k.push_back(live ? '\1' : '\0');
-  static constexpr std::string_view kDerived[] = {"ref-", "rev-", "swp-"};
-  for (std::size_t i = 0; i < std::size(kDerived); ++i) {
-    if (!reference.starts_with(kDerived[i])) continue;
-    if (const auto uuid = parse_uuid(reference.substr(kDerived[i].size()))) {
+  for (std::size_t i = 0; i < kDerivedReferencePrefixes.size(); ++i) {
+    if (!reference.starts_with(kDerivedReferencePrefixes[i])) continue;
+    if (const auto uuid = parse_uuid(reference.substr(kDerivedReferencePrefixes[i].size()))) {
       k.push_back(static_cast<char>(i + 1));
       k.append(reinterpret_cast<const char*>(uuid->data()), uuid->size());
       KOBO_ASSERT(k.size() == 35, "a derived reference is keyed by its kind and its UUID's 16 bytes");
