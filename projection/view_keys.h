@@ -338,9 +338,11 @@ inline bool is_setting(std::string_view key) {
 // Where the projector's next key of this kind goes in a memtable, as the part of the key that
 // names the run it extends (the memtable's insert hint, views.cc): a numbered row (a statement
 // line, an event, a listed record, a webhook event) follows the previous one of its wallet, scope
-// or account, and a transaction's time-ordered id the previous transaction; a row rewritten in
-// place (a wallet, a list's count, a bitmap chunk, a position) lands beside its older version, so
-// its whole key is its run. A reference, text the caller chose, has no run: nullopt.
+// or account; any other key follows the previous one of its tag (a transaction's time-ordered id
+// the previous transaction, a batch's wallet rows, sorted, the one before). Runs are few: RocksDB
+// keeps a hint of some 200 bytes per run in each memtable, so a key written once (a new amount's
+// bitmap chunk, a wallet's opening) is no run of its own. A reference, text the caller chose, has
+// no run: nullopt.
 inline std::optional<std::size_t> insert_run(std::string_view key) {
   if (key.empty()) return std::nullopt;
   switch (key.front()) {
@@ -351,12 +353,10 @@ inline std::optional<std::size_t> insert_run(std::string_view key) {
       return std::min<std::size_t>(key.size(), 1 + kScopeSize);  // L<scope17>, e<account16><mode>
     case 'g':
       return std::min<std::size_t>(key.size(), 2 + kScopeSize);  // g<kind><scope17>
-    case 'T':
-      return 1;
     case 'r':
       return std::nullopt;
     default:
-      return key.size();
+      return 1;
   }
 }
 

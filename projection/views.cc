@@ -118,9 +118,9 @@ rocksdb::Options views_options(rocksdb::Env* env) {
   t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   // The projector writes a flush's keys in key order. With a hint kept per run of keys
-  // (view_keys::insert_run: a wallet's statement, a scope's events, a rewritten row's versions), a
-  // memtable insert starts its search where the previous key of its run went instead of at the
-  // top of the skip list, or after the last key of its tag, which is another wallet's.
+  // (view_keys::insert_run: a wallet's statement, a scope's events, else a key's tag), a memtable
+  // insert starts its search where the previous key of its run went instead of at the top of the
+  // skip list, or, for a statement line, after another wallet's.
   o.memtable_insert_with_hint_prefix_extractor = std::make_shared<InsertRuns>();
   // A memtable of 32 MiB, half RocksDB's default: most of a flush's keys land at random places
   // of its skip list (transactions, references, statements, wallets), and a shallower list costs
@@ -292,7 +292,7 @@ Result<std::optional<std::string>> Views::read(const std::string& key) const {
   const bool setting = view_keys::is_setting(key);
   // Taken before the read: a write that lands after it, of this row or not, moves the epoch on,
   // and what is kept here is not used again.
-  const std::uint64_t epoch = settings_epoch_.load();
+  const std::uint64_t epoch = setting ? settings_epoch_.load() : 0;
   if (setting) {
     const auto kept = kept_settings.find(key);
     if (kept != kept_settings.end() && kept->second.epoch == epoch) return kept->second.value;

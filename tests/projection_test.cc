@@ -1039,7 +1039,7 @@ TEST(ViewKeys, IdsAndReferencesAreKeyedByTheirBytes) {
 
 // A memtable insert starts from the last key of its run (views.cc): a wallet's statement lines
 // and a scope's events run on from their own previous key, not from another wallet's or scope's;
-// a rewritten row's run is its whole key; a caller's reference has none.
+// any other key's run is its tag; a caller's reference has none.
 TEST(ViewKeys, AnInsertsRunIsThePartOfItsKeyThatItsPreviousKeyShares) {
   const std::string scope = view_keys::scope17("biz-a", false);
   const auto run = [](const std::string& key) { return view_keys::insert_run(key); };
@@ -1052,8 +1052,8 @@ TEST(ViewKeys, AnInsertsRunIsThePartOfItsKeyThatItsPreviousKeyShares) {
   EXPECT_EQ(run(view_keys::listed('w', scope, 9)), 2 + view_keys::kScopeSize);
   EXPECT_EQ(run(view_keys::transaction("trx-00112233-4455-7677-8899-aabbccddeeff")), 1u)
       << "transaction ids are time-ordered: a new one follows the last";
-  EXPECT_EQ(run(view_keys::wallet_row("wlt-a")), view_keys::wallet_row("wlt-a").size());
-  EXPECT_EQ(run(view_keys::position(3)), view_keys::position(3).size());
+  EXPECT_EQ(run(view_keys::wallet_row("wlt-a")), 1u);
+  EXPECT_EQ(run(view_keys::wallet("wlt-a")), 1u) << "a key written once is no run of its own";
   EXPECT_FALSE(run(view_keys::transaction_reference("acc-1", false, "order-17")).has_value());
   EXPECT_FALSE(run("").has_value());
   for (const std::string& key : {view_keys::statement_line("wlt-a", 1), view_keys::event(scope, 1),
@@ -1189,8 +1189,7 @@ TEST_F(ProjectionTest, AKeptSettingsRowIsReadAgainOnceAWriteCouldHaveChangedIt) 
   std::thread([&] { EXPECT_EQ(views->read(key).value(), std::optional<std::string>("\1fraud")); }).join();
   write(other, "\1x");
   write(key, "");
-  EXPECT_EQ(views->read(key).value(), std::optional<std::string>(""))
-      << "after writes of other settings rows";
+  EXPECT_EQ(views->read(key).value(), std::optional<std::string>("")) << "a suspension lifted";
   std::thread([&] { EXPECT_EQ(views->read(key).value(), std::optional<std::string>("")); }).join();
   // A row that is not a setting is read from the views each time.
   const std::string wallet_row = view_keys::wallet_row("vba-kept");
