@@ -14,8 +14,13 @@ all: build
 deps:
 	@tools/install-deps.sh build
 
+# The default tree keeps line tables only (-g1: every frame's function, file and line for perf,
+# gdb's backtraces and a core's stack; no local variables): its compiles take a third less than
+# with full -g (command/decide.cc: 17 s against 25 s), in CI as on a laptop. A debugging session
+# that wants the locals: make build RELEASE_DEBUG_FLAGS=-DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -g -DNDEBUG'.
+RELEASE_DEBUG_FLAGS ?= -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -g1 -DNDEBUG'
 build: deps
-	@cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(RELEASE_DEBUG_FLAGS) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build -j$(JOBS)
 
 # The admin API is on with a key made once in $(DATA_DIR)/admin-key (mode 0600): the quick start
