@@ -24,7 +24,9 @@ case "$nodes" in
   *[!0-9]* | '' | 0*) echo "tools/tidy.sh: TIDY_ANALYZER_NODES is a count or deep, not '$nodes'" >&2; exit 2 ;;
   *) analyzer=(-Xclang -analyzer-config -Xclang "max-nodes=$nodes") ;;
 esac
-extra=(--extra-arg=-Wno-unknown-warning-option)
+# Reserved identifiers (.clang-tidy says why these rather than bugprone-reserved-identifier).
+extra=(--extra-arg=-Wno-unknown-warning-option --extra-arg=-Wreserved-identifier
+  --extra-arg=-Wreserved-macro-identifier)
 for a in "${analyzer[@]}"; do extra+=("--extra-arg=$a"); done
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
