@@ -822,7 +822,7 @@ RecordsRead records_read(const Event& e) {
   return r;
 }
 
-bool can_render(const std::vector<Event>& events, const RecordSource& records) {
+bool can_render(std::span<const Event> events, const RecordSource& records) {
   for (const Event& e : events) {
     const RecordsRead r = records_read(e);
     for (const auto& id : r.wallets)

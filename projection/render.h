@@ -78,7 +78,7 @@ struct RecordsRead {
 RecordsRead records_read(const Event& e);
 // Whether `records` gives everything rendering `events` reads. Rendering asserts on what it needs
 // and does not get (a broken log or views): a caller whose source can fail asks this first.
-bool can_render(const std::vector<Event>& events, const RecordSource& records);
+bool can_render(std::span<const Event> events, const RecordSource& records);
 
 // ---- businesses, accounts, beneficiaries -----------------------------------------------------
 

@@ -577,7 +577,7 @@ Result<std::optional<std::string>> Views::render_wallet(std::string_view public_
   if (!row) return row.status();
   if (!row.value()) return Status::error("views: wallet " + std::string(public_id) + " has no balance row");
   const ViewRecords records(*this);
-  if (!render::can_render({*opening.value()}, records)) {
+  if (!render::can_render({&*opening.value(), 1}, records)) {
     if (!records.status()) return records.status();
     return Status::error("views: wallet " + std::string(public_id) + " names a wallet they do not have");
   }
@@ -822,7 +822,7 @@ Result<std::optional<std::string>> Views::render_record(const std::string& scope
     if (!t.value()) return Status::error("views: a payout without its row");
     steps = std::move(t.value()->steps);
   }
-  if (!render::can_render({e}, records)) {
+  if (!render::can_render({&e, 1}, records)) {
     if (!records.status()) return records.status();
     return Status::error("views: a transaction names a record they do not have");
   }
@@ -1046,7 +1046,7 @@ Result<Page> Views::transactions(const Scope& scope, const TransactionFilter& fi
       if (!t.value()) return Status::error("views: a payout without its row");
       steps = std::move(t.value()->steps);
     }
-    if (!render::can_render({current->event}, records)) {
+    if (!render::can_render({&current->event, 1}, records)) {
       if (!records.status()) return records.status();
       return Status::error("views: a transaction names a record they do not have");
     }
