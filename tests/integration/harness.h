@@ -43,6 +43,8 @@ class ServerSuite : public ::testing::Test {
 
  protected:
   void SetUp() override;
+  // A failed test prints the server's last log lines: a run elsewhere (CI) keeps nothing else.
+  void TearDown() override;
   static KoboProcess& server() { return *server_; }
   static HttpClient& http() { return server_->client(); }
   static const std::string& key() { return server_->test_key(); }
