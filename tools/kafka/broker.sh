@@ -241,6 +241,9 @@ fi
 case "$cmd" in
   start)
     fetch_jars
+    # A broker (or a cluster's) still running in DIR is stopped first, not orphaned with its pid
+    # file: `ctest --repeat` runs the fixture's start again before its stop.
+    if [ -d "$dir/n1" ]; then (each_node stop); elif [ -d "$dir" ]; then stop TERM; fi
     rm -rf "$dir" && mkdir -p "$dir/log"
     dir="$(cd "$dir" && pwd)"
     if [ "$mode" = "--cluster" ]; then
