@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "app/data_dir.h"
+#include "app/exit_codes.h"
 #include "app/progress.h"
 #include "audit/audit.h"
 #include "common/time.h"
@@ -26,10 +27,6 @@ namespace kobo {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr int kExitClean = 0;
-constexpr int kExitViolations = 1;
-constexpr int kExitCannotRun = 2;
 
 int cannot_run(std::string_view command, const std::string& message) {
   std::cerr << "kobo " << command << ": " << message << std::endl;
@@ -188,7 +185,7 @@ int run_audit(const std::string& data_dir_flag, const KafkaFlags& log_flags, con
     out.close();
     if (!out) return cannot_run("audit", "cannot write " + json_file);
   }
-  return report->clean() ? kExitClean : kExitViolations;
+  return report->clean() ? kExitDone : kExitViolations;
 }
 
 int run_replay(const std::string& data_dir_flag, const KafkaFlags& log_flags, bool progress_flag) {
@@ -224,7 +221,7 @@ int run_replay(const std::string& data_dir_flag, const KafkaFlags& log_flags, bo
   std::cout << "kobo replay: rebuilt " << live.string() << " from " << events << " events in " << std::fixed
             << std::setprecision(2) << seconds << " s (" << per_second(events, seconds) << " events/s)"
             << std::endl;
-  return kExitClean;
+  return kExitDone;
 }
 
 }  // namespace

@@ -7,14 +7,13 @@
 #include <iostream>
 
 #include "app/data_dir.h"
+#include "app/exit_codes.h"
 #include "events/event.h"
 
 namespace kobo {
 
 namespace {
 
-constexpr int kExitDone = 0;
-constexpr int kExitCannotRun = 2;
 constexpr std::size_t kPollRecordsMax = 4096;
 
 std::atomic<bool> stop_following{false};

@@ -19,6 +19,7 @@
 #include "app/audit_cli.h"
 #include "app/data_dir.h"
 #include "app/events_cli.h"
+#include "app/exit_codes.h"
 #include "app/kafka_flags.h"
 #include "app/legacy_keys.h"
 #include "cluster/cluster.h"
@@ -913,10 +914,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
-    return code == 0 ? 0 : 2;  // --help is not an error; a usage error means it cannot run
+    return code == 0 ? kobo::kExitDone : kobo::kExitCannotRun;  // --help is not an error
   }
   if (s->parsed()) return kobo::serve(serve);
   if (const auto code = audit_commands.run()) return *code;
   if (const auto code = events_command.run()) return *code;
-  return 2;
+  return kobo::kExitCannotRun;
 }
