@@ -72,4 +72,9 @@ http::Response rejection_response(Rejection r) {
   return res;
 }
 
+std::optional<http::Response> account_rejected(const Outcome& o) {
+  if (o.rejection == Rejection::account_not_found) return http::error(404, "Data not found");
+  return std::nullopt;
+}
+
 }  // namespace kobo

@@ -3,6 +3,7 @@
 // route's rejected command, a bulk transfer's refused items, name enquiry's refusals.
 // Pure functions; thread-safe.
 
+#include <optional>
 #include <string_view>
 
 #include "command/commands.h"
@@ -19,5 +20,10 @@ RejectionAnswer rejection_answer(Rejection r);
 
 // The error envelope of that answer.
 http::Response rejection_response(Rejection r);
+
+// The routes on one account (/v1/accounts/{id}/...): an account the caller's business does not
+// have is `Data not found`, as a record is (the table's `Account not found` is an incoming
+// credit's account number). A route's CommandRoute::rejected.
+std::optional<http::Response> account_rejected(const Outcome& o);
 
 }  // namespace kobo

@@ -5,6 +5,7 @@
 #include "common/json_writer.h"
 #include "events/ledger.h"
 #include "query-api/envelope.h"
+#include "query-api/rejections.h"
 #include "query-api/route.h"
 #include "webhooks/webhooks.h"
 
@@ -22,12 +23,6 @@ AccountFilter account_filter(http::QueryValidator& q) {
   f.is_default = q.boolean("isDefault");
   f.live = q.boolean("live");
   return f;
-}
-
-// An account the caller's business does not have is `Data not found`, as a record is.
-std::optional<Response> account_rejected(const Outcome& o) {
-  if (o.rejection == Rejection::account_not_found) return http::error(404, "Data not found");
-  return std::nullopt;
 }
 
 // The account as the caller's mode shows it: that mode's webhook settings only.

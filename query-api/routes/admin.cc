@@ -10,6 +10,7 @@
 #include "projection/render.h"
 #include "query-api/credentials.h"
 #include "query-api/envelope.h"
+#include "query-api/rejections.h"
 #include "query-api/route.h"
 
 namespace kobo::api {
@@ -130,11 +131,6 @@ Made set_rate_limits(const Exchange& x) {
     });
   };
   return Submission(SetRateLimits{admin_caller(business), reads, writes}, std::move(answer));
-}
-
-std::optional<Response> account_rejected(const Outcome& o) {
-  if (o.rejection == Rejection::account_not_found) return http::error(404, "Data not found");
-  return std::nullopt;
 }
 
 // The account the admin changed, as a test key sees it (its live flag is the business's own).

@@ -59,11 +59,6 @@ std::optional<Response> unknown_account(const Exchange& x) {
   return std::nullopt;
 }
 
-std::optional<Response> account_rejected(const Outcome& o) {
-  if (o.rejection == Rejection::account_not_found) return http::error(404, "Data not found");
-  return std::nullopt;
-}
-
 Response list_keys(const Exchange& x, const NoQuery&) {
   if (auto unknown = unknown_account(x)) return std::move(*unknown);
   const bool live = x.caller.caller.live;
