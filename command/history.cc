@@ -23,7 +23,7 @@ namespace {
 
 // The index's key layout; an index of another layout is emptied and rebuilt from the log.
 constexpr std::string_view kFormatKey = "#format";
-constexpr std::string_view kFormat = "1";
+constexpr std::string_view kHistoryFormat = "1";
 
 // Keys: a tag byte, then what the fact is found by. Values are as small as the fact allows.
 constexpr char kReferenceTag = 'r';            // scope_key(account, mode) + reference -> fingerprint, trx
@@ -305,9 +305,9 @@ Result<std::unique_ptr<History>> History::open(const HistoryOptions& options) {
   std::unique_ptr<History> h(new History(std::move(store), options.partitions));
   auto format = h->store_->get(std::string(kFormatKey));
   if (!format) return format.status();
-  if (format.value() && *format.value() != kFormat) {
+  if (format.value() && *format.value() != kHistoryFormat) {
     log::warn("the history index has another layout; it is rebuilt from the log",
-              {{"format", *format.value()}, {"expected", std::string(kFormat)}});
+              {{"format", *format.value()}, {"expected", std::string(kHistoryFormat)}});
     if (auto s = h->clear(); !s) return s;
     return h;
   }
@@ -456,7 +456,7 @@ Status History::write_tail() {
     KOBO_ASSERT(tail_position_[p].seq > position_[p].seq, "the index's position only moves forward");
   if (tail_.empty() && moved.empty()) return {};
   for (const std::uint32_t p : moved) tail_[position_key(p)] = encode_position(tail_position_[p]);
-  tail_[std::string(kFormatKey)] = std::string(kFormat);
+  tail_[std::string(kFormatKey)] = std::string(kHistoryFormat);
   if (auto s = store_->write(tail_); !s) {
     // Nothing of it reached the index: the entries stay in the tail, less the positions, which
     // the next write adds again.

@@ -23,7 +23,7 @@ constexpr std::string_view kMagic = "KOBOSNAP";
 // Format 4: pending holds and what they reserve of each wallet; wallets' KYC tiers and day
 // debits, and the tier limits in force.
 // Format 5: the writer key that signs the partition's next checkpoint.
-constexpr std::uint32_t kFormat = 5;
+constexpr std::uint32_t kSnapshotFormat = 5;
 constexpr std::size_t kHashSize = 32;
 constexpr std::size_t kKeep = 2;
 
@@ -477,7 +477,7 @@ std::string encode_snapshot(const Snapshot& s) {
                 "the snapshotter's state is consistent at a command boundary");
   Writer w;
   w.bytes().append(kMagic);
-  w.u32(kFormat);
+  w.u32(kSnapshotFormat);
   w.u32(static_cast<std::uint32_t>(s.states.size()));
   w.u64(s.events);
   for (std::size_t p = 0; p < s.states.size(); ++p) {
@@ -502,9 +502,9 @@ Result<Snapshot> decode_snapshot(std::string_view bytes, std::uint32_t partition
   if (std::memcmp(hash.data(), bytes.data() + body.size(), kHashSize) != 0)
     return Status::error("its hash does not hold (a torn or corrupt file)");
   Reader r(body.substr(kMagic.size()));
-  if (const std::uint32_t format = r.u32(); format != kFormat)
+  if (const std::uint32_t format = r.u32(); format != kSnapshotFormat)
     return Status::error("format " + std::to_string(format) + ", this kobo reads format " +
-                         std::to_string(kFormat));
+                         std::to_string(kSnapshotFormat));
   if (const std::uint32_t n = r.u32(); n != partitions)
     return Status::error("it has " + std::to_string(n) + " partitions, the log " +
                          std::to_string(partitions));

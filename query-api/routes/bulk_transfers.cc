@@ -62,7 +62,7 @@ std::optional<std::string> bulk_text(Protocol& p, const std::vector<Event>& even
 }
 
 // The original bulk of an idempotent repeat, from the views once they have it, on Api's pool.
-void answer_original(const Exchange& x, const Outcome& o, http::Responder respond) {
+void answer_original_bulk(const Exchange& x, const Outcome& o, http::Responder respond) {
   x.protocol.after_projection(o, std::move(respond), [&x, id = o.id](http::Responder later) {
     const auto events = x.views().bulk_events(x.caller.scope, id);
     if (!events) return later(unavailable(events.status()));
@@ -186,7 +186,7 @@ void add_bulk_transfer_routes(Routes& routes) {
                   .rules = bulk_rules,
                   .make_reads_views = true,
                   .make = bulk,
-                  .answer = {.accepted = answer_accepted, .replayed = answer_original},
+                  .answer = {.accepted = answer_accepted, .replayed = answer_original_bulk},
                   .rejected = rejected_item});
 }
 
