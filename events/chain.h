@@ -50,7 +50,7 @@ class ChainFollower {
  private:
   static constexpr std::size_t kRecentMax = 4096;  // how far back a duplicate is recognised
   Seq last_seq_{0};
-  std::string last_hash_ = kGenesisHash;
+  std::string last_hash_{kGenesisHash};
   Epoch epoch_{0};
   std::deque<std::pair<Seq, std::string>> recent_;  // last accepted (seq, hash), oldest first
 };

@@ -34,7 +34,9 @@
 namespace kobo {
 
 inline constexpr int kEventSchemaVersion = 2;
-inline const std::string kGenesisHash(64, '0');
+inline constexpr std::string_view kGenesisHash =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+static_assert(kGenesisHash.size() == 64, "a hash is 64 hex digits");
 
 // ---- values events hold ----------------------------------------------------------------------
 

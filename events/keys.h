@@ -10,7 +10,7 @@
 namespace kobo {
 
 // The longest a rolled key stays accepted beside its successor.
-inline constexpr std::int64_t kKeyOverlapSecondsMax = 72 * 3600;
+inline constexpr std::int64_t kKeyOverlapSecondsMax = std::int64_t{72} * 3600;
 
 // A secret key's id: "key-" and the first 16 hex digits of its SHA-256, the digest the log holds.
 // Derived, so it is stored nowhere twice; it names a key in answers, events (`actor`) and logs

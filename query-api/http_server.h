@@ -51,15 +51,15 @@ struct ServerOptions {
   std::string address = "127.0.0.1";
   std::uint16_t port = 0;  // 0: an ephemeral port, see Server::port()
   int threads = 2;
-  std::size_t body_limit = 64 * 1024;  // bytes; larger is 413
+  std::size_t body_limit = std::size_t{64} * 1024;  // bytes; larger is 413
   // Other body limits for exact request paths (Router::body_limits(): the bulk transfer's 1 MiB).
   std::vector<std::pair<std::string, std::size_t>> path_body_limits;
-  std::size_t header_limit = 16 * 1024;             // bytes of request line and headers; larger is 431
-  std::size_t connections_max = 10'000;             // further connections are closed on accept
-  std::chrono::milliseconds read_timeout{10'000};   // first byte of a request to its last
-  std::chrono::milliseconds idle_timeout{60'000};   // keep-alive wait for the next request
-  std::chrono::milliseconds write_timeout{10'000};  // writing one response
-  std::chrono::milliseconds shutdown_grace{5'000};  // stop() waits this long for in-flight work
+  std::size_t header_limit = std::size_t{16} * 1024;  // bytes of request line and headers; larger is 431
+  std::size_t connections_max = 10'000;               // further connections are closed on accept
+  std::chrono::milliseconds read_timeout{10'000};     // first byte of a request to its last
+  std::chrono::milliseconds idle_timeout{60'000};     // keep-alive wait for the next request
+  std::chrono::milliseconds write_timeout{10'000};    // writing one response
+  std::chrono::milliseconds shutdown_grace{5'000};    // stop() waits this long for in-flight work
 };
 
 // The status line and header fields of `response` (the body follows them), as the server

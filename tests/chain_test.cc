@@ -10,7 +10,7 @@ namespace {
 // Builds a sealed chain the way a writer would.
 struct ChainBuilder {
   Seq last{0};
-  std::string hash = kGenesisHash;
+  std::string hash{kGenesisHash};
   Event next(Epoch epoch, EventType type = EventType::collection_wallet_expired) {
     Event e;
     e.seq = Seq(last.value + 1);

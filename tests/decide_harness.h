@@ -109,7 +109,7 @@ class Partition0 {
   std::unique_ptr<History> history_;  // in memory: every fact stays in its tail
   SeededIds ids_;
   std::uint64_t next_seq_ = 1;
-  std::string last_hash_ = kGenesisHash;
+  std::string last_hash_{kGenesisHash};
   std::vector<std::string> log_;
   std::vector<Event> sealed_;
 };

@@ -24,7 +24,7 @@ struct Writer {
   MemoryLog& log;
   Partition partition{0};
   Seq last{0};
-  std::string hash = kGenesisHash;
+  std::string hash{kGenesisHash};
   Epoch epoch{0};
 
   Event make(EventType type, Seq command_seq, std::uint32_t size) {

@@ -28,7 +28,7 @@ struct PostRequest {
 struct PostOptions {
   std::chrono::milliseconds timeout{10'000};
   bool allow_private = false;
-  std::size_t response_header_bytes_max = 8 * 1024;
+  std::size_t response_header_bytes_max = std::size_t{8} * 1024;
 };
 
 struct PostResult {

@@ -78,7 +78,7 @@ class Forge {
 
   MemoryLog& log_;
   std::uint64_t seq_ = 0;
-  std::string hash_ = kGenesisHash;
+  std::string hash_{kGenesisHash};
   Epoch epoch_{0};
 };
 
