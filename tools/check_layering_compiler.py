@@ -55,13 +55,17 @@ NOT_FOUND = re.compile(r"No such file or directory|file not found")
 
 
 def compile_command(build, component):
-    """The argv the build compiles a source of `component` with, and the path of that source."""
+    """The argv the build compiles a source of `component` with, and the path of that source: one
+    of its folder, or in a tree of unity batches (CMakeLists.txt, kobo_unity) one of its batches."""
     with open(os.path.join(build, "compile_commands.json"), encoding="utf-8") as f:
         entries = json.load(f)
     folder = os.path.join(os.path.realpath(ROOT), component) + os.sep
+    batches = os.path.join(os.path.realpath(build), component) + os.sep
     for entry in sorted(entries, key=lambda e: e["file"]):
         path = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
-        if path.startswith(folder) and path.endswith(".cc"):
+        ours = path.startswith(folder) and path.endswith(".cc")
+        batch = path.startswith(batches) and os.sep + "Unity" + os.sep in path and path.endswith(".cxx")
+        if ours or batch:
             argv = entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
             return entry["directory"], argv, entry["file"]
     return None
