@@ -92,7 +92,7 @@ sim: build
 # Their code of ours is the routes, projection and writer the embedded runs already take under
 # ASan; the Kafka log's own (kafka_log_test, it_kafka_faults_test) runs here. `make test` runs all.
 # The three-node suite (label cluster) is left to `make test`: what it asserts is how fast a
-# partition moves (8 s after kill -9, 3 s after SIGTERM) and a /readyz that holds under load,
+# partition moves (12 s after kill -9, 3 s after SIGTERM) and a /readyz that holds under load,
 # times a Debug ASan build of three nodes on two cores cannot be held to.
 # Built with Debian's clang, as `make tsan` and `make fuzz` are: its sanitized code compiles in
 # less than half GCC's time (a Beast coroutine file under ASan+UBSan: 31 s against 65 s).

@@ -8,10 +8,12 @@
 //    the write; read answers carry the views' token; a malformed token is 400;
 //  - /readyz does not flap under load; GET /v1/cluster lists the group (x-cluster-secret);
 //  - a node killed -9 under load: its partitions' writes are acknowledged again on a survivor
-//    within 8 s (session.timeout.ms 6000); a node stopped with SIGTERM: within 3 s, well before
-//    its session could time out, so it left the group (the 1 s target is a figure of
-//    `make cluster-bank`, docs/capacity.md, not of a test on a shared machine); no acknowledged
-//    transfer is lost or applied twice, money is conserved, `kobo audit` passes;
+//    within 12 s (its session times out after 6 s; a survivor that waited out the dead owner's
+//    open transaction, 10 s, rather than fencing its transactional id would take 16); a node
+//    stopped with SIGTERM: within 3 s, well before its session could time out, so it left the
+//    group. The targets, 8 s and 1 s, are figures of `make cluster-bank` (docs/capacity.md), not
+//    of a test on a shared machine; no acknowledged transfer is lost or applied twice, money is
+//    conserved, `kobo audit` passes;
 //  - a hold expires once across a takeover;
 //  - a webhook delivery in flight on a killed owner is delivered by the next owner with the same
 //    webhook-id, and one the old owner delivered is not sent again;
@@ -583,7 +585,8 @@ TEST_F(ClusterFailoverWait, ACommandWithoutAnOwnerWaitsThen503sAndIsDecidedOnceO
 class ClusterFailover : public ClusterSuite {
  public:
   // `bound_s`: what a loaded 2-core machine keeps to with the mechanism working (a SIGTERM's
-  // handover took 1.03 s there once, 0.24 s in the bank run); the targets are bench figures.
+  // handover took 1.03 s there once, 0.24 s in the bank run; a kill -9's 6.0-6.7 s on an idle
+  // one); the targets are bench figures.
   void run(bool kill9, double bound_s) {
     std::vector<Business> businesses = businesses_everywhere(4, 100'000'000);
     std::vector<std::uint16_t> ports;
@@ -634,7 +637,7 @@ class ClusterFailover : public ClusterSuite {
   }
 };
 
-TEST_F(ClusterFailover, AKilledNodesPartitionsAreWrittenAgainOnASurvivorWithin8s) { run(true, 8.0); }
+TEST_F(ClusterFailover, AKilledNodesPartitionsAreWrittenAgainOnASurvivorWithin12s) { run(true, 12.0); }
 
 TEST_F(ClusterFailover, ASigtermedNodesPartitionsAreWrittenAgainOnASurvivorWithin3s) { run(false, 3.0); }
 
