@@ -105,11 +105,8 @@ class ClusterSuite : public ::testing::Test {
   }
 
   void TearDown() override {
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      if (!nodes_[i] || !::testing::Test::HasFailure()) continue;
-      keep_data_dir_if_failed(*nodes_[i]);
-      std::cout << "[kobo] n" << i + 1 << "'s log, last lines:\n" << nodes_[i]->log_tail(30) << std::flush;
-    }
+    for (auto& n : nodes_)
+      if (n && ::testing::Test::HasFailure()) keep_data_dir_if_failed(*n);
     std::error_code ec;
     fs::remove(master_key_file_, ec);
   }

@@ -46,13 +46,11 @@ void ServerSuite::SetUp() {
   if (!server_) GTEST_FAIL() << "kobo serve did not start: " << start_error_;
 }
 
-void ServerSuite::TearDown() {
-  if (server_ && HasFailure())
-    std::cout << "[kobo] the server's log, last lines:\n" << server_->log_tail(60) << std::flush;
-}
-
 void keep_data_dir_if_failed(KoboProcess& process) {
-  if (kobo::testing::current_test_failed()) process.keep_data_dir(true);  // the destructor says where
+  if (!kobo::testing::current_test_failed()) return;
+  process.keep_data_dir(true);  // the destructor says where
+  std::cout << "[kobo] " << process.log_path().string() << ", last lines:\n"
+            << process.log_tail() << std::flush;
 }
 
 std::uint64_t test_seed(std::string_view test_name) {

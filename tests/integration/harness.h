@@ -43,8 +43,6 @@ class ServerSuite : public ::testing::Test {
 
  protected:
   void SetUp() override;
-  // A failed test prints the server's last log lines: a run elsewhere (CI) keeps nothing else.
-  void TearDown() override;
   static KoboProcess& server() { return *server_; }
   static HttpClient& http() { return server_->client(); }
   static const std::string& key() { return server_->test_key(); }
@@ -53,7 +51,8 @@ class ServerSuite : public ::testing::Test {
   static std::string start_error_;
 };
 
-// Keeps the data directory of a failed suite for inspection and says where it is.
+// Keeps the data directory of a failed suite for inspection and says where it is, and prints the
+// process's last log lines: a run elsewhere (CI) keeps nothing else.
 void keep_data_dir_if_failed(KoboProcess& process);
 
 // ---- seeds ------------------------------------------------------------------------------------
