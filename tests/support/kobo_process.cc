@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 namespace kobo::testing {
 
@@ -90,7 +91,12 @@ KoboProcess::KoboProcess(KoboOptions options) : options_(std::move(options)) {
     data_dir_ = options_.data_dir;
     fs::create_directories(data_dir_);
   }
-  port_ = options_.port != 0 ? options_.port : free_loopback_port();
+  if (options_.port != 0) {
+    port_ = options_.port;
+  } else {
+    lease_.emplace(PortLease::take());
+    port_ = lease_->port();
+  }
   if (options_.credentials) credentials_ = *options_.credentials;
   try {
     spawn();
@@ -318,7 +324,11 @@ int KoboProcess::terminate(milliseconds timeout) {
 
 void KoboProcess::start(Port port) {
   if (pid_ > 0) throw std::logic_error("KoboProcess::start: already running");
-  if (port == Port::kFresh) port_ = free_loopback_port();
+  if (port == Port::kFresh) {
+    PortLease fresh = PortLease::take();  // taken while the old one is held: a different port
+    port_ = fresh.port();
+    lease_ = std::move(fresh);
+  }
   const auto deadline = Clock::now() + options_.start_timeout;
   for (int attempt = 1;; ++attempt) {
     spawn();

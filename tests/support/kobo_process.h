@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "tests/support/http_client.h"
+#include "tests/support/port_lease.h"
 #include "tests/support/scratch_dir.h"
 
 namespace kobo::testing {
@@ -57,7 +58,7 @@ struct KoboOptions {
   // Where the child's log (stderr) and stdout go; empty: the data dir. A test of a data dir on a
   // disk that fills up keeps them elsewhere, as a deployment's log is, so they are not lost.
   std::filesystem::path log_dir;
-  // 0: a free loopback port.
+  // 0: a loopback port leased for the process's life, kept across restarts (tests/support/port_lease.h).
   std::uint16_t port = 0;
   // Passed after `serve --listen … --data-dir …`, e.g. {"--partitions", "4"}.
   std::vector<std::string> extra_args;
@@ -96,6 +97,7 @@ class KoboProcess {
   // The Kafka topic it serves on in a Kafka run (see test_kafka_brokers()).
   std::string kafka_topic() const;
 
+  // kFresh: a newly leased port (the one before is given back).
   enum class Port { kSame, kFresh };
 
   // Starts the child again on the same data directory. Requires a stopped child.
@@ -145,6 +147,7 @@ class KoboProcess {
   std::optional<ScratchDir> scratch_;  // the data dir, when options_ named none
   std::filesystem::path data_dir_;
   bool keep_data_dir_ = false;
+  std::optional<PortLease> lease_;  // when options_ named no port
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;
   int starts_ = 0;

@@ -1,0 +1,88 @@
+// The ports the test servers keep across restarts (tests/support/port_lease.h).
+#include "tests/support/port_lease.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+namespace kobo::testing {
+namespace {
+
+int ephemeral_low() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  in >> low;
+  return low;
+}
+
+// A listener on 127.0.0.1:port, closed with the object.
+struct Listener {
+  explicit Listener(std::uint16_t port) : fd(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bound = ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 && ::listen(fd, 1) == 0;
+  }
+  ~Listener() { ::close(fd); }
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  int fd;
+  bool bound = false;
+};
+
+TEST(PortLease, LeasesAreDistinctListenableAndBelowTheEphemeralRange) {
+  const PortLease::Range range = PortLease::leasable();
+  ASSERT_GT(range.count, 0);
+  EXPECT_EQ(range.first + range.count, ephemeral_low()) << "the range ends where the kernel's own begins";
+  std::vector<PortLease> leases;
+  std::set<std::uint16_t> ports;
+  for (int i = 0; i < 32; ++i) {
+    leases.push_back(PortLease::take());
+    const std::uint16_t port = leases.back().port();
+    EXPECT_TRUE(ports.insert(port).second) << "port " << port << " leased twice";
+    EXPECT_GE(port, range.first);
+    EXPECT_LT(port, range.first + range.count);
+    EXPECT_TRUE(Listener(port).bound) << "a leased port is free to listen on: " << port;
+  }
+}
+
+// A range of two ports below the leasable ones, which no other test leases.
+PortLease::Range two_quiet_ports() {
+  const PortLease::Range leasable = PortLease::leasable();
+  return PortLease::Range{static_cast<std::uint16_t>(leasable.first - 100), 2};
+}
+
+TEST(PortLease, AHeldPortIsLeasedAgainOnlyOnceGivenBack) {
+  const PortLease::Range range = two_quiet_ports();
+  std::optional<PortLease> a(PortLease::take(range));
+  const PortLease b = PortLease::take(range);
+  EXPECT_NE(a->port(), b.port());
+  EXPECT_THROW(PortLease::take(range), std::runtime_error) << "both ports are held";
+  const std::uint16_t given_back = a->port();
+  a.reset();
+  EXPECT_EQ(PortLease::take(range).port(), given_back);
+  PortLease moved = PortLease::take(range);
+  const PortLease kept = std::move(moved);
+  EXPECT_EQ(kept.port(), given_back);
+  EXPECT_THROW(PortLease::take(range), std::runtime_error) << "a moved lease still holds its port";
+}
+
+TEST(PortLease, APortAnotherProgramListensOnIsSkipped) {
+  const PortLease::Range range = two_quiet_ports();
+  const Listener other(range.first);
+  ASSERT_TRUE(other.bound);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(PortLease::take(range).port(), range.first + 1);
+  EXPECT_THROW(PortLease::take({range.first, 1}), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace kobo::testing
