@@ -43,8 +43,10 @@ kafka:
 	@tools/install-deps.sh kafka
 	@test -f tools/kafka/target/lib/kafka_2.13-3.9.0.jar || (cd tools/kafka && mvn -q -B package)
 
+# A failed test's output is printed where it ended; tools/ctest_failures.py prints its assertions
+# and its server's last log lines again after the summary, where a log cut to its end keeps them.
 test: build kafka
-	ctest --test-dir build --output-on-failure -j2 --timeout 900
+	ctest --test-dir build --output-on-failure -j2 --timeout 900 || { tools/ctest_failures.py build; exit 1; }
 
 # The bank invariants on a three-broker cluster (tools/kafka/broker.sh start DIR --cluster:
 # replication factor 3, min.insync.replicas 2) while the partition's leader is killed under load
@@ -61,7 +63,7 @@ cluster: build kafka
 
 # The three-node suite alone (ctest label `cluster`; `make test` runs it too, in its Kafka run).
 cluster-test: build kafka
-	ctest --test-dir build --output-on-failure -L cluster --timeout 900
+	ctest --test-dir build --output-on-failure -L cluster --timeout 900 || { tools/ctest_failures.py build; exit 1; }
 
 # The bank run of a cluster (tools/cluster_bank.py): three nodes and a broker on loopback, a bank
 # workload sent to random nodes while nodes are killed -9 (6 times) and stopped with SIGTERM, and
@@ -105,7 +107,8 @@ asan: deps kafka
 	  $(SANITIZED_DEBUG_FLAGS) >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir build-asan --output-on-failure -j2 --timeout 1800 -LE 'kafka_secured|cluster' -E '^kafka[.]'
+	  ctest --test-dir build-asan --output-on-failure -j2 --timeout 1800 -LE 'kafka_secured|cluster' -E '^kafka[.]' \
+	  || { tools/ctest_failures.py build-asan; exit 1; }
 
 # TSan over the tests where threads meet: the writer and its callers, the projector beside it and
 # its waiters, the snapshotter beside the writer, the simulation (writer, projector and restarts),
@@ -120,7 +123,8 @@ tsan: deps kafka
 	  -DKOBO_UNITY=$(UNITY) $(SANITIZED_DEBUG_FLAGS) >/dev/null
 	@cmake --build build-tsan -j$(JOBS) --target $(TSAN_TARGETS)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tools/tsan.supp \
-	  ctest --test-dir build-tsan --output-on-failure -j2 --timeout 1800 -LE kafka -R '$(TSAN_TESTS)'
+	  ctest --test-dir build-tsan --output-on-failure -j2 --timeout 1800 -LE kafka -R '$(TSAN_TESTS)' \
+	  || { tools/ctest_failures.py build-tsan; exit 1; }
 
 bench: kafka
 	@tools/install-deps.sh build bench

@@ -48,9 +48,7 @@ void ServerSuite::SetUp() {
 
 void keep_data_dir_if_failed(KoboProcess& process) {
   if (!kobo::testing::current_test_failed()) return;
-  process.keep_data_dir(true);  // the destructor says where
-  std::cout << "[kobo] " << process.log_path().string() << ", last lines:\n"
-            << process.log_tail() << std::flush;
+  process.keep_data_dir(true);  // the destructor says where, and prints the log's tail
 }
 
 std::uint64_t test_seed(std::string_view test_name) {

@@ -51,8 +51,8 @@ class ServerSuite : public ::testing::Test {
   static std::string start_error_;
 };
 
-// Keeps the data directory of a failed suite for inspection and says where it is, and prints the
-// process's last log lines: a run elsewhere (CI) keeps nothing else.
+// Keeps the data directory of a failed suite for inspection; the process's destructor says where
+// it is and prints its last log lines.
 void keep_data_dir_if_failed(KoboProcess& process);
 
 // ---- seeds ------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -117,6 +118,9 @@ KoboProcess::~KoboProcess() {
   const bool kept = keep_data_dir_ || (scratch_ ? scratch_->kept() : keep_data_requested());
   if (pid_ > 0 && kept) terminate(milliseconds(5'000));
   if (pid_ > 0) kill9();
+  // What the server said last, beside the failure: CI keeps a failed test's output and nothing else.
+  if (current_test_failed())
+    std::cout << "[kobo] " << log_path().string() << ", last lines:\n" << log_tail() << std::flush;
   if (scratch_ && keep_data_dir_) scratch_->keep();
   scratch_.reset();  // removed, or kept and named
 }

@@ -16,7 +16,9 @@
 // again on the same data directory. The destructor SIGKILLs a running child and removes a
 // temporary data directory (a ScratchDir, tests/support/scratch_dir.h) unless keep_data_dir(true)
 // was called, the test failed or KOBO_TEST_KEEP_DATA=1; a child whose directory is kept gets
-// SIGTERM first, so its databases are closed and trimmed.
+// SIGTERM first, so its databases are closed and trimmed. When the running test has failed, the
+// destructor prints the log's last lines: a run elsewhere (CI) keeps the test's output and nothing
+// else.
 //
 // Thread safety: none; use it from one thread (the one that started it, see PR_SET_PDEATHSIG).
 // client() belongs to that thread too; other threads make their own with new_client().
