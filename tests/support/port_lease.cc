@@ -19,16 +19,24 @@ namespace kobo::testing {
 
 namespace {
 
-// Leases come from the kLeasable ports just below the ephemeral range.
+// Leases come from kLeasable ports beside the ephemeral range: below it (Linux's default range,
+// 32768-60999, leaves 24576-32767), else above it.
 constexpr int kLeasable = 8192;
-constexpr int kLowestPort = 1024;
+constexpr int kLowestPort = 1024;   // below: the privileged ports
+constexpr int kFewestPorts = 1024;  // fewer beside the range: lease inside it
 
-int ephemeral_low() {
+struct Ephemeral {
+  int low = 32768;  // Linux's default
+  int high = 60999;
+};
+
+Ephemeral ephemeral_range() {
   std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  Ephemeral r;
   int low = 0;
   int high = 0;
-  if (in >> low >> high && low > kLowestPort) return low;
-  return 32768;  // Linux's default
+  if (in >> low >> high && low >= 1 && low <= high && high <= 65535) r = Ephemeral{low, high};
+  return r;
 }
 
 // The socket that holds port's lease, or -1 when another test holds it.
@@ -65,9 +73,17 @@ bool bindable(std::uint16_t port) {
 }  // namespace
 
 PortLease::Range PortLease::leasable() {
-  const int high = ephemeral_low();
-  const int low = std::max(kLowestPort, high - kLeasable);
-  return Range{static_cast<std::uint16_t>(low), high - low};
+  const Ephemeral e = ephemeral_range();
+  const int below_first = std::max(kLowestPort, e.low - kLeasable);
+  const Range below{static_cast<std::uint16_t>(below_first), std::max(0, e.low - below_first)};
+  const int above_count = std::min(kLeasable, 65535 - e.high);
+  const Range above{static_cast<std::uint16_t>(std::min(e.high + 1, 65535)), std::max(0, above_count)};
+  const Range& wider = below.count >= above.count ? below : above;
+  if (wider.count >= kFewestPorts) return wider;
+  // A range that leaves no room beside it: inside it, where the lease still keeps other tests'
+  // leases off the port, though not the kernel's own choices.
+  return Range{static_cast<std::uint16_t>(std::max(e.low, kLowestPort)),
+               std::min(kLeasable, e.high - std::max(e.low, kLowestPort) + 1)};
 }
 
 PortLease PortLease::take(Range range) {

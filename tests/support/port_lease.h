@@ -6,9 +6,10 @@
 // connection and every bind(0) of every process: while the server is down (seconds, in the kill -9
 // tests), a connection or a server of another test (ctest runs two at a time) can take it, and the
 // restart then cannot bind it or, worse, its client reaches the other test's server. A lease takes
-// a port below the ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), which the kernel
-// never hands out by itself, and holds it against the other tests' leases with an abstract Unix
-// socket named after it, which goes with the lease or with the process.
+// a port beside the ephemeral range (/proc/sys/net/ipv4/ip_local_port_range: below it, else
+// above), which the kernel never hands out by itself, and holds it against the other tests'
+// leases with an abstract Unix socket named after it, which goes with the lease or with the
+// process.
 //
 // Thread safety: none; one thread takes and drops a lease. Movable, not copyable.
 
@@ -23,7 +24,7 @@ class PortLease {
     std::uint16_t first = 0;
     int count = 0;
   };
-  // The kLeasable ports just below the ephemeral range.
+  // Up to 8,192 ports beside the ephemeral range (inside it only where it leaves no room).
   static Range leasable();
 
   // A port of `range` that is free on 127.0.0.1 now and leased to no other test. Throws
