@@ -90,7 +90,6 @@ class AuditCommand : public ::testing::Test {
     }
   }
   static void TearDownTestSuite() {
-    if (server_) keep_data_dir_if_failed(*server_);
     copies_.clear();
     server_.reset();
   }

@@ -105,8 +105,6 @@ class ClusterSuite : public ::testing::Test {
   }
 
   void TearDown() override {
-    for (auto& n : nodes_)
-      if (n && ::testing::Test::HasFailure()) keep_data_dir_if_failed(*n);
     std::error_code ec;
     fs::remove(master_key_file_, ec);
   }

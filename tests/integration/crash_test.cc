@@ -59,8 +59,6 @@ Observed observe(HttpClient& http, const std::string& key, const std::vector<std
 class Crash : public ::testing::Test {
  protected:
   void TearDown() override {
-    if (server_) keep_data_dir_if_failed(*server_);
-    if (replica_) keep_data_dir_if_failed(*replica_);
     replica_.reset();
     server_.reset();
     replica_scratch_.reset();  // kept if the test failed

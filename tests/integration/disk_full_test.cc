@@ -24,7 +24,6 @@ class DiskFull : public ::testing::Test {
     ASSERT_TRUE(disk_.mounted()) << "mount tmpfs: errno " << disk_.mount_error();
   }
   void TearDown() override {
-    if (server_) keep_data_dir_if_failed(*server_);
     server_.reset();  // before the disk goes
   }
 

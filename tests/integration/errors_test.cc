@@ -372,10 +372,7 @@ class Isolation : public ::testing::Test {
       start_error_ = e.what();
     }
   }
-  static void TearDownTestSuite() {
-    if (server_) keep_data_dir_if_failed(*server_);
-    server_.reset();
-  }
+  static void TearDownTestSuite() { server_.reset(); }
   void SetUp() override {
     if (!server_) GTEST_SKIP() << "kobo serve --admin-key did not start: " << start_error_;
   }

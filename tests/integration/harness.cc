@@ -37,18 +37,10 @@ void ServerSuite::start_server(std::vector<std::string> extra_args) {
   }
 }
 
-void ServerSuite::TearDownTestSuite() {
-  if (server_) keep_data_dir_if_failed(*server_);
-  server_.reset();
-}
+void ServerSuite::TearDownTestSuite() { server_.reset(); }
 
 void ServerSuite::SetUp() {
   if (!server_) GTEST_FAIL() << "kobo serve did not start: " << start_error_;
-}
-
-void keep_data_dir_if_failed(KoboProcess& process) {
-  if (!kobo::testing::current_test_failed()) return;
-  process.keep_data_dir(true);  // the destructor says where, and prints the log's tail
 }
 
 std::uint64_t test_seed(std::string_view test_name) {

@@ -51,10 +51,6 @@ class ServerSuite : public ::testing::Test {
   static std::string start_error_;
 };
 
-// Keeps the data directory of a failed suite for inspection; the process's destructor says where
-// it is and prints its last log lines.
-void keep_data_dir_if_failed(KoboProcess& process);
-
 // ---- seeds ------------------------------------------------------------------------------------
 
 // KOBO_TEST_SEED when set, else a fresh random seed; printed either way so a run can be repeated.

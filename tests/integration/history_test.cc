@@ -29,10 +29,6 @@ std::size_t snapshots_in(const fs::path& dir) {
 
 class History : public ::testing::Test {
  protected:
-  void TearDown() override {
-    if (server_) keep_data_dir_if_failed(*server_);
-  }
-
   // A transfer of `amount` between the two wallets with `reference`; its first answer.
   json transfer(const std::string& reference, std::int64_t amount) {
     const json body = transfer_body(a_, b_, amount, reference, "history");

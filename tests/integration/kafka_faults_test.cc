@@ -383,7 +383,6 @@ void check_bank_invariants(KoboProcess& server, const std::vector<std::string>& 
 class KafkaFaults : public ::testing::Test {
  protected:
   void TearDown() override {
-    if (server_) keep_data_dir_if_failed(*server_);
     server_.reset();  // before the broker goes
     broker_.reset();
   }

@@ -430,10 +430,7 @@ TEST_F(Webhooks, DeliveryEndpointsRejectBadRequestsAndOtherBusinessesIds) {
 // Servers of their own: one restarted between two attempts, one without --webhook-allow-private.
 class WebhooksOwnServer : public ::testing::Test {
  protected:
-  void TearDown() override {
-    verify_with_standard_webhooks();
-    if (server_) keep_data_dir_if_failed(*server_);
-  }
+  void TearDown() override { verify_with_standard_webhooks(); }
   std::unique_ptr<KoboProcess> server_;
 };
 

@@ -114,13 +114,13 @@ KoboProcess::~KoboProcess() {
   // A data directory that is kept is stopped gracefully: RocksDB closed by SIGKILL leaves each
   // write-ahead log at its preallocated 71 MB (228 MB a directory), and a ctest run of the
   // integration suites keeps ~150 directories for the audit at its end (tests/CMakeLists.txt),
-  // which filled a CI machine's disk.
-  const bool kept = keep_data_dir_ || (scratch_ ? scratch_->kept() : keep_data_requested());
+  // which filled a CI machine's disk. A failed test's is kept (ScratchDir's rule), and its log's
+  // last lines are printed: CI keeps a failed test's output and nothing else.
+  const bool failed = current_test_failed();
+  const bool kept = keep_data_dir_ || failed || (scratch_ ? scratch_->kept() : keep_data_requested());
   if (pid_ > 0 && kept) terminate(milliseconds(5'000));
   if (pid_ > 0) kill9();
-  // What the server said last, beside the failure: CI keeps a failed test's output and nothing else.
-  if (current_test_failed())
-    std::cout << "[kobo] " << log_path().string() << ", last lines:\n" << log_tail() << std::flush;
+  if (failed) std::cout << "[kobo] " << log_path().string() << ", last lines:\n" << log_tail() << std::flush;
   if (scratch_ && keep_data_dir_) scratch_->keep();
   scratch_.reset();  // removed, or kept and named
 }
