@@ -8,7 +8,7 @@ build_pkgs=(
   g++ cmake ninja-build make pkg-config lld
   libboost1.81-dev libboost-url1.81-dev
   librocksdb-dev librdkafka-dev nlohmann-json3-dev libsimdjson-dev libssl-dev
-  libgtest-dev libgmock-dev libcli11-dev
+  libgtest-dev libgmock-dev libcli11-dev libgoogle-perftools-dev
   python3 python3-jsonschema python3-yaml python3-venv curl
 )
 kafka_pkgs=(default-jre-headless maven kcat)
