@@ -74,13 +74,13 @@ if [[ ,$phases, == *,lag,* ]]; then
   # wrk is closed-loop: each connection waits KOBO_DELAY_MS after an answer. Three short runs
   # calibrate the wait so that the connections make about 80% of the peak rate.
   target=$(python3 -c "print($peak * 0.8)")
-  delay=$(python3 -c "print(max(0, round($((connections * 1000)) / $target)))")
+  delay=$(python3 -c "print(f'{max(0, $((connections * 1000)) / $target):.2f}')")
   for _ in 1 2 3; do
     r=$(KOBO_DELAY_MS=$delay run_wrk transfer.lua 3 2>/dev/null)
     delay=$(python3 -c "
 rate = $(field "$r" rps); d = $delay
 latency = $((connections * 1000)) / rate - d                    # ms per request besides the wait
-print(max(0, round($((connections * 1000)) / $target - latency)))")
+print(f'{max(0, $((connections * 1000)) / $target - latency):.2f}')")
   done
   scrape "$data/m2"
   r=$(KOBO_DELAY_MS=$delay run_wrk transfer.lua "$seconds")
