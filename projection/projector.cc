@@ -183,20 +183,16 @@ class Projector::Lane {
         }
         whole_ = h.whole;
         sync_pending = sync_pending || h.sync;
-        // A long tail is written in batches of flush_events_max, whole commands each.
-        if (whole_ && owner_.options_.ingest_bytes == 0 &&
-            batch_.events() >= owner_.options_.flush_events_max && !flush())
-          return;  // stopping while the views cannot be written
+        // A long tail is written in batches of flush_events_max, whole commands each; a rebuild
+        // writes a file once its share of ingest_bytes is full.
+        if (whole_ && full() && !flush()) return;  // stopping while the views cannot be written
       }
       work.clear();
       if (failed()) continue;  // the reader starts again (drop())
       if (!whole_) continue;   // the rest of a command comes in a later hand-over
       if (!sync_pending) {
-        if (owner_.options_.ingest_bytes > 0) {
-          if (batch_.bytes() < owner_.options_.ingest_bytes / owner_.lanes_.size()) continue;
-        } else if (!space_flush()) {
-          continue;  // more came meanwhile: it joins this flush
-        }
+        if (owner_.options_.ingest_bytes > 0) continue;  // the file waits until it is full
+        if (!space_flush()) continue;                    // more came meanwhile: it joins this flush
       }
       if (!flush()) return;  // stopping while the views cannot be written
       if (sync_pending) {
@@ -206,6 +202,12 @@ class Projector::Lane {
         done_.notify_all();
       }
     }
+  }
+
+  bool full() const {
+    if (owner_.options_.ingest_bytes > 0)
+      return batch_.bytes() >= owner_.options_.ingest_bytes / owner_.lanes_.size();
+    return batch_.events() >= owner_.options_.flush_events_max;
   }
 
   void fail(const Status& s) {

@@ -11,7 +11,6 @@
 #include <future>
 
 #include "common/file.h"
-#include "projection/projector.h"
 #include "projection/rows.h"
 #include "projection/view_keys.h"
 
@@ -19,14 +18,9 @@ namespace kobo {
 
 namespace fs = std::filesystem;
 
-namespace {
-// The rows a rebuild's lanes gather before writing them as a file (about that much memory).
-constexpr std::size_t kRebuildBatchBytes = std::size_t{64} << 20;
-}  // namespace
-
 Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const fs::path& path,
                                              const std::vector<Offset>& until,
-                                             const RebuildProgress& progress, std::uint32_t lanes) {
+                                             const RebuildProgress& progress, const RebuildOptions& shape) {
   std::error_code ec;
   if (fs::exists(path, ec))
     return Status::error("cannot rebuild the views into " + path.string() + ": it exists");
@@ -42,11 +36,14 @@ Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const fs::path& path
     target = ends.value();
   }
   {
-    // Each lane writes its rows as sorted files that RocksDB ingests, about 64 MiB of rows each
-    // (split between the lanes), so a rebuild costs the apply and the sort, not the memtable.
+    // Each lane writes its rows as sorted files that RocksDB ingests, so a rebuild costs the apply
+    // and the sort, not the memtable.
+    KOBO_ASSERT(shape.file_bytes > 0 && shape.poll_records_max > 0,
+                "a rebuild writes files of what it reads");
     ProjectorOptions options;
-    options.ingest_bytes = kRebuildBatchBytes;
-    options.lanes = lanes;
+    options.ingest_bytes = shape.file_bytes;
+    options.poll_records_max = shape.poll_records_max;
+    options.lanes = shape.lanes;
     Projector projector(log, *views.value(), options);
     // The projector applies on a worker so that this thread can report progress.
     auto done = std::async(std::launch::async, [&] { return projector.catch_up_to(target); });

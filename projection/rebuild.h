@@ -18,6 +18,7 @@
 
 #include "common/result.h"
 #include "events/event_log.h"
+#include "projection/projector.h"
 #include "projection/views.h"
 
 namespace kobo {
@@ -25,14 +26,26 @@ namespace kobo {
 // Called about ten times a second during a rebuild with the events applied so far.
 using RebuildProgress = std::function<void(std::uint64_t events_applied)>;
 
+// How a rebuild applies the log; the defaults are kobo replay's, and tests shrink them to make
+// many files of a small log.
+struct RebuildOptions {
+  // Threads applying partitions in parallel (ProjectorOptions::lanes; 0: one per core).
+  std::uint32_t lanes = 0;
+  // The rows the lanes gather, all together, before each writes its share as a sorted file
+  // (ProjectorOptions::ingest_bytes): about that much memory.
+  std::size_t file_bytes = std::size_t{64} << 20;
+  // Log records read per poll (ProjectorOptions::poll_records_max); a lane writes a file only
+  // between two commands, and sees where one ends once per poll.
+  std::size_t poll_records_max = ProjectorOptions{}.poll_records_max;
+};
+
 // Builds fresh views in `path` (which must not exist yet) from the start of the log up to
 // until[p] in each partition p, or to the log's end as of the call when `until` is empty. The
-// rows are written as sorted files the views ingest (Views::ingest), by `lanes` threads applying
-// partitions in parallel (ProjectorOptions::lanes; 0: one per core).
+// rows are written as sorted files the views ingest (Views::ingest).
 [[nodiscard]] Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const std::filesystem::path& path,
                                                            const std::vector<Offset>& until = {},
                                                            const RebuildProgress& progress = {},
-                                                           std::uint32_t lanes = 0);
+                                                           const RebuildOptions& options = {});
 
 struct ViewDifference {
   std::string key;                      // printable: see describe_view_key()
