@@ -82,13 +82,12 @@ Status LogFollower::open(std::vector<FollowCursor> cursors) {
   return {};
 }
 
-Status LogFollower::take(LogVisitor& v, FollowCursor& c, const Event& e) {
+void LogFollower::take(FollowCursor& c, const Event& e) {
   KOBO_ASSERT(c.chain.last_seq() == e.seq && c.chain.last_hash() == e.hash,
               "the event handed on is its partition's head");
   c.mid_command = !e.last_of_command();
   ++events_accepted_;
   KOBO_ASSERT(events_accepted_ <= records_read_, "an event is handed on once, of a record read");
-  return v.accepted(e);
 }
 
 Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
@@ -111,7 +110,10 @@ Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
       refused.problem = "its bytes are not the event's canonical form";
     } else {
       refused.verdict = c.chain.follow(e);
-      if (refused.verdict == ChainVerdict::accept) return take(v, c, e);
+      if (refused.verdict == ChainVerdict::accept) {
+        take(c, e);
+        return v.accepted_owned(std::move(decoded).value());
+      }
       refused.event = &e;
     }
   } else {
@@ -135,7 +137,8 @@ Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
   const Event& e = *refused.event;
   c.chain = ChainFollower(e.seq, e.hash, e.epoch);
   KOBO_ASSERT(c.next_offset.value == r.offset.value + 1, "the cursor is past the adopted record");
-  return take(v, c, e);
+  take(c, e);
+  return v.accepted(e);
 }
 
 Result<std::size_t> LogFollower::step(LogVisitor& v, std::chrono::milliseconds wait,

@@ -64,6 +64,9 @@ class LogVisitor {
   virtual ~LogVisitor() = default;
   // An accepted (or adopted) event. An error stops the follower and is returned to its caller.
   [[nodiscard]] virtual Status accepted(const Event& e) = 0;
+  // The same, for an event the follower has no more use for: a visitor that keeps events (the
+  // projector hands them to its lanes) takes it instead of copying it. By default accepted().
+  [[nodiscard]] virtual Status accepted_owned(Event&& e) { return accepted(e); }
   // The default: skip duplicates, log and skip zombies, stop on anything else.
   virtual Disposition refused(const RefusedRecord& r);
 };
@@ -136,7 +139,8 @@ class LogFollower {
 
  private:
   [[nodiscard]] Status handle(LogVisitor& v, const LogRecord& r);
-  [[nodiscard]] Status take(LogVisitor& v, FollowCursor& c, const Event& e);
+  // Moves the cursor's head to `e`, which the chain took, before `e` goes to the visitor.
+  void take(FollowCursor& c, const Event& e);
 
   EventLog& log_;
   const LogFollowerOptions options_;

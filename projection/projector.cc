@@ -343,10 +343,11 @@ class Projector::Dispatcher final : public LogVisitor {
   explicit Dispatcher(Projector& p) : p_(p), handed_(p.lanes_.size()) {
     KOBO_ASSERT(!handed_.empty(), "a projector hands events to a lane at least");
   }
-  Status accepted(const Event& e) override {
+  Status accepted(const Event& e) override { return accepted_owned(Event(e)); }
+  Status accepted_owned(Event&& e) override {
     KOBO_ASSERT(!handed_.empty() && e.partition.value < p_.log_.partitions(),
                 "an event of a partition the log lacks");
-    handed_[e.partition.value % handed_.size()].events.push_back(e);
+    handed_[e.partition.value % handed_.size()].events.push_back(std::move(e));
     return {};
   }
   Disposition refused(const RefusedRecord& r) override {

@@ -251,6 +251,13 @@ TEST(EventV2, RefusesWhatIsNotAValidEvent) {
       {"an edited byte", "order-2026", "order-2027", "hash mismatch"},
       {"an unknown member", "\"ids\":", "\"idz\":", "unknown member idz"},
       {"a member of the wrong type", "\"ids\":[19,25]", "\"ids\":\"19\"", "ids is not an array"},
+      // A chain's hashes are 64 lower-case hex digits, each refused at either edge of the ranges.
+      {"an upper-case digit", "\"prevHash\":\"0", "\"prevHash\":\"A", "not 64 hex digits"},
+      {"a letter past f", "\"prevHash\":\"0", "\"prevHash\":\"g", "not 64 hex digits"},
+      {"a character before 0", "\"prevHash\":\"0", "\"prevHash\":\"/", "not 64 hex digits"},
+      {"a character between 9 and a", "\"prevHash\":\"0", "\"prevHash\":\":", "not 64 hex digits"},
+      {"a byte past ASCII", "\"prevHash\":\"00", "\"prevHash\":\"\xc3\xa9", "not 64 hex digits"},
+      {"63 digits", "\"prevHash\":\"0", "\"prevHash\":\"", "not 64 hex digits"},
   };
   for (const Row& row : rows) {
     std::string edited = wire;
