@@ -95,7 +95,8 @@ sim: build
 # ASan; the Kafka log's own (kafka_log_test, it_kafka_faults_test) runs here. `make test` runs all.
 # The three-node suite (label cluster) is left to `make test`: what it asserts is how fast a
 # partition moves (12 s after kill -9, 3 s after SIGTERM) and a /readyz that holds under load,
-# times a Debug ASan build of three nodes on two cores cannot be held to.
+# times a Debug ASan build of three nodes on two cores cannot be held to. The checks of sources
+# and documents alone (label static) read nothing this tree built, so they run in `make test` only.
 # Built with Debian's clang, as `make tsan` and `make fuzz` are: its sanitized code compiles in
 # less than half GCC's time (a Beast coroutine file under ASan+UBSan: 31 s against 65 s).
 # The clang trees' Debug builds keep line tables only (-gline-tables-only): a sanitizer's report
@@ -107,7 +108,7 @@ asan: deps kafka
 	  $(SANITIZED_DEBUG_FLAGS) >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir build-asan --output-on-failure -j2 --timeout 1800 -LE 'kafka_secured|cluster' -E '^kafka[.]' \
+	  ctest --test-dir build-asan --output-on-failure -j2 --timeout 1800 -LE 'kafka_secured|cluster|static' -E '^kafka[.]' \
 	  || { tools/ctest_failures.py build-asan; exit 1; }
 
 # TSan over the tests where threads meet: the writer and its callers, the projector beside it and
