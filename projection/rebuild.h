@@ -48,7 +48,7 @@ struct RebuildOptions {
 [[nodiscard]] Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const std::filesystem::path& path,
                                                            const std::vector<Offset>& until = {},
                                                            const RebuildProgress& progress = {},
-                                                           const RebuildOptions& options = {});
+                                                           const RebuildOptions& shape = {});
 
 struct ViewDifference {
   std::string key;                      // printable: see describe_view_key()
