@@ -366,7 +366,7 @@ namespace {
 // command's answer.
 EncodedEvent place(PartitionState& st, History& history, EventDraft& draft, Seq command_seq,
                    std::uint32_t command_size, UnixMs now, const std::string& actor,
-                   std::vector<Event>& sealed) {
+                   std::vector<Event>& sealed, bool share) {
   KOBO_ASSERT(command_size >= 1 && command_seq.value >= 1, "an event of a command");
   Event e;
   e.actor = actor;
@@ -381,6 +381,7 @@ EncodedEvent place(PartitionState& st, History& history, EventDraft& draft, Seq 
   e.data = std::move(draft.data);
   e.prev_hash = st.chain.last_hash();
   EncodedEvent out{e.partition, e.seq, e.type(), e.business, e.time, seal(e)};
+  if (share) out.event = std::make_shared<const Event>(e);  // EventLog::shares_appended_events()
   const ChainVerdict v = st.chain.follow(e);
   KOBO_ASSERT(v == ChainVerdict::accept, "the writer's own event must extend its chain");
   apply(st, e);
@@ -890,6 +891,7 @@ void Ledger::process(std::vector<Pending>& batch) {
   }
 
   KOBO_ASSERT(states_.size() == options_.config.partitions, "a healthy writer has every partition's state");
+  const bool share = log_.shares_appended_events();
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Partition p = route(batch[i].command);
     if (!owns(p)) {
@@ -917,7 +919,7 @@ void Ledger::process(std::vector<Pending>& batch) {
       o.events.reserve(d.events.size());
       const std::string& actor = actor_of(batch[i].command);
       for (auto& draft : d.events)
-        events.push_back(place(st, *history_, draft, command_seq, size, now, actor, o.events));
+        events.push_back(place(st, *history_, draft, command_seq, size, now, actor, o.events, share));
       KOBO_ASSERT(st.chain.last_seq().value == command_seq.value + size - 1,
                   "a command's events take consecutive seqs");
       KOBO_ASSERT(o.events.size() == size && o.events.front().seq == command_seq,

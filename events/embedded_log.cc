@@ -5,12 +5,16 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <thread>
+#include <vector>
 
 #include "events/append_signal.h"
 #include "events/rocksdb_logger.h"
@@ -47,6 +51,59 @@ std::string event_key(Partition p, Offset o) {
 // Free space a log that ran out of it waits for before it writes again.
 constexpr std::uintmax_t kFreeBytesToResume = 4 << 20;
 
+// The events this process appended last, as the writer sealed them, by partition and offset
+// (embedded_log.h): a ring per partition of embedded_recent_events() slots, each holding the
+// offset it was given for. A ring this small is still warm in the cache when a slot is reused,
+// so the writer's thread, which frees what it overwrites, pays little for it. Thread-safe.
+constexpr std::size_t kRecentEventsMax = 1024;
+constexpr std::size_t kRecentSlotsMin = 128;
+
+class RecentEvents {
+ public:
+  explicit RecentEvents(std::uint32_t partitions)
+      : slots_(embedded_recent_events(partitions)), rings_(partitions) {
+    KOBO_ASSERT(partitions > 0, "a ring per partition of a log of one partition at least");
+  }
+
+  // After a durable append: `batch[i]` is at offsets[i]. Events the writer did not give are
+  // left out (their slots keep nothing older under a newer offset: see find()).
+  void remember(std::span<const EncodedEvent> batch, const std::vector<std::uint64_t>& offsets) {
+    KOBO_ASSERT(batch.size() == offsets.size(), "an offset per event appended");
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      KOBO_ASSERT(batch[i].event == nullptr || (batch[i].event->partition == batch[i].partition &&
+                                                batch[i].event->seq == batch[i].seq),
+                  "a record's event is the one its bytes were sealed from");
+      Slot& slot = slot_of(batch[i].partition.value, offsets[i]);
+      slot.offset = offsets[i];
+      slot.event = batch[i].event;
+    }
+  }
+
+  // The event at `offset` of partition p, when the ring still holds it; null otherwise.
+  std::shared_ptr<const Event> find(std::uint32_t p, std::uint64_t offset) {
+    std::lock_guard lock(mu_);
+    Slot& slot = slot_of(p, offset);
+    return slot.offset == offset ? slot.event : nullptr;
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t offset = UINT64_MAX;
+    std::shared_ptr<const Event> event;
+  };
+  Slot& slot_of(std::uint32_t p, std::uint64_t offset) {
+    KOBO_ASSERT(p < rings_.size(), "a ring per partition of the log");
+    auto& ring = rings_[p];
+    if (ring.empty()) ring.resize(slots_);
+    return ring[offset % slots_];
+  }
+
+  const std::size_t slots_;
+  std::mutex mu_;
+  std::vector<std::vector<Slot>> rings_;  // guarded by mu_; a ring is sized at its first use
+};
+
 class EmbeddedLogImpl final : public EventLog {
  public:
   EmbeddedLogImpl(std::unique_ptr<rocksdb::DB> db, rocksdb::Options options, std::string path,
@@ -57,7 +114,8 @@ class EmbeddedLogImpl final : public EventLog {
         secondary_dir_(std::move(secondary_dir)),
         partitions_(partitions),
         sync_(sync),
-        ends_(partitions) {
+        ends_(partitions),
+        recent_(partitions) {
     KOBO_ASSERT(partitions_ > 0 && db_ != nullptr, "an open log of one partition at least");
   }
 
@@ -90,6 +148,8 @@ class EmbeddedLogImpl final : public EventLog {
   }
   bool read_only() const { return !secondary_dir_.empty(); }
 
+  bool shares_appended_events() const override { return !read_only(); }
+
   std::uint32_t partitions() const override {
     KOBO_ASSERT(partitions_ > 0 && ends_.size() == partitions_,
                 "a log has its partitions and an end for each");
@@ -102,10 +162,13 @@ class EmbeddedLogImpl final : public EventLog {
     std::vector<std::uint64_t> next(partitions_);
     for (std::uint32_t p = 0; p < partitions_; ++p) next[p] = ends_[p].load();
     rocksdb::WriteBatch wb;
+    std::vector<std::uint64_t> offsets;
+    offsets.reserve(batch.size());
     for (const EncodedEvent& e : batch) {
       KOBO_ASSERT(e.partition.value < partitions_, "append to a partition the log does not have");
       KOBO_ASSERT(!e.bytes.empty(), "the writer appends sealed events");
-      const auto s = wb.Put(event_key(e.partition, Offset(next[e.partition.value]++)), e.bytes);
+      offsets.push_back(next[e.partition.value]++);
+      const auto s = wb.Put(event_key(e.partition, Offset(offsets.back())), e.bytes);
       if (!s.ok()) return Status::error("log batch: " + s.ToString());
     }
     KOBO_ASSERT(wb.Count() == batch.size(), "the write holds every event of the batch, once");
@@ -129,6 +192,7 @@ class EmbeddedLogImpl final : public EventLog {
       ends_[p].store(next[p]);
     }
     KOBO_ASSERT(appended == batch.size(), "every event of the batch took one offset");
+    recent_.remember(batch, offsets);  // before readers are woken: they find it with the bytes
     signal_.notify();
     return {};
   }
@@ -189,6 +253,9 @@ class EmbeddedLogImpl final : public EventLog {
     return ends_[p].load();
   }
   const AppendSignal& signal() const { return signal_; }
+  std::shared_ptr<const Event> recent(std::uint32_t p, std::uint64_t offset) {
+    return recent_.find(p, offset);
+  }
 
  private:
   std::shared_mutex db_mu_;  // exclusive only while reset_writer() reopens the database
@@ -202,6 +269,7 @@ class EmbeddedLogImpl final : public EventLog {
   bool write_failed_ = false;  // guarded by append_mu_
   ErrorKind failed_kind_ = ErrorKind::other;
   std::vector<std::atomic<std::uint64_t>> ends_;
+  RecentEvents recent_;
   AppendSignal signal_;
 };
 
@@ -257,7 +325,8 @@ class EmbeddedReader final : public LogReader {
           if (key.size() != 13 || key[0] != kEventPrefix || get_be(key.data() + 1, 4) != p) break;
           const std::uint64_t offset = get_be(key.data() + 5, 8);
           KOBO_ASSERT(offset == pos_[p].value, "embedded log offsets are dense");
-          out.push_back(LogRecord{Partition(p), Offset(offset), it->value().ToString()});
+          out.push_back(
+              LogRecord{Partition(p), Offset(offset), it->value().ToString(), log_.recent(p, offset)});
           pos_[p] = Offset(offset + 1);
           --budget;
           KOBO_ASSERT(pos_[p].value <= end, "a reader reads no further than its partition's end");
@@ -278,6 +347,11 @@ Result<std::unique_ptr<LogReader>> EmbeddedLogImpl::open_reader(std::vector<Offs
 }
 
 }  // namespace
+
+std::size_t embedded_recent_events(std::uint32_t partitions) {
+  KOBO_ASSERT(partitions > 0, "a log of one partition at least");
+  return std::max(kRecentSlotsMin, kRecentEventsMax / partitions);
+}
 
 Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& options) {
   std::error_code ec;

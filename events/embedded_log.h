@@ -3,8 +3,16 @@
 // WriteBatch (group commit: the writer appends a whole batch of commands at once), so an
 // append is durable and atomic. Offsets are dense from 0 in each partition.
 //
+// Its readers in the process that appends get the last events of each partition with their
+// records, as the writer sealed them (LogRecord::event): the projector, the webhooks' consumer
+// and the snapshotter follow the tail a few milliseconds behind the writer, and would otherwise
+// each decode again what this process has just encoded. Older records, and every record of a log
+// opened again, come as bytes only.
+//
 // Thread safety: as EventLog. Owned by whoever opened it; readers must not outlive it.
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -32,5 +40,10 @@ struct EmbeddedLogOptions {
 
 class EmbeddedLog;
 [[nodiscard]] Result<std::unique_ptr<EventLog>> open_embedded_log(const EmbeddedLogOptions& options);
+
+// How many of each partition's last appended events a log of `partitions` hands its readers
+// decoded: 1,024 events in all, and at least 128 a partition, so the memory they take is bounded
+// whatever the log's length.
+std::size_t embedded_recent_events(std::uint32_t partitions);
 
 }  // namespace kobo

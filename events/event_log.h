@@ -28,12 +28,19 @@ struct EncodedEvent {
   std::string business;  // the Kafka message key
   UnixMs time = 0;
   std::string bytes;  // seal()ed wire form
+  // The sealed event itself, when the writer gives it: a log read in the process that appends
+  // (EmbeddedLog) hands it to its readers with the record, so that none decodes again what this
+  // process has just encoded. Backends that do not may ignore it.
+  std::shared_ptr<const Event> event = nullptr;
 };
 
 struct LogRecord {
   Partition partition{0};
   Offset offset{0};
   std::string bytes;
+  // What `bytes` decode to, when the log still holds the event its writer appended in this
+  // process (EncodedEvent::event); null otherwise. LogFollower takes it in place of decoding.
+  std::shared_ptr<const Event> event = nullptr;
 };
 
 class LogReader {
@@ -74,6 +81,10 @@ class EventLog {
   // which fences their old instances and resolves their open transactions). An error means
   // the log cannot be written now; the writer tries again later.
   [[nodiscard]] virtual Status reset_writer() { return {}; }
+
+  // Whether the log hands its readers in this process the events appended with
+  // EncodedEvent::event (the embedded log does): a writer gives them only then.
+  virtual bool shares_appended_events() const { return false; }
 
   // True once another writer has taken the partitions (Kafka's transactional.id fencing):
   // this process must never write to the log again.

@@ -1,6 +1,7 @@
 #include "events/log_follower.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 
 #include "common/log.h"
@@ -98,10 +99,23 @@ Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
   ++records_read_;
 
   RefusedRecord refused{r.partition, r.offset, ChainVerdict::broken, nullptr, {}, &c.chain, r.bytes};
-  auto decoded = decode_event(r.bytes);
+  // A record this process appended may come with the event it was sealed from (EventLog's
+  // LogRecord::event): what its bytes decode to, taken as it is. The audit's canonical-form check
+  // reads the bytes themselves.
+  std::shared_ptr<const Event> event = options_.require_canonical_form ? nullptr : r.event;
   Result<Event> as_written = Status::error("unread");
-  if (decoded) {
-    const Event& e = decoded.value();
+  if (event == nullptr) {
+    auto decoded = decode_event(r.bytes);
+    if (decoded) {
+      event = std::make_shared<const Event>(std::move(decoded).value());
+    } else {
+      refused.problem = decoded.status().message();
+      as_written = decode_event_unverified(r.bytes);
+      if (as_written) refused.event = &as_written.value();
+    }
+  }
+  if (event != nullptr) {
+    const Event& e = *event;
     if (e.partition != r.partition) {
       refused.event = &e;
       refused.problem = "the event says it belongs to partition " + std::to_string(e.partition.value);
@@ -112,14 +126,10 @@ Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
       refused.verdict = c.chain.follow(e);
       if (refused.verdict == ChainVerdict::accept) {
         take(c, e);
-        return v.accepted_owned(std::move(decoded).value());
+        return v.accepted_shared(std::move(event));
       }
       refused.event = &e;
     }
-  } else {
-    refused.problem = decoded.status().message();
-    as_written = decode_event_unverified(r.bytes);
-    if (as_written) refused.event = &as_written.value();
   }
 
   // What extends the chain and is in its partition and form has been taken above.

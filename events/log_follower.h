@@ -64,9 +64,10 @@ class LogVisitor {
   virtual ~LogVisitor() = default;
   // An accepted (or adopted) event. An error stops the follower and is returned to its caller.
   [[nodiscard]] virtual Status accepted(const Event& e) = 0;
-  // The same, for an event the follower has no more use for: a visitor that keeps events (the
-  // projector hands them to its lanes) takes it instead of copying it. By default accepted().
-  [[nodiscard]] virtual Status accepted_owned(Event&& e) { return accepted(e); }
+  // The same, shared: a visitor that keeps events (the projector hands them to its lanes) keeps
+  // this one instead of copying it. The event may be the one the log's writer sealed in this
+  // process (LogRecord::event), which other readers share too. By default accepted().
+  [[nodiscard]] virtual Status accepted_shared(std::shared_ptr<const Event> e) { return accepted(*e); }
   // The default: skip duplicates, log and skip zombies, stop on anything else.
   virtual Disposition refused(const RefusedRecord& r);
 };

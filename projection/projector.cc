@@ -32,7 +32,7 @@ ProjectorMetrics& projector_metrics() {
 // What a lane is handed after each read of the log: the events of its partitions, in order, and
 // where its partitions stand after them.
 struct Handed {
-  std::vector<Event> events;
+  std::vector<std::shared_ptr<const Event>> events;  // shared with the log's other readers (LogVisitor)
   std::vector<std::pair<std::uint32_t, ViewPosition>> positions;
   bool whole = true;  // no partition of the lane stops in the middle of a command
   bool sync = false;  // write everything now and say so (sync_lanes)
@@ -75,11 +75,11 @@ class Projector::Lane {
   // The reader's side: hands `h` over, waiting while the lane holds too much.
   void hand(Handed h) {
     for (std::size_t i = 0; i < h.events.size(); ++i) {
-      const Event& e = h.events[i];
+      const Event& e = *h.events[i];
       KOBO_ASSERT(e.partition.value % owner_.lanes_.size() == index_,
                   "an event handed to a lane not its partition's");
       // The batch applies them in the order handed: a partition's in the order of its chain.
-      KOBO_ASSERT(i == 0 || h.events[i - 1].partition != e.partition || h.events[i - 1].seq < e.seq,
+      KOBO_ASSERT(i == 0 || h.events[i - 1]->partition != e.partition || h.events[i - 1]->seq < e.seq,
                   "a partition's events are handed to its lane in chain order");
     }
     std::unique_lock lock(mu_);
@@ -168,8 +168,8 @@ class Projector::Lane {
         }
       }
       for (Handed& h : work) {
-        for (const Event& e : h.events) {
-          if (Status s = batch_.apply(e); !s) {
+        for (const auto& e : h.events) {
+          if (Status s = batch_.apply(*e); !s) {
             fail(s);
             break;
           }
@@ -343,11 +343,11 @@ class Projector::Dispatcher final : public LogVisitor {
   explicit Dispatcher(Projector& p) : p_(p), handed_(p.lanes_.size()) {
     KOBO_ASSERT(!handed_.empty(), "a projector hands events to a lane at least");
   }
-  Status accepted(const Event& e) override { return accepted_owned(Event(e)); }
-  Status accepted_owned(Event&& e) override {
-    KOBO_ASSERT(!handed_.empty() && e.partition.value < p_.log_.partitions(),
+  Status accepted(const Event& e) override { return accepted_shared(std::make_shared<const Event>(e)); }
+  Status accepted_shared(std::shared_ptr<const Event> e) override {
+    KOBO_ASSERT(e != nullptr && !handed_.empty() && e->partition.value < p_.log_.partitions(),
                 "an event of a partition the log lacks");
-    handed_[e.partition.value % handed_.size()].events.push_back(std::move(e));
+    handed_[e->partition.value % handed_.size()].events.push_back(std::move(e));
     return {};
   }
   Disposition refused(const RefusedRecord& r) override {

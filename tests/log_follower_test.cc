@@ -6,13 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/support/sample_events.h"
 
 #include "common/crypto.h"
+#include "events/embedded_log.h"
 #include "events/memory_log.h"
+#include "tests/support/scratch_dir.h"
 
 namespace kobo {
 namespace {
@@ -21,11 +25,14 @@ using namespace std::chrono_literals;
 
 // Seals events for one partition the way a writer does, and appends them as one command.
 struct Writer {
-  MemoryLog& log;
+  EventLog& log;
   Partition partition{0};
   Seq last{0};
   std::string hash{kGenesisHash};
   Epoch epoch{0};
+  // What the writer gives the log as each event itself (EncodedEvent::event): nothing, or the
+  // event with this actor in place of its own, so that a reader shows which one it took.
+  std::optional<std::string> attach_as = std::nullopt;
 
   Event make(EventType type, Seq command_seq, std::uint32_t size) {
     Event e;
@@ -41,9 +48,13 @@ struct Writer {
     hash = e.hash;
     return e;
   }
-  static EncodedEvent encode(Event e) {
+  EncodedEvent encode(Event e) const {
     EncodedEvent out{e.partition, e.seq, e.type(), e.business, e.time, ""};
     out.bytes = seal(e);
+    if (attach_as) {
+      e.actor = *attach_as;
+      out.event = std::make_shared<const Event>(std::move(e));
+    }
     return out;
   }
   std::vector<Event> command(std::uint32_t size) {
@@ -67,11 +78,13 @@ struct Writer {
 
 struct Recorder : LogVisitor {
   std::vector<std::pair<std::uint32_t, std::uint64_t>> seen;  // (partition, seq)
+  std::vector<std::string> actors;                            // of each event seen
   std::vector<RefusedRecord> refusals;
   std::vector<ChainVerdict> verdicts;
   Disposition on_broken = Disposition::stop;
   Status accepted(const Event& e) override {
     seen.emplace_back(e.partition.value, e.seq.value);
+    actors.push_back(e.actor);
     return {};
   }
   Disposition refused(const RefusedRecord& r) override {
@@ -102,6 +115,65 @@ TEST(LogFollower, HandsOverEveryEventOfEveryPartitionInChainOrder) {
   EXPECT_FALSE(f.mid_command());
   EXPECT_EQ(f.cursor(Partition(0)).chain.last_hash(), a.hash);
   EXPECT_EQ(f.cursor(Partition(1)).next_offset, Offset(4));
+}
+
+// The embedded log hands its readers in this process the events its writer sealed (EventLog's
+// LogRecord::event), from a ring per partition: the follower takes those as they are and decodes
+// the bytes of every other record (older than the ring, or of a log opened again). The attached
+// events here carry another actor, which shows which of the two each event seen came from.
+TEST(LogFollower, TakesTheEventsThisProcessAppendedAsSealedAndDecodesTheRest) {
+  const testing::ScratchDir dir;
+  constexpr std::uint32_t kPartitions = 64;  // the ring's smallest
+  const std::size_t ring = embedded_recent_events(kPartitions);
+  const std::size_t commands = ring + 44;
+  auto actors_read = [&](EventLog& log, LogFollowerOptions options) {
+    LogFollower f(log, options);
+    EXPECT_TRUE(f.open().ok());
+    Recorder r;
+    EXPECT_TRUE(f.follow_to_end(r).ok());
+    EXPECT_EQ(r.seen.size(), commands + 1);
+    for (std::size_t i = 0; i < r.seen.size(); ++i) EXPECT_EQ(r.seen[i].second, i + 1) << "in chain order";
+    return r.actors;
+  };
+  {
+    auto opened = open_embedded_log({dir.str(), kPartitions, /*sync=*/false});
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    EventLog& log = *opened.value();
+    EXPECT_TRUE(log.shares_appended_events());
+    Writer w{log};
+    w.attach_as = "attached";
+    w.start();
+    for (std::size_t i = 0; i < commands; ++i) w.command(1);
+
+    auto reader = log.open_reader(std::vector<Offset>(kPartitions));
+    ASSERT_TRUE(reader.ok());
+    std::vector<LogRecord> records;
+    ASSERT_TRUE(reader.value()->poll(1000, 0ms, records).ok());
+    ASSERT_EQ(records.size(), commands + 1);
+    for (const LogRecord& rec : records) {
+      const bool in_ring = rec.offset.value + ring >= records.size();
+      ASSERT_EQ(rec.event != nullptr, in_ring) << "offset " << rec.offset.value;
+      if (!in_ring) continue;
+      auto decoded = decode_event(rec.bytes);
+      ASSERT_TRUE(decoded.ok());
+      EXPECT_EQ(rec.event->seq, decoded.value().seq);
+      EXPECT_EQ(rec.event->hash, decoded.value().hash);
+      EXPECT_EQ(rec.event->data, decoded.value().data);
+    }
+
+    const auto actors = actors_read(log, {});
+    for (std::size_t i = 0; i < actors.size(); ++i)
+      EXPECT_EQ(actors[i], i + ring >= actors.size() ? "attached" : "") << "offset " << i;
+    // The audit's canonical-form check reads every record's bytes.
+    LogFollowerOptions canonical;
+    canonical.require_canonical_form = true;
+    for (const std::string& actor : actors_read(log, canonical)) EXPECT_EQ(actor, "");
+  }
+  auto again = open_embedded_log({dir.str(), kPartitions, false});
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  for (const std::string& actor : actors_read(*again.value(), {}))
+    EXPECT_EQ(actor, "") << "a log opened again decodes";
+  EXPECT_FALSE(MemoryLog(1).shares_appended_events());
 }
 
 TEST(LogFollower, SkipsADuplicateAndAZombieAndGoesOn) {
@@ -191,7 +263,7 @@ TEST(LogFollower, RefusesAnEventNotInCanonicalFormOnlyWhenAsked) {
   const std::string wire = seal(e);
   std::string body = wire.substr(wire.find("\",") + 2);
   body.replace(body.find("\"data\":"), 7, "\"data\": ");
-  EncodedEvent odd = Writer::encode(e);
+  EncodedEvent odd = w.encode(e);
   odd.bytes = "{\"hash\":\"" + to_hex(sha256({e.prev_hash, "{", body})) + "\"," + body;
   ASSERT_TRUE(log.append(std::vector<EncodedEvent>{odd}).ok());
 
