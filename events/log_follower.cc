@@ -126,7 +126,7 @@ Status LogFollower::handle(LogVisitor& v, const LogRecord& r) {
       refused.verdict = c.chain.follow(e);
       if (refused.verdict == ChainVerdict::accept) {
         take(c, e);
-        return v.accepted_shared(std::move(event));
+        return v.accepted_shared(event);
       }
       refused.event = &e;
     }

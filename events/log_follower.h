@@ -67,7 +67,7 @@ class LogVisitor {
   // The same, shared: a visitor that keeps events (the projector hands them to its lanes) keeps
   // this one instead of copying it. The event may be the one the log's writer sealed in this
   // process (LogRecord::event), which other readers share too. By default accepted().
-  [[nodiscard]] virtual Status accepted_shared(std::shared_ptr<const Event> e) { return accepted(*e); }
+  [[nodiscard]] virtual Status accepted_shared(const std::shared_ptr<const Event>& e) { return accepted(*e); }
   // The default: skip duplicates, log and skip zombies, stop on anything else.
   virtual Disposition refused(const RefusedRecord& r);
 };

@@ -344,10 +344,10 @@ class Projector::Dispatcher final : public LogVisitor {
     KOBO_ASSERT(!handed_.empty(), "a projector hands events to a lane at least");
   }
   Status accepted(const Event& e) override { return accepted_shared(std::make_shared<const Event>(e)); }
-  Status accepted_shared(std::shared_ptr<const Event> e) override {
+  Status accepted_shared(const std::shared_ptr<const Event>& e) override {
     KOBO_ASSERT(e != nullptr && !handed_.empty() && e->partition.value < p_.log_.partitions(),
                 "an event of a partition the log lacks");
-    handed_[e->partition.value % handed_.size()].events.push_back(std::move(e));
+    handed_[e->partition.value % handed_.size()].events.push_back(e);
     return {};
   }
   Disposition refused(const RefusedRecord& r) override {
