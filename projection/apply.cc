@@ -152,7 +152,9 @@ bitmap::Chunk& ViewBatch::chunk(const std::string& bitmap, std::uint64_t number)
   view_keys::bitmap_chunk(chunk_key_, bitmap, bitmap::chunk_of(number));
   auto it = chunks_.find(std::string_view(chunk_key_));
   if (it == chunks_.end()) {
-    auto stored = views_.read(chunk_key_);
+    Result<std::optional<std::string>> stored = std::optional<std::string>();
+    if (!written_chunks_ || written_chunks_->may_hold(KeyHash()(chunk_key_)))
+      stored = views_.read(chunk_key_);
     if (!stored) throw ViewsReadFailed(stored.status());
     bitmap::Chunk c;
     if (stored.value()) c = decoded(bitmap::decode(*stored.value()));
@@ -697,7 +699,10 @@ std::vector<ViewBatch::Change> ViewBatch::changes() {
   out.reserve(changed_ + appended_.size());
   for (const auto* held : changed_writes_) out.push_back({held->first, held->second.row});
   // Encoded first, then pointed at: encoded_ does not move once reserved.
-  for (const auto* held : changed_chunks_) encoded_.push_back(bitmap::encode(held->second.row));
+  for (const auto* held : changed_chunks_) {
+    encoded_.push_back(bitmap::encode(held->second.row));
+    if (written_chunks_) written_chunks_->add(KeyHash()(held->first));
+  }
   for (const auto* held : changed_lists_) encoded_.push_back(rows::encode(held->second.row));
   for (const auto* held : changed_webhooks_) encoded_.push_back(rows::encode(held->second.row));
   std::size_t next = 0;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <numeric>
 #include <stdexcept>
+#include <utility>
 
 #include "common/log.h"
 #include "common/metrics.h"
@@ -49,7 +51,10 @@ constexpr std::size_t kLaneEventsMax = 1 << 16;
 // when it is large).
 class Projector::Lane {
  public:
-  Lane(Projector& owner, std::uint32_t index) : owner_(owner), index_(index), batch_(owner.views_) {}
+  Lane(Projector& owner, std::uint32_t index) : owner_(owner), index_(index), batch_(owner.views_) {
+    // A rebuild writes into views that held nothing (checked as the follower first opens).
+    if (owner.options_.ingest_bytes > 0) batch_.began_on_empty_views();
+  }
 
   void start() {
     KOBO_ASSERT(!thread_.joinable(), "a lane starts once");
@@ -76,7 +81,7 @@ class Projector::Lane {
   void hand(Handed h) {
     for (std::size_t i = 0; i < h.events.size(); ++i) {
       const Event& e = *h.events[i];
-      KOBO_ASSERT(e.partition.value % owner_.lanes_.size() == index_,
+      KOBO_ASSERT(owner_.lane_index(e.partition.value) == index_,
                   "an event handed to a lane not its partition's");
       // The batch applies them in the order handed: a partition's in the order of its chain.
       KOBO_ASSERT(i == 0 || h.events[i - 1]->partition != e.partition || h.events[i - 1]->seq < e.seq,
@@ -347,7 +352,7 @@ class Projector::Dispatcher final : public LogVisitor {
   Status accepted_shared(const std::shared_ptr<const Event>& e) override {
     KOBO_ASSERT(e != nullptr && !handed_.empty() && e->partition.value < p_.log_.partitions(),
                 "an event of a partition the log lacks");
-    handed_[e->partition.value % handed_.size()].events.push_back(e);
+    handed_[p_.lane_index(e->partition.value)].events.push_back(e);
     return {};
   }
   Disposition refused(const RefusedRecord& r) override {
@@ -368,7 +373,7 @@ class Projector::Dispatcher final : public LogVisitor {
     std::vector<bool> moved(handed_.size(), false);
     p_.handed_.resize(cursors.size());
     for (std::uint32_t p = 0; p < cursors.size(); ++p) {
-      const std::size_t lane = p % handed_.size();
+      const std::size_t lane = p_.lane_index(p);
       Handed& h = handed_[lane];
       const FollowCursor& c = cursors[p];
       ViewPosition now{c.next_offset, c.chain.last_seq(), c.chain.last_hash(), c.chain.epoch()};
@@ -394,12 +399,13 @@ class Projector::Dispatcher final : public LogVisitor {
 Projector::Projector(EventLog& log, Views& views, ProjectorOptions options)
     : log_(log),
       views_(views),
-      options_(options),
+      options_(std::move(options)),
       applied_(std::make_unique<std::atomic<std::uint64_t>[]>(log.partitions())) {
   KOBO_ASSERT(log.partitions() == views.partitions(), "log and views disagree on partitions");
   std::uint32_t lanes = options_.lanes;
   if (lanes == 0) lanes = cores_available();
   lanes = std::min(lanes, log.partitions());
+  lane_of_ = assign_lanes(log.partitions(), lanes, options_.partition_events);
   for (std::uint32_t i = 0; i < lanes; ++i) lanes_.push_back(std::make_unique<Lane>(*this, i));
   for (auto& lane : lanes_) lane->start();
   KOBO_ASSERT(!lanes_.empty() && lanes_.size() <= log.partitions(),
@@ -407,6 +413,31 @@ Projector::Projector(EventLog& log, Views& views, ProjectorOptions options)
 }
 
 Projector::~Projector() { stop(); }
+
+std::vector<std::uint32_t> assign_lanes(std::uint32_t partitions, std::uint32_t lanes,
+                                        const std::vector<std::uint64_t>& events) {
+  KOBO_ASSERT(lanes >= 1 && lanes <= partitions, "a lane at least, none without a partition");
+  KOBO_ASSERT(events.empty() || events.size() == partitions, "events known for every partition or none");
+  std::vector<std::uint32_t> lane_of(partitions);
+  if (events.empty()) {
+    for (std::uint32_t p = 0; p < partitions; ++p) lane_of[p] = p % lanes;
+    return lane_of;
+  }
+  std::vector<std::uint32_t> order(partitions);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return events[a] > events[b]; });
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> load(lanes);  // events, partitions
+  for (const std::uint32_t p : order) {
+    const auto least = std::min_element(load.begin(), load.end());
+    lane_of[p] = static_cast<std::uint32_t>(least - load.begin());
+    least->first += events[p];
+    ++least->second;
+  }
+  KOBO_ASSERT(std::all_of(load.begin(), load.end(), [](const auto& l) { return l.second >= 1; }),
+              "every lane applies a partition at least");
+  return lane_of;
+}
 
 Status Projector::start() {
   KOBO_ASSERT(!thread_.joinable(), "a projector started twice");
@@ -593,6 +624,13 @@ Status Projector::open_follower() {
   if (!read) return read.status();
   const std::vector<ViewPosition>& positions = read.value();
   KOBO_ASSERT(positions.size() == log_.partitions(), "the views hold a position per partition of the log");
+  KOBO_ASSERT(options_.ingest_bytes == 0 || follower_opened_ ||
+                  std::all_of(positions.begin(), positions.end(),
+                              [](const ViewPosition& v) {
+                                return v.last_seq.value == 0 && v.next_offset.value == 0;
+                              }),
+              "a rebuild's views hold nothing when it begins");
+  follower_opened_ = true;
   std::vector<FollowCursor> cursors;
   for (std::uint32_t p = 0; p < positions.size(); ++p) {
     FollowCursor c;

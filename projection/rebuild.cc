@@ -44,6 +44,8 @@ Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const fs::path& path
     options.ingest_bytes = shape.file_bytes;
     options.poll_records_max = shape.poll_records_max;
     options.lanes = shape.lanes;
+    // The lanes share the partitions by what each holds up to the target (its records).
+    for (const Offset& end : target) options.partition_events.push_back(end.value);
     Projector projector(log, *views.value(), options);
     // The projector applies on a worker so that this thread can report progress.
     auto done = std::async(std::launch::async, [&] { return projector.catch_up_to(target); });

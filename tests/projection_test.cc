@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <functional>
@@ -148,6 +149,26 @@ TEST_F(ProjectionTest, IncrementalViewsAcrossARestartEqualAFullRebuild) {
       EXPECT_EQ(dump(*views), dump(*ingested.value())) << name;
     }
   }
+}
+
+// A rebuild's lanes share the partitions by the events each holds (assign_lanes()), so that
+// uneven partitions do not leave one lane applying alone at the end.
+TEST(AssignLanes, SharesUnevenPartitionsSoThatTheLanesFinishTogether) {
+  EXPECT_EQ(assign_lanes(6, 2), (std::vector<std::uint32_t>{0, 1, 0, 1, 0, 1}));
+  // The benchmark's log: its businesses fill three of six partitions.
+  const std::vector<std::uint64_t> events{2, 335'197, 504'781, 2, 168'136, 2};
+  const auto lane_of = assign_lanes(6, 2, events);
+  ASSERT_EQ(lane_of.size(), 6u);
+  std::vector<std::uint64_t> load(2);
+  for (std::uint32_t p = 0; p < 6; ++p) load.at(lane_of[p]) += events[p];
+  EXPECT_EQ(load[0], 504'781u);
+  EXPECT_EQ(load[1], 335'197u + 168'136 + 3 * 2);
+  // Every lane applies a partition, even where none holds an event.
+  auto idle = assign_lanes(4, 4, std::vector<std::uint64_t>(4, 0));
+  std::sort(idle.begin(), idle.end());
+  EXPECT_EQ(idle, (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  auto one_busy = assign_lanes(3, 2, {0, 9, 0});
+  EXPECT_EQ(one_busy, (std::vector<std::uint32_t>{1, 0, 1}));
 }
 
 TEST_F(ProjectionTest, BalancesAndTransactionsAreReadable) {
