@@ -138,7 +138,7 @@ std::string& ViewBatch::edit(const std::string& key, const char* missing) {
   KOBO_ASSERT(read_back(key), "a row edited in place is one the batch reads back");
   auto it = writes_.find(key);
   if (it == writes_.end()) {
-    auto value = views_.read(key);
+    auto value = views_.read_to_change(key);
     if (!value) throw ViewsReadFailed(value.status());
     if (!value.value()) missing_row(missing);
     held_bytes_ += key.size() + value.value()->size() + kRowBytes;
@@ -154,7 +154,7 @@ bitmap::Chunk& ViewBatch::chunk(const std::string& bitmap, std::uint64_t number)
   if (it == chunks_.end()) {
     Result<std::optional<std::string>> stored = std::optional<std::string>();
     if (!written_chunks_ || written_chunks_->may_hold(KeyHash()(chunk_key_)))
-      stored = views_.read(chunk_key_);
+      stored = views_.read_to_change(chunk_key_);
     if (!stored) throw ViewsReadFailed(stored.status());
     bitmap::Chunk c;
     if (stored.value()) c = decoded(bitmap::decode(*stored.value()));
@@ -182,7 +182,7 @@ rows::ListRow& ViewBatch::list(char kind, const std::string& scope) {
   std::string key = view_keys::list_row(kind, scope);
   auto it = lists_.find(key);
   if (it == lists_.end()) {
-    auto stored = views_.read(key);
+    auto stored = views_.read_to_change(key);
     if (!stored) throw ViewsReadFailed(stored.status());
     rows::ListRow row;
     if (stored.value()) row = decoded(rows::decode_list(*stored.value()));
@@ -218,7 +218,7 @@ rows::WebhookRow& ViewBatch::webhook_row(const std::string& account, bool live) 
   auto it = webhooks_.find(key);
   if (it == webhooks_.end()) {
     rows::WebhookRow row;
-    auto stored = views_.read(key);
+    auto stored = views_.read_to_change(key);
     if (!stored) throw ViewsReadFailed(stored.status());
     if (stored.value()) row = decoded(rows::decode_webhook(*stored.value()));
     KOBO_ASSERT(row.announced <= row.sequence, "an account announces no more webhook events than it has");

@@ -315,26 +315,6 @@ inline std::string webhook_event(std::string_view account, bool live, std::uint6
   return k;
 }
 
-// A settings row: one that nearly every request reads (a key's owner and its account's keys, the
-// account, the business and its suspension and rate limits, a partition's tier limits) and that
-// changes only when an admin or a business changes a setting. The views keep them per thread
-// between such changes (Views::read).
-inline bool is_setting(std::string_view key) {
-  if (key.empty()) return false;
-  switch (key.front()) {
-    case 'K':
-    case 'k':
-    case 'A':
-    case 'B':
-    case 'Z':
-    case 'R':
-    case 'Y':
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Where the projector's next key of this kind goes in a memtable, as the part of the key that
 // names the run it extends (the memtable's insert hint, views.cc): a numbered row (a statement
 // line, an event, a listed record, a webhook event) follows the previous one of its wallet, scope

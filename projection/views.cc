@@ -15,7 +15,8 @@
 #include <functional>
 #include <mutex>
 #include <shared_mutex>
-#include <unordered_map>
+#include <string_view>
+#include <vector>
 
 #include "common/thread.h"
 #include "events/fact_codec.h"
@@ -45,18 +46,23 @@ Views::DbLock::~DbLock() {
 }
 
 namespace {
-// Every epoch of every views in the process, so that a thread's kept settings row (Views::read)
-// can never pass for one of other views, or of views opened since at the same address.
-std::atomic<std::uint64_t> next_settings_epoch{1};
+// Every epoch of every views in the process (Views::stripes_), so that a row a thread kept can
+// never pass for one of other views, or of views opened since at the same address.
+std::atomic<std::uint64_t> next_epoch{1};
 
-struct KeptSetting {
-  std::uint64_t epoch = 0;
+// A row as this thread read it (Views::read), in the slot of its key's hash: a thread keeps at
+// most kKeptRows rows of at most kKeptBytesMax bytes each, and a read of another key of the same
+// slot replaces one.
+struct KeptRow {
+  std::uint64_t epoch = 0;  // 0: none (epochs start at 1)
+  std::string key;
   std::optional<std::string> value;
 };
-// Bounded: a thread keeps the settings of at most this many keys (API keys, accounts, businesses)
-// and starts again once it has more.
-constexpr std::size_t kKeptSettingsMax = 4096;
-thread_local std::unordered_map<std::string, KeptSetting> kept_settings;
+constexpr std::size_t kKeptRows = 2048;
+constexpr std::size_t kKeptBytesMax = 1024;
+thread_local std::vector<KeptRow> kept_rows;
+
+std::size_t key_hash(std::string_view key) { return std::hash<std::string_view>()(key); }
 }  // namespace
 
 Views::Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions, rocksdb::Env* env,
@@ -66,11 +72,15 @@ Views::Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t pa
       writes_(writes),
       db_(std::move(db)),
       partitions_(partitions),
-      settings_epoch_(next_settings_epoch.fetch_add(1)) {
+      stripes_(std::make_unique<std::atomic<std::uint64_t>[]>(kStripes)) {
   KOBO_ASSERT(partitions_ > 0, "views of a log with no partition");
+  all_changed();
 }
 
-void Views::settings_changed() { settings_epoch_.store(next_settings_epoch.fetch_add(1)); }
+void Views::all_changed() const {
+  const std::uint64_t epoch = next_epoch.fetch_add(1);
+  for (std::size_t i = 0; i < kStripes; ++i) stripes_[i].store(epoch);
+}
 Views::~Views() = default;
 
 namespace {
@@ -204,11 +214,9 @@ Result<std::unique_ptr<Views>> Views::open(const std::string& path, std::uint32_
 
 Status Views::write(std::span<const ViewChange> changes) {
   rocksdb::WriteBatch batch;
-  bool settings = false;
   for (std::size_t i = 0; i < changes.size(); ++i) {
     const ViewChange& c = changes[i];
     KOBO_ASSERT(i == 0 || changes[i - 1].key < c.key, "a batch's changes in strict key order");
-    settings = settings || view_keys::is_setting(c.key);
     const auto s =
         batch.Put(rocksdb::Slice(c.key.data(), c.key.size()), rocksdb::Slice(c.value.data(), c.value.size()));
     KOBO_ASSERT(s.ok(), "WriteBatch put");
@@ -219,7 +227,8 @@ Status Views::write(std::span<const ViewChange> changes) {
   options.disableWAL = writes_ == ViewWrites::unlogged;
   const auto s = db_->Write(options, &batch);
   // After the write, failed or not: a row kept from before it is not used once it may be visible.
-  if (settings) settings_changed();
+  const std::uint64_t epoch = next_epoch.fetch_add(1);
+  for (const ViewChange& c : changes) stripes_[key_hash(c.key) % kStripes].store(epoch);
   if (!s.ok()) return write_error(s, "views write");
   return {};
 }
@@ -257,7 +266,7 @@ Status Views::ingest(std::span<const ViewChange> changes) {
   rocksdb::IngestExternalFileOptions options;
   options.move_files = true;
   const auto s = db_->IngestExternalFile({file}, options);
-  settings_changed();
+  all_changed();
   if (!s.ok()) {
     std::error_code ec;
     std::filesystem::remove(file, ec);
@@ -289,24 +298,31 @@ Status Views::checkpoint(const std::string& dir) const {
 
 Result<std::optional<std::string>> Views::read(const std::string& key) const {
   KOBO_ASSERT(!key.empty(), "a view key has a tag");
-  const bool setting = view_keys::is_setting(key);
+  const std::size_t hash = key_hash(key);
   // Taken before the read: a write that lands after it, of this row or not, moves the epoch on,
   // and what is kept here is not used again.
-  const std::uint64_t epoch = setting ? settings_epoch_.load() : 0;
-  if (setting) {
-    const auto kept = kept_settings.find(key);
-    if (kept != kept_settings.end() && kept->second.epoch == epoch) return kept->second.value;
+  const std::uint64_t epoch = stripes_[hash % kStripes].load();
+  if (kept_rows.empty()) kept_rows.resize(kKeptRows);
+  KeptRow& kept = kept_rows[hash % kKeptRows];
+  if (kept.epoch == epoch && kept.key == key) return kept.value;
+  auto found = read_to_change(key);
+  if (!found) return found;
+  if (key.size() + (found.value() ? found.value()->size() : 0) <= kKeptBytesMax) {
+    kept.epoch = epoch;
+    kept.key = key;
+    kept.value = found.value();
   }
+  return found;
+}
+
+Result<std::optional<std::string>> Views::read_to_change(const std::string& key) const {
+  KOBO_ASSERT(!key.empty(), "a view key has a tag");
   std::shared_lock lock(db_lock_);
   std::string value;
   const auto s = db_->Get(rocksdb::ReadOptions(), key, &value);
   if (!s.ok() && !s.IsNotFound()) return Status::error("views read: " + s.ToString());
   std::optional<std::string> found;
   if (s.ok()) found = std::move(value);
-  if (setting) {
-    if (kept_settings.size() >= kKeptSettingsMax) kept_settings.clear();
-    kept_settings.insert_or_assign(key, KeptSetting{epoch, found});
-  }
   return found;
 }
 
@@ -324,11 +340,11 @@ Status Views::reopen() {
   const auto s = rocksdb::DB::Open(views_options(env_), path_, &raw);
   if (!s.ok()) {
     db_ = std::move(reader);
-    settings_changed();
+    all_changed();
     return write_error(s, "reopen views");
   }
   db_.reset(raw);
-  settings_changed();
+  all_changed();
   KOBO_ASSERT(db_ != nullptr, "a reopen left no database");
   return {};
 }

@@ -231,7 +231,12 @@ class Views {
   // Everything written so far onto the disk, waited for (what ViewWrites::unlogged defers).
   [[nodiscard]] Status flush();
   // The value of `key`; nullopt when there is none. A read error is an error, never a crash.
+  // The reading thread keeps what it read, and reads it again only once a write may have
+  // changed it (stripes_ below).
   [[nodiscard]] Result<std::optional<std::string>> read(const std::string& key) const;
+  // The same, for a row the caller reads to change and write back (the projector's): from the
+  // database each time, and not kept, as the caller's own write would make the copy useless.
+  [[nodiscard]] Result<std::optional<std::string>> read_to_change(const std::string& key) const;
   // After a failed write (a full disk, an I/O error): closes the database and opens it again,
   // which clears RocksDB's background error (its Resume() stays "busy" after a failed WAL
   // write). Reads in flight finish first; reads that come meanwhile wait for the new one.
@@ -241,9 +246,11 @@ class Views {
   // partition's position is in it with the rows it reflects (one WriteBatch), so the copy is of
   // whole commands. For a peer that joins the cluster (docs/architecture.md, "A new node").
   [[nodiscard]] Status checkpoint(const std::string& dir) const;
-  // For offline tools only (rebuild and compare): no reopen may run meanwhile.
+  // For offline tools only (rebuild and compare): no reopen may run meanwhile. Whoever takes the
+  // database may write it past write(), so no row kept from before is used again.
   rocksdb::DB& db() const {
     KOBO_ASSERT(db_ != nullptr, "the views always have a database (reopen() never leaves none)");
+    all_changed();
     return *db_;
   }
 
@@ -324,13 +331,16 @@ class Views {
 
   std::unique_ptr<rocksdb::DB> db_;  // guarded by db_lock_
   std::uint32_t partitions_;
-  // The settings rows (view_keys::is_setting: a key's owner, a suspension, an account, the tier
-  // limits) that nearly every request reads and that change rarely are kept by each thread that
-  // reads them, with the epoch of the views they were read in (read()). Any write that touches
-  // one, an ingest and a reopen move the views to a new epoch, unique in the process, so that a
-  // row kept is used only while nothing that could change it has been written since it was read.
-  std::atomic<std::uint64_t> settings_epoch_;
-  void settings_changed();
+  // Rows read are kept by each thread that reads them (read()): the wallet, the key's owner, the
+  // account and the tier limits that nearly every request reads, mostly unchanged since the last
+  // one. Each is kept with the epoch of its key's stripe as it was before the database was read.
+  // A write moves the stripes of the keys it wrote to a new epoch once it has landed, and an
+  // ingest, a reopen and a hand-out of db() move all of them; epochs are unique in the process.
+  // So a row kept is used only while nothing that could have changed it has been written since
+  // it was read, and never by other views.
+  static constexpr std::size_t kStripes = 4096;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> stripes_;
+  void all_changed() const;
   friend class ViewRecords;
   friend class Statements;  // projection/statements.h
 };
