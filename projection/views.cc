@@ -242,7 +242,9 @@ Status Views::ingest(std::span<const ViewChange> changes) {
   static std::atomic<std::uint64_t> files{0};
   const std::string file =
       path_ + "/ingest-" + std::to_string(::getpid()) + "-" + std::to_string(files.fetch_add(1)) + ".sst";
-  {
+  // A file that could not be written whole (a full disk, keys out of order) is removed, once its
+  // writer has closed it: nothing else would, as its name is none of RocksDB's.
+  const auto write_file = [&]() -> Status {
     // LZ4, the cheapest to write, and no dictionary: compaction moves the rows to rest in
     // zstd with its dictionary later, off the rebuild's critical path. (The bottommost level's
     // dictionary options would otherwise apply to the file: a zstd dictionary trained on every
@@ -269,6 +271,12 @@ Status Views::ingest(std::span<const ViewChange> changes) {
         return write_error(s, "views ingest: write a file");
     }
     if (const auto s = writer.Finish(); !s.ok()) return write_error(s, "views ingest: finish a file");
+    return {};
+  };
+  if (auto written = write_file(); !written) {
+    std::error_code ec;
+    std::filesystem::remove(file, ec);
+    return written;
   }
   std::shared_lock lock(db_lock_);
   rocksdb::IngestExternalFileOptions options;

@@ -1198,6 +1198,32 @@ TEST_F(ProjectionTest, ViewsOfAnotherKeyLayoutAreRefusedNotRead) {
   EXPECT_NE(later.status().message().find("kobo replay"), std::string::npos) << later.status().message();
 }
 
+// Views::ingest leaves the order of a file's keys to RocksDB's SstFileWriter: keys out of order,
+// or one key twice, are an error that ingests nothing and leaves no file behind, never a crash.
+TEST_F(ProjectionTest, AnIngestOfKeysOutOfOrderIsAnErrorAndIngestsNothing) {
+  const auto path = dir_ / "ingest-order";
+  auto opened = Views::open(path.string(), kPartitions, nullptr, ViewWrites::unlogged);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  auto& views = *opened.value();
+  const std::string a = view_keys::wallet_row("vba-order-a");
+  const std::string b = view_keys::wallet_row("vba-order-b");
+  ASSERT_LT(a, b);
+  for (const auto& changes :
+       {std::vector<ViewChange>{{b, "2"}, {a, "1"}}, std::vector<ViewChange>{{a, "1"}, {a, "2"}}}) {
+    const auto s = views.ingest(changes);
+    ASSERT_FALSE(s.ok()) << "keys out of strict order are refused";
+    EXPECT_NE(s.message().find("views ingest"), std::string::npos) << s.message();
+    EXPECT_EQ(views.read(a).value(), std::nullopt);
+    EXPECT_EQ(views.read(b).value(), std::nullopt);
+    for (const auto& entry : std::filesystem::directory_iterator(path))
+      EXPECT_EQ(entry.path().filename().string().rfind("ingest-", 0), std::string::npos)
+          << "a refused file is not left behind: " << entry.path();
+  }
+  ASSERT_TRUE(views.ingest(std::vector<ViewChange>{{a, "1"}, {b, "2"}}).ok());
+  EXPECT_EQ(views.read(a).value(), std::optional<std::string>("1"));
+  EXPECT_EQ(views.read(b).value(), std::optional<std::string>("2"));
+}
+
 // A row (a key's owner, a suspension, a wallet's balance) is kept by the thread that read it,
 // and never used once a write that could change it has landed: a revoked key, a suspension or a
 // transfer shows on the next read, on any thread, and views opened since never read what others
