@@ -153,7 +153,6 @@ class Projector {
   std::vector<std::uint32_t> lane_of_;     // by partition (assign_lanes())
   std::unique_ptr<LogFollower> follower_;  // the reading thread (or catch_up's caller) only
   bool log_refused_ = false;               // the last step ended on a record the follower refused (ditto)
-  bool follower_opened_ = false;           // (ditto)
   std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
   std::atomic<bool> healthy_{true};
   std::atomic<bool> dead_{false};     // stopped for good (stopped())
