@@ -44,7 +44,7 @@ funded_wallets() {
 # wrk's own summary goes to stderr; the WRK line it prints last is returned.
 run_wrk() {  # SCRIPT SECONDS [THREADS, default 2] [CONNECTIONS, default $connections]
   local out
-  out=$("${load_front[@]}" wrk -t"${3:-2}" -c"${4:-$connections}" -d"$2"s --timeout 10s -s "$here/$1" "$url")
+  out=$(KOBO_WRK_THREADS=${3:-2} "${load_front[@]}" wrk -t"${3:-2}" -c"${4:-$connections}" -d"$2"s --timeout 10s -s "$here/$1" "$url")
   echo "$out" | grep -v '^WRK ' >&2
   echo "$out" | grep '^WRK '
 }
