@@ -31,6 +31,7 @@
 #include "events/ledger.h"
 #include "projection/bitmap.h"
 #include "projection/rows.h"
+#include "projection/view_keys.h"
 #include "projection/views.h"
 
 namespace kobo {
@@ -125,10 +126,7 @@ class ViewBatch {
   }
 
   Views& views_;
-  struct KeyHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view key) const { return std::hash<std::string_view>()(key); }
-  };
+  using KeyHash = view_keys::KeyHash;
   // A row read back, and whether this batch changed it (changes() writes those only).
   template <typename T>
   struct Held {

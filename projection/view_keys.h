@@ -53,6 +53,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -107,6 +108,13 @@ inline constexpr TagName kTagNames[] = {
     {'C', "list counts"},      {'X', "list bitmaps"},
     {'w', "account webhooks"}, {'e', "webhook events"},
     {'k', "account keys"},     {'Z', "suspended businesses"},
+};
+
+// A key's hash, for what holds keys by it: a batch's rows, the views' stripes and kept rows, a
+// rebuild's filter of the chunks it wrote. Transparent: a std::string_view finds a std::string.
+struct KeyHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view key) const noexcept { return std::hash<std::string_view>()(key); }
 };
 
 // "wallets/\x12\x34…", "positions/\x00\x00\x00\x03": which view a raw key belongs to, with its

@@ -61,8 +61,6 @@ struct KeptRow {
 constexpr std::size_t kKeptRows = 2048;
 constexpr std::size_t kKeptBytesMax = 1024;
 thread_local std::vector<KeptRow> kept_rows;
-
-std::size_t key_hash(std::string_view key) { return std::hash<std::string_view>()(key); }
 }  // namespace
 
 Views::Views(std::unique_ptr<rocksdb::DB> db, std::string path, std::uint32_t partitions, rocksdb::Env* env,
@@ -228,7 +226,7 @@ Status Views::write(std::span<const ViewChange> changes) {
   const auto s = db_->Write(options, &batch);
   // After the write, failed or not: a row kept from before it is not used once it may be visible.
   const std::uint64_t epoch = next_epoch.fetch_add(1);
-  for (const ViewChange& c : changes) stripes_[key_hash(c.key) % kStripes].store(epoch);
+  for (const ViewChange& c : changes) stripes_[view_keys::KeyHash()(c.key) % kStripes].store(epoch);
   if (!s.ok()) return write_error(s, "views write");
   return {};
 }
@@ -314,7 +312,7 @@ Status Views::checkpoint(const std::string& dir) const {
 
 Result<std::optional<std::string>> Views::read(const std::string& key) const {
   KOBO_ASSERT(!key.empty(), "a view key has a tag");
-  const std::size_t hash = key_hash(key);
+  const std::size_t hash = view_keys::KeyHash()(key);
   // Taken before the read: a write that lands after it, of this row or not, moves the epoch on,
   // and what is kept here is not used again.
   const std::uint64_t epoch = stripes_[hash % kStripes].load();
