@@ -306,7 +306,8 @@ class Projector::Lane {
   Status write() {
     KOBO_ASSERT(!batch_.empty(), "a write of a batch that holds something");
     const auto changes = batch_.changes();
-    return owner_.options_.ingest_bytes > 0 ? owner_.views_.ingest(changes) : owner_.views_.write(changes);
+    return owner_.options_.ingest_bytes > 0 ? owner_.views_.ingest(changes, owner_.options_.ingest_run_bytes)
+                                            : owner_.views_.write(changes);
   }
 
   // Whether the views hold this batch already: the positions it moves, written with it at once,

@@ -50,6 +50,8 @@ struct ProjectorOptions {
   // as sorted files the views ingest (Views::ingest), not through the memtable, into views that
   // held nothing when the projector began. 0: WriteBatches (the live views).
   std::size_t ingest_bytes = 0;
+  // A rebuild's run of keys that is a file of its own (Views::ingest).
+  std::size_t ingest_run_bytes = std::size_t{1} << 20;
   // How many events each partition holds, where that is known ahead (a rebuild: the records up to
   // where it stops); the lanes then share the partitions by it (assign_lanes()). Empty: unknown.
   std::vector<std::uint64_t> partition_events;

@@ -37,6 +37,10 @@ struct RebuildOptions {
   // fewer files for a lane's reads to look through: on a log of a million transfers, 256 MiB
   // took a third less CPU than 64 (docs/architecture.md, "Rebuilds write files").
   std::size_t file_bytes = std::size_t{256} << 20;
+  // A run of keys in a lane's file of at least this many bytes is a file of its own
+  // (ProjectorOptions::ingest_run_bytes, Views::ingest): a scope's events, which then rest at the
+  // last level as they are ingested.
+  std::size_t run_file_bytes = ProjectorOptions{}.ingest_run_bytes;
   // Log records read per poll (ProjectorOptions::poll_records_max); a lane writes a file only
   // between two commands, and sees where one ends once per poll.
   std::size_t poll_records_max = ProjectorOptions{}.poll_records_max;

@@ -324,7 +324,8 @@ inline std::string webhook_event(std::string_view account, bool live, std::uint6
 }
 
 // Where the projector's next key of this kind goes in a memtable, as the part of the key that
-// names the run it extends (the memtable's insert hint, views.cc): a numbered row (a statement
+// names the run it extends (the memtable's insert hint, views.cc; and a rebuild's files, where a
+// long run of one scope's rows is a file of its own, Views::ingest): a numbered row (a statement
 // line, an event, a listed record, a webhook event) follows the previous one of its wallet, scope
 // or account; any other key follows the previous one of its tag (a transaction's time-ordered id
 // the previous transaction, a batch's wallet rows, sorted, the one before). Runs are few: RocksDB

@@ -234,38 +234,86 @@ Status Views::write(std::span<const ViewChange> changes) {
   return {};
 }
 
-Status Views::ingest(std::span<const ViewChange> changes) {
+namespace {
+
+// A file of a rebuild's batch.
+struct IngestFile {
+  std::span<const ViewChange> changes;
+  bool run = false;  // a run of its own, at rest as ingested
+};
+
+// A rebuild's batch is cut where its runs (view_keys::insert_run) begin and end: a run of at
+// least `run_file_bytes` is a file of its own, the keys between such runs one file each. A run
+// that only grows at its end (a scope's events, most of a rebuild's bytes) then lies past every
+// file of the batches before, and RocksDB ingests it straight to the last level, where no
+// compaction rewrites it; the rest overlaps earlier batches and is merged by compaction.
+std::vector<IngestFile> ingest_files(std::span<const ViewChange> changes, std::size_t run_file_bytes) {
+  const auto run_of = [](std::string_view key) {
+    return key.substr(0, view_keys::insert_run(key).value_or(1));
+  };
+  std::vector<IngestFile> files;
+  std::size_t file_begin = 0;  // where the keys between the runs of files of their own began
+  std::size_t run_begin = 0;
+  std::size_t run_bytes = 0;
+  for (std::size_t i = 0; i <= changes.size(); ++i) {
+    const bool run_ends = i == changes.size() || run_of(changes[i].key) != run_of(changes[run_begin].key);
+    // A tag's keys (a run of one byte) land all over its range: never a file of their own.
+    if (run_ends && run_bytes >= run_file_bytes && run_of(changes[run_begin].key).size() > 1) {
+      if (file_begin < run_begin) files.push_back({changes.subspan(file_begin, run_begin - file_begin)});
+      files.push_back({changes.subspan(run_begin, i - run_begin), true});
+      file_begin = i;
+    }
+    if (i == changes.size()) break;
+    if (run_ends) {
+      run_begin = i;
+      run_bytes = 0;
+    }
+    run_bytes += changes[i].key.size() + changes[i].value.size();
+  }
+  if (file_begin < changes.size()) files.push_back({changes.subspan(file_begin)});
+  KOBO_ASSERT(
+      !files.empty() && files.front().changes.data() == changes.data() &&
+          files.back().changes.data() + files.back().changes.size() == changes.data() + changes.size(),
+      "a batch's files hold its changes from the first to the last");
+  return files;
+}
+
+}  // namespace
+
+Status Views::ingest(std::span<const ViewChange> changes, std::size_t run_file_bytes) {
   if (changes.empty()) return {};
   KOBO_ASSERT(writes_ == ViewWrites::unlogged, "only views being rebuilt ingest files");
   // The keys are in strict order (ViewBatch::changes): SstFileWriter::Put refuses any other with
   // an error, not a file, so they are compared there and not once more here, in a pass that took
   // a cache miss a key (a rebuild ran 10 to 15 % faster without it, bench/RESULTS.md).
-  static std::atomic<std::uint64_t> files{0};
-  const std::string file =
-      path_ + "/ingest-" + std::to_string(::getpid()) + "-" + std::to_string(files.fetch_add(1)) + ".sst";
-  // A file that could not be written whole (a full disk, keys out of order) is removed, once its
-  // writer has closed it: nothing else would, as its name is none of RocksDB's.
-  const auto write_file = [&]() -> Status {
-    // LZ4, the cheapest to write, and no dictionary: compaction moves the rows to rest in
-    // zstd with its dictionary later, off the rebuild's critical path. (The bottommost level's
-    // dictionary options would otherwise apply to the file: a zstd dictionary trained on every
-    // file's blocks, a seventh of a rebuild's CPU, for LZ4 blocks compaction rewrites anyway.)
+  static std::atomic<std::uint64_t> counter{0};
+  std::vector<std::string> files;
+  const auto write_file = [&](const IngestFile& file) -> Status {
+    files.push_back(path_ + "/ingest-" + std::to_string(::getpid()) + "-" +
+                    std::to_string(counter.fetch_add(1)) + ".sst");
+    // A run of its own is written as it rests (zstd at level 1, as the views' levels are), as no
+    // compaction rewrites it. The rest is LZ4, the cheapest to write, and no dictionary:
+    // compaction moves it to rest in zstd with its dictionary later, off the rebuild's critical
+    // path. (The bottommost level's dictionary options would otherwise apply to a file: a zstd
+    // dictionary trained on every file's blocks, a seventh of a rebuild's CPU.)
     rocksdb::Options options = views_options(env_);
-    options.compression = rocksdb::kLZ4Compression;
-    options.bottommost_compression = rocksdb::kLZ4Compression;
+    options.compression = file.run ? rocksdb::kZSTD : rocksdb::kLZ4Compression;
+    options.bottommost_compression = options.compression;
     options.bottommost_compression_opts = rocksdb::CompressionOptions();
     options.compression_opts = rocksdb::CompressionOptions();
+    options.compression_opts.level = 1;
     rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options);
-    if (const auto s = writer.Open(file); !s.ok()) return write_error(s, "views ingest: open a file");
+    if (const auto s = writer.Open(files.back()); !s.ok()) return write_error(s, "views ingest: open a file");
     // The changes are in key order, their bytes scattered over the batch's memory: each key and
     // value is asked of the cache a few changes ahead, so that Put() seldom waits for one.
     constexpr std::size_t kAhead = 8;
-    for (std::size_t i = 0; i < changes.size(); ++i) {
-      if (i + kAhead < changes.size()) {
-        __builtin_prefetch(changes[i + kAhead].key.data());
-        __builtin_prefetch(changes[i + kAhead].value.data());
+    const std::span<const ViewChange> part = file.changes;
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      if (i + kAhead < part.size()) {
+        __builtin_prefetch(part[i + kAhead].key.data());
+        __builtin_prefetch(part[i + kAhead].value.data());
       }
-      const ViewChange& c = changes[i];
+      const ViewChange& c = part[i];
       if (const auto s = writer.Put(rocksdb::Slice(c.key.data(), c.key.size()),
                                     rocksdb::Slice(c.value.data(), c.value.size()));
           !s.ok())
@@ -274,19 +322,27 @@ Status Views::ingest(std::span<const ViewChange> changes) {
     if (const auto s = writer.Finish(); !s.ok()) return write_error(s, "views ingest: finish a file");
     return {};
   };
-  if (auto written = write_file(); !written) {
+  // Files that could not be written whole (a full disk, keys out of order) or ingested are
+  // removed, once their writers have closed them: nothing else would, as their names are none of
+  // RocksDB's.
+  const auto remove_files = [&] {
     std::error_code ec;
-    std::filesystem::remove(file, ec);
-    return written;
+    for (const std::string& file : files) std::filesystem::remove(file, ec);
+  };
+  for (const IngestFile& file : ingest_files(changes, run_file_bytes)) {
+    if (auto written = write_file(file); !written) {
+      remove_files();
+      return written;
+    }
   }
   std::shared_lock lock(db_lock_);
   rocksdb::IngestExternalFileOptions options;
   options.move_files = true;
-  const auto s = db_->IngestExternalFile({file}, options);
+  // The files hold disjoint ranges in key order, ingested at once: all of the batch or none of it.
+  const auto s = db_->IngestExternalFile(files, options);
   all_changed();
   if (!s.ok()) {
-    std::error_code ec;
-    std::filesystem::remove(file, ec);
+    remove_files();
     return write_error(s, "views ingest");
   }
   return {};

@@ -225,9 +225,12 @@ class Views {
   // The projector's access: changes written at once (one WriteBatch), and a key read for them.
   // `changes` in strict key order.
   [[nodiscard]] Status write(std::span<const ViewChange> changes);
-  // The rebuild's: changes in strict key order written as a sorted file that the views ingest
-  // at once (RocksDB's SstFileWriter and IngestExternalFile), never through the memtable.
-  [[nodiscard]] Status ingest(std::span<const ViewChange> changes);
+  // The rebuild's: changes in strict key order written as sorted files that the views ingest at
+  // once (RocksDB's SstFileWriter and IngestExternalFile), never through the memtable. A run of
+  // keys (view_keys::insert_run: a scope's events) of `run_file_bytes` or more is a file of its
+  // own: a run that grows at its end only then lies past the files of earlier batches, and goes
+  // straight to the last level, never merged again (docs/architecture.md, "Rebuilds write files").
+  [[nodiscard]] Status ingest(std::span<const ViewChange> changes, std::size_t run_file_bytes);
   // Everything written so far onto the disk, waited for (what ViewWrites::unlogged defers).
   [[nodiscard]] Status flush();
   // The value of `key`; nullopt when there is none. A read error is an error, never a crash.

@@ -140,10 +140,15 @@ TEST_F(ProjectionTest, IncrementalViewsAcrossARestartEqualAFullRebuild) {
   // whether a lane writes one file or one per command, later ones reading the rows of earlier
   // ones back (files of one byte, polls of two records: a poll ends mid-command too).
   for (const std::uint32_t lanes : {1u, 2u}) {
+    // A scope's events of a file of their own (one byte makes every run one) change nothing either.
     for (const RebuildOptions& shape :
          {RebuildOptions{.lanes = lanes},
-          RebuildOptions{.lanes = lanes, .file_bytes = 1, .poll_records_max = 2}}) {
-      const std::string name = std::to_string(lanes) + " lanes, files of " + std::to_string(shape.file_bytes);
+          RebuildOptions{.lanes = lanes, .file_bytes = 1, .poll_records_max = 2},
+          RebuildOptions{.lanes = lanes, .file_bytes = 1, .run_file_bytes = 1, .poll_records_max = 2},
+          RebuildOptions{.lanes = lanes, .run_file_bytes = 1}}) {
+      const std::string name = std::to_string(lanes) + " lanes, files of " +
+                               std::to_string(shape.file_bytes) + ", runs of " +
+                               std::to_string(shape.run_file_bytes);
       auto ingested = rebuild_views(log_, dir_ / ("ingested " + name), {}, {}, shape);
       ASSERT_TRUE(ingested.ok()) << ingested.status().message();
       EXPECT_EQ(dump(*views), dump(*ingested.value())) << name;
@@ -1208,20 +1213,75 @@ TEST_F(ProjectionTest, AnIngestOfKeysOutOfOrderIsAnErrorAndIngestsNothing) {
   const std::string a = view_keys::wallet_row("vba-order-a");
   const std::string b = view_keys::wallet_row("vba-order-b");
   ASSERT_LT(a, b);
+  // A scope's events before them are a file of their own (runs of a byte or more), written whole
+  // before the next one fails: not ingested either, nor left behind.
+  const std::string scope = view_keys::scope17("biz-order", false);
+  const std::string event = view_keys::event(scope, 0);
+  ASSERT_LT(event, a);
   for (const auto& changes :
-       {std::vector<ViewChange>{{b, "2"}, {a, "1"}}, std::vector<ViewChange>{{a, "1"}, {a, "2"}}}) {
-    const auto s = views.ingest(changes);
+       {std::vector<ViewChange>{{b, "2"}, {a, "1"}}, std::vector<ViewChange>{{a, "1"}, {a, "2"}},
+        std::vector<ViewChange>{{event, "e"}, {b, "2"}, {a, "1"}}}) {
+    const auto s = views.ingest(changes, 1);
     ASSERT_FALSE(s.ok()) << "keys out of strict order are refused";
     EXPECT_NE(s.message().find("views ingest"), std::string::npos) << s.message();
     EXPECT_EQ(views.read(a).value(), std::nullopt);
     EXPECT_EQ(views.read(b).value(), std::nullopt);
+    EXPECT_EQ(views.read(event).value(), std::nullopt);
     for (const auto& entry : std::filesystem::directory_iterator(path))
       EXPECT_EQ(entry.path().filename().string().rfind("ingest-", 0), std::string::npos)
           << "a refused file is not left behind: " << entry.path();
   }
-  ASSERT_TRUE(views.ingest(std::vector<ViewChange>{{a, "1"}, {b, "2"}}).ok());
+  ASSERT_TRUE(views.ingest(std::vector<ViewChange>{{event, "e"}, {a, "1"}, {b, "2"}}, 1).ok());
+  EXPECT_EQ(views.read(event).value(), std::optional<std::string>("e"));
   EXPECT_EQ(views.read(a).value(), std::optional<std::string>("1"));
   EXPECT_EQ(views.read(b).value(), std::optional<std::string>("2"));
+}
+
+// docs/architecture.md, "Rebuilds write files": a scope's events, most of a rebuild's bytes, only
+// grow at their end. Ingested as files of their own, each batch's lie past the earlier ones' and
+// rest at the last level as they are, never merged by compaction with the rest of a batch (whose
+// keys, before and after them, overlap earlier batches').
+TEST_F(ProjectionTest, AScopesEventsIngestedBatchByBatchRestAtTheLastLevelAsIngested) {
+  const auto path = dir_ / "ingest-runs";
+  auto opened = Views::open(path.string(), kPartitions, nullptr, ViewWrites::unlogged);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  auto& views = *opened.value();
+  const std::string scope = view_keys::scope17("biz-runs", false);
+  constexpr int kBatches = 3;
+  constexpr int kEvents = 100;
+  const std::string value(100, 'v');
+  for (int batch = 0; batch < kBatches; ++batch) {
+    // A row before the scope's events and one after, of every batch, as a rebuild's batches have.
+    std::vector<std::pair<std::string, std::string>> rows{
+        {view_keys::business("biz-runs"), std::to_string(batch)}};
+    for (int i = 0; i < kEvents; ++i)
+      rows.emplace_back(view_keys::event(scope, static_cast<std::uint64_t>(batch * kEvents + i)), value);
+    rows.emplace_back(view_keys::wallet_row("vba-runs"), std::to_string(batch));
+    std::vector<ViewChange> changes;
+    for (const auto& [key, row] : rows) changes.push_back({key, row});
+    ASSERT_TRUE(std::is_sorted(changes.begin(), changes.end(),
+                               [](const ViewChange& x, const ViewChange& y) { return x.key < y.key; }));
+    ASSERT_TRUE(views.ingest(changes, 1024).ok());
+  }
+  std::vector<rocksdb::LiveFileMetaData> files;
+  views.db().GetLiveFilesMetaData(&files);
+  const int last_level = views.db().NumberLevels() - 1;
+  int event_files = 0;
+  for (const auto& f : files) {
+    if (f.smallestkey.front() != 'L') {
+      EXPECT_NE(f.largestkey.front(), 'L') << "no other file spans the events";
+      continue;
+    }
+    ++event_files;
+    EXPECT_EQ(f.largestkey.front(), 'L') << "a file of the events holds nothing else";
+    EXPECT_EQ(f.level, last_level) << "a batch's events rest at the last level as ingested";
+  }
+  EXPECT_EQ(event_files, kBatches) << "each batch's events one file, never merged";
+  for (int n = 0; n < kBatches * kEvents; ++n)
+    EXPECT_EQ(views.read(view_keys::event(scope, static_cast<std::uint64_t>(n))).value(),
+              std::optional(value));
+  EXPECT_EQ(views.read(view_keys::business("biz-runs")).value(), std::optional<std::string>("2"));
+  EXPECT_EQ(views.read(view_keys::wallet_row("vba-runs")).value(), std::optional<std::string>("2"));
 }
 
 // A row (a key's owner, a suspension, a wallet's balance) is kept by the thread that read it,
