@@ -254,11 +254,12 @@ std::vector<IngestFile> ingest_files(std::span<const ViewChange> changes, std::s
   std::vector<IngestFile> files;
   std::size_t file_begin = 0;  // where the keys between the runs of files of their own began
   std::size_t run_begin = 0;
+  std::string_view run = run_of(changes.front().key);  // the run that began there
   std::size_t run_bytes = 0;
   for (std::size_t i = 0; i <= changes.size(); ++i) {
-    const bool run_ends = i == changes.size() || run_of(changes[i].key) != run_of(changes[run_begin].key);
+    const bool run_ends = i == changes.size() || run_of(changes[i].key) != run;
     // A tag's keys (a run of one byte) land all over its range: never a file of their own.
-    if (run_ends && run_bytes >= run_file_bytes && run_of(changes[run_begin].key).size() > 1) {
+    if (run_ends && run_bytes >= run_file_bytes && run.size() > 1) {
       if (file_begin < run_begin) files.push_back({changes.subspan(file_begin, run_begin - file_begin)});
       files.push_back({changes.subspan(run_begin, i - run_begin), true});
       file_begin = i;
@@ -266,6 +267,7 @@ std::vector<IngestFile> ingest_files(std::span<const ViewChange> changes, std::s
     if (i == changes.size()) break;
     if (run_ends) {
       run_begin = i;
+      run = run_of(changes[i].key);
       run_bytes = 0;
     }
     run_bytes += changes[i].key.size() + changes[i].value.size();
@@ -288,21 +290,22 @@ Status Views::ingest(std::span<const ViewChange> changes, std::size_t run_file_b
   // a cache miss a key (a rebuild ran 10 to 15 % faster without it, bench/RESULTS.md).
   static std::atomic<std::uint64_t> counter{0};
   std::vector<std::string> files;
+  // The views' options, once for the batch's files, with no dictionary: the bottommost level's
+  // dictionary options would otherwise apply to every file, a zstd dictionary trained on its
+  // blocks, a seventh of a rebuild's CPU.
+  rocksdb::Options file_options = views_options(env_);
+  file_options.bottommost_compression_opts = rocksdb::CompressionOptions();
+  file_options.compression_opts = rocksdb::CompressionOptions();
+  file_options.compression_opts.level = 1;
   const auto write_file = [&](const IngestFile& file) -> Status {
     files.push_back(path_ + "/ingest-" + std::to_string(::getpid()) + "-" +
                     std::to_string(counter.fetch_add(1)) + ".sst");
     // A run of its own is written as it rests (zstd at level 1, as the views' levels are), as no
-    // compaction rewrites it. The rest is LZ4, the cheapest to write, and no dictionary:
-    // compaction moves it to rest in zstd with its dictionary later, off the rebuild's critical
-    // path. (The bottommost level's dictionary options would otherwise apply to a file: a zstd
-    // dictionary trained on every file's blocks, a seventh of a rebuild's CPU.)
-    rocksdb::Options options = views_options(env_);
-    options.compression = file.run ? rocksdb::kZSTD : rocksdb::kLZ4Compression;
-    options.bottommost_compression = options.compression;
-    options.bottommost_compression_opts = rocksdb::CompressionOptions();
-    options.compression_opts = rocksdb::CompressionOptions();
-    options.compression_opts.level = 1;
-    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options);
+    // compaction rewrites it. The rest is LZ4, the cheapest to write: compaction moves it to rest
+    // in zstd with its dictionary later, off the rebuild's critical path.
+    file_options.compression = file.run ? rocksdb::kZSTD : rocksdb::kLZ4Compression;
+    file_options.bottommost_compression = file_options.compression;
+    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), file_options);
     if (const auto s = writer.Open(files.back()); !s.ok()) return write_error(s, "views ingest: open a file");
     // The changes are in key order, their bytes scattered over the batch's memory: each key and
     // value is asked of the cache a few changes ahead, so that Put() seldom waits for one.
