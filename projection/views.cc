@@ -902,8 +902,13 @@ Result<std::optional<std::string>> Views::render_record(const std::string& scope
   auto read = read_event(*this, scope, at.first);
   if (!read) return read.status();
   if (!read.value()) return std::optional<std::string>();
-  const Event& e = read.value()->event;
-  if (at.index >= transactions_created_count(e.data))
+  return render_record(scope, read.value()->event, at.index, records);
+}
+
+Result<std::optional<std::string>> Views::render_record(const std::string& scope, const Event& e,
+                                                        std::uint32_t index,
+                                                        const ViewRecords& records) const {
+  if (index >= transactions_created_count(e.data))
     return Status::error("views: a transaction names a record its event does not create");
   // A payout's record shows the status steps since (its TransactionRow); no other record changes.
   std::vector<rows::StatusStep> steps;
@@ -919,7 +924,7 @@ Result<std::optional<std::string>> Views::render_record(const std::string& scope
     return Status::error("views: a transaction names a record they do not have");
   }
   KOBO_ASSERT(view_keys::scope17(e.business, e.live) == scope, "an event in another scope's list");
-  return std::optional<std::string>(render::transaction(e, at.index, steps, records));
+  return std::optional<std::string>(render::transaction(e, index, steps, records));
 }
 
 Result<std::optional<rows::TransactionRow>> Views::transaction_row(std::string_view public_id) const {
@@ -1018,10 +1023,10 @@ Result<std::optional<std::string>> Views::transaction_by_reference_text(const Sc
     if (!event.value())
       return Status::error("views: transaction " + id->value + " of an event they do not have");
     const auto listed = render::listed(event.value()->event, records);
-    const std::size_t k = row.value()->at.index;
+    const std::uint32_t k = row.value()->at.index;
     if (k >= listed.size() || listed[k].reference != reference || listed[k].account.value != account)
       return std::optional<std::string>();
-    return render_record(scope17, row.value()->at, records);
+    return render_record(scope17, event.value()->event, k, records);
   }
   KOBO_ASSERT(at.value()->index < rows::kRecordsPerEventMax, "a reference names a record past its event's");
   return render_record(view_keys::scope17(scope.business, scope.live), *at.value(), records);

@@ -323,6 +323,9 @@ class Views {
   // The transaction record `at` of `scope` (a scope17), rendered with `records`.
   Result<std::optional<std::string>> render_record(const std::string& scope, const rows::RecordAt& at,
                                                    const ViewRecords& records) const;
+  // The same, of `e`, the event read at `at.first`, which the caller has read already.
+  Result<std::optional<std::string>> render_record(const std::string& scope, const Event& e,
+                                                   std::uint32_t index, const ViewRecords& records) const;
   // The transaction of integer id `id` in `scope`: a binary search of its events by their ids.
   Result<std::optional<rows::RecordAt>> find_integer_id(const std::string& scope, std::uint64_t id) const;
   // The account (acc-…) that owns the transactions of event `e` (its own, or its payout's).
