@@ -323,7 +323,7 @@ class Views {
   // The transaction record `at` of `scope` (a scope17), rendered with `records`.
   Result<std::optional<std::string>> render_record(const std::string& scope, const rows::RecordAt& at,
                                                    const ViewRecords& records) const;
-  // The same, of `e`, the event read at `at.first`, which the caller has read already.
+  // The same, record `index` of `e`: an event of `scope`'s list that the caller has read already.
   Result<std::optional<std::string>> render_record(const std::string& scope, const Event& e,
                                                    std::uint32_t index, const ViewRecords& records) const;
   // The transaction of integer id `id` in `scope`: a binary search of its events by their ids.
