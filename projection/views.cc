@@ -248,6 +248,7 @@ struct IngestFile {
 // file of the batches before, and RocksDB ingests it straight to the last level, where no
 // compaction rewrites it; the rest overlaps earlier batches and is merged by compaction.
 std::vector<IngestFile> ingest_files(std::span<const ViewChange> changes, std::size_t run_file_bytes) {
+  KOBO_ASSERT(!changes.empty(), "a batch cut into files has a change at least");
   const auto run_of = [](std::string_view key) {
     return key.substr(0, view_keys::insert_run(key).value_or(1));
   };
