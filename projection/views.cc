@@ -149,7 +149,8 @@ rocksdb::Options views_options(rocksdb::Env* env) {
   // more files while it catches up: GETs ran at 0.47 to 0.60 of their rate at rest in the first
   // 5 s after a 30 s run, and at 0.72 and 0.81 with a job per two cores and a level-0 compaction
   // split over a quarter of them (for 5 % fewer transfers during the run; bench/cores_bench.sh,
-  // bench/RESULTS.md). Two cores keep RocksDB's defaults.
+  // bench/RESULTS.md); at 0.90 and 0.99 since a transfer writes 5 keys, not 7. Two cores keep
+  // RocksDB's defaults.
   const int cores = static_cast<int>(cores_available());
   o.max_background_jobs = std::max(2, cores / 2);
   o.max_subcompactions = static_cast<std::uint32_t>(std::max(1, cores / 4));
