@@ -316,7 +316,7 @@ class EmbeddedReader final : public LogReader {
     std::size_t budget = max_records;
     for (std::uint32_t p = 0; p < pos_.size() && budget > 0; ++p) {
       const std::uint64_t end = log_.end(p);
-      if (pos_[p].value >= end) continue;
+      if (pos_[p].value >= end || held_back(p)) continue;
       log_.with_db([&](rocksdb::DB& db) {
         std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions()));
         for (it->Seek(event_key(Partition(p), pos_[p])); it->Valid() && budget > 0 && pos_[p].value < end;

@@ -115,6 +115,11 @@ class LogFollower {
   [[nodiscard]] Status follow_to_end(LogVisitor& v, const std::function<void()>& after_step = {});
 
   bool reached(const std::vector<Offset>& until) const;
+  // LogReader::hold_back() of the follower's reader.
+  void hold_back(std::vector<bool> partitions) {
+    KOBO_ASSERT(reader_ != nullptr, "hold_back() before open()");
+    reader_->hold_back(std::move(partitions));
+  }
   // Some partition's head is not the last event of its command.
   bool mid_command() const;
   std::uint32_t partitions() const {

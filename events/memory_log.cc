@@ -46,6 +46,7 @@ class MemoryReader final : public LogReader {
     std::lock_guard lock(state_->mu);
     KOBO_ASSERT(pos_.size() == state_->records.size(), "a reader has a position per partition");
     for (std::uint32_t p = 0; p < pos_.size() && budget > 0; ++p) {
+      if (held_back(p)) continue;
       const auto& recs = state_->records[p];
       while (pos_[p].value < recs.size() && budget > 0) {
         out.push_back(LogRecord{Partition(p), pos_[p], recs[pos_[p].value]});

@@ -30,7 +30,8 @@ struct Backend {
   // Opens (or reopens, when `path` names an existing log) a backend with 3 partitions.
   std::function<std::unique_ptr<EventLog>(const std::string& path)> open;
   bool durable;
-  bool dense = true;  // offsets 0, 1, 2, … with nothing between records
+  bool dense = true;            // offsets 0, 1, 2, … with nothing between records
+  bool skips_held_back = true;  // LogReader::hold_back() is followed, not only allowed
 };
 
 EncodedEvent ev(std::uint32_t p, std::uint64_t seq, std::string bytes) {
@@ -99,6 +100,34 @@ TEST_P(EventLogContract, ReadsBackWhatWasAppendedInOrderPerPartition) {
     p0.push_back(r.bytes);
   }
   EXPECT_EQ(p0, (std::vector<std::string>{"a", "b", "c"}));
+}
+
+// A rebuild's reader holds back the partitions of a lane with a full queue (LogReader::hold_back):
+// a reader that can skips them until told otherwise, and every reader then reads them whole.
+TEST_P(EventLogContract, APartitionHeldBackIsReadOnceItIsNoLonger) {
+  ASSERT_TRUE(
+      log_->append(std::vector<EncodedEvent>{ev(0, 1, "a"), ev(1, 1, "x"), ev(0, 2, "b"), ev(2, 1, "z")})
+          .ok());
+  ASSERT_EQ(ends_covering(*log_, {2, 1, 1}).size(), 3u);
+  auto reader = log_->open_reader(std::vector<Offset>(3, Offset(0)));
+  ASSERT_TRUE(reader.ok());
+  reader.value()->hold_back({true, false, false});
+  std::vector<LogRecord> out;
+  for (int i = 0; i < 50 && out.size() < 2; ++i) ASSERT_TRUE(reader.value()->poll(1000, 100ms, out).ok());
+  if (GetParam().skips_held_back) {
+    ASSERT_TRUE(reader.value()->poll(1000, 10ms, out).ok());
+    std::vector<std::string> read;
+    for (const auto& r : out) read.push_back(r.bytes);
+    EXPECT_EQ(read, (std::vector<std::string>{"x", "z"})) << "partition 0 is held back";
+    EXPECT_EQ(reader.value()->position(Partition(0)), Offset(0));
+  }
+  reader.value()->hold_back({});
+  for (int i = 0; i < 50 && out.size() < 4; ++i) ASSERT_TRUE(reader.value()->poll(1000, 100ms, out).ok());
+  std::vector<std::string> p0;
+  for (const auto& r : out)
+    if (r.partition == Partition(0)) p0.push_back(r.bytes);
+  EXPECT_EQ(out.size(), 4u);
+  EXPECT_EQ(p0, (std::vector<std::string>{"a", "b"}));
 }
 
 TEST_P(EventLogContract, AReaderThatReadEverythingStandsAtTheEndOffsets) {
@@ -207,7 +236,7 @@ std::unique_ptr<EventLog> open_kafka_topic(const std::string& path) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, EventLogContract,
-                         ::testing::Values(Backend{"kafka", open_kafka_topic, true, false}),
+                         ::testing::Values(Backend{"kafka", open_kafka_topic, true, false, false}),
                          [](const auto& param_info) { return param_info.param.name; });
 #else
 INSTANTIATE_TEST_SUITE_P(
