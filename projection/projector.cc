@@ -40,10 +40,6 @@ struct Handed {
   bool sync = false;  // write everything now and say so (sync_lanes)
 };
 
-// A lane holds back at most this many events handed to it: the reader waits beyond (a lane that
-// cannot write its views must not make the projector hold the log in memory).
-constexpr std::size_t kLaneEventsMax = 1 << 16;
-
 }  // namespace
 
 // A thread that applies some partitions' events to the views: one batch, flushed with those
@@ -88,8 +84,9 @@ class Projector::Lane {
                   "a partition's events are handed to its lane in chain order");
     }
     std::unique_lock lock(mu_);
-    space_.wait(lock,
-                [&] { return held_ < kLaneEventsMax || stopping_ || exited_ || owner_.stopping_.load(); });
+    space_.wait(lock, [&] {
+      return held_ < owner_.options_.lane_events_max || stopping_ || exited_ || owner_.stopping_.load();
+    });
     held_ += h.events.size();
     queue_.push_back(std::move(h));
     cv_.notify_all();
@@ -117,6 +114,12 @@ class Projector::Lane {
     done_.wait(lock, [&] { return sync_done_ >= ticket || !failed_.ok() || stopping_ || exited_; });
     if (exited_ && failed_.ok() && sync_done_ < ticket) return Status::error("the projector stopped");
     return failed_;
+  }
+  // Whether the lane holds at least half the events it may be handed (ProjectorOptions::
+  // lane_events_max): a rebuild's reader then reads other lanes' partitions first (hold_back()).
+  bool half_full() {
+    std::lock_guard lock(mu_);
+    return held_ >= owner_.options_.lane_events_max / 2;
   }
   // The error the lane met applying events, if any; it applies nothing more until drop().
   Status failure() {
@@ -699,8 +702,23 @@ Status Projector::catch_up_to(const std::vector<Offset>& until) {
   return {};
 }
 
+void Projector::hold_back(const std::vector<Offset>& until) {
+  KOBO_ASSERT(follower_ != nullptr && until.size() == follower_->partitions(),
+              "a rebuild holds back partitions of the log it follows");
+  std::vector<bool> half_full(lanes_.size());
+  for (std::size_t l = 0; l < lanes_.size(); ++l) half_full[l] = lanes_[l]->half_full();
+  bool others = false;  // a lane with room has a partition still to read
+  for (std::uint32_t p = 0; p < until.size(); ++p)
+    others = others || (!half_full[lane_index(p)] && follower_->cursor(Partition(p)).next_offset < until[p]);
+  std::vector<bool> held(until.size(), false);
+  if (others)
+    for (std::uint32_t p = 0; p < until.size(); ++p) held[p] = half_full[lane_index(p)];
+  follower_->hold_back(std::move(held));
+}
+
 Result<std::size_t> Projector::step(std::chrono::milliseconds wait, const std::vector<Offset>* until) {
   KOBO_ASSERT(follower_ != nullptr, "a step before the follower opened");
+  if (until != nullptr && options_.ingest_bytes > 0) hold_back(*until);
   Dispatcher dispatcher(*this);
   auto consumed = follower_->step(dispatcher, wait, until);
   log_refused_ = dispatcher.refused_log();

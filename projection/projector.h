@@ -52,6 +52,11 @@ struct ProjectorOptions {
   std::size_t ingest_bytes = 0;
   // A rebuild's run of keys that is a file of its own (Views::ingest).
   std::size_t ingest_run_bytes = std::size_t{1} << 20;
+  // A lane holds at most this many events handed to it and not applied yet: the reader waits
+  // beyond (a lane that cannot write its views must not make the projector hold the log in
+  // memory). In a rebuild, the reader reads the partitions of lanes holding half as many or more
+  // only when no other lane has room and something to read (Projector::hold_back()).
+  std::size_t lane_events_max = std::size_t{1} << 16;
   // How many events each partition holds, where that is known ahead (a rebuild: the records up to
   // where it stops); the lanes then share the partitions by it (assign_lanes()). Empty: unknown.
   std::vector<std::uint64_t> partition_events;
@@ -146,6 +151,12 @@ class Projector {
     return lane_of_[partition];
   }
   Lane& lane_of(std::uint32_t partition) { return *lanes_[lane_index(partition)]; }
+  // A rebuild's next poll skips the partitions of lanes that hold half of what they may
+  // (lane_events_max), while a lane with room has a partition still to read up to `until`. The
+  // reader fills a poll from the lowest partition first; without this it waited on the one lane
+  // whose partition it was reading, another lane idle, and a lane writing its file stopped the
+  // whole rebuild (docs/architecture.md, "Rebuilds write files").
+  void hold_back(const std::vector<Offset>& until);
   void stop_lanes();
 
   EventLog& log_;

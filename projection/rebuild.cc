@@ -38,12 +38,14 @@ Result<std::unique_ptr<Views>> rebuild_views(EventLog& log, const fs::path& path
   {
     // Each lane writes its rows as sorted files that RocksDB ingests, so a rebuild costs the apply
     // and the sort, not the memtable.
-    KOBO_ASSERT(shape.file_bytes > 0 && shape.run_file_bytes > 0 && shape.poll_records_max > 0,
+    KOBO_ASSERT(shape.file_bytes > 0 && shape.run_file_bytes > 0 && shape.poll_records_max > 0 &&
+                    shape.lane_events_max > 0,
                 "a rebuild writes files of what it reads");
     ProjectorOptions options;
     options.ingest_bytes = shape.file_bytes;
     options.ingest_run_bytes = shape.run_file_bytes;
     options.poll_records_max = shape.poll_records_max;
+    options.lane_events_max = shape.lane_events_max;
     options.lanes = shape.lanes;
     // The lanes share the partitions by what each holds up to the target (its records).
     for (const Offset& end : target) options.partition_events.push_back(end.value);

@@ -35,8 +35,9 @@ struct RebuildOptions {
   // (ProjectorOptions::ingest_bytes): about that much memory. The files of different lanes and
   // batches overlap, so RocksDB merges them all again; fewer, larger files merge less and leave
   // fewer files for a lane's reads to look through: on a log of a million transfers, 256 MiB
-  // took a third less CPU than 64 (docs/architecture.md, "Rebuilds write files").
-  std::size_t file_bytes = std::size_t{256} << 20;
+  // took a third less CPU than 64, and 512 MiB a tenth less than 256, once the reader fed the
+  // other lanes while one wrote its file (docs/architecture.md, "Rebuilds write files").
+  std::size_t file_bytes = std::size_t{512} << 20;
   // A run of keys in a lane's file of at least this many bytes is a file of its own
   // (ProjectorOptions::ingest_run_bytes, Views::ingest): a scope's events, which then rest at the
   // last level as they are ingested.
@@ -44,6 +45,8 @@ struct RebuildOptions {
   // Log records read per poll (ProjectorOptions::poll_records_max); a lane writes a file only
   // between two commands, and sees where one ends once per poll.
   std::size_t poll_records_max = ProjectorOptions{}.poll_records_max;
+  // Events a lane holds handed to it and not applied yet (ProjectorOptions::lane_events_max).
+  std::size_t lane_events_max = ProjectorOptions{}.lane_events_max;
 };
 
 // Builds fresh views in `path` (which must not exist yet) from the start of the log up to

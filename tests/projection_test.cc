@@ -145,10 +145,15 @@ TEST_F(ProjectionTest, IncrementalViewsAcrossARestartEqualAFullRebuild) {
          {RebuildOptions{.lanes = lanes},
           RebuildOptions{.lanes = lanes, .file_bytes = 1, .poll_records_max = 2},
           RebuildOptions{.lanes = lanes, .file_bytes = 1, .run_file_bytes = 1, .poll_records_max = 2},
-          RebuildOptions{.lanes = lanes, .run_file_bytes = 1}}) {
+          RebuildOptions{.lanes = lanes, .run_file_bytes = 1},
+          // Lanes that hold 2 events at most: the reader holds back the partitions of a lane
+          // with 1 (Projector::hold_back) and reads the others first.
+          RebuildOptions{.lanes = lanes, .file_bytes = 1, .poll_records_max = 2, .lane_events_max = 2},
+          RebuildOptions{.lanes = lanes, .lane_events_max = 2}}) {
       const std::string name = std::to_string(lanes) + " lanes, files of " +
                                std::to_string(shape.file_bytes) + ", runs of " +
-                               std::to_string(shape.run_file_bytes);
+                               std::to_string(shape.run_file_bytes) + ", lanes of " +
+                               std::to_string(shape.lane_events_max) + " events";
       auto ingested = rebuild_views(log_, dir_ / ("ingested " + name), {}, {}, shape);
       ASSERT_TRUE(ingested.ok()) << ingested.status().message();
       EXPECT_EQ(dump(*views), dump(*ingested.value())) << name;
