@@ -28,9 +28,12 @@ Ephemeral ephemeral_range() {
   return r;
 }
 
-// A listener on 127.0.0.1:port, closed with the object.
+// A listener on 127.0.0.1:port, bound as kobo serve's is (SO_REUSEADDR: a port that another test's
+// server left with connections in TIME_WAIT is free to it), closed with the object.
 struct Listener {
   explicit Listener(std::uint16_t port) : fd(::socket(AF_INET, SOCK_STREAM, 0)) {
+    const int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
@@ -106,6 +109,30 @@ TEST(PortLease, APortAnotherProgramListensOnIsSkipped) {
   ASSERT_TRUE(other.bound);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(PortLease::take(range).port(), range.first + 1);
   EXPECT_THROW(PortLease::take({range.first, 1}), std::runtime_error);
+}
+
+TEST(PortLease, APortAServerLeftInTimeWaitIsLeasedAndListenable) {
+  const auto quiet = two_quiet_ports();
+  if (!quiet) GTEST_SKIP() << "no quiet ports beside the ephemeral and leasable ranges";
+  const std::uint16_t port = quiet->first;
+  {
+    // A server that closes an accepted connection first keeps the port in TIME_WAIT for a minute.
+    const Listener server(port);
+    ASSERT_TRUE(server.bound);
+    const int client = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(client, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+    const int accepted = ::accept(server.fd, nullptr, nullptr);
+    ASSERT_GE(accepted, 0);
+    ::close(accepted);
+    ::close(client);
+  }
+  const PortLease lease = PortLease::take({port, 1});
+  EXPECT_EQ(lease.port(), port);
+  EXPECT_TRUE(Listener(port).bound) << "the next server binds it as kobo serve does";
 }
 
 }  // namespace
