@@ -500,6 +500,7 @@ void ViewBatch::update_account(const Event& e, const AccountUpdated& x) {
       edit(view_keys::account(x.account.value), "update of an account the views do not have");
   rows::AccountRow row = decoded(rows::decode_account(bytes));
   KOBO_ASSERT(row.business == e.business, "an account is updated by an event of its business");
+  if (x.webhooks || x.webhook_events) put(view_keys::account_history(x.account.value, e.seq.value), bytes);
   // Settings of both modes, as an older kobo wrote them (rows.h AccountRow).
   if (x.webhooks) row.webhooks = *x.webhooks;
   if (x.webhook_events) row.webhook_events = *x.webhook_events;
@@ -518,6 +519,7 @@ void ViewBatch::configure_webhooks(const Event& e, const WebhooksConfigured& x) 
       edit(view_keys::account(x.account.value), "webhooks of an account the views do not have");
   rows::AccountRow row = decoded(rows::decode_account(bytes));
   KOBO_ASSERT(row.business == e.business, "an account's webhooks are configured by an event of its business");
+  put(view_keys::account_history(x.account.value, e.seq.value), bytes);
   if (!row.modes_apart) {
     row.modes_apart = true;
     row.live_webhooks = row.webhooks;

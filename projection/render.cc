@@ -532,10 +532,7 @@ std::string account(const Event& registered, const rows::AccountRow& now, bool l
               "an account record of its business's registration");
   const std::string created = iso(registered.time);
   // The mode's own webhook settings (rows.h AccountRow), the other mode's not at all.
-  const bool apart = live && now.modes_apart;
-  const std::vector<std::string>& urls = apart ? now.live_webhooks : now.webhooks;
-  const std::optional<std::vector<std::string>>& events =
-      apart ? now.live_webhook_events : now.webhook_events;
+  const auto [urls, events] = rows::mode_webhooks(now, live);
   Object keys;
   keys.string("live", x->live_public_key).string("test", x->test_public_key);
   Object account;

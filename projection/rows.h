@@ -205,6 +205,16 @@ struct AccountRow {
 std::string encode(const AccountRow& row);
 [[nodiscard]] Result<AccountRow> decode_account(std::string_view bytes);
 
+// The webhook settings of mode `live` as `row` holds them (the rule above), by reference into it.
+struct ModeWebhooks {
+  const std::vector<std::string>& urls;
+  const std::optional<std::vector<std::string>>& events;  // nullopt: every type
+};
+inline ModeWebhooks mode_webhooks(const AccountRow& row, bool live) {
+  const bool apart = live && row.modes_apart;
+  return {apart ? row.live_webhooks : row.webhooks, apart ? row.live_webhook_events : row.webhook_events};
+}
+
 // Where the views are in one partition of the log (`P`): the next offset to read and the chain's
 // head (the last event applied: its seq, its hash as hex, its writer's epoch).
 struct PositionRow {

@@ -114,6 +114,7 @@ std::string describe(std::string_view key) {
       break;
     case 'a':
     case 'h':
+    case 'H':
       parts.id().number(8);
       break;
     case 'L':

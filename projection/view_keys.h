@@ -11,6 +11,8 @@
 //   P<partition:4>                           -> PositionRow: where the views are in the partition
 //   B<business16>                            -> the fact of its BusinessRegistered
 //   A<account16>                             -> AccountRow: what changed on the account since
+//   H<account16><seq:8>                      -> AccountRow: the row as it was before the change of
+//                                               its webhook settings at partition seq `seq`
 //   a<business16><id:8>                      -> account publicId (the business's accounts)
 //   K<secret key sha256:32>                  -> KeyRow: business, account, live, until when
 //   k<account16><mode>                       -> AccountKeysRow: the account's keys of the mode,
@@ -84,9 +86,10 @@ inline std::uint64_t get_be(std::string_view s, std::size_t at, int bytes = 8) {
 // moved a wallet's `updated` with its holds; 7 is the layout above: binary ids, the transaction
 // list as events numbered by record with bitmaps per filter value, typed accounts and positions; 8
 // adds the accounts' keys (`k`: what webhooks are signed with, wrapped), an expiry to a key's row
-// (`K`), the suspended businesses (`Z`) and each mode's webhook settings to an account's row (`A`).
+// (`K`), the suspended businesses (`Z`) and each mode's webhook settings to an account's row (`A`);
+// 9 adds the account rows each change of webhook settings replaced (`H`).
 inline constexpr std::string_view kFormatKey = "V";
-inline constexpr std::string_view kFormat = "8";
+inline constexpr std::string_view kFormat = "9";
 inline constexpr std::string_view kFirstFormat = "1";  // what views without a marker have
 
 // The tags above by name, for showing a key to a person (describe below).
@@ -95,19 +98,33 @@ struct TagName {
   const char* name;
 };
 inline constexpr TagName kTagNames[] = {
-    {'V', "format"},           {'P', "positions"},
-    {'B', "businesses"},       {'A', "accounts"},
-    {'a', "account list"},     {'K', "keys"},
-    {'N', "account numbers"},  {'S', "system balances"},
-    {'Y', "tier limits"},      {'W', "wallets"},
-    {'b', "wallet balances"},  {'h', "wallet statements"},
-    {'D', "bank accounts"},    {'L', "transaction events"},
-    {'T', "transactions"},     {'r', "transaction references"},
-    {'J', "bulk transfers"},   {'O', "holds"},
-    {'U', "hold rows"},        {'g', "record lists"},
-    {'C', "list counts"},      {'X', "list bitmaps"},
-    {'w', "account webhooks"}, {'e', "webhook events"},
-    {'k', "account keys"},     {'Z', "suspended businesses"},
+    {'V', "format"},
+    {'P', "positions"},
+    {'B', "businesses"},
+    {'A', "accounts"},
+    {'H', "account history"},
+    {'a', "account list"},
+    {'K', "keys"},
+    {'N', "account numbers"},
+    {'S', "system balances"},
+    {'Y', "tier limits"},
+    {'W', "wallets"},
+    {'b', "wallet balances"},
+    {'h', "wallet statements"},
+    {'D', "bank accounts"},
+    {'L', "transaction events"},
+    {'T', "transactions"},
+    {'r', "transaction references"},
+    {'J', "bulk transfers"},
+    {'O', "holds"},
+    {'U', "hold rows"},
+    {'g', "record lists"},
+    {'C', "list counts"},
+    {'X', "list bitmaps"},
+    {'w', "account webhooks"},
+    {'e', "webhook events"},
+    {'k', "account keys"},
+    {'Z', "suspended businesses"},
 };
 
 // A key's hash, for what holds keys by it: a batch's rows, the views' stripes and kept rows, a
@@ -307,6 +324,16 @@ inline std::string webhook(std::string_view account, bool live) {
   std::string k = "w" + id16(account);
   k.push_back(live ? '\1' : '\0');
   KOBO_ASSERT(k.size() == 1 + kScopeSize, "a webhook key is w, an id16 and a mode");
+  return k;
+}
+// An account's rows before each change of its webhook settings (Views::webhook_settings_at), in
+// the order of the changes' seqs in its business's partition.
+inline std::string account_history_prefix(std::string_view account) { return record_key('H', account); }
+inline std::string account_history(std::string_view account, std::uint64_t seq) {
+  std::string k = account_history_prefix(account);
+  put_be(k, seq);
+  KOBO_ASSERT(k.size() == 25, "an account history key is H, an id16 and 8 bytes");
+  KOBO_ASSERT(get_be(k, 17) == seq, "an account history key reads back as its seq");
   return k;
 }
 inline std::string webhook_events_prefix(std::string_view account, bool live) {

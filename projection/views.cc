@@ -601,12 +601,29 @@ Result<std::optional<std::string>> Views::account_text(std::string_view business
   return std::optional<std::string>(render::account(*registered.value(), *row.value(), live));
 }
 
-Result<std::optional<json>> Views::account(std::string_view business, std::string_view public_id,
-                                           bool live) const {
-  auto text = account_text(business, public_id, live);
-  if (!text) return text.status();
-  if (!text.value()) return std::optional<json>();
-  return std::optional<json>(json::parse(*text.value()));
+Result<std::optional<WebhookSettings>> Views::webhook_settings_at(std::string_view business,
+                                                                  std::string_view public_id, bool live,
+                                                                  Seq seq) const {
+  std::shared_lock lock(db_lock_);
+  // Both reads see one state: a change applied between them would be missing from one and in
+  // the other (its `H` row and the account row are written in one batch).
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  rocksdb::ReadOptions options;
+  options.snapshot = snapshot.snapshot();
+  std::string bytes;
+  if (const auto s = db_->Get(options, view_keys::account(public_id), &bytes); !s.ok())
+    return s.IsNotFound() ? Result<std::optional<WebhookSettings>>(std::nullopt)
+                          : Status::error("views read: " + s.ToString());
+  const std::string prefix = view_keys::account_history_prefix(public_id);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options));
+  it->Seek(view_keys::account_history(public_id, seq.value + 1));
+  if (it->Valid() && it->key().starts_with(prefix)) bytes.assign(it->value().data(), it->value().size());
+  if (!it->status().ok()) return Status::error("views read: " + it->status().ToString());
+  auto row = rows::decode_account(bytes);
+  if (!row) return row.status();
+  if (row.value().business != business) return std::optional<WebhookSettings>();
+  const auto [urls, events] = rows::mode_webhooks(row.value(), live);
+  return std::optional<WebhookSettings>(WebhookSettings{urls, events});
 }
 
 // A business's accounts are few (a business has one today): a list reads them all, filtering

@@ -106,6 +106,12 @@ struct WebhookEvent {
   std::string body;  // render::webhook_body: what a delivery sends
 };
 
+// An account's webhook settings in one mode, as its record shows them (render::account).
+struct WebhookSettings {
+  std::vector<std::string> urls;
+  std::optional<std::vector<std::string>> events;  // WebhookEventType names; nullopt: every type
+};
+
 // Where the projector is in one partition of the log.
 struct ViewPosition {
   Offset next_offset{0};
@@ -150,8 +156,14 @@ class Views {
 
   // Accounts belong to a business, not to a mode; their webhook settings are of one mode, and a
   // key of mode `live` is shown its own (render::account).
-  [[nodiscard]] Result<std::optional<nlohmann::json>> account(std::string_view business,
-                                                              std::string_view public_id, bool live) const;
+  // The webhook settings of account `public_id`'s mode `live` in effect at event `seq` of its
+  // business's partition: those of the row that the first change after `seq` replaced (`H`), else
+  // the row's own; nullopt when `business` has no such account. For the webhook consumer, which
+  // reads the views at or past its event, and maybe past later changes (docs/webhooks.md, "Which
+  // settings apply").
+  [[nodiscard]] Result<std::optional<WebhookSettings>> webhook_settings_at(std::string_view business,
+                                                                           std::string_view public_id,
+                                                                           bool live, Seq seq) const;
   // The account as the API shows it (render.h); nullopt when `business` has none such.
   [[nodiscard]] Result<std::optional<std::string>> account_text(std::string_view business,
                                                                 std::string_view public_id, bool live) const;

@@ -1008,6 +1008,8 @@ TEST(ViewKeys, ADescribedKeyNamesItsViewForEveryTagOfTheLayout) {
   EXPECT_EQ(describe_view_key(view_keys::wallet("vba-" + uuid)), "wallets/" + uuid);
   EXPECT_EQ(describe_view_key(view_keys::statement_line("vba-" + uuid, 7)),
             "wallet statements/" + uuid + "/7");
+  EXPECT_EQ(describe_view_key(view_keys::account_history("acc-" + uuid, 9)),
+            "account history/" + uuid + "/9");
   EXPECT_EQ(describe_view_key(view_keys::event(view_keys::scope17("biz-" + uuid, true), 12)),
             "transaction events/" + uuid + "/live/12");
   EXPECT_EQ(describe_view_key(view_keys::transaction_reference("acc-" + uuid, false, "my-ref")),
@@ -1020,6 +1022,7 @@ TEST(ViewKeys, ADescribedKeyNamesItsViewForEveryTagOfTheLayout) {
       view_keys::position(0),
       view_keys::business("biz-1"),
       view_keys::account("acc-1"),
+      view_keys::account_history("acc-1", 3),
       view_keys::account_list("biz-1", 1),
       view_keys::key_owner("ab"),
       view_keys::account_keys("acc-1", true),

@@ -5,11 +5,14 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/crypto.h"
 #include "events/ledger.h"
 #include "events/memory_log.h"
+#include "tests/support/node.h"
 #include "tests/support/scratch_dir.h"
 #include "webhooks/webhooks.h"
 
@@ -291,6 +294,82 @@ TEST_F(WebhookStore, APositionThatDoesNotDecodeFailsTheOpen) {
   const Status opened = open();
   ASSERT_FALSE(opened.ok());
   EXPECT_NE(opened.message().find("malformed"), std::string::npos) << opened.message();
+}
+
+// The settings that decide a transaction's deliveries are those in effect at its place in the log
+// (docs/webhooks.md, "Which settings apply"), however far the consumer is behind the projector:
+// here it starts once the views have applied every change of the account's URLs.
+TEST(WebhookSettings, ApplyFromTheNextTransactionInLogOrderWhateverTheConsumersLag) {
+  testing::ScratchDir dir;
+  testing::Node node(dir.path(), {.partitions = 1});
+  ASSERT_TRUE(node.start().ok());
+  const Caller caller{"biz-order", "acc-order", false};
+  const std::string hash(64, 'a');
+  ASSERT_TRUE(node.ledger()
+                  .execute(CreateBusiness{caller.business, "O", caller.account, "Default", hash, hash,
+                                          "pk_test", "pk_live"})
+                  .ok());
+  const Outcome wallet = node.ledger().execute(CreateWallet{caller, "Ada", "secondary", {}, {}});
+  ASSERT_TRUE(wallet.ok());
+  const std::string number = std::get<WalletOpened>(wallet.events.at(0).data).account_number;
+  const auto master = LocalMasterKey::make(std::string(40, 'm'));
+  ASSERT_TRUE(master.ok());
+  const WebhookSecrets secrets(*master.value());
+  WebhookOptions options;
+  options.sends = [](Partition) { return false; };  // recorded, never sent
+  const std::string path = (dir.path() / "webhooks").string();
+  const auto open = [&] {
+    return Webhooks::open(path, node.log(), node.views(), node.projector(), *master.value(), secrets,
+                          options);
+  };
+  {
+    // A new delivery database starts at the log's end, and records where that is.
+    auto webhooks = open();
+    ASSERT_TRUE(webhooks.ok()) << webhooks.status().message();
+    ASSERT_TRUE(webhooks.value()->start().ok());
+    webhooks.value()->stop();
+  }
+  const auto credit = [&](std::int64_t amount) {
+    const Outcome o = node.ledger().execute(
+        IncomingCredit{caller, number, Kobo(amount), "f", "S", "0000014579", "058", "GTB", "000013"});
+    EXPECT_TRUE(o.ok());
+    return o.id;
+  };
+  const auto set_urls = [&](std::vector<std::string> urls) {
+    EXPECT_TRUE(node.ledger().execute(UpdateAccount{caller, caller.account, std::move(urls), {}, {}}).ok());
+  };
+  std::map<std::string, std::string> expected;  // transaction -> the URL it is delivered to
+  credit(100);                                  // no URLs yet
+  set_urls({"https://a.example/hook"});
+  expected[credit(200)] = "https://a.example/hook";
+  set_urls({"https://b.example/hook"});
+  expected[credit(300)] = "https://b.example/hook";
+  set_urls({});
+  credit(400);
+  set_urls({"https://c.example/hook"});
+  const std::string last = credit(500);
+  expected[last] = "https://c.example/hook";
+  ASSERT_TRUE(node.caught_up(5s));
+
+  auto webhooks = open();
+  ASSERT_TRUE(webhooks.ok()) << webhooks.status().message();
+  ASSERT_TRUE(webhooks.value()->start().ok());
+  // The consumer reads in log order and writes each step's deliveries at once: once the last
+  // credit's is listed, every earlier one is.
+  const Scope scope{caller.business, caller.live};
+  std::map<std::string, std::string> delivered;  // transaction -> URL
+  for (int i = 0; i < 250 && !delivered.contains(last); ++i) {
+    std::this_thread::sleep_for(20ms);
+    const auto page = webhooks.value()->deliveries(scope, {}, PageRequest{1, 50});
+    ASSERT_TRUE(page.ok()) << page.status().message();
+    delivered.clear();
+    for (const std::string& item : page.value().items) {
+      const auto d = nlohmann::json::parse(item);
+      EXPECT_TRUE(delivered.emplace(d.at("transaction"), d.at("url")).second) << "delivered twice: " << item;
+    }
+  }
+  webhooks.value()->stop();
+  EXPECT_EQ(delivered, expected);
 }
 
 }  // namespace

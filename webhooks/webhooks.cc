@@ -318,9 +318,8 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
  private:
   // What the account of `e` wants delivered, when it is known; nullptr for a payout's status
   // change (the account is the webhook event's) and an account not read yet. What is known of an
-  // account (wanted_of) was read with the views at or past an earlier event of its partition,
-  // and a change of the account since, an event of the same partition and so read before this
-  // one, emptied it.
+  // account (wanted_of) is what it wanted at an earlier event of its partition, and a change of
+  // the account since, an event of the same partition and so read before this one, emptied it.
   const Wanted* known_wanted(const Event& e) const {
     const AccountId* owner = owner_account(e.data);
     if (owner == nullptr) return nullptr;
@@ -336,23 +335,22 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
     });
   }
 
-  // What an account wants delivered in mode `live`: that mode's URLs and event types (all when
-  // it never chose); an error when the views cannot be read.
-  Result<const Wanted*> wanted_of(const std::string& business, const std::string& account_id, bool live) {
-    const std::string key = scope_key(account_id, live);
+  // What account `account_id` wanted delivered at event `e`, in its mode: the URLs and event types
+  // (all when it never chose) of the settings in effect there, whatever the views applied since
+  // (docs/webhooks.md, "Which settings apply"); an error when the views cannot be read.
+  Result<const Wanted*> wanted_of(const Event& e, const std::string& account_id) {
+    const std::string key = scope_key(account_id, e.live);
     auto it = impl_.wanted_of_account_.find(key);
     if (it != impl_.wanted_of_account_.end()) return &it->second;
-    const auto account = impl_.views_.account(business, account_id, live);
-    if (!account) return account.status();
-    if (!account.value())
+    const auto settings = impl_.views_.webhook_settings_at(e.business, account_id, e.live, e.seq);
+    if (!settings) return settings.status();
+    if (!settings.value())
       return Status::error("the views do not have account " + account_id + ", whose transaction was applied");
     Wanted wanted;
-    for (const auto& u : account.value()->value("webhooks", json::array()))
-      if (u.is_string()) wanted.urls.insert(u.get<std::string>());
-    if (const auto types = account.value()->find("webhookEvents"); types != account.value()->end()) {
-      for (const auto& t : *types)
-        if (const auto type =
-                t.is_string() ? webhook_event_type_from_string(t.get<std::string>()) : std::nullopt)
+    wanted.urls.insert(settings.value()->urls.begin(), settings.value()->urls.end());
+    if (const auto& types = settings.value()->events) {
+      for (const std::string& t : *types)
+        if (const auto type = webhook_event_type_from_string(t))
           wanted.types[static_cast<std::size_t>(*type)] = true;
     } else {
       wanted.types.fill(true);
@@ -388,7 +386,7 @@ class Webhooks::Impl::Recorder final : public LogVisitor {
       if (auto s = read_event(); !s) return s;  // a payout's status change: rare
       account_id = event->account;
     }
-    const auto read_wanted = wanted_of(e.business, account_id, e.live);
+    const auto read_wanted = wanted_of(e, account_id);
     if (!read_wanted) return read_wanted.status();
     const Wanted& wanted = *read_wanted.value();
     if (!wanted.wants(*type)) return {};
