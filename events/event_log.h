@@ -55,9 +55,9 @@ class LogReader {
   // markers and aborted records), so a reader can tell it reached an end_offsets() position.
   virtual Offset position(Partition p) const = 0;
   // The partitions whose records the caller does not want from the next polls on (one flag per
-  // partition; empty: none), until it says otherwise: a consumer that cannot take more of them
-  // yet, such as a rebuild's lane with a full queue, so that a poll brings what other lanes can
-  // apply instead. A hint: the embedded and in-memory readers skip them; Kafka's reader does not
+  // partition; empty: none), until it says otherwise: a consumer that should not take more of
+  // them yet, such as a rebuild's lane whose queue is half full, so that a poll brings what other
+  // lanes can apply instead. A hint: the embedded and in-memory readers skip them; Kafka's reader does not
   // (its polls bring what the broker sends), and a caller must take any record it gets.
   void hold_back(std::vector<bool> partitions) { held_back_ = std::move(partitions); }
 
