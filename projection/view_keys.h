@@ -169,15 +169,20 @@ inline std::string record_key(char tag, std::string_view id) {
   KOBO_ASSERT(k.size() == 1 + 16 && k.front() == tag, "a record's key is its tag and an id16");
   return k;
 }
+// A numbered row of one record: its tag, the id's 16 bytes and a big-endian number, so that the
+// record's rows sort by number under the prefix record_key(tag, id).
+inline std::string numbered_record_key(char tag, std::string_view id, std::uint64_t number) {
+  std::string k = record_key(tag, id);
+  put_be(k, number);
+  KOBO_ASSERT(k.size() == 1 + 16 + 8, "a numbered record's key is its tag, an id16 and 8 bytes");
+  KOBO_ASSERT(get_be(k, 17) == number, "a numbered record's key reads back as its number");
+  return k;
+}
 inline std::string business(std::string_view id) { return record_key('B', id); }
 inline std::string account(std::string_view id) { return record_key('A', id); }
 inline std::string account_list_prefix(std::string_view business) { return record_key('a', business); }
 inline std::string account_list(std::string_view business, std::uint64_t id) {
-  std::string k = account_list_prefix(business);
-  put_be(k, id);
-  KOBO_ASSERT(k.size() == 25, "an account list key is a, an id16 and 8 bytes");
-  KOBO_ASSERT(get_be(k, 17) == id, "an account list key reads back as its number");
-  return k;
+  return numbered_record_key('a', business, id);
 }
 // `hash`: the hex SHA-256 of a secret key, as the log holds it; keyed by its 32 bytes (a hash
 // that is not 64 hex digits, which no caller makes, is keyed as its text).
@@ -211,11 +216,7 @@ inline std::string wallet(std::string_view id) { return record_key('W', id); }
 inline std::string wallet_row(std::string_view id) { return record_key('b', id); }
 inline std::string statement_prefix(std::string_view wallet) { return record_key('h', wallet); }
 inline std::string statement_line(std::string_view wallet, std::uint64_t number) {
-  std::string k = statement_prefix(wallet);
-  put_be(k, number);
-  KOBO_ASSERT(k.size() == 25, "a statement line key is h, an id16 and 8 bytes");
-  KOBO_ASSERT(get_be(k, 17) == number, "a statement line key reads back as its number");
-  return k;
+  return numbered_record_key('h', wallet, number);
 }
 inline std::string bank_account(std::string_view id) { return record_key('D', id); }
 
@@ -330,11 +331,7 @@ inline std::string webhook(std::string_view account, bool live) {
 // the order of the changes' seqs in its business's partition.
 inline std::string account_history_prefix(std::string_view account) { return record_key('H', account); }
 inline std::string account_history(std::string_view account, std::uint64_t seq) {
-  std::string k = account_history_prefix(account);
-  put_be(k, seq);
-  KOBO_ASSERT(k.size() == 25, "an account history key is H, an id16 and 8 bytes");
-  KOBO_ASSERT(get_be(k, 17) == seq, "an account history key reads back as its seq");
-  return k;
+  return numbered_record_key('H', account, seq);
 }
 inline std::string webhook_events_prefix(std::string_view account, bool live) {
   std::string k = record_key('e', account);
